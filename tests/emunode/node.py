@@ -1,0 +1,184 @@
+"""Boot the emulated GPU node under QEMU (TCG), run commands, collect their results."""
+
+import base64
+import dataclasses
+import os
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from . import initramfs, kernels
+from . import topology as topo
+from .errors import GuestError, HarnessError
+from .paths import build_dir
+
+QEMU = "qemu-system-x86_64"
+
+# Kernel log lines that fail a run: the guest must never pass with one of these.
+PROBLEM = re.compile(r"(\bBUG:|\bWARNING:|\bOops\b|Kernel panic|general protection fault|"
+                     r"UBSAN:|KASAN:|soft lockup|hung_task|blocked for more than|"
+                     r"RCU detected stall|refcount_t:|list_(add|del) corruption)")
+# Taint flags allowed in the guest: O (out-of-tree module, bit 12) and E (unsigned, bit 13).
+ALLOWED_TAINT = (1 << 12) | (1 << 13)
+TAINT_LETTERS = "PFSRMBUDAWCIOELKXTN"
+
+
+@dataclasses.dataclass
+class CommandResult:
+    command: str
+    output: str
+    status: int
+
+
+@dataclasses.dataclass
+class RunResult:
+    kernel: str
+    topology: str
+    iommu: str
+    results: list
+    setup: CommandResult
+    kernel_log: str          # dmesg of the guest (console output if the guest died first)
+    console_log: str
+    taint: int
+    bar_path: Path
+    files: dict
+    workdir: Path
+    seconds: float
+
+    def problems(self):
+        """BUG/WARNING/Oops lines and taints other than out-of-tree/unsigned; [] when clean."""
+        found = [l.strip() for l in self.kernel_log.splitlines() if PROBLEM.search(l)]
+        bad = self.taint & ~ALLOWED_TAINT
+        if bad:
+            letters = "".join(c for i, c in enumerate(TAINT_LETTERS) if bad & (1 << i))
+            found.append(f"kernel tainted {self.taint:#x} (unexpected flags: {letters})")
+        return found
+
+    def __getitem__(self, i):
+        return self.results[i]
+
+
+class Node:
+    """One emulated GPU + RDMA node: a kernel, a topology and an IOMMU mode."""
+
+    def __init__(self, kernel=kernels.DEFAULT_KERNEL, topology="switch", iommu="translated",
+                 bar_mib=64, rxe=True, log=print):
+        topo.check(topology, iommu)
+        if kernel not in kernels.SUITES:
+            raise HarnessError(f"unknown kernel '{kernel}': choose one of "
+                               f"{', '.join(kernels.known_kernels())}")
+        self.kernel_name, self.topology, self.iommu = kernel, topology, iommu
+        self.bar_mib, self.rxe, self.log = bar_mib, rxe, log
+
+    def run(self, commands, timeout=600, cmd_timeout=None, allow_problems=False, memory=None):
+        """Boot, run `commands` in order (one `sh` script each), power off, return RunResult.
+
+        Raises GuestError (with the console log) when the guest does not finish, the RDMA stack
+        does not come up, or — unless allow_problems — its kernel log has a BUG/WARNING/Oops or
+        an unexpected taint."""
+        if shutil.which(QEMU) is None:
+            raise HarnessError(f"{QEMU} not found: install Debian's qemu-system-x86 (make deps)")
+        kernel = kernels.ensure_kernel(self.kernel_name, log=self.log)
+        runs = build_dir() / "runs"
+        runs.mkdir(parents=True, exist_ok=True)
+        _prune(runs, keep=30)
+        work = runs / f"{time.strftime('%Y%m%d-%H%M%S')}-{self.kernel_name}-{self.topology}-{self.iommu}-{os.getpid()}-{time.monotonic_ns() % 100000}"
+        work.mkdir()
+        bar = work / "gpu-bar.bin"
+        with open(bar, "wb") as f:
+            f.truncate(self.bar_mib << 20)
+        env = {"GDRPEER_TOPOLOGY": self.topology, "GDRPEER_IOMMU": self.iommu,
+               "GDRPEER_BAR_MIB": str(self.bar_mib), "GDRPEER_KERNEL": self.kernel_name,
+               "EMUNODE_RXE": "1" if self.rxe else "0"}
+        if cmd_timeout:
+            env["EMUNODE_CMD_TIMEOUT"] = str(int(cmd_timeout))
+        initrd = initramfs.initrd_for_run(kernel, list(commands), env, work)
+        margs, cmdline = topo.qemu_args(self.topology, self.iommu, bar, self.bar_mib)
+        console, results = work / "console.log", work / "results.log"
+        append = " ".join(["console=ttyS0", "panic=-1", "loglevel=6", "nokaslr",
+                           "net.ifnames=0", "ipv6.disable=0", *cmdline])
+        argv = [QEMU, *margs, "-kernel", str(kernel.vmlinuz), "-initrd", str(initrd),
+                "-append", append,
+                "-chardev", f"file,id=con,path={console}", "-serial", "chardev:con",
+                "-chardev", f"file,id=res,path={results}", "-serial", "chardev:res",
+                "-monitor", "none"]
+        (work / "qemu.cmd").write_text(" ".join(argv) + "\n")
+        start = time.monotonic()
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT)
+        try:
+            qout, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            qout, _ = proc.communicate()
+            raise GuestError(f"guest ({self._what()}) did not finish within {timeout} s; "
+                             f"logs in {work}", _read(console))
+        seconds = time.monotonic() - start
+        con = _read(console)
+        if proc.returncode != 0:
+            raise GuestError(f"QEMU exited with {proc.returncode} ({self._what()}): "
+                             f"{qout.decode(errors='replace').strip()[-300:]}", con)
+        records, done = _parse(_read(results))
+        if not done:
+            raise GuestError(f"guest ({self._what()}) stopped before finishing its commands "
+                             f"(panic or power-off); logs in {work}", con)
+        setup = _one(records, "setup", "modules", "setup")
+        outs = [records.get(("cmd", f"{i:04d}")) for i in range(len(commands))]
+        results_list = [CommandResult(c, o[0].decode(errors="replace"), o[1])
+                        for c, o in zip(commands, outs)]
+        taint = int(_one(records, "taint", "kernel", "taint").output.strip() or 0)
+        dmesg = records.get(("dmesg", "kernel"), (con.encode(), 0))[0].decode(errors="replace")
+        files = {name: data for (kind, name), (data, _) in records.items() if kind == "file"}
+        res = RunResult(self.kernel_name, self.topology, self.iommu, results_list, setup, dmesg,
+                        con, taint, bar, files, work, seconds)
+        (work / "dmesg.log").write_text(dmesg)
+        if setup.status != 0:
+            raise GuestError(f"the node's RDMA stack did not come up ({self._what()}):\n"
+                             f"{setup.output.strip()}", dmesg)
+        if not allow_problems and res.problems():
+            raise GuestError(f"guest kernel log has problems ({self._what()}): "
+                             + "; ".join(res.problems()[:5]), dmesg)
+        return res
+
+    def _what(self):
+        return f"kernel {self.kernel_name}, topology {self.topology}, iommu {self.iommu}"
+
+
+def _read(path):
+    try:
+        return Path(path).read_bytes().decode(errors="replace")
+    except FileNotFoundError:
+        return ""
+
+
+def _parse(text):
+    """Records from the results port: {(kind, name): (payload bytes, status)}, done flag."""
+    records, cur, buf, done = {}, None, [], False
+    for line in text.splitlines():
+        line = line.rstrip("\r")
+        if line.startswith("@@EMUNODE BEGIN "):
+            cur, buf = tuple(line.split()[2:4]), []
+        elif line.startswith("@@EMUNODE END ") and cur is not None:
+            parts = line.split()
+            records[cur] = (base64.b64decode("".join(buf)), int(parts[4]))
+            cur = None
+        elif line == "@@EMUNODE DONE":
+            done = True
+        elif cur is not None:
+            buf.append(line.strip())
+    return records, done
+
+
+def _one(records, kind, name, what):
+    if (kind, name) not in records:
+        raise GuestError(f"guest sent no {what} record", "")
+    data, status = records[(kind, name)]
+    return CommandResult(what, data.decode(errors="replace"), status)
+
+
+def _prune(runs, keep):
+    old = sorted(runs.iterdir(), key=lambda p: p.stat().st_mtime)[:-keep]
+    for p in old:
+        shutil.rmtree(p, ignore_errors=True)

@@ -1,0 +1,74 @@
+"""QEMU machine descriptions of the emulated GPU node.
+
+Every topology has the same three devices: the "GPU" (ivshmem-plain, whose 64-bit prefetchable
+BAR2 is backed by a host file), the NIC (e1000e on an unconnected hub, rxe runs on it) and
+QEMU's edu DMA engine on the root bus (the stand-in HCA DMA). Only where they sit differs.
+"""
+
+from .errors import HarnessError
+
+TOPOLOGIES = {
+    "switch": "GPU BAR device and NIC under one PCIe switch (nvidia-smi PIX)",
+    "rootports": "GPU and NIC each on its own root port of one host bridge (PHB)",
+    "twobridges": "NIC behind a pxb-pcie host bridge on NUMA node 1, GPU on node 0 (SYS)",
+}
+IOMMU_MODES = {
+    "off": "no IOMMU (intel_iommu=off)",
+    "translated": "intel-iommu translating: DMA domains",
+    "passthrough": "intel-iommu with identity (pass-through) domains: iommu=pt",
+}
+
+
+def check(topology, iommu):
+    if topology not in TOPOLOGIES:
+        raise HarnessError(f"unknown topology '{topology}': choose one of {', '.join(TOPOLOGIES)}")
+    if iommu not in IOMMU_MODES:
+        raise HarnessError(f"unknown IOMMU mode '{iommu}': choose one of {', '.join(IOMMU_MODES)}")
+
+
+def qemu_args(topology, iommu, bar_file, bar_mib):
+    """Machine, IOMMU and device arguments (not kernel, initrd, serial ports)."""
+    check(topology, iommu)
+    if bar_mib < 1 or bar_mib & (bar_mib - 1):
+        raise HarnessError(f"BAR size {bar_mib} MiB is not a power of two")
+    args = ["-machine", "q35,kernel-irqchip=split", "-accel", "tcg", "-cpu", "max",
+            "-smp", "2,sockets=2,cores=1,threads=1", "-m", "2G", "-nodefaults", "-display", "none", "-vga", "none",
+            "-no-reboot",
+            # two NUMA nodes, one CPU each, so a host bridge can sit on node 1
+            "-object", "memory-backend-ram,id=ram0,size=1G",
+            "-object", "memory-backend-ram,id=ram1,size=1G",
+            "-numa", "node,nodeid=0,cpus=0,memdev=ram0",
+            "-numa", "node,nodeid=1,cpus=1,memdev=ram1"]
+    cmdline = []
+    if iommu == "off":
+        cmdline.append("intel_iommu=off")
+    else:
+        # intel-iommu first: it must exist before the devices it translates for.
+        args += ["-device", "intel-iommu,intremap=on,caching-mode=on"]
+        cmdline.append("intel_iommu=on")
+        if iommu == "passthrough":
+            cmdline.append("iommu=pt")
+
+    gpu = ["-object", f"memory-backend-file,id=gpubar,share=on,mem-path={bar_file},size={bar_mib}M",
+           "-device"]
+    nic = ["-netdev", "hubport,id=n0,hubid=0", "-device"]
+    edu = ["-device", "edu,bus=pcie.0,addr=0x5,dma_mask=0xffffffffffffffff"]
+    if topology == "switch":
+        args += ["-device", "pcie-root-port,id=rp1,bus=pcie.0,addr=0x10,chassis=1,slot=1",
+                 "-device", "x3130-upstream,id=up1,bus=rp1",
+                 "-device", "xio3130-downstream,id=dn1,bus=up1,chassis=2,slot=0",
+                 "-device", "xio3130-downstream,id=dn2,bus=up1,chassis=3,slot=1"]
+        gpu += ["ivshmem-plain,memdev=gpubar,bus=dn1"]
+        nic += ["e1000e,netdev=n0,bus=dn2,mac=52:54:00:00:00:01"]
+    elif topology == "rootports":
+        args += ["-device", "pcie-root-port,id=rp1,bus=pcie.0,addr=0x10,chassis=1,slot=1",
+                 "-device", "pcie-root-port,id=rp2,bus=pcie.0,addr=0x11,chassis=2,slot=2"]
+        gpu += ["ivshmem-plain,memdev=gpubar,bus=rp1"]
+        nic += ["e1000e,netdev=n0,bus=rp2,mac=52:54:00:00:00:01"]
+    else:  # twobridges
+        args += ["-device", "pcie-root-port,id=rp1,bus=pcie.0,addr=0x10,chassis=1,slot=1",
+                 "-device", "pxb-pcie,id=pxb1,bus_nr=0x80,numa_node=1,bus=pcie.0,addr=0x12",
+                 "-device", "pcie-root-port,id=rp2,bus=pxb1,chassis=2,slot=2"]
+        gpu += ["ivshmem-plain,memdev=gpubar,bus=rp1"]
+        nic += ["e1000e,netdev=n0,bus=rp2,mac=52:54:00:00:00:01"]
+    return args + gpu + nic + edu, cmdline
