@@ -1,0 +1,189 @@
+// `gdrpeer verify`: register memory with the node's RDMA stack and move real data.
+// The engine lives in userspace/verify; this file is options, progress and output.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <random>
+
+#include "commands.hpp"
+#include "engine.hpp"
+#include "gdrpeer/gdrpeer.hpp"
+#include "report.hpp"
+#include "sizes.hpp"
+
+namespace gdrpeer::cli {
+
+namespace {
+
+namespace v = gdrpeer::verify;
+
+constexpr uint64_t kMaxSize = uint64_t{1} << 30;  // one RDMA message, one registration
+
+struct VerifyArgs {
+  std::vector<std::string> devices;
+  std::vector<std::string> sources;
+  std::vector<std::string> methods;
+  std::string size = "1M";
+  uint32_t gdrpeer_device = 0;
+  std::string gdrpeer_path = kDefaultDevicePath;
+  int cuda_device = 0;
+  std::string libcuda = "libcuda.so.1";
+  bool json = false;
+  bool bench = false;
+  std::string bench_sizes;
+  double bench_seconds = 0.2;
+  double timeout = 10;
+  uint64_t seed = 0;
+  bool seed_given = false;
+};
+
+int usage_error(const std::string& msg) {
+  std::fprintf(stderr, "gdrpeer verify: %s\n", msg.c_str());
+  return v::kExitUsage;
+}
+
+// Progress: a self-overwriting line on a terminal, plain lines otherwise (bench only).
+class Progress {
+ public:
+  Progress(bool tty, bool plain_lines) : tty_(tty), plain_(plain_lines) {}
+  ~Progress() { clear(); }
+  void operator()(const std::string& msg) {
+    if (tty_) {
+      std::fprintf(stderr, "\r\033[K%s", msg.substr(0, 150).c_str());
+      std::fflush(stderr);
+      shown_ = true;
+    } else if (plain_) {
+      std::fprintf(stderr, "gdrpeer verify: %s\n", msg.c_str());
+    }
+  }
+  void clear() {
+    if (shown_) std::fprintf(stderr, "\r\033[K");
+    shown_ = false;
+  }
+
+ private:
+  bool tty_, plain_, shown_ = false;
+};
+
+int run(const VerifyArgs& a) {
+  v::VerifyOptions opt;
+  std::string why;
+
+  const auto size = v::parse_size(a.size, &why);
+  if (!size) return usage_error("--size: " + why);
+  if (*size == 0) return usage_error("--size: must be greater than 0");
+  if (*size > kMaxSize)
+    return usage_error("--size: " + describe_bytes(*size) + " is more than one transfer may be (" +
+                       describe_bytes(kMaxSize) + ")");
+  const uint64_t phys = static_cast<uint64_t>(::sysconf(_SC_PHYS_PAGES)) *
+                        static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  if (*size * 3 > phys)
+    return usage_error("--size: " + describe_bytes(*size) +
+                       " is beyond this node's memory: a run needs about three times that in "
+                       "host memory and the node has " +
+                       describe_bytes(phys));
+  opt.source.size = *size;
+
+  for (const auto& s : a.sources) {
+    auto k = v::parse_source(s);
+    if (!k) return usage_error("--source: unknown memory source '" + s + "'");
+    opt.sources.push_back(*k);
+  }
+  if (!a.methods.empty()) {
+    opt.methods.clear();
+    for (const auto& m : a.methods) {
+      if (m == "reg_mr" || m == "ibv_reg_mr")
+        opt.methods.push_back(v::Method::reg_mr);
+      else if (m == "dmabuf" || m == "ibv_reg_dmabuf_mr")
+        opt.methods.push_back(v::Method::dmabuf);
+      else
+        return usage_error("--method: unknown method '" + m + "' (reg_mr or dmabuf)");
+    }
+  }
+  if (a.bench) {
+    std::vector<uint64_t> sizes;
+    if (!a.bench_sizes.empty()) {
+      auto l = v::parse_size_list(a.bench_sizes, &why);
+      if (!l) return usage_error("--bench-sizes: " + why);
+      for (auto s : *l) {
+        if (s == 0 || s > *size)
+          return usage_error("--bench-sizes: " + std::to_string(s) +
+                             " must be between 1 and --size (" + std::to_string(*size) + ")");
+      }
+      sizes = *l;
+    } else {
+      for (uint64_t s = 4096; s < *size; s *= 16) sizes.push_back(s);
+      sizes.push_back(*size);
+    }
+    opt.bench_sizes.assign(sizes.begin(), sizes.end());
+  }
+  if (a.timeout <= 0) return usage_error("--timeout: must be greater than 0");
+
+  opt.devices = a.devices;
+  opt.source.gdrpeer_device = a.gdrpeer_device;
+  opt.source.gdrpeer_path = a.gdrpeer_path;
+  opt.source.cuda_device = a.cuda_device;
+  opt.source.libcuda = a.libcuda;
+  opt.bench = a.bench;
+  opt.bench_seconds = a.bench_seconds;
+  opt.timeout_ms = static_cast<int>(a.timeout * 1000);
+  opt.seed = a.seed_given ? a.seed : std::random_device{}();
+
+  const auto inv = v::enumerate_rdma();
+  if (auto problem = v::check_device_selection(inv, a.devices)) return usage_error(*problem);
+
+  Progress progress(::isatty(STDERR_FILENO) == 1, a.bench);
+  opt.progress = [&](const std::string& m) { progress(m); };
+  const auto rep = v::run_verify(opt, inv);
+  progress.clear();
+
+  if (a.json)
+    std::cout << v::to_json(rep).dump(2) << "\n";
+  else
+    v::print_table(rep, std::cout);
+  return rep.exit_code;
+}
+
+}  // namespace
+
+void add_verify_command(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<VerifyArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "verify",
+      "Register host, gdrpeer and CUDA memory with every RDMA port (ibv_reg_mr and "
+      "ibv_reg_dmabuf_mr), move data through an RC loopback and check every byte");
+  cmd->footer(
+      "Exit codes: 0 every combination passed; 1 at least one failed; 2 none failed, at least "
+      "one unsupported; 3 nothing to verify (no RDMA device); 64 bad input.");
+  cmd->add_option("-d,--device", args->devices,
+                  "RDMA device to test, NAME or NAME:PORT (repeatable; default: all)");
+  cmd->add_option("-s,--source", args->sources,
+                  "memory source: host, hugepage, gdrpeer, cuda, cuda-vmm (repeatable; default: "
+                  "every source this node has)");
+  cmd->add_option("-m,--method", args->methods,
+                  "registration method: reg_mr, dmabuf (repeatable; default: both)");
+  cmd->add_option("--size", args->size, "bytes per transfer, e.g. 4096, 64K, 1M (default 1M)");
+  cmd->add_option("--gdrpeer-device", args->gdrpeer_device, "gdrpeer device index (default 0)");
+  cmd->add_option("--gdrpeer-path", args->gdrpeer_path, "gdrpeer character device")
+      ->capture_default_str();
+  cmd->add_option("--cuda-device", args->cuda_device, "CUDA device ordinal (default 0)");
+  cmd->add_option("--libcuda", args->libcuda, "CUDA driver library to dlopen")
+      ->capture_default_str();
+  cmd->add_flag("--json", args->json, "print the report as JSON");
+  cmd->add_flag("--bench", args->bench,
+                "after the checks, measure RDMA WRITE latency and WRITE/READ bandwidth");
+  cmd->add_option("--bench-sizes", args->bench_sizes,
+                  "comma-separated sizes for --bench (default 4K, x16 steps, up to --size)");
+  cmd->add_option("--bench-seconds", args->bench_seconds, "seconds per measurement (default 0.2)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--timeout", args->timeout, "seconds to wait for one completion (default 10)");
+  auto* seed = cmd->add_option("--seed", args->seed, "seed of the random data pattern");
+  cmd->callback([args, seed, &exit_code] {
+    args->seed_given = seed->count() > 0;
+    exit_code = run(*args);
+  });
+}
+
+}  // namespace gdrpeer::cli

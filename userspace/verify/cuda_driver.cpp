@@ -1,0 +1,105 @@
+#include "cuda_driver.hpp"
+
+#include <dlfcn.h>
+
+#include <map>
+#include <mutex>
+
+namespace gdrpeer::verify::cuda {
+
+std::string Api::error_text(CUresult r) const {
+  const char* name = nullptr;
+  const char* text = nullptr;
+  if (cuGetErrorName != nullptr) cuGetErrorName(r, &name);
+  if (cuGetErrorString != nullptr) cuGetErrorString(r, &text);
+  std::string s = name != nullptr ? name : "CUresult " + std::to_string(r);
+  if (text != nullptr) s += std::string(" (") + text + ")";
+  return s;
+}
+
+namespace {
+
+template <typename Fn>
+bool bind(void* lib, Fn& fn, const char* symbol, bool required, std::string* missing) {
+  fn = reinterpret_cast<Fn>(::dlsym(lib, symbol));
+  if (fn == nullptr && required) {
+    if (!missing->empty()) *missing += ", ";
+    *missing += symbol;
+    return false;
+  }
+  return true;
+}
+
+struct Loaded {
+  Api api;
+  std::string why;
+  bool ok = false;
+};
+
+Loaded load_now(const char* library) {
+  Loaded l;
+  void* lib = ::dlopen(library, RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) {
+    const char* e = ::dlerror();
+    l.why = std::string("cannot load ") + library + ": " + (e != nullptr ? e : "unknown error") +
+            " (no NVIDIA driver on this node)";
+    return l;
+  }
+  Api& a = l.api;
+  a.handle = lib;
+  std::string missing;
+  bind(lib, a.cuInit, "cuInit", true, &missing);
+  bind(lib, a.cuDriverGetVersion, "cuDriverGetVersion", true, &missing);
+  bind(lib, a.cuGetErrorName, "cuGetErrorName", false, &missing);
+  bind(lib, a.cuGetErrorString, "cuGetErrorString", false, &missing);
+  bind(lib, a.cuDeviceGetCount, "cuDeviceGetCount", true, &missing);
+  bind(lib, a.cuDeviceGet, "cuDeviceGet", true, &missing);
+  bind(lib, a.cuDeviceGetName, "cuDeviceGetName", true, &missing);
+  bind(lib, a.cuDeviceGetAttribute, "cuDeviceGetAttribute", true, &missing);
+  bind(lib, a.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", true, &missing);
+  bind(lib, a.cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", true, &missing);
+  bind(lib, a.cuCtxSetCurrent, "cuCtxSetCurrent", true, &missing);
+  bind(lib, a.cuCtxSynchronize, "cuCtxSynchronize", true, &missing);
+  bind(lib, a.cuMemAlloc, "cuMemAlloc_v2", true, &missing);
+  bind(lib, a.cuMemFree, "cuMemFree_v2", true, &missing);
+  bind(lib, a.cuMemGetInfo, "cuMemGetInfo_v2", true, &missing);
+  bind(lib, a.cuMemcpyHtoD, "cuMemcpyHtoD_v2", true, &missing);
+  bind(lib, a.cuMemcpyDtoH, "cuMemcpyDtoH_v2", true, &missing);
+  bind(lib, a.cuPointerSetAttribute, "cuPointerSetAttribute", true, &missing);
+  bind(lib, a.cuMemGetAllocationGranularity, "cuMemGetAllocationGranularity", false, &missing);
+  bind(lib, a.cuMemCreate, "cuMemCreate", false, &missing);
+  bind(lib, a.cuMemRelease, "cuMemRelease", false, &missing);
+  bind(lib, a.cuMemAddressReserve, "cuMemAddressReserve", false, &missing);
+  bind(lib, a.cuMemAddressFree, "cuMemAddressFree", false, &missing);
+  bind(lib, a.cuMemMap, "cuMemMap", false, &missing);
+  bind(lib, a.cuMemUnmap, "cuMemUnmap", false, &missing);
+  bind(lib, a.cuMemSetAccess, "cuMemSetAccess", false, &missing);
+  bind(lib, a.cuMemGetHandleForAddressRange, "cuMemGetHandleForAddressRange", false, &missing);
+  bind(lib, a.cuFlushGPUDirectRDMAWrites, "cuFlushGPUDirectRDMAWrites", false, &missing);
+  if (!missing.empty()) {
+    l.why = std::string(library) + " lacks " + missing + " (driver too old)";
+    ::dlclose(lib);
+    a.handle = nullptr;
+    return l;
+  }
+  l.ok = true;
+  return l;
+}
+
+}  // namespace
+
+const Api* load(std::string* why, const char* library) {
+  // libcuda is never unloaded: its contexts live until process exit.
+  static std::mutex mu;
+  static std::map<std::string, Loaded> cache;
+  std::lock_guard lock(mu);
+  auto it = cache.find(library);
+  if (it == cache.end()) it = cache.emplace(library, load_now(library)).first;
+  if (!it->second.ok) {
+    if (why != nullptr) *why = it->second.why;
+    return nullptr;
+  }
+  return &it->second.api;
+}
+
+}  // namespace gdrpeer::verify::cuda

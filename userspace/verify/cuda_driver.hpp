@@ -1,0 +1,117 @@
+// The CUDA driver API, loaded at run time with dlopen("libcuda.so.1").
+//
+// gdrpeer has no build-time dependency on CUDA: the few types, enum values and
+// entry points used here are declared from NVIDIA's public CUDA Driver API
+// reference (docs.nvidia.com/cuda/cuda-driver-api). Versioned entry points are
+// looked up by their exported names (cuMemAlloc_v2 and friends), as cuda.h maps them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace gdrpeer::verify::cuda {
+
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+using CUcontext = struct CUctx_st*;
+using CUmemGenericAllocationHandle = unsigned long long;
+
+inline constexpr CUresult CUDA_SUCCESS = 0;
+
+// CUdevice_attribute values used here.
+enum DeviceAttribute : int {
+  CU_DEVICE_ATTRIBUTE_PCI_BUS_ID = 33,
+  CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID = 34,
+  CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID = 50,
+  CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102,
+  CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED = 110,
+  CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED = 116,
+  CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS = 117,
+  CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING = 118,
+  CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED = 124,
+};
+
+inline constexpr int CU_POINTER_ATTRIBUTE_SYNC_MEMOPS = 6;
+inline constexpr int CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD = 1;
+inline constexpr int CU_MEM_ALLOCATION_TYPE_PINNED = 1;
+inline constexpr int CU_MEM_HANDLE_TYPE_NONE = 0;
+inline constexpr int CU_MEM_LOCATION_TYPE_DEVICE = 1;
+inline constexpr int CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3;
+inline constexpr int CU_MEM_ALLOC_GRANULARITY_RECOMMENDED = 1;
+inline constexpr int CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX = 0;
+inline constexpr int CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_OWNER = 100;
+
+struct CUmemLocation {
+  int type;
+  int id;
+};
+
+struct CUmemAllocationProp {
+  int type;                  // CUmemAllocationType
+  int requestedHandleTypes;  // CUmemAllocationHandleType
+  CUmemLocation location;
+  void* win32HandleMetaData;
+  struct {
+    unsigned char compressionType;
+    unsigned char gpuDirectRDMACapable;
+    unsigned short usage;
+    unsigned char reserved[4];
+  } allocFlags;
+};
+
+struct CUmemAccessDesc {
+  CUmemLocation location;
+  int flags;  // CUmemAccess_flags
+};
+
+// The loaded driver. Missing optional entry points are nullptr.
+struct Api {
+  void* handle = nullptr;
+
+  CUresult (*cuInit)(unsigned int) = nullptr;
+  CUresult (*cuDriverGetVersion)(int*) = nullptr;
+  CUresult (*cuGetErrorName)(CUresult, const char**) = nullptr;
+  CUresult (*cuGetErrorString)(CUresult, const char**) = nullptr;
+  CUresult (*cuDeviceGetCount)(int*) = nullptr;
+  CUresult (*cuDeviceGet)(CUdevice*, int) = nullptr;
+  CUresult (*cuDeviceGetName)(char*, int, CUdevice) = nullptr;
+  CUresult (*cuDeviceGetAttribute)(int*, int, CUdevice) = nullptr;
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice) = nullptr;
+  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice) = nullptr;  // _v2
+  CUresult (*cuCtxSetCurrent)(CUcontext) = nullptr;
+  CUresult (*cuCtxSynchronize)() = nullptr;
+  CUresult (*cuMemAlloc)(CUdeviceptr*, size_t) = nullptr;  // _v2
+  CUresult (*cuMemFree)(CUdeviceptr) = nullptr;            // _v2
+  CUresult (*cuMemGetInfo)(size_t*, size_t*) = nullptr;    // _v2
+  CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void*, size_t) = nullptr;  // _v2
+  CUresult (*cuMemcpyDtoH)(void*, CUdeviceptr, size_t) = nullptr;        // _v2
+  CUresult (*cuPointerSetAttribute)(const void*, int, CUdeviceptr) = nullptr;
+  // VMM
+  CUresult (*cuMemGetAllocationGranularity)(size_t*, const CUmemAllocationProp*, int) = nullptr;
+  CUresult (*cuMemCreate)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*,
+                          unsigned long long) = nullptr;
+  CUresult (*cuMemRelease)(CUmemGenericAllocationHandle) = nullptr;
+  CUresult (*cuMemAddressReserve)(CUdeviceptr*, size_t, size_t, CUdeviceptr,
+                                  unsigned long long) = nullptr;
+  CUresult (*cuMemAddressFree)(CUdeviceptr, size_t) = nullptr;
+  CUresult (*cuMemMap)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,
+                       unsigned long long) = nullptr;
+  CUresult (*cuMemUnmap)(CUdeviceptr, size_t) = nullptr;
+  CUresult (*cuMemSetAccess)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t) = nullptr;
+  // dma-buf export (CUDA 11.7+) and the GPUDirect RDMA write flush (CUDA 11.3+): optional.
+  CUresult (*cuMemGetHandleForAddressRange)(void*, CUdeviceptr, size_t, int,
+                                            unsigned long long) = nullptr;
+  CUresult (*cuFlushGPUDirectRDMAWrites)(int, int) = nullptr;
+
+  // "CUDA_ERROR_OUT_OF_MEMORY (out of memory)"
+  std::string error_text(CUresult r) const;
+};
+
+// Loads libcuda once per process. Returns nullptr and sets *why when it cannot
+// be loaded or lacks a required entry point. `library` overrides the soname
+// (tests use it to point at a library that does not exist).
+const Api* load(std::string* why, const char* library = "libcuda.so.1");
+
+}  // namespace gdrpeer::verify::cuda

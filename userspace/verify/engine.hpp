@@ -1,0 +1,57 @@
+// `gdrpeer verify`: the matrix of memory sources x RDMA ports x registration
+// methods, run one combination at a time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "memory_source.hpp"
+#include "rdma.hpp"
+#include "verify_types.hpp"
+
+namespace gdrpeer::verify {
+
+struct VerifyOptions {
+  std::vector<SourceKind> sources;  // empty: every source this node has
+  std::vector<std::string> devices;  // "rxe0" or "rxe0:1"; empty: every device, all ports
+  std::vector<Method> methods{Method::reg_mr, Method::dmabuf};
+  SourceOptions source;
+  uint64_t seed = 1;
+  int timeout_ms = 10000;
+  bool bench = false;
+  std::vector<size_t> bench_sizes;
+  double bench_seconds = 0.2;
+  std::function<void(const std::string&)> progress;  // may be empty
+};
+
+struct SourceReport {
+  SourceKind kind{};
+  SourceSetup::State state = SourceSetup::State::absent;
+  bool requested = false;  // named on the command line
+  std::string description;  // when ready
+  std::string reason;       // when not ready
+  std::string dmabuf_problem;
+  Facts facts;
+};
+
+struct VerifyReport {
+  RdmaInventory rdma;
+  std::vector<SourceReport> sources;
+  std::vector<ComboResult> results;
+  size_t size = 0;
+  uint64_t seed = 0;
+  int exit_code = kExitNothing;
+  std::string summary;  // one line
+};
+
+// Checks --device names against the inventory; returns the problem in words.
+std::optional<std::string> check_device_selection(const RdmaInventory& inv,
+                                                  const std::vector<std::string>& selection);
+
+// Runs everything. Sources and registrations are released before it returns.
+VerifyReport run_verify(const VerifyOptions& opt, const RdmaInventory& inv);
+
+}  // namespace gdrpeer::verify

@@ -1,0 +1,39 @@
+// An RC loopback on one RDMA port: two queue pairs of this process, connected to
+// each other, move data between a host staging buffer and the memory under test.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "memory_source.hpp"
+#include "rdma.hpp"
+#include "verify_types.hpp"
+
+namespace gdrpeer::verify {
+
+struct LoopbackOptions {
+  uint64_t seed = 1;
+  int timeout_ms = 10000;  // per completion
+  bool bench = false;
+  std::vector<size_t> bench_sizes;
+  double bench_seconds = 0.2;  // per measurement
+  std::function<void(const std::string&)> progress;  // may be empty
+};
+
+// Registers `target` with `method` on (device, port), runs RDMA WRITE into it,
+// RDMA READ back and a SEND into it, checks every byte, optionally measures.
+// Everything it registers or creates is released before it returns.
+ComboResult run_loopback(const RdmaDevice& device, const PortInfo& port, MemorySource& target,
+                         Method method, const LoopbackOptions& opt);
+
+// The words for a failed registration (exposed for unit tests).
+struct RegistrationFailure {
+  Outcome outcome;
+  std::string reason;
+};
+RegistrationFailure explain_registration_failure(int err, Method method, const RdmaDevice& device,
+                                                 const MemorySource& target);
+
+}  // namespace gdrpeer::verify

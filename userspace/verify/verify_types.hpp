@@ -1,0 +1,55 @@
+// Results of `gdrpeer verify`: one per (memory source x RDMA port x registration method).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gdrpeer::verify {
+
+enum class Method { reg_mr, dmabuf };
+std::string method_name(Method m);  // "ibv_reg_mr", "ibv_reg_dmabuf_mr"
+
+// Ordered from best to worst: the exit code reflects the worst.
+enum class Outcome { pass, unsupported, fail };
+std::string outcome_name(Outcome o);  // "pass", "unsupported", "fail"
+
+struct TransferCheck {
+  std::string op;  // "RDMA WRITE", "RDMA READ", "SEND"
+  size_t bytes = 0;
+  bool ok = false;
+  std::string detail;  // what went wrong, or "all N bytes match"
+};
+
+struct BenchPoint {
+  size_t size = 0;
+  double write_latency_us = 0;  // one RDMA WRITE, posted and completed
+  double write_gbps = 0;        // GB/s (1e9 bytes), 16 in flight
+  double read_gbps = 0;
+  unsigned iterations = 0;
+};
+
+struct ComboResult {
+  std::string source;
+  std::string device;
+  int port = 1;
+  Method method = Method::reg_mr;
+  Outcome outcome = Outcome::fail;
+  std::string reason;  // always filled: why it passed, was unsupported or failed
+  std::vector<TransferCheck> transfers;
+  std::vector<BenchPoint> bench;
+  std::string bench_problem;
+};
+
+// Process exit codes of `gdrpeer verify` (documented in docs/verify.md).
+inline constexpr int kExitPass = 0;         // every combination passed
+inline constexpr int kExitFail = 1;         // at least one combination failed
+inline constexpr int kExitUnsupported = 2;  // none failed, at least one unsupported
+inline constexpr int kExitNothing = 3;      // nothing to verify: no RDMA device (or no stack)
+inline constexpr int kExitUsage = 64;       // bad input (unknown device, bad size, ...)
+
+int exit_code_for(const std::vector<ComboResult>& results);
+std::string exit_meaning(int code);
+
+}  // namespace gdrpeer::verify
