@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dma-buf exporter: a range of a region as a dma-buf that peer-to-peer
+ * capable importers (RDMA NICs through ib_umem_dmabuf) can map.
+ *
+ * - attach refuses importers that cannot take memory without struct pages
+ *   (attach->peer2peer false).
+ * - map_dma_buf maps every physically contiguous range with
+ *   dma_map_resource() on the importer's device, so the address goes
+ *   through that device's IOMMU domain, in entries of at most the
+ *   importer's dma_get_max_seg_size(), each a multiple of PAGE_SIZE.
+ * - The buffer never moves, so pin/unpin only count: they exist so that
+ *   pinned importers (ib_umem_dmabuf_get_pinned) work and so that the core
+ *   treats us as a dynamic exporter (map/unmap are then called with the
+ *   reservation lock held by the caller; we never take it ourselves).
+ * - The dma-buf holds a region reference until its release.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": dmabuf: " fmt
+
+#include <linux/dma-buf.h>
+#include <linux/dma-mapping.h>
+#include <linux/fcntl.h>
+#include <linux/module.h>
+#include <linux/scatterlist.h>
+#include <linux/slab.h>
+
+#include "gdrpeer_compat.h"
+#include "exporter.h"
+
+GDRPEER_IMPORT_DMA_BUF_NS()
+
+struct gdrpeer_dmabuf {
+	struct gdrpeer_region *region;	/* one reference */
+	u64 offset;			/* into the region */
+	u64 length;
+	atomic_t pins;
+};
+
+static struct gdrpeer_counters *dmabuf_cnt(struct dma_buf *dmabuf)
+{
+	struct gdrpeer_dmabuf *gb = dmabuf->priv;
+
+	return &gb->region->gdev->cnt;
+}
+
+static int gdrpeer_dmabuf_attach(struct dma_buf *dmabuf,
+				 struct dma_buf_attachment *attach)
+{
+	if (!attach->peer2peer) {
+		dev_dbg(attach->dev,
+			"gdrpeer: importer is not peer2peer capable\n");
+		return -EOPNOTSUPP;
+	}
+	atomic64_inc(&dmabuf_cnt(dmabuf)->attachments);
+	return 0;
+}
+
+static void gdrpeer_dmabuf_detach(struct dma_buf *dmabuf,
+				  struct dma_buf_attachment *attach)
+{
+	atomic64_dec(&dmabuf_cnt(dmabuf)->attachments);
+}
+
+static int gdrpeer_dmabuf_pin(struct dma_buf_attachment *attach)
+{
+	struct gdrpeer_dmabuf *gb = attach->dmabuf->priv;
+
+	atomic_inc(&gb->pins);
+	return 0;
+}
+
+static void gdrpeer_dmabuf_unpin(struct dma_buf_attachment *attach)
+{
+	struct gdrpeer_dmabuf *gb = attach->dmabuf->priv;
+
+	WARN_ON(atomic_dec_return(&gb->pins) < 0);
+}
+
+/* Longest sg entry for @dev: its max segment, page aligned, fits in u32. */
+static u64 gdrpeer_max_seg(struct device *dev)
+{
+	u64 seg = min_t(u64, dma_get_max_seg_size(dev), UINT_MAX);
+
+	seg &= PAGE_MASK;
+	return seg ? seg : PAGE_SIZE;
+}
+
+/*
+ * Calls @fn for each (phys, len) piece of [gb->offset, +gb->length),
+ * pieces split at range ends and at @max_seg.  Stops on error.
+ */
+static int gdrpeer_for_each_piece(struct gdrpeer_dmabuf *gb, u64 max_seg,
+				  int (*fn)(void *ctx, phys_addr_t phys,
+					    u64 len),
+				  void *ctx)
+{
+	const struct gdrpeer_region *r = gb->region;
+	u64 skip = gb->offset, left = gb->length;
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < r->nr_ranges && left; i++) {
+		const struct gdrpeer_range *rg = &r->ranges[i];
+		u64 pos, end;
+
+		if (skip >= rg->len) {
+			skip -= rg->len;
+			continue;
+		}
+		pos = skip;
+		end = min(rg->len, skip + left);
+		skip = 0;
+		while (pos < end) {
+			u64 n = min(end - pos, max_seg);
+
+			ret = fn(ctx, rg->phys + pos, n);
+			if (ret)
+				return ret;
+			pos += n;
+			left -= n;
+		}
+	}
+	return 0;
+}
+
+static int gdrpeer_count_piece(void *ctx, phys_addr_t phys, u64 len)
+{
+	(*(unsigned int *)ctx)++;
+	return 0;
+}
+
+struct gdrpeer_map_ctx {
+	struct device *dev;
+	enum dma_data_direction dir;
+	struct scatterlist *sg;
+	unsigned int mapped;
+};
+
+static int gdrpeer_map_piece(void *ctx, phys_addr_t phys, u64 len)
+{
+	struct gdrpeer_map_ctx *m = ctx;
+	dma_addr_t addr;
+
+	addr = dma_map_resource(m->dev, phys, len, m->dir,
+				DMA_ATTR_SKIP_CPU_SYNC);
+	if (dma_mapping_error(m->dev, addr))
+		return -EIO;
+	/* no struct page: importers must only use the DMA fields */
+	sg_set_page(m->sg, NULL, (unsigned int)len, 0);
+	sg_dma_address(m->sg) = addr;
+	sg_dma_len(m->sg) = (unsigned int)len;
+	m->sg = sg_next(m->sg);
+	m->mapped++;
+	return 0;
+}
+
+static void gdrpeer_unmap_entries(struct device *dev, struct sg_table *sgt,
+				  unsigned int n, enum dma_data_direction dir)
+{
+	struct scatterlist *sg;
+	unsigned int i;
+
+	for_each_sg(sgt->sgl, sg, n, i)
+		dma_unmap_resource(dev, sg_dma_address(sg), sg_dma_len(sg),
+				   dir, DMA_ATTR_SKIP_CPU_SYNC);
+}
+
+/* Called with the dma-buf's reservation lock held by dynamic importers. */
+static struct sg_table *
+gdrpeer_dmabuf_map(struct dma_buf_attachment *attach,
+		   enum dma_data_direction dir)
+{
+	struct gdrpeer_dmabuf *gb = attach->dmabuf->priv;
+	struct gdrpeer_map_ctx m = { .dev = attach->dev, .dir = dir };
+	u64 max_seg = gdrpeer_max_seg(attach->dev);
+	unsigned int nents = 0;
+	struct sg_table *sgt;
+	int ret;
+
+	gdrpeer_for_each_piece(gb, max_seg, gdrpeer_count_piece, &nents);
+	sgt = kzalloc(sizeof(*sgt), GFP_KERNEL);
+	if (!sgt)
+		return ERR_PTR(-ENOMEM);
+	ret = sg_alloc_table(sgt, nents, GFP_KERNEL);
+	if (ret)
+		goto err_free;
+	m.sg = sgt->sgl;
+	ret = gdrpeer_for_each_piece(gb, max_seg, gdrpeer_map_piece, &m);
+	if (ret) {
+		dev_warn(attach->dev,
+			 "gdrpeer: dma_map_resource failed after %u of %u entries\n",
+			 m.mapped, nents);
+		gdrpeer_unmap_entries(attach->dev, sgt, m.mapped, dir);
+		goto err_table;
+	}
+	atomic64_inc(&gb->region->gdev->cnt.active_maps);
+	return sgt;
+
+err_table:
+	sg_free_table(sgt);
+err_free:
+	kfree(sgt);
+	return ERR_PTR(ret);
+}
+
+static void gdrpeer_dmabuf_unmap(struct dma_buf_attachment *attach,
+				 struct sg_table *sgt,
+				 enum dma_data_direction dir)
+{
+	struct gdrpeer_dmabuf *gb = attach->dmabuf->priv;
+
+	gdrpeer_unmap_entries(attach->dev, sgt, sgt->orig_nents, dir);
+	sg_free_table(sgt);
+	kfree(sgt);
+	atomic64_dec(&gb->region->gdev->cnt.active_maps);
+}
+
+/* The core has checked vm_pgoff + pages against the dma-buf size. */
+static int gdrpeer_dmabuf_mmap(struct dma_buf *dmabuf,
+			       struct vm_area_struct *vma)
+{
+	struct gdrpeer_dmabuf *gb = dmabuf->priv;
+	u64 off = (u64)vma->vm_pgoff << PAGE_SHIFT;
+
+	if (off > gb->length ||
+	    vma->vm_end - vma->vm_start > gb->length - off)
+		return -EINVAL;
+	/* the vma holds the dma-buf file, which holds the region */
+	return gdrpeer_region_mmap(gb->region, gb->offset + off, vma);
+}
+
+static void gdrpeer_dmabuf_release(struct dma_buf *dmabuf)
+{
+	struct gdrpeer_dmabuf *gb = dmabuf->priv;
+	struct gdrpeer_region *r = gb->region;
+
+	WARN_ON(atomic_read(&gb->pins));
+	atomic64_dec(&r->gdev->cnt.exports);
+	atomic_dec(&r->exports);
+	kfree(gb);
+	gdrpeer_region_put(r);
+}
+
+static const struct dma_buf_ops gdrpeer_dmabuf_ops = {
+	.attach = gdrpeer_dmabuf_attach,
+	.detach = gdrpeer_dmabuf_detach,
+	.pin = gdrpeer_dmabuf_pin,
+	.unpin = gdrpeer_dmabuf_unpin,
+	.map_dma_buf = gdrpeer_dmabuf_map,
+	.unmap_dma_buf = gdrpeer_dmabuf_unmap,
+	.mmap = gdrpeer_dmabuf_mmap,
+	.release = gdrpeer_dmabuf_release,
+};
+
+struct dma_buf *gdrpeer_dmabuf_export(struct gdrpeer_region *r, u64 offset,
+				      u64 length)
+{
+	DEFINE_DMA_BUF_EXPORT_INFO(exp_info);
+	struct gdrpeer_dmabuf *gb;
+	struct dma_buf *dmabuf;
+
+	gb = kzalloc(sizeof(*gb), GFP_KERNEL);
+	if (!gb)
+		return ERR_PTR(-ENOMEM);
+	gdrpeer_region_get(r);
+	gb->region = r;
+	gb->offset = offset;
+	gb->length = length;
+	atomic_set(&gb->pins, 0);
+
+	exp_info.exp_name = KBUILD_MODNAME;
+	exp_info.owner = THIS_MODULE;	/* rmmod refused while it lives */
+	exp_info.ops = &gdrpeer_dmabuf_ops;
+	exp_info.size = length;
+	exp_info.flags = O_RDWR;
+	exp_info.priv = gb;
+	dmabuf = dma_buf_export(&exp_info);
+	if (IS_ERR(dmabuf)) {
+		gdrpeer_region_put(r);
+		kfree(gb);
+		return dmabuf;
+	}
+	/* from here on gdrpeer_dmabuf_release undoes these */
+	atomic_inc(&r->exports);
+	atomic64_inc(&r->gdev->cnt.exports);
+	return dmabuf;
+}

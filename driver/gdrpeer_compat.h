@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Kernel differences, decided by conftest.sh probes (conftest.h in the
+ * build directory), never by version numbers.  Shared by gdrpeer.ko and
+ * the test modules in selftests/kmod.
+ */
+#ifndef GDRPEER_COMPAT_H
+#define GDRPEER_COMPAT_H
+
+#include <linux/mm.h>
+#include <linux/module.h>
+
+#include "conftest.h"
+
+#ifndef GDRPEER_HAVE_ATTACH_PEER2PEER
+#error "dma_buf_attachment has no peer2peer flag: kernel too old for gdrpeer"
+#endif
+#ifndef GDRPEER_HAVE_DMA_MAP_RESOURCE
+#error "dma_map_resource() is missing"
+#endif
+
+/* vm_flags became read-only behind vm_flags_set() in 6.3. */
+static inline void gdrpeer_vm_flags_set(struct vm_area_struct *vma,
+					unsigned long flags)
+{
+#ifdef GDRPEER_HAVE_VM_FLAGS_SET
+	vm_flags_set(vma, flags);
+#else
+	vma->vm_flags |= flags;
+#endif
+}
+
+/*
+ * dma-buf symbols are in the DMA_BUF namespace since 5.16; the argument of
+ * MODULE_IMPORT_NS became a string literal in 6.13.  Use without ';'.
+ */
+#if !defined(GDRPEER_HAVE_DMA_BUF_NS)
+#define GDRPEER_IMPORT_DMA_BUF_NS()
+#elif defined(GDRPEER_HAVE_MODULE_IMPORT_NS_IDENT)
+#define GDRPEER_IMPORT_DMA_BUF_NS() MODULE_IMPORT_NS(DMA_BUF);
+#else
+#define GDRPEER_IMPORT_DMA_BUF_NS() MODULE_IMPORT_NS("DMA_BUF");
+#endif
+
+/* struct device_type.devnode takes a const device since 6.2. */
+#ifdef GDRPEER_HAVE_DEVNODE_CONST
+#define GDRPEER_DEVNODE_CONST const
+#else
+#define GDRPEER_DEVNODE_CONST
+#endif
+
+#endif /* GDRPEER_COMPAT_H */
