@@ -1,0 +1,169 @@
+// libgdrpeer unit tests that need no driver: error text, argument checks, RAII,
+// and what happens when /dev/gdrpeer is absent or is not a gdrpeer device.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <string>
+
+#include "gdrpeer/gdrpeer.hpp"
+
+using gdrpeer::Device;
+using gdrpeer::Error;
+
+TEST(LibError, ErrnoNames) {
+  EXPECT_EQ(gdrpeer::errno_name(ENOMEM), "ENOMEM");
+  EXPECT_EQ(gdrpeer::errno_name(ENOENT), "ENOENT");
+  EXPECT_EQ(gdrpeer::errno_name(EOPNOTSUPP), "EOPNOTSUPP");
+  EXPECT_EQ(gdrpeer::errno_name(4242), "errno 4242");
+}
+
+TEST(LibError, CarriesErrnoAndRequest) {
+  const Error e(ENOMEM, "alloc 4096 bytes on device 0");
+  EXPECT_EQ(e.error_code(), ENOMEM);
+  EXPECT_EQ(e.request(), "alloc 4096 bytes on device 0");
+  EXPECT_STREQ(e.what(), "alloc 4096 bytes on device 0: ENOMEM (Cannot allocate memory)");
+}
+
+TEST(LibError, HintFollowsErrno) {
+  const Error e(E2BIG, "alloc 1 bytes on device 3", "device 3's BAR is only 64 MiB");
+  EXPECT_STREQ(e.what(),
+               "alloc 1 bytes on device 3: E2BIG (Argument list too long); device 3's BAR is "
+               "only 64 MiB");
+  EXPECT_EQ(e.hint(), "device 3's BAR is only 64 MiB");
+}
+
+TEST(LibOpen, AbsentDeviceNodeIsENOENTWithAdvice) {
+  try {
+    Device::open("/nonexistent-dir/gdrpeer");
+    FAIL() << "opening a missing device node succeeded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.error_code(), ENOENT);
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("open /nonexistent-dir/gdrpeer: ENOENT"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("gdrpeer kernel module is not loaded"), std::string::npos) << msg;
+  }
+}
+
+TEST(LibOpen, DefaultPathIsDevGdrpeer) {
+  EXPECT_STREQ(gdrpeer::kDefaultDevicePath, "/dev/gdrpeer");
+  if (::access("/dev/gdrpeer", F_OK) == 0) GTEST_SKIP() << "/dev/gdrpeer exists on this machine";
+  try {
+    Device::open();
+    FAIL() << "open of absent /dev/gdrpeer succeeded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.error_code(), ENOENT);
+    EXPECT_EQ(e.request(), "open /dev/gdrpeer");
+  }
+}
+
+TEST(LibOpen, AFileThatIsNotGdrpeerFailsTheHandshake) {
+  try {
+    Device::open("/dev/null");
+    FAIL() << "/dev/null passed the ABI handshake";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.error_code(), ENOTTY);
+    EXPECT_NE(std::string(e.what()).find("/dev/null is not a gdrpeer device"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(LibOpen, ADirectoryCannotBeOpened) {
+  try {
+    Device::open("/");
+    FAIL() << "opened / as a device";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.error_code(), EISDIR);
+  }
+}
+
+TEST(LibArgs, RangeProblems) {
+  using gdrpeer::range_problem;
+  EXPECT_FALSE(range_problem(0, 4096, 8192, 4096));
+  EXPECT_FALSE(range_problem(4096, 4096, 8192, 4096));
+  EXPECT_EQ(*range_problem(0, 0, 8192, 4096), "length is 0");
+  EXPECT_NE(range_problem(1, 4096, 8192, 4096)->find("offset 1 is not a multiple"),
+            std::string::npos);
+  EXPECT_NE(range_problem(0, 100, 8192, 4096)->find("length 100 is not a multiple"),
+            std::string::npos);
+  EXPECT_NE(range_problem(4096, 8192, 8192, 4096)->find("beyond the 8192-byte buffer"),
+            std::string::npos);
+  // offset + length wraps around 64 bits: must still be caught.
+  EXPECT_TRUE(range_problem(UINT64_MAX - 4095, 8192, 8192, 4096));
+  EXPECT_TRUE(range_problem(8192, 4096, 8192, 4096));
+}
+
+TEST(LibArgs, RoundUp) {
+  EXPECT_EQ(gdrpeer::round_up(1, 4096), 4096u);
+  EXPECT_EQ(gdrpeer::round_up(4096, 4096), 4096u);
+  EXPECT_EQ(gdrpeer::round_up(4097, 4096), 8192u);
+  EXPECT_EQ(gdrpeer::round_up(0, 4096), 0u);
+  EXPECT_FALSE(gdrpeer::round_up(UINT64_MAX - 10, 4096));
+  EXPECT_FALSE(gdrpeer::round_up(10, 3000));  // not a power of two
+  EXPECT_FALSE(gdrpeer::round_up(10, 0));
+}
+
+TEST(LibArgs, DescribeBytes) {
+  EXPECT_EQ(gdrpeer::describe_bytes(100), "100 bytes");
+  EXPECT_EQ(gdrpeer::describe_bytes(4096), "4 KiB (4096 bytes)");
+  EXPECT_EQ(gdrpeer::describe_bytes(64ull << 20), "64 MiB (67108864 bytes)");
+  EXPECT_EQ(gdrpeer::describe_bytes(4097), "4097 bytes");
+}
+
+TEST(LibRaii, UniqueFdClosesOnceAndReleaseGivesUp) {
+  int raw = -1;
+  {
+    gdrpeer::UniqueFd fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    ASSERT_TRUE(fd);
+    raw = fd.get();
+    EXPECT_NE(::fcntl(raw, F_GETFD), -1);
+  }
+  errno = 0;
+  EXPECT_EQ(::fcntl(raw, F_GETFD), -1);
+  EXPECT_EQ(errno, EBADF);
+
+  gdrpeer::UniqueFd a(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  const int kept = a.release();
+  EXPECT_FALSE(a);
+  EXPECT_NE(::fcntl(kept, F_GETFD), -1);  // still open: we own it now
+  ::close(kept);
+
+  gdrpeer::UniqueFd b(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  const int braw = b.get();
+  gdrpeer::UniqueFd c(std::move(b));
+  EXPECT_EQ(c.get(), braw);
+  EXPECT_FALSE(b);  // NOLINT(bugprone-use-after-move): moved-from state is specified
+}
+
+TEST(LibRaii, MappingUnmapsOnDestruction) {
+  const size_t len = 2 * 4096;
+  void* p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  {
+    gdrpeer::Mapping m(p, len);
+    EXPECT_EQ(m.data(), p);
+    EXPECT_EQ(::msync(p, len, MS_ASYNC), 0);
+    gdrpeer::Mapping moved(std::move(m));
+    EXPECT_EQ(moved.data(), p);
+    EXPECT_EQ(m.data(), nullptr);  // NOLINT(bugprone-use-after-move)
+  }
+  errno = 0;
+  EXPECT_EQ(::msync(p, len, MS_ASYNC), -1);  // gone
+  EXPECT_EQ(errno, ENOMEM);
+}
+
+TEST(LibRaii, DefaultBufferRefusesWork) {
+  gdrpeer::Buffer b;
+  EXPECT_FALSE(b);
+  try {
+    b.map();
+    FAIL() << "map of an empty buffer succeeded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.error_code(), EBADF);
+  }
+  EXPECT_THROW(b.export_dmabuf(), Error);
+  EXPECT_THROW(b.query(), Error);
+  EXPECT_NO_THROW(b.free());  // nothing to free
+}
