@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: ((GPL-2.0 WITH Linux-syscall-note) OR MIT) */
+/*
+ * gdrpeer_edu_hca.h - ioctls of the test-only module gdrpeer_edu_hca.ko,
+ * which turns QEMU's edu device (PCI 1234:11e8) into a stand-in HCA: it
+ * imports a dma-buf the way an RDMA driver does (peer2peer, pinned) with
+ * edu's struct device, and moves bytes with edu's DMA engine.
+ * Node: /dev/gdrpeer_edu_hca.  Not part of the gdrpeer ABI.
+ */
+#ifndef GDRPEER_EDU_HCA_H
+#define GDRPEER_EDU_HCA_H
+
+#include <linux/ioctl.h>
+#include <linux/types.h>
+
+#define EDU_HCA_DEVICE_PATH "/dev/gdrpeer_edu_hca"
+#define EDU_HCA_MAGIC 0xDC
+
+/* edu transfers are cut into pieces of at most this many bytes */
+#define EDU_HCA_CHUNK 2048
+/* longest pattern one EDU_HCA_IOCTL_DMA writes */
+#define EDU_HCA_MAX_LEN (64 * 1024)
+
+/* edu_hca_dma.flags */
+/* DMA to raw_phys (a CPU physical address) instead of the mapped address */
+#define EDU_HCA_DMA_RAW_PHYS (1u << 0)
+
+/*
+ * EDU_HCA_IOCTL_DMA: attach to the dma-buf (peer2peer importer), pin, map;
+ * write the pattern of @seed into bytes [offset, offset + length) of the
+ * dma-buf with edu's DMA engine, read them back with edu, compare; unmap,
+ * unpin, detach.  Errors: -EINVAL bad arguments, -EBADF not a dma-buf,
+ * errors of attach/map as they come (-EOPNOTSUPP...), -ETIMEDOUT when edu
+ * does not finish a transfer.  A failed comparison is not an error: it
+ * is reported in mismatches.
+ *
+ * Pattern: 8-byte little-endian words; word k (k = 0, 1, ...) is
+ * splitmix64(seed + (k + 1) * 0x9E3779B97F4A7C15).
+ */
+struct edu_hca_dma {
+	__s32 dmabuf_fd;	/* in */
+	__u32 flags;		/* in: EDU_HCA_DMA_* */
+	__u64 offset;		/* in: byte offset into the dma-buf, 8-aligned */
+	__u64 length;		/* in: bytes, multiple of 8, <= EDU_HCA_MAX_LEN */
+	__u64 seed;		/* in */
+	__u64 raw_phys;		/* in: with EDU_HCA_DMA_RAW_PHYS: target of byte @offset */
+	__u64 max_seg;		/* in: edu's max DMA segment while attached; 0 = default */
+	__u64 nents;		/* out: entries of the attachment's sg table */
+	__u64 first_dma;	/* out: DMA address of byte @offset */
+	__u64 mismatches;	/* out: bytes read back different from the pattern */
+	__u64 transfers;	/* out: edu DMA transfers issued */
+	__u64 reserved[2];	/* must be 0 */
+};
+
+/* edu_hca_bench.flags */
+/* attach with dma_buf_attach() (no peer2peer): expected to be refused */
+#define EDU_HCA_BENCH_STATIC_ATTACH (1u << 0)
+
+/*
+ * EDU_HCA_IOCTL_BENCH: time attach + pin + map and unmap + unpin + detach
+ * of the whole dma-buf with edu's device; count sg entries and check that
+ * every entry is page aligned and at most the max segment size.
+ * Errors: those of attach/map; -EPROTO when an entry breaks the rules.
+ */
+struct edu_hca_bench {
+	__s32 dmabuf_fd;	/* in */
+	__u32 flags;		/* in: EDU_HCA_BENCH_* */
+	__u64 max_seg;		/* in: as in edu_hca_dma; out: the value used */
+	__u64 attach_ns;	/* out: dma_buf_dynamic_attach */
+	__u64 map_ns;		/* out: pin + dma_buf_map_attachment */
+	__u64 unmap_ns;		/* out: unmap + unpin + detach */
+	__u64 nents;		/* out */
+	__u64 bytes;		/* out: sum of entry lengths */
+	__u64 reserved[2];	/* must be 0 */
+};
+
+#define EDU_HCA_IOCTL_DMA _IOWR(EDU_HCA_MAGIC, 0x00, struct edu_hca_dma)
+#define EDU_HCA_IOCTL_BENCH _IOWR(EDU_HCA_MAGIC, 0x01, struct edu_hca_bench)
+
+#endif /* GDRPEER_EDU_HCA_H */
