@@ -1,0 +1,370 @@
+// `gdrpeer topo`, `gdrpeer check` and `gdrpeer snapshot`.
+//
+// Exit codes: 0 all optimal, 1 degraded/unreliable somewhere, 2 blocked
+// somewhere; 64 usage, 65 malformed input (file:line: what was expected),
+// 66 input missing, 73 snapshot not writable, 78 rule data unusable.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "gdrpeer/topo/check.hpp"
+#include "gdrpeer/topo/cuda_probe.hpp"
+#include "gdrpeer/topo/errors.hpp"
+#include "gdrpeer/topo/knowledge.hpp"
+#include "gdrpeer/topo/parsers.hpp"
+#include "gdrpeer/topo/source.hpp"
+
+namespace gdrpeer::cli {
+
+namespace topo = gdrpeer::topo;
+
+namespace {
+
+constexpr int kExitUsage = 64, kExitDataErr = 65, kExitNoInput = 66, kExitCantCreate = 73, kExitConfig = 78;
+
+struct InputOptions {
+  std::vector<std::string> positional;
+  std::string sysfs_root;
+  std::vector<std::string> hwloc, nccl, lspci;
+  std::vector<std::string> roles;
+  std::vector<std::string> gpus, nics, nvmes;
+  std::string data_dir;
+  bool no_cuda = false;
+};
+
+struct CheckFlags {
+  bool json = false, dot = false, fleet = false, nvme = false;
+  std::vector<std::string> skip;
+  std::string pairs = "gpu-nic,gpu-gpu";
+};
+
+struct TopoFlags {
+  bool dot = false, roles_only = false;
+};
+
+// What one node is read from.
+struct NodeSpec {
+  enum class Kind { Live, Path, Hwloc, Nccl, Lspci } kind = Kind::Live;
+  std::vector<std::string> paths;
+};
+
+bool is_dir(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw topo::MissingInput(path + ": cannot open input");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw topo::MissingInput(path + ": read error");
+  return ss.str();
+}
+
+void add_input_options(CLI::App* c, InputOptions& in) {
+  c->add_option("inputs", in.positional,
+                "Node dumps, one node each: sysfs snapshot (.tar or directory), hwloc XML, NCCL topology XML, or lspci text "
+                "(format detected from the contents). Without inputs: this machine's live sysfs.");
+  c->add_option("--sysfs-root", in.sysfs_root, "Read sysfs/procfs below this directory or snapshot tarball instead of /");
+  c->add_option("--hwloc", in.hwloc, "hwloc XML (lstopo --of xml); repeatable, one node each");
+  c->add_option("--nccl-xml", in.nccl, "NCCL topology XML (NCCL_TOPO_DUMP_FILE / NCCL_TOPO_FILE); repeatable, one node each");
+  c->add_option("--lspci", in.lspci, "lspci -tv / -vvv text or a transcript holding them; repeatable, all form ONE node");
+  c->add_option("--role", in.roles, "Override a device's role: GPU=BDF, NIC=BDF, NVME=BDF or NONE=BDF (repeatable)");
+  c->add_option("--gpu", in.gpus, "Same as --role GPU=BDF");
+  c->add_option("--nic", in.nics, "Same as --role NIC=BDF");
+  c->add_option("--nvme", in.nvmes, "Same as --role NVME=BDF");
+  c->add_option("--data-dir", in.data_dir, "Rule data directory (default: $GDRPEER_DATA_DIR, the installed share dir, the source tree's topology/)");
+  c->add_flag("--no-cuda", in.no_cuda, "Do not dlopen libcuda to ask for GPUDirect RDMA / dma-buf support (live mode)");
+}
+
+std::vector<NodeSpec> node_specs(const InputOptions& in) {
+  std::vector<NodeSpec> out;
+  for (const auto& p : in.positional) out.push_back({NodeSpec::Kind::Path, {p}});
+  if (!in.sysfs_root.empty()) out.push_back({NodeSpec::Kind::Path, {in.sysfs_root}});
+  for (const auto& p : in.hwloc) out.push_back({NodeSpec::Kind::Hwloc, {p}});
+  for (const auto& p : in.nccl) out.push_back({NodeSpec::Kind::Nccl, {p}});
+  if (!in.lspci.empty()) out.push_back({NodeSpec::Kind::Lspci, in.lspci});
+  if (out.empty()) out.push_back({NodeSpec::Kind::Live, {}});
+  return out;
+}
+
+bool has_nvidia_gpu(const topo::Topology& t) {
+  for (const auto& d : t.devices)
+    if (d.role == topo::Role::GPU && d.ids_known && d.vendor == 0x10de) return true;
+  return false;
+}
+
+topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const topo::Knowledge& k) {
+  topo::Topology t;
+  bool live = false;
+  switch (spec.kind) {
+    case NodeSpec::Kind::Live: {
+      auto fs = topo::make_dir_source("/");
+      t = topo::parse_sysfs(*fs, "live sysfs");
+      live = true;
+      break;
+    }
+    case NodeSpec::Kind::Hwloc: {
+      std::string b = slurp(spec.paths[0]);
+      t = topo::parse_hwloc_xml(b, spec.paths[0]);
+      break;
+    }
+    case NodeSpec::Kind::Nccl: {
+      std::string b = slurp(spec.paths[0]);
+      t = topo::parse_nccl_xml(b, spec.paths[0]);
+      break;
+    }
+    case NodeSpec::Kind::Lspci: {
+      std::vector<std::string> texts;
+      for (const auto& p : spec.paths) texts.push_back(slurp(p));
+      std::vector<topo::TextInput> ins;
+      for (size_t i = 0; i < texts.size(); ++i) ins.push_back({spec.paths[i], texts[i]});
+      t = topo::parse_lspci(ins);
+      break;
+    }
+    case NodeSpec::Kind::Path: {
+      const std::string& p = spec.paths[0];
+      if (is_dir(p)) {
+        auto fs = topo::make_dir_source(p);
+        t = topo::parse_sysfs(*fs, p);
+        t.format = "sysfs-root";
+        break;
+      }
+      std::string b = slurp(p);
+      switch (topo::detect_format(b)) {
+        case topo::InputFormat::SnapshotTar: {
+          auto fs = topo::make_tar_source(b, p);
+          t = topo::parse_sysfs(*fs, p);
+          t.format = "snapshot";
+          break;
+        }
+        case topo::InputFormat::HwlocXml: t = topo::parse_hwloc_xml(b, p); break;
+        case topo::InputFormat::NcclXml: t = topo::parse_nccl_xml(b, p); break;
+        case topo::InputFormat::Lspci: {
+          std::vector<topo::TextInput> ins{{p, b}};
+          t = topo::parse_lspci(ins);
+          break;
+        }
+        default:
+          throw topo::InputError(p, 1, "expected a sysfs snapshot (tar), hwloc XML (<topology>), NCCL topology XML (<system>) or lspci text");
+      }
+      break;
+    }
+  }
+  topo::assign_roles(t, k);
+  for (const auto& r : in.roles) topo::apply_role_override(t, r);
+  for (const auto& b : in.gpus) topo::apply_role_override(t, "GPU=" + b);
+  for (const auto& b : in.nics) topo::apply_role_override(t, "NIC=" + b);
+  for (const auto& b : in.nvmes) topo::apply_role_override(t, "NVME=" + b);
+  if (live && !in.no_cuda && has_nvidia_gpu(t)) topo::probe_cuda(t.sw);
+  return t;
+}
+
+topo::Knowledge load_knowledge(const InputOptions& in) {
+  std::string dir = in.data_dir.empty() ? topo::Knowledge::default_dir() : in.data_dir;
+  return topo::Knowledge::load(dir);
+}
+
+// Runs fn, mapping our exception types to exit codes and messages.
+template <typename Fn>
+int guarded(Fn&& fn) {
+  try {
+    return fn();
+  } catch (const topo::InputError& e) {
+    std::fprintf(stderr, "gdrpeer: %s\n", e.what());
+    return kExitDataErr;
+  } catch (const topo::MissingInput& e) {
+    std::fprintf(stderr, "gdrpeer: %s\n", e.what());
+    return kExitNoInput;
+  } catch (const topo::DataError& e) {
+    std::fprintf(stderr, "gdrpeer: %s\n", e.what());
+    return kExitConfig;
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "gdrpeer: %s\n", e.what());
+    return kExitUsage;
+  }
+}
+
+topo::CheckOptions check_options(const CheckFlags& f) {
+  topo::CheckOptions o;
+  o.gpu_nic = o.gpu_gpu = o.gpu_nvme = false;
+  std::stringstream ss(f.pairs);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item == "gpu-nic") o.gpu_nic = true;
+    else if (item == "gpu-gpu") o.gpu_gpu = true;
+    else if (item == "gpu-nvme") o.gpu_nvme = true;
+    else if (item == "all") o.gpu_nic = o.gpu_gpu = o.gpu_nvme = true;
+    else throw std::invalid_argument("--pairs: unknown pair kind \"" + item + "\" (expected gpu-nic, gpu-gpu, gpu-nvme or all)");
+  }
+  if (f.nvme) o.gpu_nvme = true;
+  o.skip.insert(f.skip.begin(), f.skip.end());
+  return o;
+}
+
+int run_check(const InputOptions& in, const CheckFlags& f) {
+  return guarded([&] {
+    topo::CheckOptions opt = check_options(f);
+    topo::Knowledge k = load_knowledge(in);
+    std::vector<NodeSpec> specs = node_specs(in);
+    bool fleet = f.fleet || specs.size() > 1;
+    if (!fleet) {
+      topo::Topology t = load_node(specs[0], in, k);
+      topo::Report r = topo::check(t, k, opt);
+      if (f.json) std::fputs(topo::render_json(r).c_str(), stdout);
+      else if (f.dot) std::fputs(topo::render_dot(r).c_str(), stdout);
+      else std::fputs(topo::render_matrix(r, opt.gpu_nvme).c_str(), stdout);
+      return r.exit_code();
+    }
+    // Fleet: one line per node; a broken dump is reported and the rest go on.
+    int worst = 0, errors = 0;
+    int counts[4] = {0, 0, 0, 0};
+    nlohmann::json nodes = nlohmann::json::array();
+    for (const auto& s : specs) {
+      std::string name = s.paths.empty() ? "live" : s.paths[0];
+      try {
+        topo::Topology t = load_node(s, in, k);
+        topo::Report r = topo::check(t, k, opt);
+        ++counts[static_cast<int>(r.worst)];
+        worst = std::max(worst, r.exit_code());
+        if (f.json) {
+          nodes.push_back({{"source", name}, {"worst", topo::to_string(r.worst)}, {"exit_code", r.exit_code()},
+                           {"gpus", r.gpus.size()}, {"nics", r.nics.size()}, {"pairs", r.pairs.size()}});
+        } else {
+          std::printf("%s\n", topo::render_summary_line(r).c_str());
+        }
+      } catch (const topo::InputError& e) {
+        ++errors;
+        if (f.json) nodes.push_back({{"source", name}, {"error", e.what()}, {"exit_code", kExitDataErr}});
+        else std::printf("%s: error: %s\n", name.c_str(), e.what());
+      } catch (const topo::MissingInput& e) {
+        ++errors;
+        if (f.json) nodes.push_back({{"source", name}, {"error", e.what()}, {"exit_code", kExitNoInput}});
+        else std::printf("%s: error: %s\n", name.c_str(), e.what());
+      }
+    }
+    if (f.json) {
+      nlohmann::json j = {{"schema", "gdrpeer-fleet"}, {"version", 1}, {"nodes", nodes},
+                          {"summary", {{"nodes", specs.size()}, {"optimal", counts[0]}, {"degraded", counts[1]},
+                                       {"unreliable", counts[2]}, {"blocked", counts[3]}, {"errors", errors}}}};
+      std::fputs((j.dump(2) + "\n").c_str(), stdout);
+    } else {
+      std::printf("fleet: %zu nodes: %d optimal, %d degraded, %d unreliable, %d blocked, %d unreadable\n", specs.size(),
+                  counts[0], counts[1], counts[2], counts[3], errors);
+    }
+    return errors ? kExitDataErr : worst;
+  });
+}
+
+int run_topo(const InputOptions& in, const TopoFlags& f) {
+  return guarded([&] {
+    topo::Knowledge k = load_knowledge(in);
+    std::vector<NodeSpec> specs = node_specs(in);
+    for (const auto& s : specs) {
+      topo::Topology t = load_node(s, in, k);
+      if (f.dot) {
+        topo::CheckOptions opt;
+        topo::Report r = topo::check(t, k, opt);
+        std::fputs(topo::render_dot(r).c_str(), stdout);
+      } else {
+        std::fputs(topo::render_tree(t, f.roles_only).c_str(), stdout);
+      }
+    }
+    return 0;
+  });
+}
+
+int run_snapshot(const std::string& out, const std::string& root, bool no_cuda) {
+  return guarded([&] {
+    auto base = topo::make_dir_source(root.empty() ? "/" : root);
+    topo::RecordingSource rec(*base);
+    rec.read("/proc/sys/kernel/hostname", 4096);
+    topo::Topology t = topo::parse_sysfs(rec, root.empty() ? "live sysfs" : root);
+    std::vector<topo::TarEntry> entries = rec.entries();
+    if (root.empty() && !no_cuda) {
+      // Carry the CUDA driver's answers: a snapshot is checked elsewhere.
+      bool nvidia = false;
+      for (const auto& d : t.devices)
+        if (d.ids_known && d.vendor == 0x10de && d.class_known && d.base_class() == 0x03) nvidia = true;
+      if (nvidia) {
+        topo::probe_cuda(t.sw);
+        entries.push_back({topo::TarEntry::Type::File, "gdrpeer-snapshot/cuda-probe", topo::cuda_probe_text(t.sw)});
+      }
+    }
+    std::string bytes = topo::write_tar(entries);
+    if (out == "-") {
+      std::fwrite(bytes.data(), 1, bytes.size(), stdout);
+      return 0;
+    }
+    // Write beside the target and rename, so a failed write never leaves a torn file.
+    std::string tmp = out + ".tmp." + std::to_string(::getpid());
+    {
+      std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
+      if (!o) {
+        std::fprintf(stderr, "gdrpeer: %s: cannot create snapshot\n", out.c_str());
+        return kExitCantCreate;
+      }
+      o.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+      o.close();
+      if (!o) {
+        std::remove(tmp.c_str());
+        std::fprintf(stderr, "gdrpeer: %s: write failed\n", out.c_str());
+        return kExitCantCreate;
+      }
+    }
+    if (std::rename(tmp.c_str(), out.c_str()) != 0) {
+      std::remove(tmp.c_str());
+      std::fprintf(stderr, "gdrpeer: %s: cannot rename the snapshot into place\n", out.c_str());
+      return kExitCantCreate;
+    }
+    std::fprintf(stderr, "gdrpeer: wrote %s: %zu entries, %zu PCI functions, %zu bytes\n", out.c_str(), entries.size(),
+                 t.devices.size(), bytes.size());
+    return 0;
+  });
+}
+
+}  // namespace
+
+void add_topology_commands(CLI::App& app, int& exit_code) {
+  // Option storage must outlive parsing: owned by the callbacks' closures.
+  auto topo_in = std::make_shared<InputOptions>();
+  auto topo_flags = std::make_shared<TopoFlags>();
+  CLI::App* t = app.add_subcommand("topo", "Show the PCI topology model (tree with roles, ports, links, ACS, IOMMU)");
+  add_input_options(t, *topo_in);
+  t->add_flag("--dot", topo_flags->dot, "Graphviz DOT of the paths between GPUs, NICs and NVMe drives");
+  t->add_flag("--roles-only", topo_flags->roles_only, "Only the branches that lead to GPUs, NICs or NVMe drives");
+  t->callback([topo_in, topo_flags, &exit_code] { exit_code = run_topo(*topo_in, *topo_flags); });
+
+  auto check_in = std::make_shared<InputOptions>();
+  auto check_flags = std::make_shared<CheckFlags>();
+  CLI::App* c = app.add_subcommand("check", "Verdict per GPU pair: will GPUDirect RDMA / P2P / GDS work here, and why not");
+  add_input_options(c, *check_in);
+  c->add_flag("--json", check_flags->json, "JSON output (schema gdrpeer-check, version 1; see docs/check.md)");
+  c->add_flag("--dot", check_flags->dot, "Graphviz DOT with GPUs/NICs highlighted and bad ports marked");
+  c->add_flag("--fleet", check_flags->fleet, "One summary line per node (implied by several inputs)");
+  c->add_flag("--with-nvme", check_flags->nvme, "Also check GPU-NVMe pairs (GPUDirect Storage)");
+  c->add_option("--pairs", check_flags->pairs, "Pair kinds: gpu-nic,gpu-gpu,gpu-nvme or all (default gpu-nic,gpu-gpu)");
+  c->add_option("--skip", check_flags->skip, "Skip a rule id or group (e.g. software, platform, acs-redirect); repeatable");
+  c->callback([check_in, check_flags, &exit_code] { exit_code = run_check(*check_in, *check_flags); });
+
+  auto snap_out = std::make_shared<std::string>();
+  auto snap_root = std::make_shared<std::string>();
+  auto snap_nocuda = std::make_shared<bool>(false);
+  CLI::App* s = app.add_subcommand("snapshot", "Write a tarball of exactly the files `gdrpeer check` reads on this node");
+  s->add_option("output", *snap_out, "Output tarball (\"-\" for stdout)")->required();
+  s->add_option("--sysfs-root", *snap_root, "Snapshot a sysfs copy below this directory instead of /");
+  s->add_flag("--no-cuda", *snap_nocuda, "Do not record the CUDA driver's GPUDirect RDMA / dma-buf answers");
+  s->callback([snap_out, snap_root, snap_nocuda, &exit_code] { exit_code = run_snapshot(*snap_out, *snap_root, *snap_nocuda); });
+}
+
+}  // namespace gdrpeer::cli

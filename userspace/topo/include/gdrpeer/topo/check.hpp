@@ -1,0 +1,81 @@
+// Per-pair classification (nvidia-smi classes, CUDA's three cases, NCCL's GDR
+// default) and the rules that turn a model into verdicts with fixes.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gdrpeer/topo/knowledge.hpp"
+#include "gdrpeer/topo/model.hpp"
+
+namespace gdrpeer::topo {
+
+// Same meaning as `nvidia-smi topo -m`:
+//  PIX  at most one PCIe bridge (a switch counts as one bridge)
+//  PXB  several bridges, not through the host bridge
+//  PHB  through one PCIe host bridge (root complex)
+//  NODE between host bridges of one NUMA node
+//  SYS  across the inter-socket (NUMA) interconnect
+enum class PathClass { PIX, PXB, PHB, NODE, SYS };
+// The CUDA GPUDirect RDMA guide's three cases.
+enum class CudaCase { SwitchOnly, RootComplex, CpuInterconnect };
+
+struct PathInfo {
+  PathClass cls = PathClass::SYS;
+  CudaCase cuda = CudaCase::CpuInterconnect;
+  bool nccl_gdr = false;        // NCCL's default NCCL_NET_GDR_LEVEL (PXB)
+  bool numa_guessed = false;    // NODE vs SYS decided without NUMA data
+  int lca = -1;                 // lowest common bridge device, -1 if none
+  std::vector<int> ports_a, ports_b;  // bridges strictly below the meeting point
+};
+
+PathInfo classify(const Topology& t, int a, int b, const Knowledge& k);
+const char* to_string(PathClass c);
+const char* to_string(CudaCase c);
+
+enum class Verdict { Optimal = 0, Degraded = 1, Unreliable = 2, Blocked = 3 };
+const char* to_string(Verdict v);
+
+struct Finding {
+  std::string rule;  // stable id, e.g. "iommu-translating"; usable with --skip
+  Verdict severity = Verdict::Optimal;
+  std::string reason;
+  std::string fix;  // a line the operator can paste (shell or config); may be empty
+};
+
+struct PairResult {
+  int a = -1, b = -1;  // device indices
+  std::string label_a, label_b;
+  PathInfo path;
+  Verdict verdict = Verdict::Optimal;
+  std::vector<Finding> findings;
+};
+
+struct CheckOptions {
+  bool gpu_nic = true, gpu_gpu = true, gpu_nvme = false;
+  std::set<std::string> skip;  // rule ids (or "software", "platform", "link" groups)
+};
+
+struct Report {
+  const Topology* topo = nullptr;
+  const Knowledge* knowledge = nullptr;
+  std::vector<int> gpus, nics, nvmes;  // device indices, BDF order
+  std::vector<std::string> labels;     // per device index: "GPU0", "NIC1", "" otherwise
+  std::vector<PairResult> pairs;
+  std::vector<Finding> node_findings;  // node-wide remarks (severity Optimal = note)
+  Verdict worst = Verdict::Optimal;
+  int exit_code() const;  // 0 optimal, 1 degraded/unreliable, 2 blocked
+};
+
+Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt);
+
+// Outputs.
+std::string render_matrix(const Report& r, bool include_nvme);
+std::string render_json(const Report& r);
+std::string render_dot(const Report& r);
+std::string render_tree(const Topology& t, bool roles_only);
+// One line for fleet mode: "<source>: <worst> (<counts>) exit N".
+std::string render_summary_line(const Report& r);
+
+}  // namespace gdrpeer::topo

@@ -1,0 +1,38 @@
+// One parser per input format; all produce a Topology. Text parsers throw
+// InputError("file:line: what was expected") on malformed input.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "gdrpeer/topo/model.hpp"
+#include "gdrpeer/topo/source.hpp"
+
+namespace gdrpeer::topo {
+
+// Live sysfs, a --sysfs-root copy or a snapshot: reads /sys/bus/pci/devices/*
+// (attributes, config space, iommu_group, numa_node, resource), iommu group
+// types, /proc/cmdline, /proc/modules, /proc/cpuinfo, /sys/kernel/mm/memory_peers.
+Topology parse_sysfs(FileSource& fs, const std::string& name);
+
+// `lspci -tv` and/or `lspci -vvv` text (with or without -nn, -D), or a shell
+// transcript / markdown report holding them after "$ ... lspci ..." prompts.
+// Several texts of one node can be merged: pass them in one call.
+struct TextInput {
+  std::string name;
+  std::string_view text;
+};
+Topology parse_lspci(const std::vector<TextInput>& inputs);
+
+// hwloc XML (lstopo --of xml, hwloc 2.x).
+Topology parse_hwloc_xml(std::string_view text, const std::string& name);
+
+// NCCL topology XML (NCCL_TOPO_DUMP_FILE output and NCCL_TOPO_FILE inputs).
+Topology parse_nccl_xml(std::string_view text, const std::string& name);
+
+enum class InputFormat { Unknown, SysfsDir, SnapshotTar, Lspci, HwlocXml, NcclXml };
+// Guess the format of a file's contents (a directory is SysfsDir, decided by the caller).
+InputFormat detect_format(std::string_view bytes);
+const char* to_string(InputFormat f);
+
+}  // namespace gdrpeer::topo

@@ -1,0 +1,60 @@
+// Where the sysfs parser reads from: the live file system, a directory holding
+// a copy of it (--sysfs-root), or a snapshot tarball read in memory. The
+// recording wrapper is how `gdrpeer snapshot` captures exactly the files the
+// checker reads.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace gdrpeer::topo {
+
+class FileSource {
+ public:
+  virtual ~FileSource() = default;
+  // Paths are absolute ("/sys/bus/pci/devices"). nullopt when absent/unreadable.
+  virtual std::optional<std::string> read(const std::string& path, size_t max_bytes = 1 << 20) = 0;
+  virtual std::optional<std::string> readlink(const std::string& path) = 0;
+  // Names in a directory (no "." or ".."), sorted; nullopt when not a directory.
+  virtual std::optional<std::vector<std::string>> list(const std::string& path) = 0;
+  virtual std::string describe() const = 0;
+};
+
+// Reads `root + path` on the real file system ("/" for the live node).
+std::unique_ptr<FileSource> make_dir_source(const std::string& root);
+
+// One entry of a tar archive, as read or to be written.
+struct TarEntry {
+  enum class Type { File, Symlink, Directory } type = Type::File;
+  std::string path;  // without leading "/"
+  std::string data;  // file contents or link target
+};
+
+// Parses a ustar/GNU tar archive held in memory; throws InputError naming
+// `name` and the archive offset on malformed input.
+std::vector<TarEntry> parse_tar(const std::string& bytes, const std::string& name);
+std::string write_tar(const std::vector<TarEntry>& entries);
+
+std::unique_ptr<FileSource> make_tar_source(const std::string& bytes, const std::string& name);
+
+// Forwards to `inner` and remembers every path it answered, to write a snapshot.
+class RecordingSource : public FileSource {
+ public:
+  explicit RecordingSource(FileSource& inner) : inner_(inner) {}
+  std::optional<std::string> read(const std::string& path, size_t max_bytes) override;
+  std::optional<std::string> readlink(const std::string& path) override;
+  std::optional<std::vector<std::string>> list(const std::string& path) override;
+  std::string describe() const override { return inner_.describe(); }
+  // Entries for every file, link and directory seen, parents first.
+  std::vector<TarEntry> entries() const;
+
+ private:
+  FileSource& inner_;
+  std::map<std::string, TarEntry> seen_;
+};
+
+}  // namespace gdrpeer::topo

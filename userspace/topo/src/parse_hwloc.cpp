@@ -1,0 +1,245 @@
+// hwloc XML (lstopo --of xml): I/O objects (Bridge, PCIDev, OSDev) nest under
+// the CPU-side object that is local to them; host bridges are Bridge objects
+// with bridge_type "0-1". The NUMA locality of a host bridge is the nodeset of
+// its nearest ancestor (hwloc 2) or the enclosing NUMANode (hwloc 1).
+#include <cstdlib>
+#include <string>
+
+#include "gdrpeer/topo/errors.hpp"
+#include "gdrpeer/topo/parsers.hpp"
+#include "xml_reader.hpp"
+
+namespace gdrpeer::topo {
+
+using detail::XmlReader;
+
+namespace {
+
+struct Frame {
+  std::string_view type;  // object type, "" for non-object elements
+  int numa = -2;          // -2: this object says nothing; -1: several nodes
+  int device = -1;        // device index for PCIDev / PCI bridge
+  int host_bridge = -1;   // host bridge index for bridge_type 0-1
+  bool is_machine = false, is_package = false;
+};
+
+bool parse_hex(std::string_view s, unsigned long& out) {
+  if (s.empty() || s.size() > 16) return false;
+  out = 0;
+  for (char c : s) {
+    int v = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
+    if (v < 0) return false;
+    out = out * 16 + static_cast<unsigned long>(v);
+  }
+  return true;
+}
+
+// "0x00000001" or "0xffffffff,0x0000000f" (most significant word first).
+// Returns the only set bit's index, -1 when several/none are set, -3 on error.
+int single_node(std::string_view ns) {
+  int found = -1, count = 0;
+  std::vector<std::string_view> words;
+  size_t b = 0;
+  while (true) {
+    size_t c = ns.find(',', b);
+    words.push_back(ns.substr(b, c == std::string_view::npos ? std::string_view::npos : c - b));
+    if (c == std::string_view::npos) break;
+    b = c + 1;
+  }
+  for (size_t w = 0; w < words.size(); ++w) {
+    std::string_view word = words[w];
+    if (word.substr(0, 2) == "0x") word.remove_prefix(2);
+    if (word.empty()) continue;  // hwloc writes ",," for all-zero words
+    unsigned long v;
+    if (!parse_hex(word, v)) return -3;
+    int base = static_cast<int>((words.size() - 1 - w) * 32);
+    for (int bit = 0; bit < 32; ++bit)
+      if (v & (1ul << bit)) {
+        ++count;
+        found = base + bit;
+      }
+  }
+  return count == 1 ? found : -1;
+}
+
+// "0302 [10de:20b0] [10de:134f] a1"
+bool parse_pci_type(std::string_view s, Device& d) {
+  unsigned long cls, v, dv, sv = 0, sd = 0;
+  if (s.size() < 16 || !parse_hex(s.substr(0, 4), cls) || s[4] != ' ' || s[5] != '[') return false;
+  if (!parse_hex(s.substr(6, 4), v) || s[10] != ':' || !parse_hex(s.substr(11, 4), dv) || s[15] != ']')
+    return false;
+  if (s.size() >= 27 && s[16] == ' ' && s[17] == '[') {
+    if (!parse_hex(s.substr(18, 4), sv) || !parse_hex(s.substr(23, 4), sd)) return false;
+  }
+  d.class_code = static_cast<uint32_t>(cls << 8);
+  d.class_known = true;
+  d.vendor = static_cast<uint16_t>(v);
+  d.device = static_cast<uint16_t>(dv);
+  d.subsys_vendor = static_cast<uint16_t>(sv);
+  d.subsys_device = static_cast<uint16_t>(sd);
+  d.ids_known = true;
+  return true;
+}
+
+// "0000:[10-10]" -> domain, first bus
+bool parse_bridge_pci(std::string_view s, unsigned long& domain, unsigned long& sec) {
+  size_t c = s.find(":[");
+  if (c == std::string_view::npos || s.back() != ']') return false;
+  size_t dash = s.find('-', c);
+  if (dash == std::string_view::npos) return false;
+  return parse_hex(s.substr(0, c), domain) && parse_hex(s.substr(c + 2, dash - c - 2), sec);
+}
+
+}  // namespace
+
+Topology parse_hwloc_xml(std::string_view text, const std::string& name) {
+  Topology t;
+  t.source = name;
+  t.format = "hwloc";
+  XmlReader r(text, name);
+  std::vector<Frame> stack;
+  bool root_seen = false;
+  int numa_objects = 0, packages = 0;
+  for (;;) {
+    XmlReader::Event ev = r.next();
+    if (ev == XmlReader::Event::Eof) break;
+    if (ev == XmlReader::Event::End) {
+      if (!stack.empty()) stack.pop_back();
+      continue;
+    }
+    std::string_view tag = r.tag();
+    if (!root_seen) {
+      if (tag != "topology") r.fail("expected <topology> (hwloc XML), found <" + std::string(tag) + ">");
+      root_seen = true;
+      stack.push_back({});
+      continue;
+    }
+    Frame f;
+    if (tag == "info") {
+      // <info name=.. value=..> annotates the enclosing object.
+      std::string key = r.attr_str("name"), value = r.attr_str("value");
+      for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
+        if (it->type.empty()) continue;
+        if (it->device >= 0) {
+          Device& d = t.devices[it->device];
+          if (key == "PCIVendor") d.name = value + (d.name.empty() ? "" : " " + d.name);
+          else if (key == "PCIDevice") d.name = d.name.empty() ? value : d.name + " " + value;
+        } else if (it->is_machine) {
+          if (key == "DMIProductName") t.dmi_product = value;
+          else if (key == "DMISysVendor") t.dmi_vendor = value;
+          else if (key == "Architecture") t.cpu.arch = value;
+          else if (key == "OSRelease") t.sw.kernel_release = value;
+        } else if (it->is_package && packages == 1) {
+          if (key == "CPUVendor") t.cpu.vendor = value;
+          else if (key == "CPUModel") t.cpu.model_name = value;
+          else if (key == "CPUFamilyNumber") t.cpu.family = std::atoi(value.c_str());
+          else if (key == "CPUModelNumber") t.cpu.model = std::atoi(value.c_str());
+        }
+        break;
+      }
+      stack.push_back(f);
+      continue;
+    }
+    if (tag != "object") {
+      stack.push_back(f);  // page_type, distances, userdata...: not needed
+      continue;
+    }
+    std::string_view type;
+    if (!r.attr("type", type)) r.fail("expected a type attribute on <object>");
+    f.type = type;
+    std::string_view ns;
+    if (r.attr("nodeset", ns)) {
+      int n = single_node(ns);
+      if (n == -3) r.fail("expected a hex bitmap in nodeset=\"" + std::string(ns) + "\"");
+      f.numa = n;
+    }
+    if (type == "Machine") f.is_machine = true;
+    if (type == "Package") {
+      f.is_package = true;
+      ++packages;
+    }
+    if (type == "NUMANode") {
+      ++numa_objects;
+      std::string_view os;
+      if (r.attr("os_index", os)) f.numa = std::atoi(std::string(os).c_str());
+    }
+    // Nearest enclosing bridge (host bridge or PCI bridge) and NUMA locality.
+    int parent_dev = -1, parent_hb = -1, numa = -1;
+    for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
+      if (parent_dev < 0 && parent_hb < 0) {
+        if (it->device >= 0 && t.devices[it->device].is_bridge) parent_dev = it->device;
+        else if (it->host_bridge >= 0) parent_hb = it->host_bridge;
+      }
+      if (it->numa != -2 && !it->type.empty() && it->device < 0 && it->host_bridge < 0) {
+        numa = it->numa;
+        break;
+      }
+    }
+    if (type == "Bridge" || type == "PCIDev") {
+      std::string_view bt;
+      bool host = type == "Bridge" && r.attr("bridge_type", bt) && bt.substr(0, 2) == "0-";
+      if (host) {
+        std::string_view bp;
+        unsigned long dom, sec;
+        if (!r.attr("bridge_pci", bp) || !parse_bridge_pci(bp, dom, sec))
+          r.fail("expected bridge_pci=\"dddd:[bb-bb]\" on a host bridge object");
+        char buf[16];
+        std::snprintf(buf, sizeof buf, "%04lx:%02lx", dom & 0xffff, sec & 0xff);
+        f.host_bridge = t.host_bridge_index(buf);
+        if (numa >= 0) t.host_bridges[f.host_bridge].numa = numa;
+      } else {
+        std::string_view busid, ptype;
+        if (!r.attr("pci_busid", busid)) r.fail("expected pci_busid on a " + std::string(type) + " object");
+        auto bdf = parse_bdf(busid);
+        if (!bdf) r.fail("expected a PCI address dddd:bb:dd.f in pci_busid=\"" + std::string(busid) + "\"");
+        Device d;
+        d.bdf = *bdf;
+        if (r.attr("pci_type", ptype) && !parse_pci_type(ptype, d))
+          r.fail("expected pci_type=\"cccc [vvvv:dddd] [ssss:ssss] rr\", found \"" + std::string(ptype) + "\"");
+        std::string_view ls;
+        if (r.attr("pci_link_speed", ls)) d.link_gbps = std::atof(std::string(ls).c_str());
+        if (type == "Bridge") {
+          d.is_bridge = true;
+          std::string_view bp;
+          unsigned long dom, sec;
+          if (r.attr("bridge_pci", bp)) {
+            if (!parse_bridge_pci(bp, dom, sec)) r.fail("expected bridge_pci=\"dddd:[bb-bb]\"");
+            d.secondary_bus = static_cast<int>(sec);
+          }
+        }
+        d.parent = parent_dev;
+        if (parent_dev < 0) {
+          if (parent_hb < 0) {
+            // A PCI object outside any host bridge (hwloc without bridges kept).
+            parent_hb = t.host_bridge_index(d.bdf.substr(0, 7));
+          }
+          d.host_bridge = parent_hb;
+        }
+        if (t.find(d.bdf) >= 0) r.fail("duplicate PCI device " + d.bdf);
+        t.devices.push_back(std::move(d));
+        f.device = static_cast<int>(t.devices.size() - 1);
+      }
+    } else if (type == "OSDev") {
+      // OpenFabrics (type 3) marks an RDMA device; CoProcessor "CUDA" a GPU.
+      std::string_view ot, sub, nm;
+      r.attr("osdev_type", ot);
+      r.attr("subtype", sub);
+      r.attr("name", nm);
+      for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
+        if (it->device < 0) continue;
+        Device& d = t.devices[it->device];
+        if (ot == "3") d.rdma_name = std::string(nm);
+        if (ot == "2" && d.net_name.empty()) d.net_name = std::string(nm);
+        break;
+      }
+    }
+    stack.push_back(f);
+  }
+  if (!root_seen) throw InputError(name, 1, "expected <topology> (hwloc XML)");
+  t.cpu.sockets = packages;
+  t.numa_nodes = numa_objects;
+  t.finalize();
+  return t;
+}
+
+}  // namespace gdrpeer::topo

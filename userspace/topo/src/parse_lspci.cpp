@@ -1,0 +1,599 @@
+// lspci text: the tree (`lspci -tv`, `-t`, `-tvnn`) gives the hierarchy, the
+// verbose listing (`lspci -vvv`, `-nn`, `-D`) gives classes, IDs, NUMA node,
+// BARs, link, ACS/ATS, MPS/MRRS and the bridges' bus numbers. Either alone
+// works; together they give the fullest model. Shell transcripts and markdown
+// reports are accepted too: only the output after a "$ ... lspci ..." prompt
+// (and numactl/lscpu outputs) is read, everything else is prose.
+#include <cctype>
+#include <cstdlib>
+#include <map>
+#include <string>
+
+#include "gdrpeer/topo/errors.hpp"
+#include "gdrpeer/topo/parsers.hpp"
+
+namespace gdrpeer::topo {
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+int hexval(char c) {
+  return (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
+}
+bool parse_hex(std::string_view s, unsigned long& out) {
+  if (s.empty() || s.size() > 8) return false;
+  out = 0;
+  for (char c : s) {
+    int v = hexval(c);
+    if (v < 0) return false;
+    out = out * 16 + static_cast<unsigned long>(v);
+  }
+  return true;
+}
+
+struct Line {
+  std::string_view text;
+  long no;
+};
+
+// Class names lspci prints without -nn (pci.ids class/subclass names).
+struct ClassName { const char* name; uint32_t code; };
+constexpr ClassName kClassNames[] = {
+    {"VGA compatible controller", 0x030000}, {"3D controller", 0x030200},
+    {"Display controller", 0x038000},        {"XGA compatible controller", 0x030100},
+    {"Ethernet controller", 0x020000},       {"Infiniband controller", 0x020700},
+    {"Network controller", 0x028000},        {"Fabric controller", 0x020800},
+    {"Non-Volatile memory controller", 0x010802}, {"RAID bus controller", 0x010400},
+    {"SATA controller", 0x010600},           {"Serial Attached SCSI controller", 0x010700},
+    {"PCI bridge", 0x060400},                {"Host bridge", 0x060000},
+    {"ISA bridge", 0x060100},                {"Bridge", 0x068000},
+    {"Audio device", 0x040300},              {"RAM memory", 0x050000},
+    {"Memory controller", 0x058000},         {"System peripheral", 0x088000},
+    {"Processing accelerators", 0x120000},   {"Co-processor", 0x0b4000},
+    {"Encryption controller", 0x108000},     {"USB controller", 0x0c0300},
+    {"SMBus", 0x0c0500},                     {"Serial bus controller", 0x0c8000},
+    {"Non-Essential Instrumentation", 0x130000}, {"Signal processing controller", 0x118000},
+};
+
+class LspciParser {
+ public:
+  Topology t;
+
+  void parse_input(const TextInput& in) {
+    name_ = in.name;
+    std::vector<Line> lines;
+    size_t b = 0;
+    long no = 1;
+    std::string_view s = in.text;
+    while (b < s.size()) {
+      size_t e = s.find('\n', b);
+      if (e == std::string_view::npos) e = s.size();
+      std::string_view l = s.substr(b, e - b);
+      if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
+      lines.push_back({l, no++});
+      b = e + 1;
+    }
+    bool transcript = false;
+    for (const auto& l : lines)
+      if (is_prompt(l.text)) {
+        transcript = true;
+        break;
+      }
+    if (transcript) parse_transcript(lines);
+    else parse_plain(lines);
+  }
+
+  void finish() {
+    // Devices only the verbose listing named: hang them under the bridge whose
+    // secondary bus they sit on, else on their root bus.
+    for (size_t i = 0; i < t.devices.size(); ++i) {
+      Device& d = t.devices[i];
+      if (placed_.count(d.bdf)) continue;
+      std::string bus = d.bdf.substr(0, 7);
+      int parent = -1;
+      for (size_t j = 0; j < t.devices.size(); ++j) {
+        const Device& p = t.devices[j];
+        if (j != i && p.is_bridge && p.secondary_bus >= 0 && p.bdf.substr(0, 4) == d.bdf.substr(0, 4) &&
+            std::strtol(d.bdf.substr(5, 2).c_str(), nullptr, 16) == p.secondary_bus) {
+          parent = static_cast<int>(j);
+          break;
+        }
+      }
+      d.parent = parent;
+      if (parent < 0) d.host_bridge = t.host_bridge_index(bus);
+    }
+    t.finalize();
+  }
+
+ private:
+  std::string name_;
+  std::map<int, std::tuple<unsigned, unsigned, int, int>> cols_;  // column -> domain, bus, parent, hb
+  std::map<std::string, bool> placed_;
+  int current_ = -1;  // device of the current verbose block
+  int base_indent_ = -1;
+
+  [[noreturn]] void fail(long line, const std::string& what) { throw InputError(name_, line, what); }
+
+  static bool is_prompt(std::string_view l) {
+    size_t p = l.find("$ ");
+    if (p == std::string_view::npos) return false;
+    // "$ cmd" at line start, or "user@host:~$ cmd"
+    return p == 0 || l.substr(0, p).find(' ') == std::string_view::npos || l[p - 1] == '$' ||
+           l.substr(0, p).find('@') != std::string_view::npos;
+  }
+
+  void parse_transcript(const std::vector<Line>& lines) {
+    enum class Sec { None, Tree, Verbose, Numactl, Lscpu } sec = Sec::None;
+    for (const auto& l : lines) {
+      std::string_view s = l.text;
+      if (is_prompt(s)) {
+        std::string_view cmd = s.substr(s.find("$ ") + 2);
+        sec = Sec::None;
+        current_ = -1;
+        if (cmd.find('|') != std::string_view::npos || cmd.find('>') != std::string_view::npos) continue;  // filtered output: unknown shape
+        size_t lp = cmd.find("lspci");
+        if (lp != std::string_view::npos) {
+          bool tree = false;
+          for (size_t i = lp + 5; i < cmd.size(); ++i)
+            if (cmd[i] == '-' && (i == 0 || cmd[i - 1] == ' ')) {
+              size_t j = i + 1;
+              if (j < cmd.size() && cmd[j] == '-') continue;  // long option
+              for (; j < cmd.size() && cmd[j] != ' '; ++j)
+                if (cmd[j] == 't') tree = true;
+            }
+          sec = tree ? Sec::Tree : Sec::Verbose;
+        } else if (cmd.find("numactl") != std::string_view::npos && cmd.find("-H") != std::string_view::npos) {
+          sec = Sec::Numactl;
+        } else if (cmd.find("numactl --hardware") != std::string_view::npos) {
+          sec = Sec::Numactl;
+        } else if (cmd.find("lscpu") != std::string_view::npos && cmd.find("-e") == std::string_view::npos) {
+          sec = Sec::Lscpu;
+        }
+        continue;
+      }
+      if (starts_with(trim(s), "```")) {
+        sec = Sec::None;
+        current_ = -1;
+        continue;
+      }
+      switch (sec) {
+        case Sec::None: break;
+        case Sec::Tree:
+          if (!trim(s).empty()) tree_line(s, l.no);
+          break;
+        case Sec::Verbose:
+          if (!starts_with(s, "[sudo] ")) verbose_line(s, l.no);  // sudo's prompt is not lspci output
+          break;
+        case Sec::Numactl:
+          if (starts_with(s, "available: ")) t.numa_nodes = std::atoi(std::string(s.substr(11)).c_str());
+          break;
+        case Sec::Lscpu: lscpu_line(s); break;
+      }
+    }
+  }
+
+  void parse_plain(const std::vector<Line>& lines) {
+    for (const auto& l : lines) {
+      std::string_view s = l.text;
+      if (trim(s).empty()) {
+        current_ = -1;
+        continue;
+      }
+      char c = s[0];
+      if (c == ' ' || c == '\t') {
+        std::string_view ts = trim(s);
+        if (current_ >= 0 && (s[0] == '\t' || !is_tree_start(ts))) {
+          verbose_line(s, l.no);
+        } else if (is_tree_start(ts)) {
+          tree_line(s, l.no);
+        } else {
+          fail(l.no, "expected an lspci -tv tree line or an indented lspci -vvv detail under a device header");
+        }
+      } else if (c == '-' || c == '+' || c == '\\' || c == '|') {
+        tree_line(s, l.no);
+      } else if (hexval(c) >= 0) {
+        verbose_line(s, l.no);
+      } else {
+        fail(l.no, "expected an lspci -tv tree line or an lspci -vvv device header \"bb:dd.f class: name\"");
+      }
+    }
+  }
+
+  static bool is_tree_start(std::string_view ts) {
+    return starts_with(ts, "+-") || starts_with(ts, "\\-") || starts_with(ts, "|") || starts_with(ts, "-+-") ||
+           starts_with(ts, "-[");
+  }
+
+  // ---- tree --------------------------------------------------------------
+  int add_device(const std::string& bdf) {
+    int i = t.find(bdf);
+    if (i >= 0) return i;
+    Device d;
+    d.bdf = bdf;
+    t.devices.push_back(std::move(d));
+    return static_cast<int>(t.devices.size() - 1);
+  }
+
+  void set_name(Device& d, std::string_view nm) {
+    nm = trim(nm);
+    // -nn appends "[vvvv:dddd]"
+    if (nm.size() >= 11 && nm.back() == ']' && nm[nm.size() - 6] == ':' && nm[nm.size() - 11] == '[') {
+      unsigned long v, dv;
+      if (parse_hex(nm.substr(nm.size() - 10, 4), v) && parse_hex(nm.substr(nm.size() - 5, 4), dv)) {
+        d.vendor = static_cast<uint16_t>(v);
+        d.device = static_cast<uint16_t>(dv);
+        d.ids_known = true;
+        nm = trim(nm.substr(0, nm.size() - 11));
+      }
+    }
+    if (d.name.empty()) d.name = std::string(nm);
+  }
+
+  void tree_line(std::string_view s, long no) {
+    size_t n = s.size();
+    size_t i = 0;
+    while (i < n && (s[i] == ' ' || s[i] == '|')) ++i;
+    if (i == n) return;
+    bool top = false;
+    std::tuple<unsigned, unsigned, int, int> ctx{0, 0, -1, -1};
+    if (s[i] == '-' && i + 1 < n && s[i + 1] == '[') {
+      i += 1;
+      top = true;
+    } else if (s.substr(i, 3) == "-+-") {
+      i += 3;
+      top = true;
+    } else if ((s[i] == '+' || s[i] == '\\') && i + 1 < n && s[i + 1] == '-') {
+      size_t col = i;
+      i += 2;
+      if (i < n && s[i] == '[') {
+        top = true;
+      } else {
+        auto it = cols_.find(static_cast<int>(col));
+        if (it == cols_.end()) fail(no, "expected this tree branch to line up under a parent's '+' (column " + std::to_string(col + 1) + ")");
+        ctx = it->second;
+      }
+    } else {
+      fail(no, "expected a tree connector (+-, \\-, |) or [domain:bus]");
+    }
+    if (top) {
+      // [dddd:bb]
+      if (i >= n || s[i] != '[') fail(no, "expected [domain:bus] at the top of the tree");
+      size_t close = s.find(']', i);
+      unsigned long dom, bus;
+      if (close == std::string_view::npos || close - i != 8 || s[i + 5] != ':' || !parse_hex(s.substr(i + 1, 4), dom) ||
+          !parse_hex(s.substr(i + 6, 2), bus))
+        fail(no, "expected [dddd:bb] (PCI domain and root bus)");
+      char buf[16];
+      std::snprintf(buf, sizeof buf, "%04lx:%02lx", dom, bus);
+      int hb = t.host_bridge_index(buf);
+      ctx = {static_cast<unsigned>(dom), static_cast<unsigned>(bus), -1, hb};
+      i = close + 1;
+      if (!children(s, i, no, ctx)) return;
+    }
+    // Items, each possibly followed by its single/first child on this line.
+    for (;;) {
+      auto [dom, bus, parent, hb] = ctx;
+      if (i + 4 > n || hexval(s[i]) < 0 || hexval(s[i + 1]) < 0 || s[i + 2] != '.' || s[i + 3] < '0' || s[i + 3] > '7')
+        fail(no, "expected a device \"dd.f\" in the tree");
+      unsigned dev = static_cast<unsigned>(hexval(s[i]) * 16 + hexval(s[i + 1]));
+      if (dev > 0x1f) fail(no, "expected a device number 00-1f");
+      std::string bdf = make_bdf(dom, bus, dev, static_cast<unsigned>(s[i + 3] - '0'));
+      int di = add_device(bdf);
+      placed_[bdf] = true;
+      {
+        Device& d = t.devices[di];
+        d.parent = parent;
+        d.host_bridge = parent < 0 ? hb : -1;
+      }
+      i += 4;
+      if (i >= n) return;
+      if (s.substr(i, 2) == "  " || s[i] == ' ') {
+        set_name(t.devices[di], s.substr(i));
+        return;
+      }
+      if (s.substr(i, 2) != "-[") fail(no, "expected \"  name\" or \"-[bus]\" after the device");
+      size_t close = s.find(']', i);
+      if (close == std::string_view::npos) fail(no, "expected ] after the bridge's bus range");
+      std::string_view range = s.substr(i + 2, close - i - 2);
+      unsigned long sec, sub;
+      size_t dash = range.find('-');
+      if (!parse_hex(range.substr(0, dash == std::string_view::npos ? range.size() : dash), sec) ||
+          (dash != std::string_view::npos && !parse_hex(range.substr(dash + 1), sub)) || sec > 0xff)
+        fail(no, "expected a bus range [bb] or [bb-bb] after the bridge");
+      Device& d = t.devices[di];
+      d.is_bridge = true;
+      d.secondary_bus = static_cast<int>(sec);
+      ctx = {dom, static_cast<unsigned>(sec), di, hb};
+      i = close + 1;
+      if (!children(s, i, no, ctx)) return;
+    }
+  }
+
+  // After "]" of a host bridge or bridge: "-+-" (several children, the first
+  // inline), "--...-" + item (one child), or "-"/"--" at the end (none).
+  // Returns true when an item follows at i.
+  bool children(std::string_view s, size_t& i, long no, const std::tuple<unsigned, unsigned, int, int>& ctx) {
+    size_t n = s.size();
+    size_t d = i;
+    while (d < n && s[d] == '-') ++d;
+    if (d == n) {
+      i = d;
+      return false;
+    }
+    if (d == i) fail(no, "expected '-' after ']'");
+    if (s[d] == '+' && d + 1 < n && s[d + 1] == '-') {
+      cols_[static_cast<int>(d)] = ctx;
+      i = d + 2;
+      return true;
+    }
+    if (hexval(s[d]) >= 0) {
+      i = d;
+      return true;
+    }
+    fail(no, "expected a child device, \"+-\" or the end of the line after the bus range");
+  }
+
+  // ---- verbose -----------------------------------------------------------
+  void verbose_line(std::string_view s, long no) {
+    if (s.empty()) return;
+    if (s[0] != ' ' && s[0] != '\t') {
+      header(s, no);
+      return;
+    }
+    std::string_view ts = trim(s);
+    if (ts.empty()) return;
+    if (current_ < 0) fail(no, "expected a device header \"bb:dd.f class: name\" before indented details");
+    Device& d = t.devices[current_];
+    int indent = 0;
+    for (char ch : s) {
+      if (ch == ' ') ++indent;
+      else if (ch == '\t') indent = (indent / 8 + 1) * 8;
+      else break;
+    }
+    if (base_indent_ < 0) base_indent_ = indent;
+    // Device-level lines (regions, NUMA node, driver) sit at the block's first
+    // indentation; deeper ones belong to a capability (e.g. SR-IOV VF BARs).
+    bool top_level = indent <= base_indent_;
+    if (starts_with(ts, "NUMA node:")) {
+      std::string v(trim(ts.substr(10)));
+      char* e = nullptr;
+      long nn = std::strtol(v.c_str(), &e, 10);
+      if (v.empty() || *e) fail(no, "expected a number after \"NUMA node:\"");
+      d.numa = static_cast<int>(nn);
+    } else if (starts_with(ts, "Region ") && top_level) {
+      region(d, ts, no);
+    } else if (starts_with(ts, "Capabilities: [")) {
+      if (ts.find("Express (") != std::string_view::npos) {
+        static const std::pair<const char*, PortType> kPorts[] = {
+            {"Root Complex Integrated Endpoint", PortType::RootComplexEndpoint},
+            {"Root Complex Event Collector", PortType::RootComplexEventCollector},
+            {"Legacy Endpoint", PortType::LegacyEndpoint}, {"Endpoint", PortType::Endpoint},
+            {"Root Port", PortType::RootPort}, {"Upstream Port", PortType::SwitchUpstream},
+            {"Downstream Port", PortType::SwitchDownstream},
+            {"PCI-Express to PCI/PCI-X Bridge", PortType::PcieToPciBridge},
+            {"PCI/PCI-X to PCI-Express Bridge", PortType::PciToPcieBridge}};
+        for (auto& [k, v] : kPorts)
+          if (ts.find(k) != std::string_view::npos) {
+            d.port = v;
+            break;
+          }
+      } else if (ts.find("Access Control Services") != std::string_view::npos) {
+        d.acs_present = true;
+        d.acs_known = true;
+      } else if (ts.find("Address Translation Service") != std::string_view::npos) {
+        d.ats_present = true;
+      }
+    } else if (starts_with(ts, "Capabilities: <access denied>")) {
+      t.notes.push_back(name_ + ":" + std::to_string(no) + ": lspci ran without root; ACS and link details of " + d.bdf + " are unknown");
+    } else if (starts_with(ts, "DevCap:")) {
+      d.mps_cap = bytes_after(ts, "MaxPayload ", no);
+    } else if (starts_with(ts, "MaxPayload ") && ts.find("MaxReadReq") != std::string_view::npos) {
+      d.mps = bytes_after(ts, "MaxPayload ", no);
+      d.mrrs = bytes_after(ts, "MaxReadReq ", no);
+    } else if (starts_with(ts, "LnkCap:")) {
+      link(d.link_cap, ts, no);
+    } else if (starts_with(ts, "LnkSta:")) {
+      link(d.link_sta, ts, no);
+    } else if (starts_with(ts, "ACSCap:")) {
+      d.acs_cap = acs_bits(ts.substr(7), no);
+      d.acs_present = d.acs_known = true;
+    } else if (starts_with(ts, "ACSCtl:")) {
+      d.acs_ctl = acs_bits(ts.substr(7), no);
+      d.acs_present = d.acs_known = true;
+    } else if (starts_with(ts, "ATSCtl:")) {
+      d.ats_present = true;
+      d.ats_enabled = ts.find("Enable+") != std::string_view::npos;
+    } else if (starts_with(ts, "Kernel driver in use:")) {
+      d.driver = std::string(trim(ts.substr(21)));
+    } else if (starts_with(ts, "IOMMU group:")) {
+      std::string v(trim(ts.substr(12)));
+      char* e = nullptr;
+      long g = std::strtol(v.c_str(), &e, 10);
+      if (v.empty() || *e) fail(no, "expected a number after \"IOMMU group:\"");
+      d.iommu_group = static_cast<int>(g);
+    } else if (starts_with(ts, "Bus: primary=")) {
+      size_t p = ts.find("secondary=");
+      unsigned long sec;
+      if (p == std::string_view::npos || !parse_hex(ts.substr(p + 10, 2), sec))
+        fail(no, "expected \"Bus: primary=bb, secondary=bb, subordinate=bb\"");
+      d.is_bridge = true;
+      d.secondary_bus = static_cast<int>(sec);
+    }
+  }
+
+  void header(std::string_view s, long no) {
+    size_t sp = s.find(' ');
+    auto bdf = parse_bdf(s.substr(0, sp));
+    if (sp == std::string_view::npos || !bdf) fail(no, "expected a device header \"[dddd:]bb:dd.f class: name\"");
+    std::string_view rest = s.substr(sp + 1);
+    size_t colon = rest.find(": ");
+    if (colon == std::string_view::npos) fail(no, "expected \"class: name\" after the device address");
+    std::string_view cls = rest.substr(0, colon);
+    std::string_view nm = rest.substr(colon + 2);
+    current_ = add_device(*bdf);
+    base_indent_ = -1;
+    Device& d = t.devices[current_];
+    // -nn: "VGA compatible controller [0300]"
+    if (cls.size() > 7 && cls.back() == ']' && cls[cls.size() - 6] == '[') {
+      unsigned long cc;
+      if (!parse_hex(cls.substr(cls.size() - 5, 4), cc)) fail(no, "expected a hex class code [cccc]");
+      d.class_code = static_cast<uint32_t>(cc << 8);
+      d.class_known = true;
+      cls = trim(cls.substr(0, cls.size() - 6));
+    } else {
+      for (const auto& c : kClassNames)
+        if (cls == c.name) {
+          d.class_code = c.code;
+          d.class_known = true;
+        }
+    }
+    d.class_name = std::string(cls);
+    // Strip "(prog-if 02 [NVM Express])" and "(rev a1)"
+    size_t pi = nm.find(" (prog-if ");
+    if (pi != std::string_view::npos) {
+      unsigned long pif;
+      if (parse_hex(nm.substr(pi + 10, 2), pif) && d.class_known) d.class_code = (d.class_code & 0xffff00u) | static_cast<uint32_t>(pif);
+      nm = nm.substr(0, pi);
+    }
+    size_t rv = nm.find(" (rev ");
+    if (rv != std::string_view::npos) nm = nm.substr(0, rv);
+    d.name.clear();
+    set_name(d, nm);
+    if (d.class_known && d.base_class() == 0x06 && d.sub_class() == 0x04) d.is_bridge = true;
+  }
+
+  int bytes_after(std::string_view ts, std::string_view key, long no) {
+    size_t p = ts.find(key);
+    if (p == std::string_view::npos) return 0;
+    std::string v(ts.substr(p + key.size()));
+    char* e = nullptr;
+    long b = std::strtol(v.c_str(), &e, 10);
+    if (e == v.c_str() || std::string_view(e).substr(0, 6) != " bytes")
+      fail(no, "expected \"" + std::string(key) + "<n> bytes\"");
+    return static_cast<int>(b);
+  }
+
+  void link(Link& out, std::string_view ts, long no) {
+    size_t sp = ts.find("Speed ");
+    size_t wp = ts.find("Width x");
+    if (sp == std::string_view::npos || wp == std::string_view::npos)
+      fail(no, "expected \"Speed <n>GT/s\" and \"Width x<n>\" in the link line");
+    std::string sv(ts.substr(sp + 6));
+    if (starts_with(sv, "unknown")) {
+      out.speed_gts = 0;
+    } else {
+      char* e = nullptr;
+      double g = std::strtod(sv.c_str(), &e);
+      if (e == sv.c_str() || std::string_view(e).substr(0, 4) != "GT/s") fail(no, "expected a link speed like 16GT/s");
+      out.speed_gts = g;
+    }
+    std::string wv(ts.substr(wp + 7));
+    char* e = nullptr;
+    long w = std::strtol(wv.c_str(), &e, 10);
+    if (e == wv.c_str() || w <= 0 || w > 32) fail(no, "expected a link width like x16");
+    out.width = static_cast<int>(w);
+  }
+
+  uint16_t acs_bits(std::string_view v, long no) {
+    static const std::pair<const char*, uint16_t> kBits[] = {
+        {"SrcValid", acs::kSourceValidation}, {"TransBlk", acs::kTranslationBlocking},
+        {"ReqRedir", acs::kRequestRedirect},  {"CmpltRedir", acs::kCompletionRedirect},
+        {"UpstreamFwd", acs::kUpstreamForwarding}, {"EgressCtrl", acs::kEgressControl},
+        {"DirectTrans", acs::kDirectTranslated}};
+    uint16_t bits = 0;
+    v = trim(v);
+    int seen = 0;
+    while (!v.empty()) {
+      size_t sp = v.find(' ');
+      std::string_view tok = v.substr(0, sp);
+      v = sp == std::string_view::npos ? std::string_view{} : trim(v.substr(sp));
+      if (tok.size() < 2 || (tok.back() != '+' && tok.back() != '-'))
+        fail(no, "expected ACS flags like ReqRedir+ or ReqRedir-, found \"" + std::string(tok) + "\"");
+      std::string_view key = tok.substr(0, tok.size() - 1);
+      bool found = false;
+      for (auto& [k, b] : kBits)
+        if (key == k) {
+          found = true;
+          if (tok.back() == '+') bits |= b;
+        }
+      if (!found) fail(no, "unknown ACS flag \"" + std::string(key) + "\"");
+      ++seen;
+    }
+    if (seen == 0) fail(no, "expected ACS flags after the colon");
+    return bits;
+  }
+
+  void region(Device& d, std::string_view ts, long no) {
+    // "Region 1: Memory at 3f000000000 (64-bit, prefetchable) [size=64G]"
+    std::string v(ts.substr(7));
+    char* e = nullptr;
+    long idx = std::strtol(v.c_str(), &e, 10);
+    if (e == v.c_str() || *e != ':' || idx < 0 || idx > 5) fail(no, "expected \"Region <0-5>: ...\"");
+    if (ts.find("Memory at") == std::string_view::npos) return;  // I/O ports
+    size_t sz = ts.find("[size=");
+    if (sz == std::string_view::npos) fail(no, "expected [size=...] in the memory region line");
+    std::string szs(ts.substr(sz + 6));
+    char* se = nullptr;
+    unsigned long long n = std::strtoull(szs.c_str(), &se, 10);
+    if (se == szs.c_str()) fail(no, "expected a region size like [size=64G]");
+    unsigned long long mult = 1;
+    switch (*se) {
+      case 'K': mult = 1ull << 10; break;
+      case 'M': mult = 1ull << 20; break;
+      case 'G': mult = 1ull << 30; break;
+      case 'T': mult = 1ull << 40; break;
+      case ']': break;
+      default: fail(no, "expected a size unit K, M, G or T");
+    }
+    Bar b;
+    b.index = static_cast<int>(idx);
+    b.size = n * mult;
+    b.is64 = ts.find("64-bit") != std::string_view::npos;
+    b.prefetchable = ts.find(", prefetchable") != std::string_view::npos;
+    for (auto& old : d.bars)
+      if (old.index == b.index) {
+        old = b;
+        return;
+      }
+    d.bars.push_back(b);
+  }
+
+  void lscpu_line(std::string_view s) {
+    size_t c = s.find(':');
+    if (c == std::string_view::npos) return;
+    std::string_view k = trim(s.substr(0, c)), v = trim(s.substr(c + 1));
+    if (k == "Architecture") t.cpu.arch = std::string(v);
+    else if (k == "Vendor ID") t.cpu.vendor = std::string(v);
+    else if (k == "Model name") t.cpu.model_name = std::string(v);
+    else if (k == "CPU family") t.cpu.family = std::atoi(std::string(v).c_str());
+    else if (k == "Model") t.cpu.model = std::atoi(std::string(v).c_str());
+    else if (k == "Socket(s)") t.cpu.sockets = std::atoi(std::string(v).c_str());
+    else if (k == "Hypervisor vendor") t.cpu.hypervisor = true;
+  }
+};
+
+}  // namespace
+
+Topology parse_lspci(const std::vector<TextInput>& inputs) {
+  LspciParser p;
+  std::string names;
+  for (const auto& in : inputs) {
+    p.parse_input(in);
+    names += (names.empty() ? "" : "+") + in.name;
+  }
+  if (p.t.devices.empty()) {
+    throw InputError(inputs.empty() ? "lspci" : inputs.front().name, 0,
+                     "expected lspci -tv or lspci -vvv output, found no PCI device");
+  }
+  p.finish();
+  p.t.source = names;
+  p.t.format = "lspci";
+  return std::move(p.t);
+}
+
+}  // namespace gdrpeer::topo

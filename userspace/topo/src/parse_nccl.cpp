@@ -1,0 +1,156 @@
+// NCCL topology XML (<system><cpu><pci>...). NCCL models each PCI switch as one
+// <pci> node of class 0x0604 and every CPU (NUMA node) as the root of its PCI
+// trees, so each <cpu> becomes one "host bridge" here: two devices under one
+// CPU meet at PHB, under two CPUs at SYS (NCCL has no NODE level).
+#include <cstdlib>
+#include <string>
+
+#include "gdrpeer/topo/errors.hpp"
+#include "gdrpeer/topo/parsers.hpp"
+#include "xml_reader.hpp"
+
+namespace gdrpeer::topo {
+
+using detail::XmlReader;
+
+namespace {
+
+bool hex_attr(std::string_view s, unsigned long& out) {
+  if (s.substr(0, 2) == "0x" || s.substr(0, 2) == "0X") s.remove_prefix(2);
+  if (s.empty() || s.size() > 8) return false;
+  out = 0;
+  for (char c : s) {
+    int v = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
+    if (v < 0) return false;
+    out = out * 16 + static_cast<unsigned long>(v);
+  }
+  return true;
+}
+
+struct Frame {
+  std::string_view tag;
+  int device = -1;
+  int host_bridge = -1;
+};
+
+}  // namespace
+
+Topology parse_nccl_xml(std::string_view text, const std::string& name) {
+  Topology t;
+  t.source = name;
+  t.format = "nccl-xml";
+  XmlReader r(text, name);
+  std::vector<Frame> stack;
+  bool root_seen = false;
+  int cpus = 0;
+  for (;;) {
+    XmlReader::Event ev = r.next();
+    if (ev == XmlReader::Event::Eof) break;
+    if (ev == XmlReader::Event::End) {
+      if (!stack.empty()) stack.pop_back();
+      continue;
+    }
+    std::string_view tag = r.tag();
+    Frame f{tag};
+    if (!root_seen) {
+      if (tag != "system") r.fail("expected <system> (NCCL topology XML), found <" + std::string(tag) + ">");
+      root_seen = true;
+      stack.push_back(f);
+      continue;
+    }
+    int parent_dev = -1, parent_hb = -1;
+    for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
+      if (it->device >= 0) { parent_dev = it->device; break; }
+      if (it->host_bridge >= 0) { parent_hb = it->host_bridge; break; }
+    }
+    if (tag == "cpu") {
+      if (stack.size() != 1) r.fail("expected <cpu> directly inside <system>");
+      std::string numaid = r.attr_str("numaid");
+      char* end = nullptr;
+      long n = numaid.empty() ? cpus : std::strtol(numaid.c_str(), &end, 10);
+      if (!numaid.empty() && (end == numaid.c_str() || *end)) r.fail("expected a number in numaid=\"" + numaid + "\"");
+      f.host_bridge = t.host_bridge_index("cpu" + std::to_string(cpus));
+      t.host_bridges[f.host_bridge].numa = static_cast<int>(n);
+      if (cpus == 0) {
+        t.cpu.arch = r.attr_str("arch");
+        t.cpu.vendor = r.attr_str("vendor");
+        std::string fam = r.attr_str("familyid"), mod = r.attr_str("modelid");
+        if (!fam.empty()) t.cpu.family = std::atoi(fam.c_str());
+        if (!mod.empty()) t.cpu.model = std::atoi(mod.c_str());
+      }
+      ++cpus;
+    } else if (tag == "pci") {
+      if (parent_dev < 0 && parent_hb < 0) r.fail("expected <pci> inside a <cpu> or another <pci>");
+      if (parent_dev >= 0 && !t.devices[parent_dev].is_bridge) {
+        // Hand-written files often omit the class of switches: nesting says it.
+        if (t.devices[parent_dev].class_known)
+          r.fail("expected <pci> only inside a <cpu> or a bridge <pci> (class 0x0604)");
+        t.devices[parent_dev].is_bridge = true;
+      }
+      std::string_view busid;
+      if (!r.attr("busid", busid)) r.fail("expected a busid attribute on <pci>");
+      auto bdf = parse_bdf(busid);
+      if (!bdf) r.fail("expected a PCI address dddd:bb:dd.f in busid=\"" + std::string(busid) + "\"");
+      Device d;
+      d.bdf = *bdf;
+      unsigned long v;
+      std::string_view a;
+      if (r.attr("class", a)) {
+        if (!hex_attr(a, v)) r.fail("expected a hex class like 0x030200, found \"" + std::string(a) + "\"");
+        d.class_code = static_cast<uint32_t>(v);
+        d.class_known = true;
+        d.is_bridge = d.base_class() == 0x06 && d.sub_class() == 0x04;
+      }
+      struct { const char* key; uint16_t* dst; } ids[] = {{"vendor", &d.vendor}, {"device", &d.device},
+        {"subsystem_vendor", &d.subsys_vendor}, {"subsystem_device", &d.subsys_device}};
+      for (auto& id : ids) {
+        if (!r.attr(id.key, a)) continue;
+        if (!hex_attr(a, v) || v > 0xffff) r.fail(std::string("expected a 16-bit hex ") + id.key + ", found \"" + std::string(a) + "\"");
+        *id.dst = static_cast<uint16_t>(v);
+        if (id.dst == &d.vendor) d.ids_known = true;
+      }
+      if (d.bdf.rfind("ffff:ff:", 0) == 0 || (d.ids_known && d.vendor == 0xffff)) {
+        t.placeholder_switches = true;
+        d.ids_known = false;  // placeholder IDs say nothing about the hardware
+      }
+      if (r.attr("link_speed", a)) d.link_sta.speed_gts = std::atof(std::string(a).c_str());
+      if (r.attr("link_width", a)) d.link_sta.width = std::atoi(std::string(a).c_str());
+      d.parent = parent_dev;
+      d.host_bridge = parent_dev < 0 ? parent_hb : -1;
+      if (t.find(d.bdf) >= 0) r.fail("duplicate PCI device " + d.bdf);
+      // NCCL nodes are whole switches: give them their own unit in the path
+      // classification (an unknown-type bridge is one bridge).
+      if (d.is_bridge) d.port = PortType::Unknown;
+      t.devices.push_back(std::move(d));
+      f.device = static_cast<int>(t.devices.size() - 1);
+    } else if (tag == "gpu" || tag == "nic" || tag == "net") {
+      // A <nic> straight under <cpu> (no PCI device, e.g. a virtual NIC) has no path to judge.
+      if (parent_dev >= 0) {
+        Device& d = t.devices[parent_dev];
+        if (tag == "gpu") d.role = Role::GPU;
+        if (tag == "nic") d.role = Role::NIC;
+        if (tag == "net" && d.rdma_name.empty()) d.rdma_name = r.attr_str("name");
+      }
+    }
+    stack.push_back(f);
+  }
+  // NCCL files list only the GPUs and NICs NCCL uses: the class says the role
+  // even where vendor ids are missing (cloud files with synthetic ids).
+  for (auto& d : t.devices) {
+    if (d.role != Role::None || !d.class_known || d.is_bridge) continue;
+    if (d.base_class() == 0x03) d.role = Role::GPU;
+    else if (d.base_class() == 0x02) d.role = Role::NIC;
+  }
+  t.numa_nodes = cpus;
+  t.cpu.sockets = 0;
+  // NCCL switch nodes stay "unknown" so finalize() does not re-type them.
+  t.finalize();
+  for (auto& d : t.devices)
+    if (d.is_bridge && d.port_inferred) {
+      d.port = PortType::Unknown;
+      d.port_inferred = false;
+    }
+  return t;
+}
+
+}  // namespace gdrpeer::topo

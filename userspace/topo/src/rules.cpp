@@ -1,0 +1,393 @@
+// The rules: from a classified pair to findings (reason + pasteable fix) and a
+// verdict. Each rule has a stable id (shown in output, accepted by --skip).
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include "gdrpeer/topo/check.hpp"
+
+namespace gdrpeer::topo {
+
+namespace {
+
+std::string fmt_bytes(uint64_t b) {
+  char buf[32];
+  if (b >= (1ull << 30) && b % (1ull << 30) == 0) std::snprintf(buf, sizeof buf, "%llu GiB", static_cast<unsigned long long>(b >> 30));
+  else std::snprintf(buf, sizeof buf, "%llu MiB", static_cast<unsigned long long>(b >> 20));
+  return buf;
+}
+
+std::string fmt_speed(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%gGT/s", s);
+  return buf;
+}
+
+std::string acs_flags(uint16_t ctl) {
+  std::string s;
+  if (ctl & acs::kRequestRedirect) s += "ReqRedir+ ";
+  if (ctl & acs::kCompletionRedirect) s += "CmpltRedir+ ";
+  if (ctl & acs::kEgressControl) s += "EgressCtrl+ ";
+  if (!s.empty()) s.pop_back();
+  return s;
+}
+
+bool kernel_at_least(const std::string& rel, int maj, int min) {
+  int a = 0, b = 0;
+  if (std::sscanf(rel.c_str(), "%d.%d", &a, &b) != 2) return false;
+  return a > maj || (a == maj && b >= min);
+}
+
+bool contains_any(const std::string& hay, const std::vector<std::string>& needles) {
+  for (const auto& n : needles)
+    if (!n.empty() && hay.find(n) != std::string::npos) return true;
+  return false;
+}
+
+enum class PairKind { GpuNic, GpuGpu, GpuNvme };
+
+class Checker {
+ public:
+  Checker(const Topology& t, const Knowledge& k, const CheckOptions& o) : t_(t), k_(k), o_(o) {
+    rc_ = k.root_complex(t.cpu);
+    grace_ = (rc_ && rc_->name.find("Grace") != std::string::npos);
+    for (const auto& d : t.devices)
+      if (d.role == Role::GPU) {
+        const GpuFamily* f = k.gpu_family(d);
+        if (f && f->family == "grace-c2c") grace_ = true;
+      }
+    virtual_ = t.cpu.hypervisor || t.placeholder_switches ||
+               (!t.dmi_vendor.empty() && contains_any(t.dmi_vendor, k.cloud_dmi_vendors));
+  }
+
+  bool skipped(const std::string& rule) const {
+    if (o_.skip.count(rule)) return true;
+    size_t dash = rule.find('-');
+    return dash != std::string::npos && o_.skip.count(rule.substr(0, dash));
+  }
+
+  void add(std::vector<Finding>& out, const std::string& rule, Verdict v, std::string reason, std::string fix) {
+    if (skipped(rule)) return;
+    for (const auto& f : out)
+      if (f.rule == rule && f.reason == reason) return;
+    out.push_back(Finding{rule, v, std::move(reason), std::move(fix)});
+  }
+
+  std::string label(int i) const { return labels_[static_cast<size_t>(i)]; }
+  std::vector<std::string> labels_;
+  std::vector<int> nics_;
+  const RootComplex* rc_ = nullptr;
+  bool grace_ = false, virtual_ = false;
+
+  void pair(PairResult& r, PairKind kind) {
+    const Device& a = t_.devices[r.a];
+    const Device& b = t_.devices[r.b];
+    r.path = classify(t_, r.a, r.b, k_);
+    path_rules(r, kind);
+    acs_rules(r);
+    iommu_rules(r, a);
+    iommu_rules(r, b);
+    link_rules(r);
+    if (a.role == Role::GPU) bar_rules(r, a);
+    if (b.role == Role::GPU) bar_rules(r, b);
+    if (kind != PairKind::GpuGpu) software_rules(r, a);
+    platform_rules(r, kind, a);
+    for (const auto& f : r.findings) r.verdict = std::max(r.verdict, f.severity);
+  }
+
+  void path_rules(PairResult& r, PairKind kind) {
+    const PathInfo& p = r.path;
+    std::string who = r.label_a + "-" + r.label_b;
+    std::string rcname = rc_ ? rc_->name : (t_.cpu.model_name.empty() ? "this CPU" : t_.cpu.model_name);
+    if (p.cls == PathClass::PIX || p.cls == PathClass::PXB) return;
+    if (grace_ && p.cls != PathClass::SYS && kind != PairKind::GpuGpu) {
+      add(r.findings, "path-grace", Verdict::Optimal,
+          "Grace system: the GPU reaches the PCIe root over NVLink-C2C, so a root-complex path is the designed one",
+          "export NCCL_DMABUF_ENABLE=1   # dma-buf is the supported GPUDirect RDMA path on Grace");
+      return;
+    }
+    if (p.cls == PathClass::SYS) {
+      std::string cs = rc_ ? rc_->cross_socket : "";
+      Verdict v = Verdict::Degraded;
+      if (cs == "unsupported") v = kind == PairKind::GpuGpu ? Verdict::Blocked : Verdict::Unreliable;
+      std::string fix;
+      if (kind == PairKind::GpuNic) {
+        int gpu = r.a;
+        for (int n : nics_) {
+          PathInfo q = classify(t_, gpu, n, k_);
+          if (q.cls != PathClass::SYS) {
+            fix = "# use " + label(n) + " (" + t_.devices[n].bdf + (t_.devices[n].rdma_name.empty() ? "" : ", " + t_.devices[n].rdma_name) +
+                  ", " + to_string(q.cls) + ") for " + r.label_a + " instead, e.g. NCCL_IB_HCA or the rank's NIC binding";
+            break;
+          }
+        }
+        if (fix.empty()) fix = "# put a NIC on NUMA node " + std::to_string(t_.devices[gpu].numa) + " (the GPU's socket)";
+      } else if (kind == PairKind::GpuGpu) {
+        fix = "# keep P2P peers on one socket, e.g. CUDA_VISIBLE_DEVICES listing GPUs of one NUMA node";
+      } else {
+        fix = "# place the NVMe drive on the GPU's socket (NUMA node " + std::to_string(t_.devices[r.a].numa) + ")";
+      }
+      std::string why = "path crosses the inter-socket interconnect (SYS)";
+      if (cs == "unsupported") why += "; " + rcname + " does not carry PCIe peer-to-peer across sockets";
+      else if (cs == "slow") why += "; peer-to-peer across sockets is slow on " + rcname;
+      else why += "; cross-socket peer-to-peer is unknown for " + rcname;
+      add(r.findings, "path-sys", v, why, fix);
+      return;
+    }
+    // PHB or NODE: through the root complex.
+    std::string where = p.cls == PathClass::PHB ? "through the CPU root complex (PHB)"
+                                                : "between PCIe host bridges of one NUMA node (NODE)";
+    if (p.numa_guessed) where += " (NUMA locality not in this input: NODE assumed, could be SYS)";
+    std::string rcq = rc_ ? rc_->p2p : "";
+    if (rcq == "unsupported") {
+      add(r.findings, "path-root-complex", Verdict::Blocked, "path " + where + "; " + rcname + " does not forward PCIe peer-to-peer",
+          "# put both devices under one PCIe switch");
+      return;
+    }
+    if (rcq == "poor") {
+      add(r.findings, "path-root-complex", Verdict::Unreliable, "path " + where + "; " + rcname + " forwards peer-to-peer poorly" + (rc_->note.empty() ? "" : " (" + rc_->note + ")"),
+          "# put both devices under one PCIe switch");
+      return;
+    }
+    if (kind == PairKind::GpuNic) {
+      std::string why = "path " + where + ": NCCL leaves GPUDirect RDMA off beyond PXB by default";
+      std::string fix = rcq == "good" ? "export NCCL_NET_GDR_LEVEL=PHB   # " + rcname + " forwards P2P well"
+                                      : "# root complex of " + rcname + " is not in topology/root_complexes.json: measure with `gdrpeer verify` before export NCCL_NET_GDR_LEVEL=PHB";
+      add(r.findings, "path-root-complex", Verdict::Degraded, why, fix);
+    } else if (rcq != "good") {
+      add(r.findings, "path-root-complex", Verdict::Degraded,
+          "path " + where + "; peer-to-peer through the root complex of " + rcname + " is unverified (not in topology/root_complexes.json)",
+          "# measure with `gdrpeer verify`, then add the CPU to topology/root_complexes.json");
+    }
+  }
+
+  void acs_rules(PairResult& r) {
+    const PathInfo& p = r.path;
+    if (p.cls != PathClass::PIX && p.cls != PathClass::PXB) return;  // traffic goes up anyway
+    std::vector<int> ports = p.ports_a;
+    ports.insert(ports.end(), p.ports_b.begin(), p.ports_b.end());
+    std::vector<int> bad;
+    std::vector<std::string> unknown;
+    for (int x : ports) {
+      const Device& d = t_.devices[x];
+      if (!d.acs_known) unknown.push_back(d.bdf);
+      else if (d.acs_present && (d.acs_ctl & acs::kRedirectMask)) bad.push_back(x);
+    }
+    for (int x : bad) {
+      const Device& d = t_.devices[x];
+      add(r.findings, "acs-redirect", Verdict::Unreliable,
+          "ACS " + acs_flags(d.acs_ctl) + " on " + d.bdf + " (" + to_string(d.port) +
+              "): peer-to-peer requests are redirected up to the root complex (and fault under a translating IOMMU)",
+          "setpci -s " + d.bdf + " ECAP_ACS+0x6.w=0000:002c   # now; at boot: pci=disable_acs_redir=" + d.bdf +
+              " (or pci=config_acs=0x00xx@" + d.bdf + " on Linux >= 6.11)");
+    }
+    if (!unknown.empty() && !skipped("acs-unknown")) {
+      std::string list;
+      for (const auto& u : unknown) list += (list.empty() ? "" : ", ") + u;
+      add(r.findings, "acs-unknown", Verdict::Optimal, "ACS state of " + list + " is not in this input", "");
+    }
+  }
+
+  void iommu_rules(PairResult& r, const Device& d) {
+    const std::string& ty = d.iommu_type;
+    if (ty.rfind("DMA", 0) != 0) return;
+    bool amd = t_.cpu.vendor == "AuthenticAMD";
+    add(r.findings, "iommu-translating", Verdict::Blocked,
+        "IOMMU group " + std::to_string(d.iommu_group) + " of " + d.bdf + " is translating (type " + ty +
+            "): peer DMA to GPU BAR addresses faults unless every mapping goes through the IOMMU; GPUDirect RDMA needs the IOMMU off or in passthrough",
+        std::string("# add to the kernel command line: ") + (amd ? "amd_iommu=on iommu=pt" : "intel_iommu=on iommu=pt") +
+            "   (or at run time, drivers unbound: echo identity > /sys/kernel/iommu_groups/" + std::to_string(d.iommu_group) + "/type)");
+  }
+
+  void link_check(PairResult& r, int x) {
+    const Device& d = t_.devices[x];
+    if (!d.link_cap.known() || !d.link_sta.known() || d.link_sta.width == 0) return;
+    const Device* up = d.parent >= 0 ? &t_.devices[d.parent] : nullptr;
+    // A device's LnkSta describes its upstream link, except on downstream/root
+    // ports where it is the link below; both ends cap the trained link.
+    int want_w = d.link_cap.width;
+    double want_s = d.link_cap.speed_gts;
+    if (up && up->link_cap.known() && (d.port != PortType::RootPort && d.port != PortType::SwitchDownstream)) {
+      if (up->link_cap.width > 0) want_w = std::min(want_w, up->link_cap.width);
+      if (up->link_cap.speed_gts > 0) want_s = std::min(want_s, up->link_cap.speed_gts);
+    }
+    if (want_w > 0 && d.link_sta.width < want_w) {
+      add(r.findings, "link-width", Verdict::Degraded,
+          "link of " + d.bdf + " trained at x" + std::to_string(d.link_sta.width) + " below its x" + std::to_string(want_w) + " capability",
+          "# reseat the card / check the slot wiring and riser; then: lspci -vvv -s " + d.bdf + " | grep LnkSta");
+    }
+    if (want_s > 0 && d.link_sta.speed_gts > 0 && d.link_sta.speed_gts + 0.01 < want_s) {
+      if (d.role == Role::GPU) {
+        add(r.findings, "link-speed-idle", Verdict::Optimal,
+            "GPU " + d.bdf + " link at " + fmt_speed(d.link_sta.speed_gts) + " of " + fmt_speed(want_s) +
+                ": GPUs lower the link speed when idle; recheck while it is busy",
+            "# under load: lspci -vvv -s " + d.bdf + " | grep LnkSta");
+      } else {
+        add(r.findings, "link-speed", Verdict::Degraded,
+            "link of " + d.bdf + " trained at " + fmt_speed(d.link_sta.speed_gts) + " below its " + fmt_speed(want_s) + " capability",
+            "# check BIOS PCIe speed settings and signal integrity (risers, retimers); then: lspci -vvv -s " + d.bdf + " | grep LnkSta");
+      }
+    }
+  }
+
+  void link_rules(PairResult& r) {
+    std::vector<int> on_path{r.a, r.b};
+    on_path.insert(on_path.end(), r.path.ports_a.begin(), r.path.ports_a.end());
+    on_path.insert(on_path.end(), r.path.ports_b.begin(), r.path.ports_b.end());
+    if (r.path.lca >= 0) on_path.push_back(r.path.lca);
+    for (int x : on_path) link_check(r, x);
+  }
+
+  void bar_rules(PairResult& r, const Device& g) {
+    if (!g.ids_known || g.vendor != 0x10de || k_.min_bar1_bytes == 0) return;
+    for (const auto& b : g.bars)
+      if (b.index == 1 && b.size > 0 && b.size < k_.min_bar1_bytes) {
+        add(r.findings, "bar1-small", Verdict::Degraded,
+            "BAR1 of " + g.bdf + " is " + fmt_bytes(b.size) + ": GPUDirect RDMA can map at most that much GPU memory at a time",
+            "# enable 'Above 4G Decoding' and 'Resizable BAR' in the BIOS, then check: lspci -vvv -s " + g.bdf + " | grep 'Region 1'");
+      }
+  }
+
+  void software_rules(PairResult& r, const Device& g) {
+    const Software& sw = t_.sw;
+    if (!sw.inspected) return;
+    bool nvidia = g.ids_known && g.vendor == 0x10de;
+    if (nvidia && !sw.has_module("nvidia")) {
+      add(r.findings, "software-driver", Verdict::Blocked, "the nvidia kernel module is not loaded", "modprobe nvidia");
+      return;
+    }
+    bool peer = sw.has_module("nvidia_peermem") || sw.has_module("nv_peer_mem") || !sw.memory_peers.empty();
+    bool open = sw.nvidia_version.find("Open Kernel Module") != std::string::npos;
+    bool new_kernel = kernel_at_least(sw.kernel_release, 5, 12);
+    bool dmabuf = new_kernel && (sw.has_module("gdrpeer") || (nvidia && open) || (!nvidia && g.vendor == 0x1002 && sw.has_module("amdgpu")));
+    for (const auto& c : sw.cuda)
+      if (c.bdf == g.bdf) {
+        if (c.gdr_supported == 0)
+          add(r.findings, "software-cuda", Verdict::Blocked, "CUDA reports GPU_DIRECT_RDMA_SUPPORTED=0 for " + g.bdf, "");
+        if (c.dmabuf_supported == 0) dmabuf = dmabuf && sw.has_module("gdrpeer");
+      }
+    if (!peer && !dmabuf) {
+      std::string why = "no peer-memory client (nvidia_peermem, nv_peer_mem or MOFED memory_peers) and no dma-buf path (";
+      why += new_kernel ? (nvidia ? "needs the open NVIDIA kernel module or gdrpeer" : "needs gdrpeer") : "kernel " + sw.kernel_release + " < 5.12";
+      why += ")";
+      add(r.findings, "software-peer-memory", Verdict::Blocked, why,
+          nvidia ? "modprobe nvidia_peermem" : "modprobe gdrpeer   # or insmod gdrpeer.ko");
+    } else if (!peer) {
+      add(r.findings, "software-peer-memory", Verdict::Optimal,
+          "no peer-memory client loaded; the dma-buf path is available", "export NCCL_DMABUF_ENABLE=1");
+    }
+  }
+
+  void platform_rules(PairResult& r, PairKind kind, const Device& g) {
+    const GpuFamily* fam = k_.gpu_family(g);
+    std::string dmi = t_.dmi_vendor + " " + t_.dmi_product;
+    for (const auto& p : k_.platforms) {
+      if (p.applies_to == "gpu-nic" && kind == PairKind::GpuGpu) continue;
+      bool any = false, ok = true;
+      if (!p.arch.empty()) { any = true; ok = ok && t_.cpu.arch == p.arch; }
+      if (!p.cpu_patterns.empty()) { any = true; ok = ok && contains_any(t_.cpu.model_name, p.cpu_patterns); }
+      if (!p.dmi_patterns.empty()) { any = true; ok = ok && contains_any(dmi, p.dmi_patterns); }
+      if (!p.gpu_families.empty()) {
+        any = true;
+        ok = ok && fam && std::find(p.gpu_families.begin(), p.gpu_families.end(), fam->family) != p.gpu_families.end();
+      }
+      if (!any || !ok) continue;
+      Verdict v = p.severity == "blocked" ? Verdict::Blocked : p.severity == "unreliable" ? Verdict::Unreliable : Verdict::Degraded;
+      add(r.findings, p.id, v, p.reason, p.fix);
+    }
+    if (t_.cpu.arch == "aarch64" && !grace_ && !(rc_ && rc_->p2p == "good")) {
+      add(r.findings, "platform-arm64", Verdict::Unreliable,
+          "ARM64 server whose root complex has no known peer-to-peer guarantee",
+          "# confirm with `gdrpeer verify` on this node, then add the CPU to topology/root_complexes.json");
+    }
+    if (virtual_) {
+      bool flat = r.path.cls == PathClass::PHB && r.path.ports_a.empty() && r.path.ports_b.empty();
+      if (flat) {
+        add(r.findings, "platform-virtual", Verdict::Unreliable,
+            "virtual machine with a flat virtual PCIe topology: both devices sit on the hypervisor's root bus, the physical path is hidden",
+            "export NCCL_TOPO_FILE=/path/to/<instance-type>-topo.xml   # the cloud provider's topology file");
+      } else {
+        add(r.findings, "platform-virtual", Verdict::Optimal,
+            t_.placeholder_switches ? "topology declared by a provider file with placeholder switches, not observed hardware"
+                                    : "virtual machine: the classes reflect the PCIe topology the hypervisor exposes",
+            "");
+      }
+    }
+  }
+
+ private:
+  const Topology& t_;
+  const Knowledge& k_;
+  const CheckOptions& o_;
+};
+
+}  // namespace
+
+Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt) {
+  Report rep;
+  rep.topo = &t;
+  rep.knowledge = &k;
+  std::vector<int> order(t.devices.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return t.devices[a].bdf < t.devices[b].bdf; });
+  rep.labels.assign(t.devices.size(), "");
+  for (int i : order) {
+    const Device& d = t.devices[i];
+    if (d.role == Role::GPU) {
+      rep.labels[i] = "GPU" + std::to_string(rep.gpus.size());
+      rep.gpus.push_back(i);
+    } else if (d.role == Role::NIC) {
+      rep.labels[i] = "NIC" + std::to_string(rep.nics.size());
+      rep.nics.push_back(i);
+    } else if (d.role == Role::NVMe) {
+      rep.labels[i] = "NVME" + std::to_string(rep.nvmes.size());
+      rep.nvmes.push_back(i);
+    }
+  }
+  Checker c(t, k, opt);
+  c.labels_ = rep.labels;
+  c.nics_ = rep.nics;
+  auto run = [&](int a, int b, PairKind kind) {
+    PairResult r;
+    r.a = a;
+    r.b = b;
+    r.label_a = rep.labels[a];
+    r.label_b = rep.labels[b];
+    c.pair(r, kind);
+    rep.worst = std::max(rep.worst, r.verdict);
+    rep.pairs.push_back(std::move(r));
+  };
+  for (size_t i = 0; i < rep.gpus.size(); ++i) {
+    if (opt.gpu_nic)
+      for (int n : rep.nics) run(rep.gpus[i], n, PairKind::GpuNic);
+    if (opt.gpu_gpu)
+      for (size_t j = i + 1; j < rep.gpus.size(); ++j) run(rep.gpus[i], rep.gpus[j], PairKind::GpuGpu);
+    if (opt.gpu_nvme)
+      for (int n : rep.nvmes) run(rep.gpus[i], n, PairKind::GpuNvme);
+  }
+  auto note = [&](const std::string& rule, const std::string& text, const std::string& fix = "") {
+    if (!c.skipped(rule)) rep.node_findings.push_back(Finding{rule, Verdict::Optimal, text, fix});
+  };
+  if (rep.gpus.empty())
+    note("no-gpu", "no GPU found in " + t.source + ": nothing to check (use --role GPU=BDF for a device the tables do not know)");
+  else if (rep.nics.empty() && opt.gpu_nic)
+    note("no-nic", "no RDMA NIC found in " + t.source + ": GPUDirect RDMA pairs not checked (use --role NIC=BDF)");
+  if (t.iommu == IommuMode::Unknown && !t.iommu_known_per_device)
+    note("iommu-unknown", "IOMMU state is not in this input (" + t.format + "): check /sys/kernel/iommu_groups/*/type on the node or run gdrpeer check there");
+  else if (t.iommu != IommuMode::Unknown)
+    note("iommu-mode", std::string("IOMMU: ") + to_string(t.iommu) + (t.sw.cmdline.empty() ? "" : " (kernel command line: " + t.sw.cmdline + ")"));
+  if (!t.sw.inspected)
+    note("software-unknown", "software stack (nvidia, nvidia_peermem, dma-buf) not inspected for " + t.format + " input");
+  if (t.sw.inspected && !t.sw.cuda_error.empty()) note("software-cuda", "CUDA probe: " + t.sw.cuda_error);
+  if (!c.rc_ && !rep.gpus.empty())
+    note("root-complex-unknown",
+         t.cpu.vendor.empty() && t.cpu.model_name.empty()
+             ? "CPU identity is not in this input: root-complex P2P quality unknown"
+             : "CPU " + (t.cpu.model_name.empty() ? t.cpu.vendor + " family " + std::to_string(t.cpu.family) + " model " + std::to_string(t.cpu.model) : t.cpu.model_name) +
+                   " is not in topology/root_complexes.json: root-complex P2P quality unknown");
+  for (const auto& n : t.notes) note("input", n);
+  return rep;
+}
+
+}  // namespace gdrpeer::topo

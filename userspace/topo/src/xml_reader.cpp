@@ -1,0 +1,200 @@
+#include "xml_reader.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "gdrpeer/topo/errors.hpp"
+
+namespace gdrpeer::topo::detail {
+
+namespace {
+bool is_name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-' || c == '.' || c == ':';
+}
+bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+}  // namespace
+
+long XmlReader::line_of(size_t pos) const {
+  pos = std::min(pos, s_.size());
+  return 1 + static_cast<long>(std::count(s_.begin(), s_.begin() + static_cast<long>(pos), '\n'));
+}
+
+void XmlReader::fail_at(size_t pos, const std::string& what) const {
+  throw InputError(name_, line_of(pos), what);
+}
+
+void XmlReader::skip_ws() {
+  while (pos_ < s_.size() && is_ws(s_[pos_])) ++pos_;
+}
+
+bool XmlReader::attr(std::string_view name, std::string_view& out) const {
+  for (const auto& [k, v] : attrs_)
+    if (k == name) {
+      out = v;
+      return true;
+    }
+  out = {};
+  return false;
+}
+
+std::string XmlReader::attr_str(std::string_view name) const {
+  std::string_view raw;
+  if (!attr(name, raw)) return {};
+  if (raw.find('&') == std::string_view::npos) return std::string(raw);
+  return xml_decode(raw, *this);
+}
+
+XmlReader::Event XmlReader::next() {
+  if (pending_end_) {
+    pending_end_ = false;
+    tag_ = stack_.back();
+    stack_.pop_back();
+    return Event::End;
+  }
+  for (;;) {
+    // Skip text up to the next markup.
+    const void* lt = pos_ < s_.size() ? std::memchr(s_.data() + pos_, '<', s_.size() - pos_) : nullptr;
+    if (!lt) {
+      if (!stack_.empty())
+        fail_at(s_.size(), "unexpected end of file: expected </" + std::string(stack_.back()) + ">");
+      if (!seen_root_) fail_at(s_.size(), "expected an XML element, found none");
+      return Event::Eof;
+    }
+    size_t start = static_cast<size_t>(static_cast<const char*>(lt) - s_.data());
+    if (stack_.empty() && seen_root_) {
+      // Only comments/whitespace may follow the root element.
+      for (size_t i = pos_; i < start; ++i)
+        if (!is_ws(s_[i])) fail_at(i, "expected end of document after the root element");
+    }
+    pos_ = start;
+    tag_pos_ = start;
+    std::string_view rest = s_.substr(pos_);
+    if (rest.substr(0, 4) == "<!--") {
+      size_t e = s_.find("-->", pos_ + 4);
+      if (e == std::string_view::npos) fail_at(pos_, "unterminated comment: expected -->");
+      pos_ = e + 3;
+      continue;
+    }
+    if (rest.substr(0, 2) == "<?") {
+      size_t e = s_.find("?>", pos_ + 2);
+      if (e == std::string_view::npos) fail_at(pos_, "unterminated processing instruction: expected ?>");
+      pos_ = e + 2;
+      continue;
+    }
+    if (rest.substr(0, 2) == "<!") {
+      if (seen_root_) fail_at(pos_, "unexpected <! declaration inside the document");
+      size_t e = s_.find('>', pos_ + 2);
+      if (e == std::string_view::npos) fail_at(pos_, "unterminated declaration: expected >");
+      pos_ = e + 1;
+      continue;
+    }
+    if (rest.substr(0, 2) == "</") {
+      size_t p = pos_ + 2;
+      size_t b = p;
+      while (p < s_.size() && is_name_char(s_[p])) ++p;
+      std::string_view name = s_.substr(b, p - b);
+      while (p < s_.size() && is_ws(s_[p])) ++p;
+      if (p >= s_.size() || s_[p] != '>') fail_at(pos_, "expected > to close </" + std::string(name));
+      if (stack_.empty()) fail_at(pos_, "unexpected </" + std::string(name) + "> with no open element");
+      if (stack_.back() != name)
+        fail_at(pos_, "expected </" + std::string(stack_.back()) + ">, found </" + std::string(name) + ">");
+      stack_.pop_back();
+      tag_ = name;
+      pos_ = p + 1;
+      return Event::End;
+    }
+    // Start tag.
+    if (stack_.empty() && seen_root_) fail_at(pos_, "expected end of document, found a second root element");
+    size_t p = pos_ + 1;
+    size_t b = p;
+    while (p < s_.size() && is_name_char(s_[p])) ++p;
+    if (p == b) fail_at(pos_, "expected an element name after <");
+    tag_ = s_.substr(b, p - b);
+    attrs_.clear();
+    for (;;) {
+      size_t ws = p;
+      while (p < s_.size() && is_ws(s_[p])) ++p;
+      if (p >= s_.size()) fail_at(pos_, "unexpected end of file inside <" + std::string(tag_) + ">");
+      char c = s_[p];
+      if (c == '>') {
+        ++p;
+        stack_.push_back(tag_);
+        seen_root_ = true;
+        pos_ = p;
+        return Event::Start;
+      }
+      if (c == '/') {
+        if (p + 1 >= s_.size() || s_[p + 1] != '>') fail_at(p, "expected /> in <" + std::string(tag_) + ">");
+        p += 2;
+        stack_.push_back(tag_);
+        pending_end_ = true;
+        seen_root_ = true;
+        pos_ = p;
+        return Event::Start;
+      }
+      if (ws == p) fail_at(p, "expected whitespace before attribute in <" + std::string(tag_) + ">");
+      size_t nb = p;
+      while (p < s_.size() && is_name_char(s_[p])) ++p;
+      if (p == nb) fail_at(p, "expected an attribute name in <" + std::string(tag_) + ">");
+      std::string_view an = s_.substr(nb, p - nb);
+      while (p < s_.size() && is_ws(s_[p])) ++p;
+      if (p >= s_.size() || s_[p] != '=') fail_at(p, "expected = after attribute " + std::string(an));
+      ++p;
+      while (p < s_.size() && is_ws(s_[p])) ++p;
+      if (p >= s_.size() || (s_[p] != '"' && s_[p] != '\''))
+        fail_at(p, "expected a quoted value for attribute " + std::string(an));
+      char q = s_[p++];
+      size_t vb = p;
+      const void* qe = std::memchr(s_.data() + p, q, s_.size() - p);
+      if (!qe) fail_at(vb, "unterminated value of attribute " + std::string(an));
+      p = static_cast<size_t>(static_cast<const char*>(qe) - s_.data());
+      std::string_view v = s_.substr(vb, p - vb);
+      if (v.find('<') != std::string_view::npos) fail_at(vb, "'<' inside the value of attribute " + std::string(an));
+      attrs_.emplace_back(an, v);
+      ++p;
+    }
+  }
+}
+
+std::string xml_decode(std::string_view raw, const XmlReader& r) {
+  std::string out;
+  out.reserve(raw.size());
+  for (size_t i = 0; i < raw.size(); ++i) {
+    char c = raw[i];
+    if (c != '&') {
+      out += c;
+      continue;
+    }
+    size_t semi = raw.find(';', i);
+    if (semi == std::string_view::npos || semi - i > 10) r.fail("expected ; to end a character entity");
+    std::string_view ent = raw.substr(i + 1, semi - i - 1);
+    if (ent == "lt") out += '<';
+    else if (ent == "gt") out += '>';
+    else if (ent == "amp") out += '&';
+    else if (ent == "quot") out += '"';
+    else if (ent == "apos") out += '\'';
+    else if (!ent.empty() && ent[0] == '#') {
+      unsigned long v = 0;
+      bool hex = ent.size() > 1 && (ent[1] == 'x' || ent[1] == 'X');
+      std::string_view digits = ent.substr(hex ? 2 : 1);
+      if (digits.empty()) r.fail("expected digits in a numeric character entity");
+      for (char d : digits) {
+        int dv = (d >= '0' && d <= '9') ? d - '0'
+                 : hex && d >= 'a' && d <= 'f' ? d - 'a' + 10
+                 : hex && d >= 'A' && d <= 'F' ? d - 'A' + 10
+                                               : -1;
+        if (dv < 0 || v > 0x10ffff) r.fail("malformed numeric character entity");
+        v = v * (hex ? 16 : 10) + static_cast<unsigned long>(dv);
+      }
+      if (v < 0x80) out += static_cast<char>(v);
+      else out += '?';  // names only; non-ASCII is not needed for the checks
+    } else {
+      r.fail("unknown character entity &" + std::string(ent) + ";");
+    }
+    i = semi;
+  }
+  return out;
+}
+
+}  // namespace gdrpeer::topo::detail
