@@ -177,7 +177,7 @@ def base_archive(kernel):
     return out
 
 
-def overlay_archive(kernel, commands, env, dest):
+def overlay_archive(kernel, commands, env, dest, files):
     """The per-run archive: /init, the commands, our binaries, modules and topology data."""
     cpio, seen = Cpio(), set()
     init = (Path(__file__).parent / "guest_init.sh").read_bytes()
@@ -185,6 +185,11 @@ def overlay_archive(kernel, commands, env, dest):
     cpio.file("etc/emunode-env", "".join(f"export {k}='{v}'\n" for k, v in env.items()).encode())
     for i, cmd in enumerate(commands):
         cpio.file(f"etc/emunode-cmd/{i:04d}", cmd.encode())
+    for path, data in files.items():
+        if not path.startswith("/") or path.startswith(("/tmp/", "/proc/", "/sys/", "/dev/")):
+            raise HarnessError(f"guest file path '{path}' must be absolute and not under "
+                               "/tmp, /proc, /sys or /dev (those are mounted over)")
+        cpio.file(path, bytes(data))
     bindir = build_dir() / "bin"
     if bindir.is_dir():
         for f in sorted(bindir.iterdir()):
@@ -205,10 +210,10 @@ def overlay_archive(kernel, commands, env, dest):
     return Path(dest)
 
 
-def initrd_for_run(kernel, commands, env, workdir):
+def initrd_for_run(kernel, commands, env, workdir, files):
     """One initrd file for QEMU: the base archive followed by this run's overlay."""
     base = base_archive(kernel)
-    overlay = overlay_archive(kernel, commands, env, Path(workdir) / "overlay.cpio")
+    overlay = overlay_archive(kernel, commands, env, Path(workdir) / "overlay.cpio", files)
     initrd = Path(workdir) / "initrd.img"
     with open(initrd, "wb") as out:
         with open(base, "rb") as b:

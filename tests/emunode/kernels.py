@@ -81,7 +81,7 @@ class _Apt:
                 "-o", f"Dir::State::Lists={d / 'lists'}", "-o", "Dir::State::Status=/dev/null",
                 "-o", f"Dir::Cache={d}", "-o", f"Dir::Cache::Archives={d / 'archives'}",
                 "-o", "APT::Architecture=amd64", "-o", "Debug::NoLocking=1",
-                "-o", "Acquire::Retries=3"]
+                "-o", "Acquire::Retries=3", "-o", "Acquire::Check-Valid-Until=false"]
 
     def _run(self, tool, *args):
         if not shutil.which(tool):

@@ -72,8 +72,12 @@ class Node:
         self.kernel_name, self.topology, self.iommu = kernel, topology, iommu
         self.bar_mib, self.rxe, self.log = bar_mib, rxe, log
 
-    def run(self, commands, timeout=600, cmd_timeout=None, allow_problems=False, memory=None):
+    def run(self, commands, timeout=600, cmd_timeout=None, allow_problems=False, files=None,
+            extra_cmdline=()):
         """Boot, run `commands` in order (one `sh` script each), power off, return RunResult.
+
+        `files` maps guest paths (e.g. "/in/pattern") to bytes placed there before the commands
+        run; `extra_cmdline` adds kernel command-line words.
 
         Raises GuestError (with the console log) when the guest does not finish, the RDMA stack
         does not come up, or — unless allow_problems — its kernel log has a BUG/WARNING/Oops or
@@ -94,11 +98,11 @@ class Node:
                "EMUNODE_RXE": "1" if self.rxe else "0"}
         if cmd_timeout:
             env["EMUNODE_CMD_TIMEOUT"] = str(int(cmd_timeout))
-        initrd = initramfs.initrd_for_run(kernel, list(commands), env, work)
+        initrd = initramfs.initrd_for_run(kernel, list(commands), env, work, files or {})
         margs, cmdline = topo.qemu_args(self.topology, self.iommu, bar, self.bar_mib)
         console, results = work / "console.log", work / "results.log"
         append = " ".join(["console=ttyS0", "panic=-1", "loglevel=6", "nokaslr",
-                           "net.ifnames=0", "ipv6.disable=0", *cmdline])
+                           "net.ifnames=0", *cmdline, *extra_cmdline])
         argv = [QEMU, *margs, "-kernel", str(kernel.vmlinuz), "-initrd", str(initrd),
                 "-append", append,
                 "-chardev", f"file,id=con,path={console}", "-serial", "chardev:con",

@@ -1,0 +1,98 @@
+# gdrpeer: top-level build. `make help` lists the targets.
+#
+#   make                 gdrpeer.ko for the running kernel (KVER=/KDIR= to choose) + userspace
+#   make deps            install every Debian package the project needs (idempotent)
+#   make demo            the main job on the emulated node (VM_KERNEL=6.1 by default)
+#   make test            the whole test suite (host unit tests + emulated node, VM_KERNEL)
+
+VM_KERNEL ?= 6.1
+PYTHON    ?= /usr/bin/python3
+BUILD     ?= $(CURDIR)/build
+KVER      ?= $(shell uname -r)
+KDIR      ?= /lib/modules/$(KVER)/build
+MODOUT    ?= $(BUILD)/kmod/host-$(KVER)
+JOBS      ?= $(shell nproc)
+EMUNODE    = PYTHONPATH=$(CURDIR)/tests $(PYTHON) -m emunode
+PYTEST_ARGS ?=
+
+# Debian packages: build tools, QEMU and the guest's userspace, RDMA, C++ libraries.
+DEBS := build-essential make cmake pkg-config clang libclang-rt-14-dev kmod cpio xz-utils zstd \
+	dwarves bc flex bison libelf-dev sparse debootstrap \
+	qemu-system-x86 busybox-static pciutils iproute2 \
+	rdma-core ibverbs-utils ibverbs-providers libibverbs-dev \
+	libpci-dev libcli11-dev nlohmann-json3-dev googletest libgtest-dev libgmock-dev \
+	libbenchmark-dev hwloc graphviz python3 python3-pytest
+
+.DEFAULT_GOAL := all
+all: module userspace
+
+help:
+	@sed -n 's/^#   //p' Makefile
+
+deps:
+	@missing=$$(for p in $(DEBS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
+		grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "deps: installing $$missing"; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+			--no-install-recommends $$missing; \
+	else echo "deps: all $(words $(DEBS)) Debian packages present"; fi
+
+# ---- kernel module -------------------------------------------------------------------------
+module:
+	@test -f $(KDIR)/Makefile || { echo "make: no kernel headers at $(KDIR) (kernel $(KVER)):" \
+		"install linux-headers-$(KVER), or set KVER= or KDIR=; for the emulated node use" \
+		"'make vm-modules VM_KERNEL=6.1'" >&2; exit 2; }
+	$(MAKE) modules KDIR=$(KDIR) MODOUT=$(MODOUT)
+	@ls $(MODOUT)/*.ko
+
+# Stage a copy of the module sources into MODOUT and build it there against KDIR.
+modules: modules-stage
+	$(MAKE) -C $(MODOUT) -f Makefile.modules modules-build KDIR=$(KDIR) MODOUT=$(MODOUT)
+
+modules-stage:
+	@mkdir -p $(MODOUT)/selftests
+	@rm -rf $(MODOUT)/driver $(MODOUT)/uapi $(MODOUT)/selftests/kmod
+	@cp -r driver uapi $(MODOUT)/
+	@if [ -d selftests/kmod ]; then cp -r selftests/kmod $(MODOUT)/selftests/; fi
+	@cp tests/emunode/modules.mk $(MODOUT)/Makefile.modules
+
+# gdrpeer.ko and the test modules for the emulated node's kernel (fetched into build/cache).
+vm-modules:
+	$(EMUNODE) build --kernel $(VM_KERNEL)
+
+vm-kernel:
+	$(EMUNODE) fetch --kernel $(VM_KERNEL)
+
+# ---- userspace -----------------------------------------------------------------------------
+userspace:
+	cmake -S userspace -B $(BUILD)/userspace -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build $(BUILD)/userspace -j$(JOBS)
+	@mkdir -p $(BUILD)/bin
+	@cp $(BUILD)/userspace/cli/gdrpeer $(BUILD)/bin/
+
+# kselftest programs (TAP) for the guest; the harness header comes from linux-source-6.1.
+selftests:
+	@mkdir -p $(BUILD)/bin
+	@if [ -f selftests/Makefile ]; then \
+		$(MAKE) -C selftests KSELFTEST_DIR=$$($(EMUNODE) kselftest-headers) OUT=$(BUILD)/bin; fi
+
+# ---- the emulated node ---------------------------------------------------------------------
+guest: userspace selftests vm-modules
+
+demo: deps guest
+	$(EMUNODE) demo --kernel $(VM_KERNEL)
+
+test: deps guest
+	cd $(BUILD)/userspace && ctest --output-on-failure -j$(JOBS)
+	VM_KERNEL=$(VM_KERNEL) GDRPEER_BIN=$(BUILD)/bin/gdrpeer PYTHONPATH=$(CURDIR)/tests \
+		$(PYTHON) -m pytest -ra tests $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(BUILD)/userspace $(BUILD)/bin $(BUILD)/kmod $(BUILD)/runs
+
+distclean:
+	rm -rf $(BUILD)
+
+.PHONY: all help deps module modules modules-stage vm-modules vm-kernel userspace selftests \
+	guest demo test clean distclean

@@ -1,0 +1,95 @@
+"""Command line of the emulated node.
+
+  python3 -m emunode fetch [--kernel K]              fetch and unpack a Debian kernel
+  python3 -m emunode build [--kernel K]              build our modules for it
+  python3 -m emunode kselftest-headers               print the folder holding kselftest_harness.h
+  python3 -m emunode run [options] -- CMD [CMD ...]  boot, run commands, print their results
+  python3 -m emunode demo [--kernel K]               the main job: check + verify on the node
+Errors are one line on stderr (exit 2); `run` exits 1 when a guest command failed.
+"""
+
+import argparse
+import sys
+
+from . import build, kernels
+from .errors import HarnessError
+from .node import Node
+from .topology import IOMMU_MODES, TOPOLOGIES
+
+
+def _log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _node_args(p):
+    p.add_argument("--kernel", default=kernels.DEFAULT_KERNEL, help="5.10, 6.1, 6.12 or 7.2")
+    p.add_argument("--topology", default="switch", help=", ".join(TOPOLOGIES))
+    p.add_argument("--iommu", default="translated", help=", ".join(IOMMU_MODES))
+    p.add_argument("--bar-mib", type=int, default=64, help="GPU BAR size in MiB (power of two)")
+    p.add_argument("--timeout", type=int, default=600, help="seconds for the whole boot")
+
+
+def _print_results(res):
+    for r in res.results:
+        print(f"$ {r.command}")
+        sys.stdout.write(r.output if r.output.endswith("\n") or not r.output else r.output + "\n")
+        if r.status != 0:
+            print(f"[exit {r.status}]")
+    print(f"-- kernel {res.kernel}, topology {res.topology}, iommu {res.iommu}: "
+          f"{len(res.results)} commands in {res.seconds:.1f} s; logs in {res.workdir}")
+
+
+DEMO_COMMANDS = [
+    "uname -r",
+    "lspci -tv",
+    "insmod /gdrpeer/modules/gdrpeer.ko pcibar=$GDRPEER_GPU_BDF && dmesg | grep gdrpeer | tail -5",
+    "gdrpeer check --role GPU=$GDRPEER_GPU_BDF --role NIC=$GDRPEER_NIC_BDF",
+    "gdrpeer verify --size 1M",
+    "rmmod gdrpeer && echo 'gdrpeer unloaded cleanly'",
+]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="emunode", description="The emulated GPU + RDMA node")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("fetch", help="fetch a Debian kernel into build/cache")
+    p.add_argument("--kernel", default=kernels.DEFAULT_KERNEL)
+    p = sub.add_parser("build", help="build our kernel modules for a kernel")
+    p.add_argument("--kernel", default=kernels.DEFAULT_KERNEL)
+    sub.add_parser("kselftest-headers", help="print the folder with the kselftest headers")
+    p = sub.add_parser("run", help="boot the node and run commands in it")
+    _node_args(p)
+    p.add_argument("--no-rxe", action="store_true", help="do not create rxe0")
+    p.add_argument("--append", action="append", default=[], metavar="WORD",
+                   help="extra kernel command-line word (repeatable)")
+    p.add_argument("commands", nargs="+", metavar="CMD")
+    p = sub.add_parser("demo", help="boot the switch node, load gdrpeer, run check and verify")
+    _node_args(p)
+    p.set_defaults(iommu="passthrough")
+    args = ap.parse_args(argv)
+    try:
+        if args.cmd == "fetch":
+            k = kernels.ensure_kernel(args.kernel, log=_log)
+            print(f"{k.name} {k.release} {k.vmlinuz}")
+        elif args.cmd == "build":
+            print(build.build_modules(args.kernel, log=_log))
+        elif args.cmd == "kselftest-headers":
+            print(build.kselftest_headers(log=_log))
+        elif args.cmd in ("run", "demo"):
+            node = Node(args.kernel, args.topology, args.iommu, bar_mib=args.bar_mib,
+                        rxe=not getattr(args, "no_rxe", False), log=_log)
+            cmds = args.commands if args.cmd == "run" else DEMO_COMMANDS
+            res = node.run(cmds, timeout=args.timeout,
+                           extra_cmdline=getattr(args, "append", []))
+            _print_results(res)
+            return 1 if any(r.status != 0 for r in res.results) and args.cmd == "run" else 0
+    except HarnessError as e:  # GuestError too: its first line names the problem and the logs
+        print(f"emunode: error: {e.args[0]}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

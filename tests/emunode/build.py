@@ -1,0 +1,123 @@
+"""Building our kernel modules for a guest kernel, and the kselftest headers.
+
+Kernels whose headers expect the host's compiler family (5.10, 6.1, 6.12: gcc-10/12 era) build
+with the host gcc. 7.2's headers are configured for gcc-16 (its .config enables gcc-14+ only
+features such as typeof_unqual, counted_by and -fmin-function-alignment), so faking it with
+gcc-12 would build something subtly different from the kernel: 7.2 modules are built inside a
+Debian sid chroot (debootstrap) that has the matching gcc and kbuild.
+"""
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from . import kernels
+from .errors import HarnessError
+from .paths import REPO, build_dir, cache_dir
+
+# Kernels that need the sid chroot toolchain, with the packages installed into it.
+CHROOT_TOOLCHAIN = {"7.2": ("sid", ["make", "libc6-dev", "libelf1t64", "kmod", "dwarves"])}
+
+
+def _run(argv, what, cwd=None, log=print):
+    p = subprocess.run(argv, cwd=cwd, capture_output=True, text=True)
+    if p.returncode != 0:
+        tail = "\n".join((p.stdout + p.stderr).strip().splitlines()[-25:])
+        raise HarnessError(f"{what} failed (exit {p.returncode}):\n{tail}")
+    return p.stdout
+
+
+def modules_dir(kernel_name):
+    return build_dir() / "kmod" / kernel_name
+
+
+def build_modules(kernel_name, log=print):
+    """Build gdrpeer.ko and the test modules for kernel `kernel_name` into build/kmod/<name>/."""
+    kernel = kernels.ensure_kernel(kernel_name, log=log)
+    out = modules_dir(kernel_name)
+    if kernel_name not in CHROOT_TOOLCHAIN:
+        _run(["make", "-C", str(REPO), "--no-print-directory", "modules", f"KDIR={kernel.kdir}",
+              f"MODOUT={out}", "CC=gcc"], f"building modules for kernel {kernel_name}", log=log)
+    else:
+        root = _chroot(kernel_name, kernel, log)
+        stage = root / "build" / "gdrpeer"
+        if stage.exists():
+            shutil.rmtree(stage)
+        # Stage the sources with the same Makefile rule, then build inside the chroot.
+        _run(["make", "-C", str(REPO), "--no-print-directory", "modules-stage", f"MODOUT={stage}"],
+             "staging module sources", log=log)
+        # objtool reads /proc/self/limits: the chroot needs /proc while it builds.
+        proc = root / "proc"
+        mounted = subprocess.run(["mount", "-t", "proc", "proc", str(proc)]).returncode == 0
+        try:
+            _run(["chroot", str(root), "make", "-C", "/build/gdrpeer", "--no-print-directory",
+                  "-f", "Makefile.modules", "modules-build",
+                  f"KDIR=/usr/src/linux-headers-{kernel.release}", "MODOUT=/build/gdrpeer"],
+                 f"building modules for kernel {kernel_name} in the sid chroot", log=log)
+        finally:
+            if mounted:
+                subprocess.run(["umount", str(proc)])
+        out.mkdir(parents=True, exist_ok=True)
+        for old in out.glob("*.ko"):
+            old.unlink()
+        for ko in stage.glob("*.ko"):
+            shutil.copy2(ko, out / ko.name)
+    kos = sorted(p.name for p in out.glob("*.ko"))
+    log(f"emunode: modules for kernel {kernel_name} ({kernel.release}): {', '.join(kos) or 'none'}")
+    return out
+
+
+def _chroot(kernel_name, kernel, log):
+    suite, pkgs = CHROOT_TOOLCHAIN[kernel_name]
+    root = cache_dir() / "toolchains" / suite
+    stamp = root / ".gdrpeer-ready"
+    want = f"linux-headers-{kernel.release}"
+    if stamp.exists() and stamp.read_text().strip() == want:
+        return root
+    if os.geteuid() != 0:
+        raise HarnessError(f"building for kernel {kernel_name} needs a {suite} chroot: run as root")
+    if not shutil.which("debootstrap"):
+        raise HarnessError("debootstrap not found: install Debian's debootstrap (make deps)")
+    if not (root / "usr/bin/apt-get").exists():
+        log(f"emunode: creating the {suite} toolchain chroot in {root} (once, a few minutes)")
+        root.parent.mkdir(parents=True, exist_ok=True)
+        _run(["debootstrap", "--variant=minbase", suite, str(root), kernels.MIRROR],
+             f"debootstrap {suite}", log=log)
+    log(f"emunode: installing {want} and its compiler into the {suite} chroot")
+    env_apt = ["env", "DEBIAN_FRONTEND=noninteractive"]
+    no_expiry = ["-o", "Acquire::Check-Valid-Until=false"]
+    _run(["chroot", str(root), *env_apt, "apt-get", *no_expiry, "-q", "update"], f"apt-get update in {suite} chroot")
+    _run(["chroot", str(root), *env_apt, "apt-get", *no_expiry, "install", "-y", "-q", "--no-install-recommends",
+          want, *pkgs], f"installing {want} in the {suite} chroot")
+    stamp.write_text(want + "\n")
+    return root
+
+
+def kselftest_headers(log=print):
+    """kselftest_harness.h and kselftest.h from Debian's linux-source-6.1 (build-time use only)."""
+    out = cache_dir() / "kselftest"
+    need = ["kselftest_harness.h", "kselftest.h"]
+    if all((out / n).exists() for n in need):
+        return out
+    apt = kernels._Apt("6.1")
+    apt.update()
+    dl = cache_dir() / "downloads"
+    for old in dl.glob("linux-source-6.1_*.deb"):
+        old.unlink()
+    log("emunode: fetching linux-source-6.1 for the kselftest harness headers")
+    apt.download(["linux-source-6.1"], dl)
+    deb = next(dl.glob("linux-source-6.1_*.deb"))
+    tmp = dl / "linux-source"
+    shutil.rmtree(tmp, ignore_errors=True)
+    _run(["dpkg-deb", "-x", str(deb), str(tmp)], "unpacking linux-source-6.1")
+    tarball = next(tmp.glob("usr/src/linux-source-6.1.tar.*"))
+    _run(["tar", "-xf", str(tarball), "-C", str(tmp), "--wildcards",
+          *[f"*/tools/testing/selftests/{n}" for n in need]], "extracting kselftest headers")
+    out.mkdir(parents=True, exist_ok=True)
+    for n in need:
+        src = next(tmp.glob(f"*/tools/testing/selftests/{n}"))
+        shutil.copy2(src, out / n)
+    shutil.rmtree(tmp)
+    deb.unlink()
+    return out
