@@ -177,16 +177,16 @@ static int pcibar_check(struct pci_dev *pdev, int bar)
 		       !len ? " (not implemented)" : "");
 		return -EINVAL;
 	}
-	if (!(flags & IORESOURCE_PREFETCH)) {
-		pr_err("%s: BAR %d refused: memory BAR is not prefetchable\n",
-		       pci_name(pdev), bar);
-		return -EINVAL;
-	}
 	if (len < PCIBAR_MIN_SIZE) {
 		pr_err("%s: BAR %d refused: too small (%llu bytes, need at least %u)\n",
 		       pci_name(pdev), bar, (unsigned long long)len,
 		       PCIBAR_MIN_SIZE);
 		return -ENOSPC;
+	}
+	if (!(flags & IORESOURCE_PREFETCH)) {
+		pr_err("%s: BAR %d refused: memory BAR is not prefetchable\n",
+		       pci_name(pdev), bar);
+		return -EINVAL;
 	}
 	if (!PAGE_ALIGNED(pci_resource_start(pdev, bar))) {
 		pr_err("%s: BAR %d refused: start is not page aligned\n",

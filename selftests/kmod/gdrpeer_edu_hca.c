@@ -299,13 +299,13 @@ static int edu_hca_ioc_dma(struct edu_hca *e, struct edu_hca_dma *req)
 		ret = edu_sg_lookup(im.sgt, req->offset + done, &addr, &left);
 		if (ret)
 			goto out;
+		if (!done)
+			req->first_dma = addr;
 		if (req->flags & EDU_HCA_DMA_RAW_PHYS) {
 			/* never mapped for edu: blocked under translation */
 			addr = req->raw_phys + done;
 			left = req->length - done;
 		}
-		if (!done)
-			req->first_dma = addr;
 		/* a chunk never crosses an sg entry: entries need not be adjacent */
 		n = min3(left, req->length - done, (u64)EDU_HCA_CHUNK);
 		ret = edu_write_check(e, addr, req->seed, done, (u32)n, req);

@@ -45,7 +45,7 @@ struct edu_hca_dma {
 	__u64 raw_phys;		/* in: with EDU_HCA_DMA_RAW_PHYS: target of byte @offset */
 	__u64 max_seg;		/* in: edu's max DMA segment while attached; 0 = default */
 	__u64 nents;		/* out: entries of the attachment's sg table */
-	__u64 first_dma;	/* out: DMA address of byte @offset */
+	__u64 first_dma;	/* out: mapped DMA address of byte @offset */
 	__u64 mismatches;	/* out: bytes read back different from the pattern */
 	__u64 transfers;	/* out: edu DMA transfers issued */
 	__u64 reserved[2];	/* must be 0 */

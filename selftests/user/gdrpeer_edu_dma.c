@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gdrpeer_edu_dma - one edu DMA run for host-side checks.
+ *
+ * Allocates SIZE bytes on the device under test, fills them with FILL
+ * through mmap, exports [EXP_OFF, EXP_OFF + EXP_LEN) as a dma-buf, drops
+ * the handle and /dev/gdrpeer (the dma-buf alone keeps the memory), and
+ * has gdrpeer_edu_hca.ko write the pattern of SEED at OFF (relative to the
+ * dma-buf) and read it back.  With --raw the DMA goes to the buffer's raw
+ * physical address instead of the mapped one.  Prints key=value lines; the
+ * host then finds the bytes at bar_offset + exp_off + off in the BAR file.
+ *
+ * usage: gdrpeer_edu_dma [--raw] SIZE EXP_OFF EXP_LEN OFF LEN SEED FILL
+ * Exit status: 0 when the run completed (mismatches are data, not errors),
+ * 1 on any failure, with a message on stderr.
+ */
+#define _GNU_SOURCE
+#include "../kmod/gdrpeer_edu_hca.h"
+#include "gdrpeer_test.h"
+
+static uint64_t num(const char *s)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 0);
+
+	if (!*s || *end) {
+		fprintf(stderr, "gdrpeer_edu_dma: bad number '%s'\n", s);
+		exit(1);
+	}
+	return v;
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t size, exp_off, exp_len, raw = 0;
+	struct gdrpeer_alloc a;
+	struct edu_hca_dma r;
+	int raw_mode = 0, fd, hca, dfd, ret, err;
+	struct gp_dev d;
+	uint8_t *p;
+
+	if (argc > 1 && !strcmp(argv[1], "--raw")) {
+		raw_mode = 1;
+		argv++;
+		argc--;
+	}
+	if (argc != 8) {
+		fprintf(stderr, "usage: gdrpeer_edu_dma [--raw] SIZE EXP_OFF EXP_LEN OFF LEN SEED FILL\n");
+		return 1;
+	}
+	size = num(argv[1]);
+	exp_off = num(argv[2]);
+	exp_len = num(argv[3]);
+	fd = open("/dev/gdrpeer", O_RDWR | O_CLOEXEC);
+	hca = open(EDU_HCA_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	if (fd < 0 || hca < 0) {
+		perror("gdrpeer_edu_dma: open /dev/gdrpeer or " EDU_HCA_DEVICE_PATH);
+		return 1;
+	}
+	ret = gp_find_device(fd, &d);
+	if (ret || (ret = gp_alloc(fd, d.info.index, size, &a))) {
+		fprintf(stderr, "gdrpeer_edu_dma: alloc: %s\n", strerror(-ret));
+		return 1;
+	}
+	p = gp_mmap(fd, size, MAP_SHARED, a.mmap_offset, &err);
+	if (!p) {
+		fprintf(stderr, "gdrpeer_edu_dma: mmap: %s\n", strerror(err));
+		return 1;
+	}
+	memset(p, (int)num(argv[7]), size);
+	munmap(p, size);
+	dfd = gp_export(fd, a.handle, exp_off, exp_len);
+	if (dfd < 0) {
+		fprintf(stderr, "gdrpeer_edu_dma: export: %s\n", strerror(-dfd));
+		return 1;
+	}
+	if (raw_mode) {
+		raw = gp_bar_phys(d.bdf, d.info.bar);
+		if (!raw) {
+			fprintf(stderr, "gdrpeer_edu_dma: no BAR address for %s\n", d.bdf);
+			return 1;
+		}
+		raw += a.bar_offset + exp_off + num(argv[4]);
+	}
+	/* from here on only the dma-buf holds the memory */
+	gp_free(fd, a.handle);
+	close(fd);
+
+	memset(&r, 0, sizeof(r));
+	r.dmabuf_fd = dfd;
+	r.offset = num(argv[4]);
+	r.length = num(argv[5]);
+	r.seed = num(argv[6]);
+	if (raw_mode) {
+		r.flags = EDU_HCA_DMA_RAW_PHYS;
+		r.raw_phys = raw;
+	}
+	ret = gp_ioctl(hca, EDU_HCA_IOCTL_DMA, &r);
+	if (ret) {
+		fprintf(stderr, "gdrpeer_edu_dma: EDU_HCA_IOCTL_DMA: %s\n", strerror(-ret));
+		return 1;
+	}
+	printf("bar_offset=%llu\nexp_off=%llu\noff=%llu\nlen=%llu\nseed=%llu\n"
+	       "nents=%llu\nmismatches=%llu\ntransfers=%llu\nraw=%d\n",
+	       (unsigned long long)a.bar_offset, (unsigned long long)exp_off,
+	       (unsigned long long)r.offset, (unsigned long long)r.length,
+	       (unsigned long long)r.seed, (unsigned long long)r.nents,
+	       (unsigned long long)r.mismatches,
+	       (unsigned long long)r.transfers, raw_mode);
+	close(dfd);
+	close(hca);
+	return 0;
+}
