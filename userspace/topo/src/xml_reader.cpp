@@ -151,6 +151,11 @@ XmlReader::Event XmlReader::next() {
       p = static_cast<size_t>(static_cast<const char*>(qe) - s_.data());
       std::string_view v = s_.substr(vb, p - vb);
       if (v.find('<') != std::string_view::npos) fail_at(vb, "'<' inside the value of attribute " + std::string(an));
+      if (v.find('&') != std::string_view::npos) {
+        tag_pos_ = vb;
+        (void)xml_decode(v, *this);  // reject malformed entities where they are
+        tag_pos_ = start;
+      }
       attrs_.emplace_back(an, v);
       ++p;
     }

@@ -1,0 +1,161 @@
+// Helpers for the topology tests: synthetic sysfs trees held in memory (as tar
+// entries, read through the same TarSource a snapshot uses) and paths to the
+// reference data in topology/.
+#pragma once
+
+#include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gdrpeer/topo/source.hpp"
+
+namespace gdrpeer::topo::testing {
+
+inline std::string data_dir() { return GDRPEER_TEST_TOPOLOGY_DIR; }
+inline std::string reference(const std::string& name) { return data_dir() + "/reference/" + name; }
+
+inline std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// PCIe port types as in the PCI Express Capabilities register.
+enum : uint8_t { kEndpoint = 0, kRootPort = 4, kUpstream = 5, kDownstream = 6 };
+
+struct FakeFn {
+  std::string bdf;                // "0000:01:00.0"
+  std::string sysfs_path;         // "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0"
+  uint16_t vendor = 0x8086, device = 0x1234;
+  uint32_t class_code = 0x060400;
+  int port_type = -1;             // -1: no PCIe capability
+  int secondary_bus = -1;         // bridges
+  int cap_speed = 4, cap_width = 16, sta_speed = 4, sta_width = 16;  // codes: 1=2.5 .. 5=32 GT/s
+  bool acs = false;
+  uint16_t acs_cap = 0x7f, acs_ctl = 0;
+  int numa = 0;
+  int iommu_group = -1;
+  std::string resource;           // sysfs "resource" text
+};
+
+// 4 KiB config space with the capabilities the parser reads.
+inline std::string config_space(const FakeFn& f) {
+  std::string c(4096, '\0');
+  auto put16 = [&](size_t off, uint32_t v) {
+    c[off] = static_cast<char>(v & 0xff);
+    c[off + 1] = static_cast<char>((v >> 8) & 0xff);
+  };
+  auto put32 = [&](size_t off, uint32_t v) {
+    put16(off, v & 0xffff);
+    put16(off + 2, v >> 16);
+  };
+  put16(0, f.vendor);
+  put16(2, f.device);
+  c[0x09] = static_cast<char>(f.class_code & 0xff);
+  c[0x0a] = static_cast<char>((f.class_code >> 8) & 0xff);
+  c[0x0b] = static_cast<char>((f.class_code >> 16) & 0xff);
+  if (f.secondary_bus >= 0) {
+    c[0x0e] = 1;
+    c[0x19] = static_cast<char>(f.secondary_bus);
+  }
+  if (f.port_type >= 0) {
+    put16(0x06, 0x10);  // capabilities list present
+    c[0x34] = 0x40;
+    c[0x40] = 0x10;     // PCI Express capability, last in the list
+    put16(0x42, 2u | (static_cast<uint32_t>(f.port_type) << 4));
+    put32(0x44, 1);     // MPS supported 256
+    put16(0x48, (1u << 5) | (2u << 12));
+    put32(0x4c, static_cast<uint32_t>(f.cap_speed) | (static_cast<uint32_t>(f.cap_width) << 4));
+    put16(0x52, static_cast<uint32_t>(f.sta_speed) | (static_cast<uint32_t>(f.sta_width) << 4));
+    if (f.acs) {
+      put32(0x100, 0x000d | (1u << 16));  // ACS, version 1, end of list
+      put16(0x104, f.acs_cap);
+      put16(0x106, f.acs_ctl);
+    }
+  }
+  return c;
+}
+
+inline const char* speed_text(int code) {
+  switch (code) {
+    case 1: return "2.5 GT/s PCIe";
+    case 2: return "5.0 GT/s PCIe";
+    case 3: return "8.0 GT/s PCIe";
+    case 4: return "16.0 GT/s PCIe";
+    default: return "32.0 GT/s PCIe";
+  }
+}
+
+struct FakeNode {
+  std::vector<FakeFn> fns;
+  std::vector<std::pair<int, std::string>> groups;  // iommu group -> type
+  std::string modules = "ib_core 1 0 - Live 0x0\n";
+  std::string cpuinfo = "vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC 9374F\nphysical id\t: 0\n";
+  std::string osrelease = "6.8.0\n";
+  std::string nvidia_version;
+
+  std::vector<TarEntry> entries() const {
+    std::vector<TarEntry> e;
+    auto file = [&](const std::string& p, const std::string& d) { e.push_back({TarEntry::Type::File, p.substr(1), d}); };
+    auto link = [&](const std::string& p, const std::string& d) { e.push_back({TarEntry::Type::Symlink, p.substr(1), d}); };
+    e.push_back({TarEntry::Type::Directory, "sys/bus/pci/devices", ""});
+    e.push_back({TarEntry::Type::Directory, "sys/kernel/iommu_groups", ""});
+    for (const auto& f : fns) {
+      char hex[16];
+      link("/sys/bus/pci/devices/" + f.bdf, "../../.." + f.sysfs_path.substr(4));
+      const std::string& d = f.sysfs_path;
+      std::snprintf(hex, sizeof hex, "0x%04x\n", f.vendor);
+      file(d + "/vendor", hex);
+      std::snprintf(hex, sizeof hex, "0x%04x\n", f.device);
+      file(d + "/device", hex);
+      std::snprintf(hex, sizeof hex, "0x%06x\n", f.class_code);
+      file(d + "/class", hex);
+      file(d + "/numa_node", std::to_string(f.numa) + "\n");
+      if (f.port_type >= 0) {
+        file(d + "/max_link_speed", std::string(speed_text(f.cap_speed)) + "\n");
+        file(d + "/max_link_width", std::to_string(f.cap_width) + "\n");
+        file(d + "/current_link_speed", std::string(speed_text(f.sta_speed)) + "\n");
+        file(d + "/current_link_width", std::to_string(f.sta_width) + "\n");
+      }
+      file(d + "/config", config_space(f));
+      if (!f.resource.empty()) file(d + "/resource", f.resource);
+      if (f.iommu_group >= 0) link(d + "/iommu_group", "../../../../kernel/iommu_groups/" + std::to_string(f.iommu_group));
+    }
+    for (const auto& [g, type] : groups) file("/sys/kernel/iommu_groups/" + std::to_string(g) + "/type", type + "\n");
+    file("/proc/modules", modules);
+    file("/proc/cpuinfo", cpuinfo);
+    file("/proc/sys/kernel/osrelease", osrelease);
+    file("/proc/cmdline", "root=/dev/sda1\n");
+    if (!nvidia_version.empty()) file("/proc/driver/nvidia/version", nvidia_version);
+    return e;
+  }
+};
+
+// GPU (NVIDIA, 64 GiB BAR1) and ConnectX NIC under one switch below one root port:
+//   00:01.0 root port -> 01:00.0 upstream -> 02:00.0 / 02:01.0 downstream -> 03:00.0 GPU / 04:00.0 NIC
+inline FakeNode switch_node() {
+  FakeNode n;
+  const std::string rp = "/sys/devices/pci0000:00/0000:00:01.0";
+  const std::string up = rp + "/0000:01:00.0";
+  FakeFn f;
+  f.bdf = "0000:00:01.0"; f.sysfs_path = rp; f.port_type = kRootPort; f.secondary_bus = 1; f.acs = true;
+  n.fns.push_back(f);
+  f = {}; f.bdf = "0000:01:00.0"; f.sysfs_path = up; f.vendor = 0x10b5; f.device = 0x9797; f.port_type = kUpstream; f.secondary_bus = 2;
+  n.fns.push_back(f);
+  f = {}; f.bdf = "0000:02:00.0"; f.sysfs_path = up + "/0000:02:00.0"; f.vendor = 0x10b5; f.device = 0x9797; f.port_type = kDownstream; f.secondary_bus = 3; f.acs = true;
+  n.fns.push_back(f);
+  f = {}; f.bdf = "0000:02:01.0"; f.sysfs_path = up + "/0000:02:01.0"; f.vendor = 0x10b5; f.device = 0x9797; f.port_type = kDownstream; f.secondary_bus = 4; f.acs = true;
+  n.fns.push_back(f);
+  f = {}; f.bdf = "0000:03:00.0"; f.sysfs_path = up + "/0000:02:00.0/0000:03:00.0"; f.vendor = 0x10de; f.device = 0x2330; f.class_code = 0x030200; f.port_type = kEndpoint;
+  f.resource = "0x00000000f8000000 0x00000000f8ffffff 0x0000000000040200\n0x0000100000000000 0x0000100fffffffff 0x000000000014220c\n";
+  n.fns.push_back(f);
+  f = {}; f.bdf = "0000:04:00.0"; f.sysfs_path = up + "/0000:02:01.0/0000:04:00.0"; f.vendor = 0x15b3; f.device = 0x1021; f.class_code = 0x020700; f.port_type = kEndpoint;
+  n.fns.push_back(f);
+  n.modules = "nvidia 1 0 - Live 0x0\nnvidia_peermem 1 0 - Live 0x0\nib_core 1 0 - Live 0x0\n";
+  return n;
+}
+
+}  // namespace gdrpeer::topo::testing
