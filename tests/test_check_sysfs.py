@@ -1,0 +1,158 @@
+"""`gdrpeer check --sysfs-root` and `gdrpeer snapshot` on synthetic sysfs trees built here (real
+config-space bytes with PCIe and ACS capabilities), and on this machine's live sysfs (which, like
+the H100 node, has no lspci in use and no IOMMU groups)."""
+
+import json
+import os
+import struct
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from test_check import REPO, gdrpeer_bin, run
+
+ROOT_PORT, UPSTREAM, DOWNSTREAM, ENDPOINT = 4, 5, 6, 0
+
+
+def config_space(vendor, device, cls, port, secondary=None, acs_ctl=None):
+    c = bytearray(4096)
+    struct.pack_into("<HH", c, 0, vendor, device)
+    c[9:12] = cls.to_bytes(3, "little")
+    if secondary is not None:
+        c[0x0E], c[0x19] = 1, secondary
+    struct.pack_into("<H", c, 0x06, 0x10)
+    c[0x34] = 0x40
+    c[0x40] = 0x10
+    struct.pack_into("<H", c, 0x42, 2 | port << 4)
+    struct.pack_into("<I", c, 0x4C, 4 | 16 << 4)   # LnkCap 16 GT/s x16
+    struct.pack_into("<H", c, 0x52, 4 | 16 << 4)   # LnkSta 16 GT/s x16
+    if acs_ctl is not None:
+        struct.pack_into("<IHH", c, 0x100, 0x000D | 1 << 16, 0x7F, acs_ctl)
+    return bytes(c)
+
+
+def make_node(root, acs_on_nic_port=0, iommu=None, modules=("nvidia", "nvidia_peermem", "ib_core")):
+    """GPU and ConnectX NIC under one switch: 00:01.0 RP -> 01:00.0 USP -> 02:00.0/02:01.0 DSP."""
+    root = Path(root)
+    base = "devices/pci0000:00/0000:00:01.0"
+    fns = [
+        ("0000:00:01.0", base, 0x1022, 0x14AB, 0x060400, ROOT_PORT, 1, 0),
+        ("0000:01:00.0", base + "/0000:01:00.0", 0x10B5, 0x9797, 0x060400, UPSTREAM, 2, None),
+        ("0000:02:00.0", base + "/0000:01:00.0/0000:02:00.0", 0x10B5, 0x9797, 0x060400, DOWNSTREAM, 3, 0),
+        ("0000:02:01.0", base + "/0000:01:00.0/0000:02:01.0", 0x10B5, 0x9797, 0x060400, DOWNSTREAM, 4, acs_on_nic_port),
+        ("0000:03:00.0", base + "/0000:01:00.0/0000:02:00.0/0000:03:00.0", 0x10DE, 0x2330, 0x030200, ENDPOINT, None, None),
+        ("0000:04:00.0", base + "/0000:01:00.0/0000:02:01.0/0000:04:00.0", 0x15B3, 0x1021, 0x020700, ENDPOINT, None, None),
+    ]
+    (root / "sys/bus/pci/devices").mkdir(parents=True)
+    (root / "sys/kernel/iommu_groups").mkdir(parents=True)
+    for bdf, path, ven, dev, cls, port, sec, acs in fns:
+        d = root / "sys" / path
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "vendor").write_text(f"0x{ven:04x}\n")
+        (d / "device").write_text(f"0x{dev:04x}\n")
+        (d / "class").write_text(f"0x{cls:06x}\n")
+        (d / "numa_node").write_text("0\n")
+        (d / "config").write_bytes(config_space(ven, dev, cls, port, sec, acs))
+        if bdf == "0000:03:00.0":
+            (d / "resource").write_text("0x00000000f8000000 0x00000000f8ffffff 0x0000000000040200\n"
+                                        "0x0000100000000000 0x0000100fffffffff 0x000000000014220c\n")
+        if iommu:
+            g = root / "sys/kernel/iommu_groups/3"
+            g.mkdir(parents=True, exist_ok=True)
+            (g / "type").write_text(iommu + "\n")
+            os.symlink("../../../../../../kernel/iommu_groups/3", d / "iommu_group")
+        os.symlink("../../../" + path, root / "sys/bus/pci/devices" / bdf)
+    (root / "proc/sys/kernel").mkdir(parents=True)
+    (root / "proc/modules").write_text("".join(f"{m} 16384 0 - Live 0x0\n" for m in modules))
+    (root / "proc/cpuinfo").write_text("vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\n"
+                                       "model name\t: AMD EPYC 9374F\nphysical id\t: 0\n")
+    (root / "proc/cmdline").write_text("root=/dev/sda1\n")
+    (root / "proc/sys/kernel/osrelease").write_text("6.8.0\n")
+    return root
+
+
+def test_switch_pair_is_pix_and_optimal(tmp_path):
+    root = make_node(tmp_path / "n")
+    p = run("check", "--json", "--sysfs-root", root, check_rc=0)
+    j = json.loads(p.stdout)
+    (pair,) = [x for x in j["pairs"] if x["a"] == "GPU0" and x["b"] == "NIC0"]
+    assert pair["class"] == "PIX" and pair["cuda_case"] == "switch" and pair["nccl_gdr_default"]
+    assert pair["verdict"] == "optimal"
+    gpu = j["devices"][0]
+    assert gpu["bars"][1]["size"] == 64 << 30
+    assert [u["port"] for u in gpu["upstream"]] == ["switch-downstream", "switch-upstream", "root-port"]
+
+
+def test_acs_redirect_flips_verdict_and_prints_setpci(tmp_path):
+    root = make_node(tmp_path / "n", acs_on_nic_port=0x000D)  # SrcValid ReqRedir CmpltRedir
+    p = run("check", "--sysfs-root", root, check_rc=1)
+    assert "[unreliable] GPU0-NIC0: ACS ReqRedir+ CmpltRedir+ on 0000:02:01.0 (switch-downstream)" in p.stdout
+    assert "fix: setpci -s 0000:02:01.0 ECAP_ACS+0x6.w=0000:002c" in p.stdout
+    assert "pci=disable_acs_redir=0000:02:01.0" in p.stdout
+    dot = run("check", "--dot", "--sysfs-root", root).stdout
+    assert "ACS redirect ON" in dot and "color=red" in dot
+
+
+def test_translating_iommu_blocks(tmp_path):
+    p = run("check", "--sysfs-root", make_node(tmp_path / "n", iommu="DMA-FQ"), check_rc=2)
+    assert "(iommu-translating)" in p.stdout and "iommu=pt" in p.stdout
+    run("check", "--sysfs-root", make_node(tmp_path / "m", iommu="identity"), check_rc=0)
+
+
+def test_missing_peer_memory_blocks(tmp_path):
+    p = run("check", "--sysfs-root", make_node(tmp_path / "n", modules=("nvidia",)), check_rc=2)
+    assert "(software-peer-memory)" in p.stdout and "modprobe nvidia_peermem" in p.stdout
+    run("check", "--skip", "software", "--sysfs-root", make_node(tmp_path / "m", modules=("nvidia",)), check_rc=0)
+
+
+def test_snapshot_round_trip(tmp_path):
+    root = make_node(tmp_path / "n", acs_on_nic_port=0x0004)
+    snap = tmp_path / "node.tar"
+    run("snapshot", snap, "--sysfs-root", root, check_rc=0)
+    names = tarfile.open(snap).getnames()
+    assert "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:01.0/config" in names
+    assert "sys/bus/pci/devices/0000:04:00.0" in names and "proc/modules" in names
+    assert not any(n.endswith("/unrelated") for n in names)
+    direct = json.loads(run("check", "--json", "--sysfs-root", root).stdout)
+    via_tar = json.loads(run("check", "--json", snap).stdout)
+    for j in (direct, via_tar):
+        j["node"].pop("source"), j["node"].pop("format")
+    assert direct == via_tar
+    # /bin/tar reads our archive; the extracted copy checks the same.
+    out = tmp_path / "x"
+    out.mkdir()
+    subprocess.run(["tar", "-xf", snap, "-C", out], check=True)
+    extracted = json.loads(run("check", "--json", "--sysfs-root", out).stdout)
+    extracted["node"].pop("source"), extracted["node"].pop("format")
+    assert extracted == direct
+
+
+def test_snapshot_not_writable_keeps_target_intact(tmp_path):
+    p = subprocess.run([gdrpeer_bin(), "snapshot", str(tmp_path / "no/such/dir/x.tar")], capture_output=True, text=True)
+    assert p.returncode == 73 and "cannot create snapshot" in p.stderr
+
+
+def test_not_a_sysfs_root_is_reported(tmp_path):
+    p = run("check", "--sysfs-root", tmp_path)
+    assert p.returncode == 66 and "no /sys/bus/pci/devices" in p.stderr
+
+
+def test_live_check_and_snapshot_on_this_machine(tmp_path):
+    """This machine has no GPU, no lspci in use and no IOMMU groups (like the H100 guest)."""
+    p = run("check", "--no-cuda")
+    assert p.returncode == 0, p.stderr
+    assert "live sysfs (sysfs)" in p.stdout
+    snap = tmp_path / "live.tar"
+    run("snapshot", "--no-cuda", snap, check_rc=0)
+    q = run("check", snap)
+    assert q.returncode == 0 and q.stdout.count("\n") > 3
+    # Stand-ins by --role, as the emulated node does: two PCI functions of this machine.
+    fns = sorted(os.listdir("/sys/bus/pci/devices"))
+    endpoints = [f for f in fns if not (Path("/sys/bus/pci/devices") / f / "subordinate_bus_number").exists()]
+    if len(endpoints) < 2:
+        pytest.skip("this machine has fewer than two PCI endpoints to stand in for a GPU and a NIC")
+    r = run("check", "--json", "--skip", "software", "--gpu", endpoints[0], "--nic", endpoints[1], "--no-cuda")
+    j = json.loads(r.stdout)
+    assert [p["a_bdf"] for p in j["pairs"]] == [endpoints[0]] and j["pairs"][0]["b_bdf"] == endpoints[1]
