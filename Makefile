@@ -4,6 +4,7 @@
 #   make deps            install every Debian package the project needs (idempotent)
 #   make demo            the main job on the emulated node (VM_KERNEL=6.1 by default)
 #   make test            the whole test suite (host unit tests + emulated node, VM_KERNEL)
+#   make test-kernels    boot all four guest kernels (5.10 6.1 6.12 7.2) and load gdrpeer.ko
 
 VM_KERNEL ?= 6.1
 PYTHON    ?= /usr/bin/python3
@@ -88,6 +89,12 @@ test: deps guest
 	VM_KERNEL=$(VM_KERNEL) GDRPEER_BIN=$(BUILD)/bin/gdrpeer PYTHONPATH=$(CURDIR)/tests \
 		$(PYTHON) -m pytest -ra tests $(PYTEST_ARGS)
 
+# Every guest kernel: build the modules for 5.10, 6.1, 6.12 and 7.2, boot each, load gdrpeer.
+ALL_KERNELS := 5.10 6.1 6.12 7.2
+test-kernels: deps
+	for k in $(ALL_KERNELS); do $(EMUNODE) build --kernel $$k || exit 1; done
+	GDRPEER_ALL_KERNELS=1 PYTHONPATH=$(CURDIR)/tests $(PYTHON) -m pytest -ra tests/test_kernels.py
+
 clean:
 	rm -rf $(BUILD)/userspace $(BUILD)/bin $(BUILD)/kmod $(BUILD)/runs
 
@@ -95,4 +102,4 @@ distclean:
 	rm -rf $(BUILD)
 
 .PHONY: all help deps module modules modules-stage vm-modules vm-kernel userspace selftests \
-	guest demo test clean distclean
+	guest demo test test-kernels clean distclean
