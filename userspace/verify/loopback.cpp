@@ -11,6 +11,7 @@
 #include <memory>
 #include <random>
 #include <stdexcept>
+#include <thread>
 #include <sys/resource.h>
 
 #include "gdrpeer/gdrpeer.hpp"
@@ -101,11 +102,16 @@ class Loopback {
     throw Stop{Outcome::fail, what + " on " + dev_.name + " failed: " + errno_text(err) +
                                   vanished_note()};
   }
+  // After an error: did the device or its port go away underneath us?
   std::string vanished_note() const {
-    return rdma_device_gone(dev_.name)
-               ? "; " + dev_.name + " has disappeared from /sys/class/infiniband (device removed "
-                                    "during the run)"
-               : "";
+    if (rdma_device_gone(dev_.name))
+      return "; " + dev_.name +
+             " has disappeared from /sys/class/infiniband (device removed during the run)";
+    const std::string state = rdma_port_state(dev_.name, port_.port);
+    if (!state.empty() && state != "ACTIVE")
+      return "; " + dev_.name + " port " + std::to_string(port_.port) + " is now " + state +
+             " (the link went away during the run)";
+    return "";
   }
   void open_context();
   void register_target();
@@ -229,11 +235,25 @@ void Loopback::connect(int i) {
   } else {
     a.ah_attr.dlid = port_.lid;
   }
-  if (int e = api_.modify_qp(q, &a,
-                             IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                                 IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-                                 IBV_QP_MIN_RNR_TIMER))
-    fail_errno("ibv_modify_qp(RTR)", e);
+  // RoCE resolves the GID to a MAC address here. Right after the link came up the
+  // address can still be tentative (IPv6 DAD) or unresolved: retry for a few seconds.
+  int rtr = 0;
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    rtr = api_.modify_qp(q, &a,
+                       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                           IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+    if (rtr != ETIMEDOUT && rtr != ENETUNREACH && rtr != EHOSTUNREACH && rtr != EAGAIN) break;
+    if (rdma_device_gone(dev_.name)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  if (rtr != 0) {
+    if (rtr == ENETUNREACH || rtr == EHOSTUNREACH || rtr == ETIMEDOUT)
+      throw Stop{Outcome::fail, "ibv_modify_qp(RTR) on " + dev_.name + " failed: " +
+                                    errno_text(rtr) + ": GID " + format_gid(port_.gid->raw) +
+                                    " could not be resolved for 5 s (interface down, or its "
+                                    "IPv6 address still tentative)" + vanished_note()};
+    fail_errno("ibv_modify_qp(RTR)", rtr);
+  }
 
   a = {};
   a.qp_state = IBV_QPS_RTS;

@@ -95,6 +95,17 @@ std::string read_line(const fs::path& p) {
   return s;
 }
 
+}  // namespace
+
+std::string rdma_port_state(const std::string& name, int port) {
+  // sysfs says "4: ACTIVE"; keep the word.
+  auto s = read_line("/sys/class/infiniband/" + name + "/ports/" + std::to_string(port) + "/state");
+  const auto colon = s.find(": ");
+  return colon == std::string::npos ? s : s.substr(colon + 2);
+}
+
+namespace {
+
 std::string port_state_name(int s) {
   switch (s) {
     case IBV_PORT_NOP:

@@ -72,5 +72,7 @@ RdmaInventory enumerate_rdma();
 
 // True when the device has gone from /sys/class/infiniband (unplugged, rdma link delete).
 bool rdma_device_gone(const std::string& name);
+// The port state as sysfs words it now ("ACTIVE", "DOWN"); "" when unreadable.
+std::string rdma_port_state(const std::string& name, int port);
 
 }  // namespace gdrpeer::verify

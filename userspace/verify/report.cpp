@@ -91,14 +91,14 @@ void print_table(const VerifyReport& rep, std::ostream& out) {
     for (const auto& r : rep.results)
       wdev = std::max(wdev, r.device.size() + 2 + std::to_string(r.port).size());
     out << "  " << pad("SOURCE", 10) << pad("DEVICE", wdev + 1) << pad("METHOD", 19)
-        << pad("RESULT", 12) << "REASON\n";
+        << pad("RESULT", 13) << "REASON\n";
     for (const auto& r : rep.results) {
       out << "  " << pad(r.source, 10) << pad(r.device + ":" + std::to_string(r.port), wdev + 1)
-          << pad(method_name(r.method), 19) << pad(outcome_name(r.outcome), 12) << r.reason
+          << pad(method_name(r.method), 19) << pad(outcome_name(r.outcome), 13) << r.reason
           << "\n";
       if (r.outcome == Outcome::fail)
         for (const auto& t : r.transfers)
-          out << "  " << std::string(10 + wdev + 1 + 19 + 12, ' ') << t.op << ": " << t.detail
+          out << "  " << std::string(10 + wdev + 1 + 19 + 13, ' ') << t.op << ": " << t.detail
               << "\n";
     }
   }
