@@ -1,0 +1,83 @@
+"""`gdrpeer verify` on this machine (no VM): bad input, `--json`, `--help`, and the
+"nothing to verify" exit code where the machine has no RDMA device."""
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+CANDIDATES = [REPO / "build" / "bin" / "gdrpeer", REPO / "build" / "userspace" / "cli" / "gdrpeer"]
+
+
+@pytest.fixture(scope="module")
+def gdrpeer():
+    for c in CANDIDATES:
+        if c.exists():
+            return c
+    pytest.fail(f"no gdrpeer binary at {' or '.join(map(str, CANDIDATES))}: run 'make userspace'")
+
+
+def verify(binary, *args):
+    env = dict(os.environ, LC_ALL="C")
+    return subprocess.run([str(binary), "verify", *args], capture_output=True, text=True,
+                          env=env, timeout=120)
+
+
+def has_rdma_device():
+    p = Path("/sys/class/infiniband")
+    return p.is_dir() and any(p.iterdir())
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--size", "0"], "--size: must be greater than 0"),
+    (["--size", "3X"], "--size: '3X' has an unknown unit 'X'"),
+    (["--size", ""], "--size: '' is empty"),
+    (["--size", "2G"], "is more than one transfer may be"),
+    (["--size", "99999999999999999999"], "is too large"),
+    (["--source", "gpu"], "--source: unknown memory source 'gpu'"),
+    (["--method", "mmap"], "--method: unknown method 'mmap'"),
+    (["--bench", "--size", "64K", "--bench-sizes", "4K,1M"], "must be between 1 and --size"),
+    (["--timeout", "0"], "--timeout: must be greater than 0"),
+    (["--device", "nosuchdev0"], "unknown RDMA device 'nosuchdev0'"),
+])
+def test_bad_input(gdrpeer, args, message):
+    r = verify(gdrpeer, *args)
+    assert r.returncode == 64, (r.stdout, r.stderr)
+    assert message in r.stderr
+    assert r.stdout == ""  # no half report
+
+
+def test_unknown_option_is_a_usage_error(gdrpeer):
+    r = verify(gdrpeer, "--no-such-option")
+    assert r.returncode == 64
+
+
+def test_help_documents_exit_codes(gdrpeer):
+    r = verify(gdrpeer, "--help")
+    assert r.returncode == 0
+    assert "3 nothing to verify" in r.stdout and "64 bad input" in r.stdout
+
+
+def test_nothing_to_verify_without_rdma_device(gdrpeer):
+    if has_rdma_device():
+        pytest.skip("this machine has an RDMA device; the emulated-node tests cover that case")
+    r = verify(gdrpeer, "--json", "--size", "64K", "--seed", "3",
+               "--gdrpeer-path", "/nonexistent/gdrpeer", "--libcuda", "libcuda-missing.so.1")
+    assert r.returncode == 3, r.stderr
+    rep = json.loads(r.stdout)
+    assert rep["exit_code"] == 3 and rep["exit_meaning"] == "nothing to verify"
+    assert rep["rdma"]["devices"] == [] and rep["results"] == []
+    assert rep["seed"] == 3 and rep["size"] == 65536
+    sources = {s["name"]: s for s in rep["sources"]}
+    # Sources are still prepared and reported, so a GPU node without a NIC shows its memory.
+    assert sources["host"]["state"] == "ready"
+    assert sources["gdrpeer"]["state"] == "absent"
+    assert "ENOENT" in sources["gdrpeer"]["reason"]
+    assert sources["cuda"]["state"] == "absent"
+    assert "cannot load libcuda-missing.so.1" in sources["cuda"]["reason"]
+    table = verify(gdrpeer, "--size", "64K", "--libcuda", "libcuda-missing.so.1")
+    assert table.returncode == 3
+    assert "nothing to verify" in table.stdout and "(exit 3)" in table.stdout
