@@ -88,6 +88,14 @@ dma_addr_t conftest(struct device *d)
 }
 EOF
 
+# vm_operations_struct.split was renamed may_split in 5.11.
+probe vm_ops_may_split <<'EOF'
+#include <linux/mm.h>
+int conftest(struct vm_area_struct *vma, unsigned long addr);
+int conftest(struct vm_area_struct *vma, unsigned long addr) { return 0; }
+const struct vm_operations_struct conftest_ops = { .may_split = conftest };
+EOF
+
 objs=""
 for p in $PROBES; do
 	objs="$objs $p.o"

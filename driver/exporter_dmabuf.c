@@ -226,6 +226,7 @@ static int gdrpeer_dmabuf_mmap(struct dma_buf *dmabuf,
 	    vma->vm_end - vma->vm_start > gb->length - off)
 		return -EINVAL;
 	/* the vma holds the dma-buf file, which holds the region */
+	vma->vm_ops = &gdrpeer_dmabuf_vm_ops;
 	return gdrpeer_region_mmap(gb->region, gb->offset + off, vma);
 }
 

@@ -327,21 +327,6 @@ static long gdrpeer_ioctl(struct file *filp, unsigned int cmd,
 
 /* ---- mmap of a handle ------------------------------------------------- */
 
-static void gdrpeer_vma_open(struct vm_area_struct *vma)
-{
-	gdrpeer_region_get(vma->vm_private_data);
-}
-
-static void gdrpeer_vma_close(struct vm_area_struct *vma)
-{
-	gdrpeer_region_put(vma->vm_private_data);
-}
-
-static const struct vm_operations_struct gdrpeer_vm_ops = {
-	.open = gdrpeer_vma_open,
-	.close = gdrpeer_vma_close,
-};
-
 static int gdrpeer_mmap(struct file *filp, struct vm_area_struct *vma)
 {
 	struct gdrpeer_file *gf = filp->private_data;
@@ -363,7 +348,7 @@ static int gdrpeer_mmap(struct file *filp, struct vm_area_struct *vma)
 	}
 	/* the lookup reference now belongs to the vma */
 	vma->vm_private_data = r;
-	vma->vm_ops = &gdrpeer_vm_ops;
+	vma->vm_ops = &gdrpeer_handle_vm_ops;
 	return 0;
 }
 

@@ -42,6 +42,13 @@ static inline void gdrpeer_vm_flags_set(struct vm_area_struct *vma,
 #define GDRPEER_IMPORT_DMA_BUF_NS() MODULE_IMPORT_NS("DMA_BUF");
 #endif
 
+/* vm_operations_struct.split became may_split in 5.11. */
+#ifdef GDRPEER_HAVE_VM_OPS_MAY_SPLIT
+#define GDRPEER_VM_OPS_MAY_SPLIT may_split
+#else
+#define GDRPEER_VM_OPS_MAY_SPLIT split
+#endif
+
 /* struct device_type.devnode takes a const device since 6.2. */
 #ifdef GDRPEER_HAVE_DEVNODE_CONST
 #define GDRPEER_DEVNODE_CONST const

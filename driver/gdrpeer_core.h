@@ -93,6 +93,8 @@ int gdrpeer_region_create(u32 index, u64 size, u32 flags,
 			  struct gdrpeer_region **out);
 void gdrpeer_region_get(struct gdrpeer_region *r);
 void gdrpeer_region_put(struct gdrpeer_region *r);
+extern const struct vm_operations_struct gdrpeer_handle_vm_ops;
+extern const struct vm_operations_struct gdrpeer_dmabuf_vm_ops;
 int gdrpeer_region_mmap(struct gdrpeer_region *r, u64 offset,
 			struct vm_area_struct *vma);
 

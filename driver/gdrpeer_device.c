@@ -357,6 +357,38 @@ void gdrpeer_region_put(struct gdrpeer_region *r)
 }
 
 /*
+ * A mapping is undone as a whole: x86 PAT tracks the memory type of a
+ * PFN mapping per vma, and unmapping part of one ("freeing invalid
+ * memtype") would leave the rest of the reservation behind.
+ */
+static int gdrpeer_vma_no_split(struct vm_area_struct *vma,
+				unsigned long addr)
+{
+	return -EINVAL;
+}
+
+const struct vm_operations_struct gdrpeer_dmabuf_vm_ops = {
+	.GDRPEER_VM_OPS_MAY_SPLIT = gdrpeer_vma_no_split,
+};
+
+static void gdrpeer_vma_open(struct vm_area_struct *vma)
+{
+	gdrpeer_region_get(vma->vm_private_data);
+}
+
+static void gdrpeer_vma_close(struct vm_area_struct *vma)
+{
+	gdrpeer_region_put(vma->vm_private_data);
+}
+
+/* handle mappings hold a region reference for their lifetime */
+const struct vm_operations_struct gdrpeer_handle_vm_ops = {
+	.open = gdrpeer_vma_open,
+	.close = gdrpeer_vma_close,
+	.GDRPEER_VM_OPS_MAY_SPLIT = gdrpeer_vma_no_split,
+};
+
+/*
  * Map [offset, offset + vma size) of @r write-combined into @vma.  Used by
  * the handle mmap of /dev/gdrpeer and by dma-buf mmap; the caller keeps the
  * region alive for the life of the vma.

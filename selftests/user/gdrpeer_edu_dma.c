@@ -3,7 +3,7 @@
  * gdrpeer_edu_dma - one edu DMA run for host-side checks.
  *
  * Allocates SIZE bytes on the device under test, fills them with FILL
- * through mmap, exports [EXP_OFF, EXP_OFF + EXP_LEN) as a dma-buf, drops
+ * through mmap (FILL "keep": leave whatever an earlier run left there), exports [EXP_OFF, EXP_OFF + EXP_LEN) as a dma-buf, drops
  * the handle and /dev/gdrpeer (the dma-buf alone keeps the memory), and
  * has gdrpeer_edu_hca.ko write the pattern of SEED at OFF (relative to the
  * dma-buf) and read it back.  With --raw the DMA goes to the buffer's raw
@@ -67,7 +67,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "gdrpeer_edu_dma: mmap: %s\n", strerror(err));
 		return 1;
 	}
-	memset(p, (int)num(argv[7]), size);
+	if (strcmp(argv[7], "keep"))
+		memset(p, (int)num(argv[7]), size);
 	munmap(p, size);
 	dfd = gp_export(fd, a.handle, exp_off, exp_len);
 	if (dfd < 0) {
@@ -101,12 +102,14 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	printf("bar_offset=%llu\nexp_off=%llu\noff=%llu\nlen=%llu\nseed=%llu\n"
-	       "nents=%llu\nmismatches=%llu\ntransfers=%llu\nraw=%d\n",
+	       "nents=%llu\nmismatches=%llu\ntransfers=%llu\nraw=%d\n"
+	       "raw_addr=%llu\nfirst_dma=%llu\n",
 	       (unsigned long long)a.bar_offset, (unsigned long long)exp_off,
 	       (unsigned long long)r.offset, (unsigned long long)r.length,
 	       (unsigned long long)r.seed, (unsigned long long)r.nents,
 	       (unsigned long long)r.mismatches,
-	       (unsigned long long)r.transfers, raw_mode);
+	       (unsigned long long)r.transfers, raw_mode,
+	       (unsigned long long)raw, (unsigned long long)r.first_dma);
 	close(dfd);
 	close(hca);
 	return 0;
