@@ -177,6 +177,7 @@ def test_size_beyond_the_bar_fails_with_errno(run):
     rep = _json(res, "beyond_bar.json")
     (row,) = rep["results"]
     assert row["result"] == "fail"
+    assert row["reason"].startswith("gdrpeer memory could not be prepared: alloc "), row["reason"]
     assert "E2BIG" in row["reason"] and "BAR is only 64 MiB" in row["reason"], row["reason"]
     assert out["beyond_bar"].status == 1
 

@@ -169,7 +169,10 @@ VerifyReport run_verify(const VerifyOptions& opt, const RdmaInventory& inv) {
           r.port = port->port;
           r.method = m;
           r.outcome = s.state == SourceSetup::State::error ? Outcome::fail : Outcome::unsupported;
-          r.reason = source_name(s.kind) + " memory is " + state_name(s.state) + ": " + sr.reason;
+          r.reason = source_name(s.kind) + " memory " +
+                     (s.state == SourceSetup::State::error ? std::string("could not be prepared")
+                                                           : "is " + state_name(s.state)) +
+                     ": " + sr.reason;
         } else {
           if (opt.progress) opt.progress(tag);
           lo.progress = [&](const std::string& step) {

@@ -106,7 +106,7 @@ void print_table(const VerifyReport& rep, std::ostream& out) {
   bool any_bench = false;
   for (const auto& r : rep.results) any_bench = any_bench || !r.bench.empty();
   if (any_bench) {
-    out << "\nBenchmark (RDMA WRITE latency: one in flight; bandwidth: 16 WRITEs in flight)\n";
+    out << "\nBenchmark (WRITE latency: one in flight; bandwidth: 16 WRITEs or up to 16 READs in flight)\n";
     out << "  " << pad("SOURCE", 10) << pad("DEVICE", 10) << pad("METHOD", 19) << pad("SIZE", 10)
         << pad("WRITE-LAT(us)", 14) << pad("WRITE(GB/s)", 12) << "READ(GB/s)\n";
     for (const auto& r : rep.results)
