@@ -516,3 +516,14 @@ TEST(Render, JsonHasVersionAndDotIsWellFormed) {
 
 }  // namespace
 }  // namespace gdrpeer::topo
+
+namespace gdrpeer::topo {
+namespace {
+// Found by fuzz_lspci: a tree that puts a bridge's bus under the bridge itself
+// made every walk up the hierarchy loop forever.
+TEST(Lspci, BridgeBelowItselfIsAnInputErrorNotAHang) {
+  std::string tree = "-[0000:00]-+-01.0-[01]----00.0-[00]----01.0  Loop\n";
+  EXPECT_THROW(parse_lspci({{"loop.txt", tree}}), InputError);
+}
+}  // namespace
+}  // namespace gdrpeer::topo

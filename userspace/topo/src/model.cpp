@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "gdrpeer/topo/errors.hpp"
+
 namespace gdrpeer::topo {
 
 bool Software::has_module(const std::string& name) const {
@@ -23,6 +25,16 @@ int Topology::host_bridge_index(const std::string& name) {
 }
 
 void Topology::finalize() {
+  // A malformed input can make a device its own ancestor (a tree that lists
+  // one bus under itself); every walk up the tree relies on there being none.
+  for (size_t i = 0; i < devices.size(); ++i) {
+    size_t steps = 0;
+    for (int p = devices[i].parent; p >= 0; p = devices[p].parent) {
+      if (p >= static_cast<int>(devices.size()) || ++steps > devices.size())
+        throw InputError(source, 0, "the PCI hierarchy has a cycle through " + devices[i].bdf +
+                                        " (a bridge listed below itself)");
+    }
+  }
   for (auto& d : devices) d.children.clear();
   for (auto& h : host_bridges) h.devices.clear();
   for (size_t i = 0; i < devices.size(); ++i) {

@@ -590,8 +590,8 @@ Topology parse_lspci(const std::vector<TextInput>& inputs) {
     throw InputError(inputs.empty() ? "lspci" : inputs.front().name, 0,
                      "expected lspci -tv or lspci -vvv output, found no PCI device");
   }
-  p.finish();
   p.t.source = names;
+  p.finish();
   p.t.format = "lspci";
   return std::move(p.t);
 }

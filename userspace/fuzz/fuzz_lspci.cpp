@@ -1,0 +1,6 @@
+#include "fuzz_common.hpp"
+#include "gdrpeer/topo/parsers.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  return fuzz_one(data, size, [](const std::string& t) { gdrpeer::topo::parse_lspci({{"fuzz", t}}); });
+}
