@@ -8,8 +8,14 @@ clear message and a non-zero exit; nothing stays allocated in the driver afterwa
 """
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+# libgdrpeer's driver-backed unit tests run in the guest too; the guest gets build/bin/.
+LIB_DRIVER_TEST = REPO / "build" / "userspace" / "tests" / "test_lib_driver"
 
 SIZE = "256K"
 COUNTERS = ("cd /sys/class/gdrpeer/gdrpeer/devices/0 && "
@@ -21,6 +27,8 @@ COMMANDS = {
     "insmod": "insmod /gdrpeer/modules/gdrpeer.ko pcibar=$GDRPEER_GPU_BDF",
     "all": f"gdrpeer verify --json --size {SIZE} --seed 11 > /out/all.json",
     "counters_after_all": COUNTERS,
+    "lib_driver": "test_lib_driver --gtest_brief=1",
+    "counters_after_lib_driver": COUNTERS,
     "host_only": "gdrpeer verify --json -s host -m reg_mr --size 1M --seed 12 > /out/host.json",
     "table": "gdrpeer verify --size 64K --seed 13",
     "unknown_device": "gdrpeer verify -d mlx5_0",
@@ -44,6 +52,11 @@ NAMES = list(COMMANDS)
 
 @pytest.fixture(scope="module")
 def run(node_factory, gdrpeer_ko):
+    if not LIB_DRIVER_TEST.exists():
+        pytest.fail(f"{LIB_DRIVER_TEST} is missing: run 'make userspace'")
+    bindir = REPO / "build" / "bin"
+    bindir.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(LIB_DRIVER_TEST, bindir / LIB_DRIVER_TEST.name)
     res = node_factory("switch", "translated").run(list(COMMANDS.values()), timeout=600)
     return res, {name: res.results[i] for i, name in enumerate(NAMES)}
 
@@ -184,10 +197,18 @@ def test_size_beyond_the_bar_fails_with_errno(run):
 
 def test_nothing_stays_allocated(run):
     _, out = run
-    for name in ("counters_after_all", "counters_after_errors"):
+    for name in ("counters_after_all", "counters_after_lib_driver", "counters_after_errors"):
         counters = dict(line.split() for line in out[name].output.split("\n") if line.strip())
         assert counters == {"allocations": "0", "alloc_bytes": "0", "exports": "0",
                             "attachments": "0", "active_maps": "0"}, (name, counters)
+
+
+def test_libgdrpeer_against_the_driver(run):
+    _, out = run
+    r = out["lib_driver"]
+    assert r.status == 0, r.output
+    assert "[  PASSED  ] 8 tests." in r.output
+    assert "SKIPPED" not in r.output
 
 
 def test_bench_reports_numbers_and_plain_progress(run):
