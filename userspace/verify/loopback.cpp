@@ -335,8 +335,7 @@ void Loopback::wait(int count, const std::string& what) {
     if (n == 0) {
       if (Clock::now() > deadline)
         throw Stop{Outcome::fail, "no completion for " + what + " within " +
-                                      std::to_string(opt_.timeout_ms / 1000.0).substr(0, 4) +
-                                      " s" + vanished_note()};
+                                      std::to_string(opt_.timeout_ms) + " ms" + vanished_note()};
       sched_yield();  // software devices (rxe) do their work on our CPUs
     }
   }
