@@ -52,6 +52,13 @@ COMMANDS = {
                 "exports attachments active_maps free_bytes bar_size; do echo $f=$(cat $f); done",
     "unload": "rmmod gdrpeer_edu_hca && rmmod gdrpeer && ! test -e /sys/module/gdrpeer && "
               "! test -e /dev/gdrpeer && echo unloaded",
+    # loads that must be refused, then mode and group from the parameters
+    "refused_loads": "insmod /gdrpeer/modules/gdrpeer.ko pcibar=$GDRPEER_NIC_BDF; echo rc=$?; "
+                     "insmod /gdrpeer/modules/gdrpeer.ko pcibar=bogus; echo rc=$?; "
+                     "insmod /gdrpeer/modules/gdrpeer.ko dev_mode=01777; echo rc=$?; "
+                     "test -e /sys/module/gdrpeer || echo notloaded",
+    "mode_gid": "insmod /gdrpeer/modules/gdrpeer.ko dev_mode=0640 dev_gid=44 && "
+                "stat -c 'mode=%a gid=%g' /dev/gdrpeer && rmmod gdrpeer",
 }
 NAMES = list(COMMANDS)
 MODES = ["off", "translated", "passthrough"]
@@ -170,6 +177,25 @@ def test_counters_back_to_zero(run):
     assert kv["allocations"] == 0 and kv["alloc_bytes"] == 0
     assert kv["exports"] == 0 and kv["attachments"] == 0 and kv["active_maps"] == 0
     assert kv["free_bytes"] == kv["bar_size"] == 64 << 20
+
+
+def test_load_refused_with_reason(run):
+    """A pcibar device that cannot be bound, or a bad dev_mode, refuses the whole load."""
+    _, res, out = run
+    r = out["refused_loads"]
+    # busybox insmod exits with the errno: EBUSY (the NIC has a driver), EINVAL, EINVAL
+    assert re.findall(r"^rc=(\d+)$", r.output, re.M) == ["16", "22", "22"], r.output
+    assert "notloaded" in r.output
+    assert "already claimed by driver e1000e" in res.kernel_log
+    assert "cannot parse 'bogus'" in res.kernel_log
+    assert "dev_mode 01777 has bits outside 0777" in res.kernel_log
+
+
+def test_dev_mode_and_gid_params(run):
+    _, _, out = run
+    r = out["mode_gid"]
+    assert r.status == 0, r.output
+    assert "mode=640 gid=44" in r.output
 
 
 def test_rmmod_succeeds_and_log_clean(run):
