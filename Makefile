@@ -70,13 +70,22 @@ userspace:
 	cmake -S userspace -B $(BUILD)/userspace -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build $(BUILD)/userspace -j$(JOBS)
 	@mkdir -p $(BUILD)/bin
-	@cp $(BUILD)/userspace/cli/gdrpeer $(BUILD)/bin/
+	@cp $(BUILD)/userspace/cli/gdrpeer $(BUILD)/userspace/tests/test_lib_driver $(BUILD)/bin/
 
 # kselftest programs (TAP) for the guest; the harness header comes from linux-source-6.1.
 selftests:
 	@mkdir -p $(BUILD)/bin
 	@if [ -f selftests/Makefile ]; then \
 		$(MAKE) -C selftests KSELFTEST_DIR=$$($(EMUNODE) kselftest-headers) OUT=$(BUILD)/bin; fi
+
+# libFuzzer targets, one per parser, each run for a fixed number of inputs (clang + ASan/UBSan).
+FUZZ_RUNS ?= 20000
+fuzz:
+	cmake -S userspace -B $(BUILD)/fuzz -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang \
+		-DGDRPEER_BUILD_FUZZ=ON -DGDRPEER_BUILD_TESTS=OFF -DGDRPEER_BUILD_BENCH=OFF \
+		-DGDRPEER_FUZZ_RUNS=$(FUZZ_RUNS) >/dev/null
+	cmake --build $(BUILD)/fuzz -j$(JOBS) --target fuzz_all
+	ctest --test-dir $(BUILD)/fuzz/fuzz -L fuzz --output-on-failure
 
 # ---- the emulated node ---------------------------------------------------------------------
 guest: userspace selftests vm-modules
@@ -86,6 +95,7 @@ demo: deps guest
 
 test: deps guest
 	cd $(BUILD)/userspace && ctest --output-on-failure -j$(JOBS)
+	$(MAKE) fuzz
 	VM_KERNEL=$(VM_KERNEL) GDRPEER_BIN=$(BUILD)/bin/gdrpeer PYTHONPATH=$(CURDIR)/tests \
 		$(PYTHON) -m pytest -ra tests $(PYTEST_ARGS)
 
@@ -96,10 +106,10 @@ test-kernels: deps
 	GDRPEER_ALL_KERNELS=1 PYTHONPATH=$(CURDIR)/tests $(PYTHON) -m pytest -ra tests/test_kernels.py
 
 clean:
-	rm -rf $(BUILD)/userspace $(BUILD)/bin $(BUILD)/kmod $(BUILD)/runs
+	rm -rf $(BUILD)/userspace $(BUILD)/fuzz $(BUILD)/bin $(BUILD)/kmod $(BUILD)/runs
 
 distclean:
 	rm -rf $(BUILD)
 
 .PHONY: all help deps module modules modules-stage vm-modules vm-kernel userspace selftests \
-	guest demo test test-kernels clean distclean
+	guest demo test test-kernels fuzz clean distclean

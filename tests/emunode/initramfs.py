@@ -35,7 +35,7 @@ RXE_PROVIDER_GLOB = "/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so"
 # newer kernels fold into the core (crc32_generic became a library in 6.x).
 GUEST_MODULES = ["e1000e", "crc32_generic?", "ib_core", "ib_uverbs", "rdma_rxe"]
 
-BASE_FORMAT = 3  # bump when the base archive's layout changes
+BASE_FORMAT = 4  # bump when the base archive's layout changes
 
 
 class Cpio:
@@ -166,6 +166,10 @@ def base_archive(kernel):
         dest = f"lib/modules/{kernel.release}/{ko.name}"
         cpio.file(dest, ko.read_bytes())
         lines.append(dest)
+    # depmod's index files, so tools that ask libkmod (lspci -k, -vvv) find them.
+    for index in sorted(kernel.moddir.glob("modules.*")):
+        if index.is_file() and index.stat().st_size < 8 << 20:
+            cpio.file(f"lib/modules/{kernel.release}/{index.name}", index.read_bytes())
     # The order the guest's init loads the stack in, dependencies first.
     cpio.file("etc/emunode-modules", ("\n".join("/" + l for l in lines) + "\n").encode())
 

@@ -95,13 +95,15 @@ class Node:
             f.truncate(self.bar_mib << 20)
         env = {"GDRPEER_TOPOLOGY": self.topology, "GDRPEER_IOMMU": self.iommu,
                "GDRPEER_BAR_MIB": str(self.bar_mib), "GDRPEER_KERNEL": self.kernel_name,
-               "EMUNODE_RXE": "1" if self.rxe else "0"}
+               "EMUNODE_RXE": "1" if self.rxe else "0",
+               "GDRPEER_DATA_DIR": "/gdrpeer/topology"}
         if cmd_timeout:
             env["EMUNODE_CMD_TIMEOUT"] = str(int(cmd_timeout))
         initrd = initramfs.initrd_for_run(kernel, list(commands), env, work, files or {})
         margs, cmdline = topo.qemu_args(self.topology, self.iommu, bar, self.bar_mib)
         console, results = work / "console.log", work / "results.log"
-        append = " ".join(["console=ttyS0", "panic=-1", "loglevel=6", "nokaslr",
+        # no_timer_check: under a loaded host TCG can miss the IO-APIC timer check and panic.
+        append = " ".join(["console=ttyS0", "panic=-1", "loglevel=6", "nokaslr", "no_timer_check",
                            "net.ifnames=0", *cmdline, *extra_cmdline])
         argv = [QEMU, *margs, "-kernel", str(kernel.vmlinuz), "-initrd", str(initrd),
                 "-append", append,
