@@ -5,12 +5,37 @@
  * ibv_reg_dmabuf_mr of an exported buffer must fail with exactly
  * EOPNOTSUPP; ibv_reg_mr of host memory is the working baseline.
  * $GDRPEER_RDMA_DEV overrides the device name (default rxe0).
+ *
+ * rdma-core's rxe provider has no reg_dmabuf_mr, so ibv_reg_dmabuf_mr()
+ * answers EOPNOTSUPP from libibverbs without a system call.  To reach the
+ * kernel too, one test issues UVERBS_METHOD_REG_DMABUF_MR itself through
+ * libibverbs' provider helper ibv_cmd_reg_dmabuf_mr() (a private symbol,
+ * hence weak: the test skips when the library lacks it).
  */
 #define _GNU_SOURCE
 #include <infiniband/verbs.h>
 
 #include "gdrpeer_test.h"
 #include "kselftest_harness.h"
+
+/*
+ * struct verbs_mr of <infiniband/driver.h> (not installed): ibv_mr plus
+ * two ints; spare room in case a newer library writes more.  The trailing
+ * ibv_command_buffer argument exists in newer rdma-core only; passing NULL
+ * where it does not exist is harmless in the x86-64 calling convention.
+ */
+struct gp_verbs_mr {
+	struct ibv_mr ibv_mr;
+	int mr_type;
+	int access;
+	char spare[64];
+};
+struct ibv_command_buffer;
+extern int ibv_cmd_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
+				 size_t length, uint64_t iova, int fd,
+				 int access, struct gp_verbs_mr *vmr,
+				 struct ibv_command_buffer *driver)
+	__attribute__((weak));
 
 FIXTURE(rdma)
 {
@@ -91,6 +116,28 @@ GP_TEST_F(rdma, reg_dmabuf_mr_eopnotsupp)
 	/* a refused registration leaves nothing attached */
 	EXPECT_EQ(0, gp_sysfs(self->dev, "attachments"));
 	EXPECT_EQ(0, gp_sysfs(self->dev, "active_maps"));
+	close(dfd);
+	EXPECT_EQ(0, gp_free(self->fd, a.handle));
+}
+
+GP_TEST_F(rdma, reg_dmabuf_mr_kernel_uverbs_eopnotsupp)
+{
+	uint64_t size = 16 * self->page;
+	struct gdrpeer_alloc a;
+	struct gp_verbs_mr vmr;
+	int dfd, ret;
+
+	if (!ibv_cmd_reg_dmabuf_mr)
+		SKIP(return, "libibverbs has no ibv_cmd_reg_dmabuf_mr");
+	ASSERT_EQ(0, gp_alloc(self->fd, self->dev, size, &a));
+	dfd = gp_export(self->fd, a.handle, 0, size);
+	ASSERT_LE(0, dfd);
+	memset(&vmr, 0, sizeof(vmr));
+	/* the kernel's answer: rxe has no reg_user_mr_dmabuf */
+	ret = ibv_cmd_reg_dmabuf_mr(self->pd, 0, size, 0, dfd,
+				    IBV_ACCESS_LOCAL_WRITE, &vmr, NULL);
+	EXPECT_EQ(EOPNOTSUPP, ret) TH_LOG("ret %d (%s)", ret, strerror(ret));
+	EXPECT_EQ(0, gp_sysfs(self->dev, "attachments"));
 	close(dfd);
 	EXPECT_EQ(0, gp_free(self->fd, a.handle));
 }
