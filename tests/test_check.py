@@ -226,3 +226,22 @@ def test_mutated_inputs_never_crash(tmp_path):
     assert len(lines) == len(files) + 1
     for line in lines[:-1]:
         assert re.match(r".*/m\d+: (optimal|degraded|unreliable|blocked) \(|.*/m\d+: error: .*/m\d+(:\d+)?: ", line), line
+
+
+def test_real_h100_node_snapshot():
+    """A snapshot taken with `gdrpeer snapshot` on the real H100 node (2026-11-21; driver 580,
+    Firecracker VM, GPU on the root bus, no NIC, no IOMMU): the CUDA driver's own answers were
+    recorded in it and must come back, with no pair to judge and exit 0."""
+    p = run("check", "--json", "--sysfs-root", REF / "h100-node-snapshot.tar", check_rc=0)
+    j = json.loads(p.stdout)
+    (gpu,) = [d for d in j["devices"] if d["role"] == "gpu"]
+    assert (gpu["vendor"], gpu["device"], gpu["bdf"]) == ("0x10de", "0x2330", "0000:00:06.0")
+    assert {"gts": 32.0, "width": 16} == gpu["link_cap"] == gpu["link_status"]
+    assert max(b["size"] for b in gpu["bars"]) == 128 << 30  # BAR1: 131072 MiB
+    assert j["node"]["iommu"] == "off" and j["pairs"] == []
+    assert j["node"]["software"]["cuda"] == {"error": "", "gpus": [
+        {"bdf": "0000:00:06.0", "gpu_direct_rdma_supported": 1, "dma_buf_supported": 1}]}
+    assert "nvidia" in j["node"]["software"]["modules_of_interest"]
+    assert {n["rule"] for n in j["notes"]} >= {"no-nic", "software-cuda"}
+    text = run("check", "--sysfs-root", REF / "h100-node-snapshot.tar", check_rc=0).stdout
+    assert "GPU_DIRECT_RDMA_SUPPORTED=1 DMA_BUF_SUPPORTED=1" in text

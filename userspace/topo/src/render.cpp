@@ -198,6 +198,15 @@ std::string render_json(const Report& r) {
                         {"memory_peers", t.sw.memory_peers}, {"nvidia_version", t.sw.nvidia_version}};
     for (const char* m : {"nvidia", "nvidia_peermem", "nv_peer_mem", "gdrpeer", "ib_core", "ib_uverbs", "mlx5_ib", "rdma_rxe"})
       if (t.sw.has_module(m)) node["software"]["modules_of_interest"].push_back(m);
+    // What the CUDA driver itself says per GPU (live mode or a snapshot that recorded it);
+    // -1 means the attribute could not be read.
+    if (t.sw.cuda_probed) {
+      json cuda = {{"error", t.sw.cuda_error}, {"gpus", json::array()}};
+      for (const auto& g : t.sw.cuda)
+        cuda["gpus"].push_back({{"bdf", g.bdf}, {"gpu_direct_rdma_supported", g.gdr_supported},
+                                {"dma_buf_supported", g.dmabuf_supported}});
+      node["software"]["cuda"] = cuda;
+    }
   }
   j["node"] = node;
   json devs = json::array();

@@ -380,6 +380,9 @@ Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt) {
   if (!t.sw.inspected)
     note("software-unknown", "software stack (nvidia, nvidia_peermem, dma-buf) not inspected for " + t.format + " input");
   if (t.sw.inspected && !t.sw.cuda_error.empty()) note("software-cuda", "CUDA probe: " + t.sw.cuda_error);
+  for (const auto& g : t.sw.cuda)
+    note("software-cuda", "CUDA on " + g.bdf + ": GPU_DIRECT_RDMA_SUPPORTED=" + std::to_string(g.gdr_supported) +
+                              " DMA_BUF_SUPPORTED=" + std::to_string(g.dmabuf_supported));
   if (!c.rc_ && !rep.gpus.empty())
     note("root-complex-unknown",
          t.cpu.vendor.empty() && t.cpu.model_name.empty()

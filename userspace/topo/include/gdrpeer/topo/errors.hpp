@@ -16,7 +16,24 @@ class InputError : public std::runtime_error {
 
  private:
   static std::string format(const std::string& file, long line, const std::string& what) {
-    return line > 0 ? file + ":" + std::to_string(line) + ": " + what : file + ": " + what;
+    return one_line(line > 0 ? file + ":" + std::to_string(line) + ": " + what : file + ": " + what);
+  }
+  // Messages quote bytes of broken input; control bytes (a newline in a garbled value) are
+  // written as \xNN so each error stays one line (fleet mode prints one line per node).
+  static std::string one_line(const std::string& s) {
+    static const char* hex = "0123456789abcdef";
+    std::string out;
+    out.reserve(s.size());
+    for (unsigned char c : s) {
+      if (c < 0x20 || c == 0x7f) {
+        out += "\\x";
+        out += hex[c >> 4];
+        out += hex[c & 15];
+      } else {
+        out += static_cast<char>(c);
+      }
+    }
+    return out;
   }
   std::string file_;
   long line_;
