@@ -57,6 +57,8 @@ def main(argv=None):
     p = sub.add_parser("build", help="build our kernel modules for a kernel")
     p.add_argument("--kernel", default=kernels.DEFAULT_KERNEL)
     sub.add_parser("kselftest-headers", help="print the folder with the kselftest headers")
+    p = sub.add_parser("kdir", help="print the headers folder of a kernel (fetching it once)")
+    p.add_argument("--kernel", default=kernels.DEFAULT_KERNEL)
     p = sub.add_parser("run", help="boot the node and run commands in it")
     _node_args(p)
     p.add_argument("--no-rxe", action="store_true", help="do not create rxe0")
@@ -73,6 +75,8 @@ def main(argv=None):
             print(f"{k.name} {k.release} {k.vmlinuz}")
         elif args.cmd == "build":
             print(build.build_modules(args.kernel, log=_log))
+        elif args.cmd == "kdir":
+            print(kernels.ensure_kernel(args.kernel, log=_log).kdir)
         elif args.cmd == "kselftest-headers":
             print(build.kselftest_headers(log=_log))
         elif args.cmd in ("run", "demo"):
