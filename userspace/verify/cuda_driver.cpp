@@ -2,8 +2,8 @@
 
 #include <dlfcn.h>
 
-#include <map>
-#include <mutex>
+#include "dl_loader.hpp"
+
 
 namespace gdrpeer::verify::cuda {
 
@@ -19,22 +19,8 @@ std::string Api::error_text(CUresult r) const {
 
 namespace {
 
-template <typename Fn>
-bool bind(void* lib, Fn& fn, const char* symbol, bool required, std::string* missing) {
-  fn = reinterpret_cast<Fn>(::dlsym(lib, symbol));
-  if (fn == nullptr && required) {
-    if (!missing->empty()) *missing += ", ";
-    *missing += symbol;
-    return false;
-  }
-  return true;
-}
-
-struct Loaded {
-  Api api;
-  std::string why;
-  bool ok = false;
-};
+using dl::bind;
+using Loaded = dl::Loaded<Api>;
 
 Loaded load_now(const char* library) {
   Loaded l;
@@ -89,17 +75,7 @@ Loaded load_now(const char* library) {
 }  // namespace
 
 const Api* load(std::string* why, const char* library) {
-  // libcuda is never unloaded: its contexts live until process exit.
-  static std::mutex mu;
-  static std::map<std::string, Loaded> cache;
-  std::lock_guard lock(mu);
-  auto it = cache.find(library);
-  if (it == cache.end()) it = cache.emplace(library, load_now(library)).first;
-  if (!it->second.ok) {
-    if (why != nullptr) *why = it->second.why;
-    return nullptr;
-  }
-  return &it->second.api;
+  return dl::cached_load<Api>(why, library, load_now);
 }
 
 }  // namespace gdrpeer::verify::cuda

@@ -2,9 +2,9 @@
 
 #include <dlfcn.h>
 
+#include "dl_loader.hpp"
+
 #include <cstring>
-#include <map>
-#include <mutex>
 
 namespace gdrpeer::verify::verbs {
 
@@ -17,20 +17,8 @@ int Api::query_port(ibv_context* ctx, uint8_t port, ibv_port_attr* attr) const {
 
 namespace {
 
-template <typename Fn>
-void bind(void* lib, Fn& fn, const char* symbol, bool required, std::string* missing) {
-  fn = reinterpret_cast<Fn>(::dlsym(lib, symbol));
-  if (fn == nullptr && required) {
-    if (!missing->empty()) *missing += ", ";
-    *missing += symbol;
-  }
-}
-
-struct Loaded {
-  Api api;
-  std::string why;
-  bool ok = false;
-};
+using dl::bind;
+using Loaded = dl::Loaded<Api>;
 
 Loaded load_now(const char* library) {
   Loaded l;
@@ -75,16 +63,7 @@ Loaded load_now(const char* library) {
 }  // namespace
 
 const Api* load(std::string* why, const char* library) {
-  static std::mutex mu;
-  static std::map<std::string, Loaded> cache;
-  std::lock_guard lock(mu);
-  auto it = cache.find(library);
-  if (it == cache.end()) it = cache.emplace(library, load_now(library)).first;
-  if (!it->second.ok) {
-    if (why != nullptr) *why = it->second.why;
-    return nullptr;
-  }
-  return &it->second.api;
+  return dl::cached_load<Api>(why, library, load_now);
 }
 
 }  // namespace gdrpeer::verify::verbs
