@@ -36,23 +36,7 @@ FIXTURE(gp)
 
 FIXTURE_SETUP(gp)
 {
-	struct gp_dev d;
-	int ret;
-
-	self->fd = -1;
-	self->fd = open("/dev/gdrpeer", O_RDWR | O_CLOEXEC);
-	if (self->fd < 0)
-		SKIP(return, "/dev/gdrpeer: %s (is gdrpeer.ko loaded?)",
-		     strerror(errno));
-	ret = gp_find_device(self->fd, &d);
-	if (ret)
-		SKIP(return, "no bound gdrpeer device (%s)", strerror(-ret));
-	self->dev = d.info.index;
-	self->bar_size = d.info.bar_size;
-	self->page = (uint64_t)gp_page();
-	ASSERT_EQ(0, gp_sysfs(self->dev, "allocations"))
-		TH_LOG("device %u has allocations left by someone else",
-		       self->dev);
+	GP_SETUP_DUT(self);
 }
 
 FIXTURE_TEARDOWN(gp)

@@ -201,4 +201,31 @@ static inline uint64_t gp_bar_phys(const char *bdf, unsigned int bar)
 	static void fix##_body_##name(struct __test_metadata *_metadata, \
 				      FIXTURE_DATA(fix) *self)
 
+/*
+ * Body of FIXTURE_SETUP for the device under test, shared by the kselftests:
+ * open /dev/gdrpeer, find the device (skip, saying why, when there is none)
+ * and assert that nobody left allocations on it. `self` needs the members
+ * int fd; unsigned int dev; uint64_t bar_size; uint64_t page.
+ */
+#define GP_SETUP_DUT(self)						\
+	do {								\
+		struct gp_dev __d;					\
+		int __ret;						\
+									\
+		(self)->fd = open("/dev/gdrpeer", O_RDWR | O_CLOEXEC);	\
+		if ((self)->fd < 0)					\
+			SKIP(return, "/dev/gdrpeer: %s (is gdrpeer.ko loaded?)", \
+			     strerror(errno));				\
+		__ret = gp_find_device((self)->fd, &__d);		\
+		if (__ret)						\
+			SKIP(return, "no bound gdrpeer device (%s)",	\
+			     strerror(-__ret));				\
+		(self)->dev = __d.info.index;				\
+		(self)->bar_size = __d.info.bar_size;			\
+		(self)->page = (uint64_t)gp_page();			\
+		ASSERT_EQ(0, gp_sysfs((self)->dev, "allocations"))	\
+			TH_LOG("device %u has allocations left by someone else", \
+			       (self)->dev);				\
+	} while (0)
+
 #endif /* GDRPEER_TEST_H */
