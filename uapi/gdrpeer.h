@@ -35,7 +35,7 @@
 #include <linux/types.h>
 
 #define GDRPEER_ABI_VERSION_MAJOR 1
-#define GDRPEER_ABI_VERSION_MINOR 0
+#define GDRPEER_ABI_VERSION_MINOR 1
 /* major in bits 31..16, minor in bits 15..0 */
 #define GDRPEER_ABI_VERSION \
 	((GDRPEER_ABI_VERSION_MAJOR << 16) | GDRPEER_ABI_VERSION_MINOR)
@@ -50,11 +50,15 @@
 
 /* Memory providers (struct gdrpeer_device_info.provider). */
 #define GDRPEER_PROVIDER_PCIBAR 1 /* generic PCI BAR carved by the driver */
-#define GDRPEER_PROVIDER_NVIDIA 2 /* reserved: nvidia_p2p (not in ABI 1.0) */
+#define GDRPEER_PROVIDER_NVIDIA 2 /* nvidia_p2p pins (GDRPEER_IOCTL_EXPORT_VA) */
 
 /* struct gdrpeer_info.caps */
 #define GDRPEER_CAP_DMABUF (1u << 0) /* GDRPEER_IOCTL_EXPORT is available */
 #define GDRPEER_CAP_MMAP   (1u << 1) /* mmap() of a handle is available */
+/* GDRPEER_IOCTL_EXPORT_VA works: the nvidia provider is active (ABI 1.1) */
+#define GDRPEER_CAP_EXPORT_VA (1u << 2)
+/* ... and it can pin persistently (nvidia_p2p_get_pages_persistent) */
+#define GDRPEER_CAP_PIN_PERSISTENT (1u << 3)
 
 /*
  * GDRPEER_IOCTL_INFO - version handshake and driver facts.
@@ -189,6 +193,56 @@ struct gdrpeer_query {
 	__u64 reserved[3];	/* must be 0 on input */
 };
 
+/* struct gdrpeer_export_va.flags and .pin_mode */
+#define GDRPEER_PIN_PERSISTENT (1u << 0) /* pages stay until the dma-buf goes */
+#define GDRPEER_PIN_CALLBACK   (1u << 1) /* cudaFree revokes the dma-buf */
+
+/*
+ * GDRPEER_IOCTL_EXPORT_VA (ABI 1.1) - pin a range of CUDA device memory of
+ * the calling process through NVIDIA's nvidia_p2p API and export it as a
+ * dma-buf, for drivers that have no dma-buf export of their own.
+ *
+ * in:  va and length (multiples of 64 KiB, length > 0, as cuMemAlloc
+ *      hands them out), flags: GDRPEER_PIN_PERSISTENT, GDRPEER_PIN_CALLBACK
+ *      or 0 = persistent when the driver offers it, else callback.
+ * out: fd = a new dma-buf (O_RDWR | O_CLOEXEC) of length bytes;
+ *      pin_mode = the GDRPEER_PIN_* used; page_size = GPU page size in
+ *      bytes (65536); pages = GPU pages pinned.
+ *
+ * The pin lives as long as the dma-buf.  Importers must be PCI devices
+ * (others get -EOPNOTSUPP at attach); each is mapped with
+ * nvidia_p2p_dma_map_pages for its own pci_dev.  mmap() of the fd maps
+ * the memory write-combined.
+ *
+ * Callback pins: when the memory is freed underneath (cudaFree, process
+ * exit, context teardown) the dma-buf is revoked: importers are told
+ * (move_notify / invalidate_mappings), CPU mappings are zapped (a later
+ * access gets SIGBUS), and new attachments, maps and mmaps fail with
+ * -ENODEV.  The fd stays valid until closed.
+ * Persistent pins: the memory stays pinned across cudaFree until the
+ * dma-buf is released.
+ *
+ * Errors: -EINVAL va or length not 64 KiB multiples, length 0, both
+ * GDRPEER_PIN_* flags, unknown flags or reserved not 0, or (from the
+ * NVIDIA driver) a range that is not device memory of this process;
+ * -EOVERFLOW va + length wraps; -ENODEV the nvidia provider is not active
+ * (/sys/class/gdrpeer/gdrpeer/providers/nvidia/status says why);
+ * -EOPNOTSUPP GDRPEER_PIN_PERSISTENT asked of a driver without it;
+ * -EPROTO the NVIDIA driver's page table or mapping version is not one
+ * gdrpeer understands; -ENOMEM and other errors of nvidia_p2p_get_pages
+ * as they come.
+ */
+struct gdrpeer_export_va {
+	__u64 va;		/* in */
+	__u64 length;		/* in */
+	__u32 flags;		/* in: GDRPEER_PIN_* */
+	__s32 fd;		/* out */
+	__u32 pin_mode;		/* out: GDRPEER_PIN_* */
+	__u32 page_size;	/* out */
+	__u64 pages;		/* out */
+	__u64 reserved[3];	/* must be 0 */
+};
+
 #define GDRPEER_IOCTL_INFO \
 	_IOWR(GDRPEER_IOCTL_MAGIC, 0x00, struct gdrpeer_info)
 #define GDRPEER_IOCTL_LIST_DEVICES \
@@ -201,6 +255,8 @@ struct gdrpeer_query {
 	_IOWR(GDRPEER_IOCTL_MAGIC, 0x04, struct gdrpeer_export)
 #define GDRPEER_IOCTL_QUERY \
 	_IOWR(GDRPEER_IOCTL_MAGIC, 0x05, struct gdrpeer_query)
+#define GDRPEER_IOCTL_EXPORT_VA \
+	_IOWR(GDRPEER_IOCTL_MAGIC, 0x06, struct gdrpeer_export_va)
 
 /*
  * mmap of a handle on the /dev/gdrpeer fd:
