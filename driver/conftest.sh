@@ -79,6 +79,14 @@ const struct dma_buf_attach_ops conftest_ops = {
 	.invalidate_mappings = conftest };
 EOF
 
+# The exporter's "your mapping is gone" call: dma_buf_move_notify() up to
+# 6.x, dma_buf_invalidate_mappings() in 7.x.
+probe dma_buf_invalidate_mappings <<'EOF'
+#include <linux/dma-buf.h>
+void conftest(struct dma_buf *d);
+void conftest(struct dma_buf *d) { dma_buf_invalidate_mappings(d); }
+EOF
+
 probe dma_map_resource <<'EOF'
 #include <linux/dma-mapping.h>
 dma_addr_t conftest(struct device *d);

@@ -14,11 +14,25 @@
  *   treats us as a dynamic exporter (map/unmap are then called with the
  *   reservation lock held by the caller; we never take it ourselves).
  * - The dma-buf holds a region reference until its release.
+ * - Regions with ops (nvidia pins) are mapped by their provider for each
+ *   importer, and can be revoked (gdrpeer_dmabuf_revoke) when the memory
+ *   is freed underneath: importers are told through move_notify /
+ *   invalidate_mappings, CPU mappings (built at fault time for exactly
+ *   this) are zapped, and attach, map and mmap fail with -ENODEV after.
+ *
+ * Lock order (outermost first), all may sleep:
+ *   provider's pin lock (provider_nvidia.c, held while it revokes)
+ *   -> gdrpeer_dmabuf.lock (@revoked)
+ *   -> dma-buf reservation lock -> importer's locks (move_notify)
+ *   mmap_lock (mmap, fault) -> gdrpeer_dmabuf.lock
+ * map/unmap run under the reservation lock and take none of ours.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": dmabuf: " fmt
 
 #include <linux/dma-buf.h>
 #include <linux/dma-mapping.h>
+#include <linux/dma-resv.h>
+#include <linux/mm.h>
 #include <linux/fcntl.h>
 #include <linux/module.h>
 #include <linux/scatterlist.h>
@@ -26,6 +40,7 @@
 
 #include "gdrpeer_compat.h"
 #include "exporter.h"
+#include "gdrpeer_core.h"
 
 GDRPEER_IMPORT_DMA_BUF_NS()
 
@@ -34,22 +49,45 @@ struct gdrpeer_dmabuf {
 	u64 offset;			/* into the region */
 	u64 length;
 	atomic_t pins;
+	struct mutex lock;		/* protects @revoked; see order above */
+	bool revoked;			/* memory gone: no new access */
 };
 
 static struct gdrpeer_counters *dmabuf_cnt(struct dma_buf *dmabuf)
 {
 	struct gdrpeer_dmabuf *gb = dmabuf->priv;
 
-	return &gb->region->gdev->cnt;
+	return gb->region->cnt;
+}
+
+static bool gdrpeer_dmabuf_revoked(struct gdrpeer_dmabuf *gb)
+{
+	bool revoked;
+
+	mutex_lock(&gb->lock);
+	revoked = gb->revoked;
+	mutex_unlock(&gb->lock);
+	return revoked;
 }
 
 static int gdrpeer_dmabuf_attach(struct dma_buf *dmabuf,
 				 struct dma_buf_attachment *attach)
 {
+	struct gdrpeer_dmabuf *gb = dmabuf->priv;
+	struct gdrpeer_region *r = gb->region;
+	int ret;
+
 	if (!attach->peer2peer) {
 		dev_dbg(attach->dev,
 			"gdrpeer: importer is not peer2peer capable\n");
 		return -EOPNOTSUPP;
+	}
+	if (r->ops) {
+		if (gdrpeer_dmabuf_revoked(gb))
+			return -ENODEV;
+		ret = r->ops->attach(r, attach);
+		if (ret)
+			return ret;
 	}
 	atomic64_inc(&dmabuf_cnt(dmabuf)->attachments);
 	return 0;
@@ -58,6 +96,10 @@ static int gdrpeer_dmabuf_attach(struct dma_buf *dmabuf,
 static void gdrpeer_dmabuf_detach(struct dma_buf *dmabuf,
 				  struct dma_buf_attachment *attach)
 {
+	struct gdrpeer_dmabuf *gb = dmabuf->priv;
+
+	if (gb->region->ops)
+		gb->region->ops->detach(gb->region, attach);
 	atomic64_dec(&dmabuf_cnt(dmabuf)->attachments);
 }
 
@@ -165,6 +207,92 @@ static void gdrpeer_unmap_entries(struct device *dev, struct sg_table *sgt,
 				   dir, DMA_ATTR_SKIP_CPU_SYNC);
 }
 
+/* Walks the pieces of gdrpeer_sg_from_pages(); @sg NULL only counts. */
+static unsigned int gdrpeer_page_pieces(const u64 *addrs, u32 npages,
+					u64 page_size, u64 offset, u64 len,
+					u64 max_seg, struct scatterlist *sg)
+{
+	unsigned int n = 0;
+	u64 start = 0, run = 0;
+
+	while (len) {
+		u32 pg = (u32)div64_u64(offset, page_size);
+		u64 in = offset - (u64)pg * page_size;
+		u64 take = min(page_size - in, len);
+		u64 addr = addrs[pg] + in;
+
+		if (run && start + run == addr && run + take <= max_seg) {
+			run += take;
+		} else {
+			if (run) {
+				if (sg) {
+					sg_dma_address(sg) = start;
+					sg_dma_len(sg) = (unsigned int)run;
+					sg = sg_next(sg);
+				}
+				n++;
+			}
+			/* a page longer than max_seg is cut into pieces */
+			while (take > max_seg) {
+				if (sg) {
+					sg_dma_address(sg) = addr;
+					sg_dma_len(sg) = (unsigned int)max_seg;
+					sg = sg_next(sg);
+				}
+				n++;
+				addr += max_seg;
+				take -= max_seg;
+				offset += max_seg;
+				len -= max_seg;
+			}
+			start = addr;
+			run = take;
+		}
+		offset += take;
+		len -= take;
+	}
+	if (run) {
+		if (sg) {
+			sg_dma_address(sg) = start;
+			sg_dma_len(sg) = (unsigned int)run;
+		}
+		n++;
+	}
+	return n;
+}
+
+struct sg_table *gdrpeer_sg_from_pages(const u64 *addrs, u32 npages,
+				       u64 page_size, u64 offset, u64 len,
+				       u64 max_seg)
+{
+	struct scatterlist *sg;
+	struct sg_table *sgt;
+	unsigned int nents, i;
+	int ret;
+
+	if (!len || offset + len < offset ||
+	    offset + len > (u64)npages * page_size)
+		return ERR_PTR(-EINVAL);
+	nents = gdrpeer_page_pieces(addrs, npages, page_size, offset, len,
+				    max_seg, NULL);
+	sgt = kzalloc(sizeof(*sgt), GFP_KERNEL);
+	if (!sgt)
+		return ERR_PTR(-ENOMEM);
+	ret = sg_alloc_table(sgt, nents, GFP_KERNEL);
+	if (ret) {
+		kfree(sgt);
+		return ERR_PTR(ret);
+	}
+	/* no struct page: importers must only use the DMA fields */
+	for_each_sg(sgt->sgl, sg, nents, i)
+		sg_set_page(sg, NULL, 0, 0);
+	gdrpeer_page_pieces(addrs, npages, page_size, offset, len, max_seg,
+			    sgt->sgl);
+	for_each_sg(sgt->sgl, sg, nents, i)
+		sg->length = sg_dma_len(sg);
+	return sgt;
+}
+
 /* Called with the dma-buf's reservation lock held by dynamic importers. */
 static struct sg_table *
 gdrpeer_dmabuf_map(struct dma_buf_attachment *attach,
@@ -177,6 +305,16 @@ gdrpeer_dmabuf_map(struct dma_buf_attachment *attach,
 	struct sg_table *sgt;
 	int ret;
 
+	if (gb->region->ops) {
+		/* revoke sets @revoked before it takes the reservation lock */
+		if (READ_ONCE(gb->revoked))
+			return ERR_PTR(-ENODEV);
+		sgt = gb->region->ops->map(gb->region, attach, gb->offset,
+					   gb->length, max_seg);
+		if (!IS_ERR(sgt))
+			atomic64_inc(&dmabuf_cnt(attach->dmabuf)->active_maps);
+		return sgt;
+	}
 	gdrpeer_for_each_piece(gb, max_seg, gdrpeer_count_piece, &nents);
 	sgt = kzalloc(sizeof(*sgt), GFP_KERNEL);
 	if (!sgt)
@@ -193,7 +331,7 @@ gdrpeer_dmabuf_map(struct dma_buf_attachment *attach,
 		gdrpeer_unmap_entries(attach->dev, sgt, m.mapped, dir);
 		goto err_table;
 	}
-	atomic64_inc(&gb->region->gdev->cnt.active_maps);
+	atomic64_inc(&dmabuf_cnt(attach->dmabuf)->active_maps);
 	return sgt;
 
 err_table:
@@ -209,11 +347,42 @@ static void gdrpeer_dmabuf_unmap(struct dma_buf_attachment *attach,
 {
 	struct gdrpeer_dmabuf *gb = attach->dmabuf->priv;
 
-	gdrpeer_unmap_entries(attach->dev, sgt, sgt->orig_nents, dir);
+	/* provider mappings belong to the attachment, not to this table */
+	if (!gb->region->ops)
+		gdrpeer_unmap_entries(attach->dev, sgt, sgt->orig_nents, dir);
 	sg_free_table(sgt);
 	kfree(sgt);
-	atomic64_dec(&gb->region->gdev->cnt.active_maps);
+	atomic64_dec(&dmabuf_cnt(attach->dmabuf)->active_maps);
 }
+
+/*
+ * CPU mappings of revocable regions are filled one page per fault so that
+ * revoke can zap them with unmap_mapping_range() on the dma-buf's file: a
+ * fault after the revoke gets SIGBUS, and no mapping can be half built
+ * while the revoke runs (both hold gdrpeer_dmabuf.lock).
+ */
+static vm_fault_t gdrpeer_dmabuf_fault(struct vm_fault *vmf)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	struct gdrpeer_dmabuf *gb = vma->vm_private_data;
+	u64 off = (u64)vmf->pgoff << PAGE_SHIFT;
+	phys_addr_t phys;
+	vm_fault_t ret = VM_FAULT_SIGBUS;
+
+	mutex_lock(&gb->lock);
+	if (!gb->revoked && off < gb->length &&
+	    !gdrpeer_region_phys(gb->region, gb->offset + off, &phys))
+		ret = vmf_insert_pfn_prot(vma, vmf->address & PAGE_MASK,
+					  phys >> PAGE_SHIFT,
+					  vma->vm_page_prot);
+	mutex_unlock(&gb->lock);
+	return ret;
+}
+
+static const struct vm_operations_struct gdrpeer_dmabuf_fault_vm_ops = {
+	.fault = gdrpeer_dmabuf_fault,
+	.GDRPEER_VM_OPS_MAY_SPLIT = gdrpeer_vma_no_split,
+};
 
 /* The core has checked vm_pgoff + pages against the dma-buf size. */
 static int gdrpeer_dmabuf_mmap(struct dma_buf *dmabuf,
@@ -225,6 +394,22 @@ static int gdrpeer_dmabuf_mmap(struct dma_buf *dmabuf,
 	if (off > gb->length ||
 	    vma->vm_end - vma->vm_start > gb->length - off)
 		return -EINVAL;
+	if (gb->region->ops) {
+		if (!(vma->vm_flags & VM_SHARED))
+			return -EINVAL;
+		mutex_lock(&gb->lock);
+		if (gb->revoked) {
+			mutex_unlock(&gb->lock);
+			return -ENODEV;
+		}
+		gdrpeer_vm_flags_set(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND |
+				     VM_DONTDUMP | VM_DONTCOPY);
+		vma->vm_page_prot = pgprot_writecombine(vma->vm_page_prot);
+		vma->vm_private_data = gb;	/* the vma holds the file */
+		vma->vm_ops = &gdrpeer_dmabuf_fault_vm_ops;
+		mutex_unlock(&gb->lock);
+		return 0;
+	}
 	/* the vma holds the dma-buf file, which holds the region */
 	vma->vm_ops = &gdrpeer_dmabuf_vm_ops;
 	return gdrpeer_region_mmap(gb->region, gb->offset + off, vma);
@@ -236,8 +421,11 @@ static void gdrpeer_dmabuf_release(struct dma_buf *dmabuf)
 	struct gdrpeer_region *r = gb->region;
 
 	WARN_ON(atomic_read(&gb->pins));
-	atomic64_dec(&r->gdev->cnt.exports);
+	if (r->ops && r->ops->unexport)
+		r->ops->unexport(r, dmabuf);
+	atomic64_dec(&r->cnt->exports);
 	atomic_dec(&r->exports);
+	mutex_destroy(&gb->lock);
 	kfree(gb);
 	gdrpeer_region_put(r);
 }
@@ -268,6 +456,7 @@ struct dma_buf *gdrpeer_dmabuf_export(struct gdrpeer_region *r, u64 offset,
 	gb->offset = offset;
 	gb->length = length;
 	atomic_set(&gb->pins, 0);
+	mutex_init(&gb->lock);
 
 	exp_info.exp_name = KBUILD_MODNAME;
 	exp_info.owner = THIS_MODULE;	/* rmmod refused while it lives */
@@ -283,6 +472,33 @@ struct dma_buf *gdrpeer_dmabuf_export(struct gdrpeer_region *r, u64 offset,
 	}
 	/* from here on gdrpeer_dmabuf_release undoes these */
 	atomic_inc(&r->exports);
-	atomic64_inc(&r->gdev->cnt.exports);
+	atomic64_inc(&r->cnt->exports);
 	return dmabuf;
+}
+
+/*
+ * The memory behind @dmabuf is going away (or gone): no new attachment,
+ * map or mmap; importers are told to drop their mappings; CPU mappings
+ * are zapped.  Returns when all of that is done.  Sleeps.  The caller
+ * keeps @dmabuf alive (provider_nvidia.c holds its pin lock, which the
+ * dma-buf release path takes through ->unexport).
+ */
+void gdrpeer_dmabuf_revoke(struct dma_buf *dmabuf)
+{
+	struct gdrpeer_dmabuf *gb = dmabuf->priv;
+
+	mutex_lock(&gb->lock);
+	WRITE_ONCE(gb->revoked, true);
+	mutex_unlock(&gb->lock);
+
+	dma_resv_lock(dmabuf->resv, NULL);
+#ifdef GDRPEER_HAVE_DMA_BUF_INVALIDATE_MAPPINGS
+	dma_buf_invalidate_mappings(dmabuf);
+#else
+	dma_buf_move_notify(dmabuf);
+#endif
+	dma_resv_unlock(dmabuf->resv);
+
+	/* every CPU mapping of the dma-buf goes through its file */
+	unmap_mapping_range(dmabuf->file->f_mapping, 0, 0, 1);
 }

@@ -49,6 +49,7 @@ static atomic_t gdrpeer_cookie_seq;
 static dev_t gdrpeer_devt;
 static struct cdev gdrpeer_cdev;
 static struct device *gdrpeer_dev;
+static struct kobject *gdrpeer_providers_kobj;	/* .../gdrpeer/providers */
 
 /* ---- handle table ---------------------------------------------------- */
 
@@ -91,6 +92,10 @@ static int gdrpeer_ioc_info(struct gdrpeer_file *gf, void *arg)
 	memset(in, 0, sizeof(*in));
 	in->abi_version = GDRPEER_ABI_VERSION;
 	in->caps = GDRPEER_CAP_DMABUF | GDRPEER_CAP_MMAP;
+	if (nvp_available())
+		in->caps |= GDRPEER_CAP_EXPORT_VA;
+	if (nvp_has_persistent())
+		in->caps |= GDRPEER_CAP_PIN_PERSISTENT;
 	in->num_devices = gdrpeer_device_count();
 	in->page_size = PAGE_SIZE;
 	in->mmap_window = GDRPEER_MMAP_WINDOW;
@@ -210,6 +215,27 @@ static int gdrpeer_ioc_query(struct gdrpeer_file *gf, void *arg)
 	return 0;
 }
 
+/* Install @dmabuf as a new fd after copying @e (with e->fd) back. */
+static int gdrpeer_install_dmabuf(struct dma_buf *dmabuf, void *e,
+				  size_t size, __s32 *fd_field,
+				  void __user *uarg)
+{
+	int fd = get_unused_fd_flags(O_CLOEXEC);
+
+	if (fd < 0) {
+		dma_buf_put(dmabuf);
+		return fd;
+	}
+	*fd_field = fd;
+	if (copy_to_user(uarg, e, size)) {
+		put_unused_fd(fd);
+		dma_buf_put(dmabuf);
+		return -EFAULT;
+	}
+	fd_install(fd, dmabuf->file);
+	return 0;
+}
+
 /*
  * Export copies its result to userspace itself: the fd is installed only
  * after the copy succeeded, so a bad pointer leaks no fd.
@@ -221,7 +247,7 @@ static int gdrpeer_ioc_export(struct gdrpeer_file *gf, void *arg,
 	struct gdrpeer_region *r;
 	struct dma_buf *dmabuf;
 	u64 end;
-	int fd, ret;
+	int ret;
 
 	if (e->flags || !gdrpeer_zero(e->reserved, sizeof(e->reserved)))
 		return -EINVAL;
@@ -242,24 +268,29 @@ static int gdrpeer_ioc_export(struct gdrpeer_file *gf, void *arg,
 		ret = PTR_ERR(dmabuf);
 		goto out_put;
 	}
-	fd = get_unused_fd_flags(O_CLOEXEC);
-	if (fd < 0) {
-		dma_buf_put(dmabuf);
-		ret = fd;
-		goto out_put;
-	}
-	e->fd = fd;
-	if (copy_to_user(uarg, e, sizeof(*e))) {
-		put_unused_fd(fd);
-		dma_buf_put(dmabuf);
-		ret = -EFAULT;
-		goto out_put;
-	}
-	fd_install(fd, dmabuf->file);
-	ret = 0;
+	ret = gdrpeer_install_dmabuf(dmabuf, e, sizeof(*e), &e->fd, uarg);
 out_put:
 	gdrpeer_region_put(r);
 	return ret;
+}
+
+/* Pins through the nvidia provider; copies back like export. */
+static int gdrpeer_ioc_export_va(struct gdrpeer_file *gf, void *arg,
+				 void __user *uarg)
+{
+	struct gdrpeer_export_va *e = arg;
+	struct dma_buf *dmabuf;
+
+	if (!gdrpeer_zero(e->reserved, sizeof(e->reserved)))
+		return -EINVAL;
+	e->fd = -1;
+	e->pin_mode = 0;
+	e->page_size = 0;
+	e->pages = 0;
+	dmabuf = nvp_export_va(e);
+	if (IS_ERR(dmabuf))
+		return PTR_ERR(dmabuf);
+	return gdrpeer_install_dmabuf(dmabuf, e, sizeof(*e), &e->fd, uarg);
 }
 
 struct gdrpeer_ioctl_desc {
@@ -281,6 +312,8 @@ static const struct gdrpeer_ioctl_desc gdrpeer_ioctls[] = {
 	[GDRPEER_IOCTL_NR(EXPORT)] = { GDRPEER_IOCTL_EXPORT, NULL,
 				       gdrpeer_ioc_export },
 	[GDRPEER_IOCTL_NR(QUERY)] = { GDRPEER_IOCTL_QUERY, gdrpeer_ioc_query },
+	[GDRPEER_IOCTL_NR(EXPORT_VA)] = { GDRPEER_IOCTL_EXPORT_VA, NULL,
+					  gdrpeer_ioc_export_va },
 };
 
 /* Large enough for every argument struct. */
@@ -291,6 +324,7 @@ union gdrpeer_ioctl_arg {
 	struct gdrpeer_free free;
 	struct gdrpeer_export export;
 	struct gdrpeer_query query;
+	struct gdrpeer_export_va export_va;
 };
 
 static long gdrpeer_ioctl(struct file *filp, unsigned int cmd,
@@ -423,6 +457,26 @@ static struct attribute *gdrpeer_class_dev_attrs[] = {
 };
 ATTRIBUTE_GROUPS(gdrpeer_class_dev);
 
+/* providers/pcibar/status: the BAR provider is always built in */
+static ssize_t pcibar_status_show(struct kobject *kobj,
+				  struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "active, %u device(s) bound\n",
+			  gdrpeer_device_count());
+}
+static struct kobj_attribute pcibar_status_attr =
+	__ATTR(status, 0444, pcibar_status_show, NULL);
+
+static struct attribute *pcibar_status_attrs[] = {
+	&pcibar_status_attr.attr,
+	NULL,
+};
+
+static const struct attribute_group pcibar_status_group = {
+	.name = "pcibar",
+	.attrs = pcibar_status_attrs,
+};
+
 static char *gdrpeer_devnode(GDRPEER_DEVNODE_CONST struct device *dev,
 			     umode_t *mode, kuid_t *uid, kgid_t *gid)
 {
@@ -483,9 +537,23 @@ int gdrpeer_chardev_init(void)
 	ret = gdrpeer_devices_init(&dev->kobj);
 	if (ret)
 		goto err_cdev;
+	gdrpeer_providers_kobj = kobject_create_and_add("providers",
+						       &dev->kobj);
+	if (!gdrpeer_providers_kobj) {
+		ret = -ENOMEM;
+		goto err_devices;
+	}
+	ret = sysfs_create_group(gdrpeer_providers_kobj, &pcibar_status_group);
+	if (ret)
+		goto err_providers;
 	gdrpeer_dev = dev;
 	return 0;
 
+err_providers:
+	kobject_put(gdrpeer_providers_kobj);
+	gdrpeer_providers_kobj = NULL;
+err_devices:
+	gdrpeer_devices_exit();
 err_cdev:
 	cdev_device_del(&gdrpeer_cdev, dev);
 err_dev:
@@ -497,8 +565,17 @@ err_region:
 	return ret;
 }
 
+/* .../gdrpeer/providers, for providers that publish their own state */
+struct kobject *gdrpeer_providers(void)
+{
+	return gdrpeer_providers_kobj;
+}
+
 void gdrpeer_chardev_exit(void)
 {
+	sysfs_remove_group(gdrpeer_providers_kobj, &pcibar_status_group);
+	kobject_put(gdrpeer_providers_kobj);
+	gdrpeer_providers_kobj = NULL;
 	gdrpeer_devices_exit();
 	cdev_device_del(&gdrpeer_cdev, gdrpeer_dev);
 	put_device(gdrpeer_dev);

@@ -32,28 +32,19 @@
 #include <linux/mutex.h>
 #include <linux/types.h>
 
+struct dma_buf;
+struct dma_buf_attachment;
 struct pci_dev;
+struct sg_table;
 struct gdrpeer_device;
 struct gdrpeer_device_info;
 struct gdrpeer_provider_ops;
+struct gdrpeer_region;
 
 /* One physically contiguous piece of a region, in CPU physical addresses. */
 struct gdrpeer_range {
 	phys_addr_t phys;
 	u64 len;
-};
-
-/* An allocation of device memory. */
-struct gdrpeer_region {
-	struct kref ref;
-	struct gdrpeer_device *gdev;	/* holds a kobject reference */
-	u64 size;
-	u64 dev_offset;			/* offset inside the device memory */
-	u32 flags;			/* GDRPEER alloc flags (none yet) */
-	atomic_t exports;		/* live dma-bufs exported from it */
-	unsigned int nr_ranges;
-	struct gdrpeer_range *ranges;	/* ascending, covering [0, size) */
-	struct gdrpeer_range range0;	/* storage when nr_ranges == 1 */
 };
 
 /* Gauges shown in sysfs; each is "live right now", not a running total. */
@@ -63,6 +54,46 @@ struct gdrpeer_counters {
 	atomic64_t exports;
 	atomic64_t attachments;
 	atomic64_t active_maps;
+};
+
+/*
+ * Regions whose provider maps them for each importer itself and can lose
+ * them underneath (nvidia pins).  The exporter calls these instead of
+ * mapping the ranges with dma_map_resource(); CPU mappings of such a
+ * region are built page by page at fault time so that they can be zapped.
+ */
+struct gdrpeer_region_ops {
+	/* importer attaches (no lock of ours or of dma-buf held; may sleep) */
+	int (*attach)(struct gdrpeer_region *r, struct dma_buf_attachment *a);
+	void (*detach)(struct gdrpeer_region *r, struct dma_buf_attachment *a);
+	/*
+	 * sg table of [offset, offset + len) for @a, entries of at most
+	 * @max_seg bytes.  Called under the dma-buf's reservation lock, so
+	 * it must not take any lock that is held while taking that one.
+	 */
+	struct sg_table *(*map)(struct gdrpeer_region *r,
+				struct dma_buf_attachment *a, u64 offset,
+				u64 len, u64 max_seg);
+	/* the dma-buf exported from @r is being released */
+	void (*unexport)(struct gdrpeer_region *r, struct dma_buf *dmabuf);
+	/* last reference gone: give the memory back and free @r */
+	void (*release)(struct gdrpeer_region *r);
+};
+
+/* An allocation of device memory. */
+struct gdrpeer_region {
+	struct kref ref;
+	struct gdrpeer_device *gdev;	/* holds a kobject reference; NULL
+					 * for regions with @ops */
+	const struct gdrpeer_region_ops *ops;	/* NULL: plain BAR ranges */
+	struct gdrpeer_counters *cnt;	/* gauges this region counts in */
+	u64 size;
+	u64 dev_offset;			/* offset inside the device memory */
+	u32 flags;			/* GDRPEER alloc flags (none yet) */
+	atomic_t exports;		/* live dma-bufs exported from it */
+	unsigned int nr_ranges;
+	struct gdrpeer_range *ranges;	/* ascending, covering [0, size) */
+	struct gdrpeer_range range0;	/* storage when nr_ranges == 1 */
 };
 
 /* A device whose memory gdrpeer hands out. Embedded in provider state. */
@@ -97,10 +128,14 @@ extern const struct vm_operations_struct gdrpeer_handle_vm_ops;
 extern const struct vm_operations_struct gdrpeer_dmabuf_vm_ops;
 int gdrpeer_region_mmap(struct gdrpeer_region *r, u64 offset,
 			struct vm_area_struct *vma);
+int gdrpeer_region_phys(const struct gdrpeer_region *r, u64 offset,
+			phys_addr_t *phys);
+int gdrpeer_vma_no_split(struct vm_area_struct *vma, unsigned long addr);
 
 /* gdrpeer_chardev.c */
 int gdrpeer_chardev_init(void);
 void gdrpeer_chardev_exit(void);
+struct kobject *gdrpeer_providers(void);
 extern unsigned int gdrpeer_dev_mode;
 extern unsigned int gdrpeer_dev_gid;
 

@@ -304,6 +304,7 @@ int gdrpeer_region_create(u32 index, u64 size, u32 flags,
 	}
 	kref_init(&r->ref);
 	r->gdev = gdev;
+	r->cnt = &gdev->cnt;
 	r->size = size;
 	r->flags = flags;
 	atomic_set(&r->exports, 0);
@@ -338,6 +339,10 @@ static void gdrpeer_region_release(struct kref *ref)
 						ref);
 	struct gdrpeer_device *gdev = r->gdev;
 
+	if (r->ops) {
+		r->ops->release(r);
+		return;
+	}
 	mutex_lock(&gdev->lock);
 	gdev->ops->free(gdev, r);
 	atomic64_sub(r->size, &gdev->cnt.alloc_bytes);
@@ -361,8 +366,7 @@ void gdrpeer_region_put(struct gdrpeer_region *r)
  * PFN mapping per vma, and unmapping part of one ("freeing invalid
  * memtype") would leave the rest of the reservation behind.
  */
-static int gdrpeer_vma_no_split(struct vm_area_struct *vma,
-				unsigned long addr)
+int gdrpeer_vma_no_split(struct vm_area_struct *vma, unsigned long addr)
 {
 	return -EINVAL;
 }
@@ -429,4 +433,20 @@ int gdrpeer_region_mmap(struct gdrpeer_region *r, u64 offset,
 		offset = 0;
 	}
 	return len ? -EINVAL : 0;
+}
+
+/* CPU physical address of byte @offset of @r; -EINVAL beyond its end. */
+int gdrpeer_region_phys(const struct gdrpeer_region *r, u64 offset,
+			phys_addr_t *phys)
+{
+	unsigned int i;
+
+	for (i = 0; i < r->nr_ranges; i++) {
+		if (offset < r->ranges[i].len) {
+			*phys = r->ranges[i].phys + offset;
+			return 0;
+		}
+		offset -= r->ranges[i].len;
+	}
+	return -EINVAL;
 }

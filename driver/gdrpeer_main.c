@@ -7,6 +7,8 @@
  *   pcibar=BDF[@BAR][,BDF[@BAR]...]  devices to bind to the pcibar provider
  *   dev_mode=0660                   mode of /dev/gdrpeer
  *   dev_gid=0                       group of /dev/gdrpeer
+ *   nvidia_module=nvidia            module blamed when nvidia_p2p_* is
+ *                                   missing (provider_nvidia.c)
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -43,24 +45,32 @@ static int __init gdrpeer_init(void)
 	ret = gdrpeer_chardev_init();
 	if (ret)
 		return ret;
+	ret = nvp_init(gdrpeer_providers());
+	if (ret) {
+		gdrpeer_chardev_exit();
+		return ret;
+	}
 	pcibar_enable();
 	ret = pcibar_bind_list(pcibar);
 	if (ret) {
 		pr_err("load refused: pcibar=%s could not be bound (%d)\n",
 		       pcibar, ret);
 		pcibar_unbind_all();
+		nvp_exit();
 		gdrpeer_chardev_exit();
 		return ret;
 	}
-	pr_info("ABI %u.%u loaded, %u device(s) bound\n",
+	/* the one line that says what this node can do */
+	pr_info("ABI %u.%u loaded, %u device(s) bound; providers: pcibar active, nvidia %s\n",
 		GDRPEER_ABI_VERSION_MAJOR, GDRPEER_ABI_VERSION_MINOR,
-		gdrpeer_device_count());
+		gdrpeer_device_count(), nvp_status_line());
 	return 0;
 }
 
 static void __exit gdrpeer_exit(void)
 {
 	pcibar_unbind_all();
+	nvp_exit();
 	gdrpeer_chardev_exit();
 }
 
@@ -69,4 +79,4 @@ module_exit(gdrpeer_exit);
 
 MODULE_DESCRIPTION("gdrpeer: device memory in PCI BARs exported to RDMA as dma-buf");
 MODULE_LICENSE("GPL");
-MODULE_VERSION("1.0");
+MODULE_VERSION("1.1");

@@ -35,4 +35,14 @@ void pcibar_enable(void);
 int pcibar_bind_list(const char *list);
 void pcibar_unbind_all(void);
 
+/* provider_nvidia.c: CUDA memory pinned through nvidia_p2p */
+struct dma_buf;
+struct gdrpeer_export_va;
+int nvp_init(struct kobject *providers);
+void nvp_exit(void);
+bool nvp_has_persistent(void);
+bool nvp_available(void);
+const char *nvp_status_line(void);
+struct dma_buf *nvp_export_va(struct gdrpeer_export_va *e);
+
 #endif /* GDRPEER_PROVIDER_H */
