@@ -26,9 +26,13 @@
 #include <linux/miscdevice.h>
 #include <linux/module.h>
 #include <linux/pci.h>
+#include <linux/platform_device.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
+#include <linux/sysfs.h>
+#include <linux/wait.h>
 #include <linux/uaccess.h>
+#include <linux/xarray.h>
 
 #include "gdrpeer_compat.h"
 #include "gdrpeer_edu_hca.h"
@@ -53,8 +57,17 @@ struct edu_hca {
 	void *pat, *poison, *back;
 	dma_addr_t pat_dma, poison_dma, back_dma;
 	struct miscdevice misc;
-	/* one test at a time (mutex, sleeps): edu has one DMA engine */
+	/*
+	 * edu has one DMA engine (mutex, sleeps): held around each chunk of
+	 * transfers and while edu's max_seg is changed for a map.  See the
+	 * lock order above struct edu_import.
+	 */
 	struct mutex lock;
+	/* a device that is not PCI, for EDU_HCA_IMPORT_NON_PCI */
+	struct platform_device *nonpci;
+	atomic_t imports;		/* gauge: attachments held */
+	atomic_t mapped;		/* gauge: of those, mapped */
+	atomic64_t revocations;		/* total: mappings dropped on request */
 };
 
 static struct edu_hca *edu_hca;	/* the one bound edu */
@@ -139,12 +152,69 @@ static int edu_write_check(struct edu_hca *e, u64 addr, u64 seed, u64 pos,
 	return 0;
 }
 
-/* ---- importer ---------------------------------------------------------- */
+/* ---- importer ----------------------------------------------------------
+ *
+ * Every attachment of this module is a struct edu_import (importer_priv):
+ * kept ones (EDU_HCA_IOCTL_IMPORT, in the file's table) and the short-lived
+ * ones of EDU_HCA_IOCTL_DMA / _BENCH.
+ *
+ * Lock order (who may sleep):
+ *   edu_hca.lock (mutex, sleeps; the DMA engine, its bounce buffers and
+ *   edu's max_seg) -> dma_buf resv (ww_mutex, sleeps) -> edu_import.state_lock
+ *   (spinlock, never held across anything that sleeps).
+ * move_notify runs with the resv lock held by the exporter and takes only
+ * state_lock; it waits for dma_busy to clear.  dma_busy is set only by the
+ * holder of edu_hca.lock while it drives edu, which needs no other lock, so
+ * the wait always ends: the DMA path never takes the resv lock while
+ * dma_busy is set (nor while it holds edu_hca.lock around a chunk).
+ * edu_file.imports (xarray, its own spinlock) is taken alone.
+ */
 
+struct edu_import {
+	struct kref ref;
+	struct edu_hca *e;
+	struct dma_buf *dmabuf;
+	struct dma_buf_attachment *attach;
+	/* under dmabuf->resv; stays valid while dma_busy; NULL once revoked */
+	struct sg_table *sgt;
+	bool pinned;
+	u64 nents;
+	spinlock_t state_lock;	/* protects revoked, dma_busy */
+	bool revoked;		/* exporter revoked: no DMA may start */
+	bool dma_busy;		/* a chunk is being transferred */
+	wait_queue_head_t idle;	/* woken when dma_busy clears */
+	atomic64_t dmas_done;
+};
+
+static bool edu_import_idle(struct edu_import *im)
+{
+	bool idle;
+
+	spin_lock(&im->state_lock);
+	idle = !im->dma_busy;
+	spin_unlock(&im->state_lock);
+	return idle;
+}
+
+/* Called by the exporter with dmabuf->resv held. */
 static void edu_hca_move_notify(struct dma_buf_attachment *attach)
 {
-	/* a pinned importer: the exporter must never move the buffer */
-	WARN(1, "gdrpeer_edu_hca: exporter moved a pinned buffer\n");
+	struct edu_import *im = attach->importer_priv;
+	struct edu_hca *e = im->e;
+
+	dma_resv_assert_held(attach->dmabuf->resv);
+	spin_lock(&im->state_lock);
+	im->revoked = true;
+	spin_unlock(&im->state_lock);
+	/* a chunk in flight finishes (<= 5 edu transfers); none starts after */
+	wait_event(im->idle, edu_import_idle(im));
+	if (im->sgt) {
+		/* we are inside the resv lock: the locked unmap is the right one */
+		dma_buf_unmap_attachment(attach, im->sgt, DMA_BIDIRECTIONAL);
+		im->sgt = NULL;
+		atomic_dec(&e->mapped);
+		atomic64_inc(&e->revocations);
+	}
 }
 
 static const struct dma_buf_attach_ops edu_hca_importer_ops = {
@@ -156,93 +226,133 @@ static const struct dma_buf_attach_ops edu_hca_importer_ops = {
 #endif
 };
 
-struct edu_import {
-	struct dma_buf *dmabuf;
-	struct dma_buf_attachment *attach;
-	struct sg_table *sgt;
-	bool pinned;
-	unsigned int saved_max_seg;
-	bool max_seg_set;
-};
-
-/* Undo edu_import_map in reverse, whatever part of it succeeded. */
-static void edu_import_unmap(struct edu_hca *e, struct edu_import *im)
+/* Final reference: unmap (unless revoked), unpin, detach, drop the dma-buf. */
+static void edu_import_release(struct kref *ref)
 {
+	struct edu_import *im = container_of(ref, struct edu_import, ref);
+	struct edu_hca *e = im->e;
+
 	if (im->attach) {
 		dma_resv_lock(im->dmabuf->resv, NULL);
-		if (im->sgt)
+		if (im->sgt) {
 			dma_buf_unmap_attachment(im->attach, im->sgt,
 						 DMA_BIDIRECTIONAL);
+			im->sgt = NULL;
+			atomic_dec(&e->mapped);
+		}
 		if (im->pinned)
 			dma_buf_unpin(im->attach);
 		dma_resv_unlock(im->dmabuf->resv);
 		dma_buf_detach(im->dmabuf, im->attach);
+		atomic_dec(&e->imports);
 	}
-	if (im->max_seg_set)
-		dma_set_max_seg_size(&e->pdev->dev, im->saved_max_seg);
 	if (im->dmabuf)
 		dma_buf_put(im->dmabuf);
+	kfree(im);
 }
 
-static int edu_import_map(struct edu_hca *e, int fd, u64 max_seg,
-			  bool static_attach, struct edu_import *im,
-			  u64 *attach_ns, u64 *map_ns)
+static void edu_import_put(struct edu_import *im)
+{
+	kref_put(&im->ref, edu_import_release);
+}
+
+enum edu_attach_kind { EDU_ATTACH_DYNAMIC, EDU_ATTACH_STATIC, EDU_ATTACH_NON_PCI };
+
+/*
+ * Attach, pin and map the dma-buf behind @fd with edu's device, as
+ * ib_umem_dmabuf_get_pinned() does.  EDU_ATTACH_NON_PCI only attaches
+ * (with a platform device) and detaches again: *out stays NULL.
+ */
+static int edu_import_create(struct edu_hca *e, int fd, u64 max_seg,
+			     enum edu_attach_kind kind, struct edu_import **out,
+			     u64 *attach_ns, u64 *map_ns)
 {
 	struct device *dev = &e->pdev->dev;
+	struct dma_buf_attachment *attach;
+	unsigned int saved_max_seg = 0;
+	struct edu_import *im;
+	struct sg_table *sgt;
 	ktime_t t0;
 	int ret;
 
-	memset(im, 0, sizeof(*im));
+	*out = NULL;
+	if (max_seg && (max_seg > UINT_MAX || max_seg < PAGE_SIZE))
+		return -EINVAL;
+	im = kzalloc(sizeof(*im), GFP_KERNEL);
+	if (!im)
+		return -ENOMEM;
+	kref_init(&im->ref);
+	im->e = e;
+	spin_lock_init(&im->state_lock);
+	init_waitqueue_head(&im->idle);
+	atomic64_set(&im->dmas_done, 0);
 	im->dmabuf = dma_buf_get(fd);
 	if (IS_ERR(im->dmabuf)) {
 		ret = PTR_ERR(im->dmabuf);
 		im->dmabuf = NULL;
-		return ret;
-	}
-	if (max_seg) {
-		if (max_seg > UINT_MAX || max_seg < PAGE_SIZE) {
-			ret = -EINVAL;
-			goto err;
-		}
-		im->saved_max_seg = dma_get_max_seg_size(dev);
-		im->max_seg_set = true;
-		dma_set_max_seg_size(dev, (unsigned int)max_seg);
-	}
-
-	t0 = ktime_get();
-	if (static_attach)
-		im->attach = dma_buf_attach(im->dmabuf, dev);
-	else
-		im->attach = dma_buf_dynamic_attach(im->dmabuf, dev,
-						    &edu_hca_importer_ops, e);
-	if (attach_ns)
-		*attach_ns = ktime_to_ns(ktime_sub(ktime_get(), t0));
-	if (IS_ERR(im->attach)) {
-		ret = PTR_ERR(im->attach);
-		im->attach = NULL;
 		goto err;
 	}
 
-	/* what ib_umem_dmabuf_get_pinned() does */
+	if (kind == EDU_ATTACH_NON_PCI) {
+		attach = dma_buf_dynamic_attach(im->dmabuf, &e->nonpci->dev,
+						&edu_hca_importer_ops, im);
+		if (IS_ERR(attach)) {
+			ret = PTR_ERR(attach);
+			goto err;
+		}
+		dma_buf_detach(im->dmabuf, attach);
+		edu_import_put(im);
+		return 0;
+	}
+
+	/* edu's max_seg is device state: changed and restored under e->lock */
+	mutex_lock(&e->lock);
+	if (max_seg) {
+		saved_max_seg = dma_get_max_seg_size(dev);
+		dma_set_max_seg_size(dev, (unsigned int)max_seg);
+	}
+	t0 = ktime_get();
+	if (kind == EDU_ATTACH_STATIC)
+		attach = dma_buf_attach(im->dmabuf, dev);
+	else
+		attach = dma_buf_dynamic_attach(im->dmabuf, dev,
+						&edu_hca_importer_ops, im);
+	if (attach_ns)
+		*attach_ns = ktime_to_ns(ktime_sub(ktime_get(), t0));
+	if (IS_ERR(attach)) {
+		ret = PTR_ERR(attach);
+		goto err_unlock;
+	}
+	im->attach = attach;
+	atomic_inc(&e->imports);
+
 	t0 = ktime_get();
 	dma_resv_lock(im->dmabuf->resv, NULL);
-	ret = dma_buf_pin(im->attach);
+	ret = dma_buf_pin(attach);
 	if (!ret) {
 		im->pinned = true;
-		im->sgt = dma_buf_map_attachment(im->attach, DMA_BIDIRECTIONAL);
-		if (IS_ERR(im->sgt)) {
-			ret = PTR_ERR(im->sgt);
-			im->sgt = NULL;
+		sgt = dma_buf_map_attachment(attach, DMA_BIDIRECTIONAL);
+		if (IS_ERR(sgt)) {
+			ret = PTR_ERR(sgt);
+		} else {
+			im->sgt = sgt;
+			im->nents = sgt->nents;
+			atomic_inc(&e->mapped);
 		}
 	}
 	dma_resv_unlock(im->dmabuf->resv);
 	if (map_ns)
 		*map_ns = ktime_to_ns(ktime_sub(ktime_get(), t0));
+err_unlock:
+	if (max_seg)
+		dma_set_max_seg_size(dev, saved_max_seg);
+	mutex_unlock(&e->lock);
 	if (ret)
 		goto err;
+	*out = im;
 	return 0;
 err:
-	edu_import_unmap(e, im);
+	edu_import_put(im);
 	return ret;
 }
 
@@ -265,12 +375,88 @@ static int edu_sg_lookup(struct sg_table *sgt, u64 pos, u64 *addr, u64 *left)
 	return -EINVAL;
 }
 
+/*
+ * Pattern of @seed into [offset, offset + length) of the import, chunk by
+ * chunk; each chunk starts only while the import is not revoked and keeps
+ * its mapping alive (dma_busy) until its transfers are done.  @raw_phys
+ * (non-zero) replaces the mapped addresses (the negative test).
+ */
+static int edu_import_write(struct edu_import *im, u64 offset, u64 length,
+			    u64 seed, u64 raw_phys, struct edu_hca_dma *req,
+			    u64 *done_out)
+{
+	struct edu_hca *e = im->e;
+	u64 done = 0;
+	int ret = 0;
+
+	if (offset > im->dmabuf->size || length > im->dmabuf->size - offset)
+		return -EINVAL;
+	while (done < length) {
+		u64 addr, left, n = 0;
+
+		mutex_lock(&e->lock);
+		spin_lock(&im->state_lock);
+		if (im->revoked || !im->sgt) {
+			spin_unlock(&im->state_lock);
+			mutex_unlock(&e->lock);
+			ret = -ENODEV;
+			break;
+		}
+		im->dma_busy = true;
+		spin_unlock(&im->state_lock);
+
+		ret = edu_sg_lookup(im->sgt, offset + done, &addr, &left);
+		if (!ret) {
+			if (!done)
+				req->first_dma = addr;
+			if (raw_phys) {
+				/* never mapped for edu: blocked under translation */
+				addr = raw_phys + done;
+				left = length - done;
+			}
+			/* a chunk never crosses an sg entry: they need not be adjacent */
+			n = min3(left, length - done, (u64)EDU_HCA_CHUNK);
+			ret = edu_write_check(e, addr, seed, done, (u32)n, req);
+		}
+
+		spin_lock(&im->state_lock);
+		im->dma_busy = false;
+		spin_unlock(&im->state_lock);
+		wake_up(&im->idle);
+		mutex_unlock(&e->lock);
+		if (ret)
+			break;
+		done += n;
+	}
+	*done_out = done;
+	return ret;
+}
+
+/* ---- per open file: the table of kept imports ----------------------------- */
+
+struct edu_file {
+	struct edu_hca *e;
+	struct xarray imports;	/* id -> struct edu_import (one reference) */
+};
+
+static struct edu_import *edu_file_get(struct edu_file *f, u32 id)
+{
+	struct edu_import *im;
+
+	xa_lock(&f->imports);
+	im = xa_load(&f->imports, id);
+	if (im)
+		kref_get(&im->ref);
+	xa_unlock(&f->imports);
+	return im;
+}
+
 /* ---- ioctls ------------------------------------------------------------ */
 
 static int edu_hca_ioc_dma(struct edu_hca *e, struct edu_hca_dma *req)
 {
-	struct edu_import im;
-	u64 done = 0;
+	struct edu_import *im;
+	u64 done;
 	int ret;
 
 	if (req->reserved[0] || req->reserved[1] ||
@@ -278,49 +464,27 @@ static int edu_hca_ioc_dma(struct edu_hca *e, struct edu_hca_dma *req)
 	    req->length > EDU_HCA_MAX_LEN || req->length % 8 ||
 	    req->offset % 8)
 		return -EINVAL;
+	if ((req->flags & EDU_HCA_DMA_RAW_PHYS) && !req->raw_phys)
+		return -EINVAL;
 	req->nents = 0;
 	req->mismatches = 0;
 	req->transfers = 0;
 
-	ret = edu_import_map(e, req->dmabuf_fd, req->max_seg, false, &im,
-			     NULL, NULL);
+	ret = edu_import_create(e, req->dmabuf_fd, req->max_seg,
+				EDU_ATTACH_DYNAMIC, &im, NULL, NULL);
 	if (ret)
 		return ret;
-	req->nents = im.sgt->nents;
-	if (req->offset > im.dmabuf->size ||
-	    req->length > im.dmabuf->size - req->offset) {
-		ret = -EINVAL;
-		goto out;
-	}
-
-	while (done < req->length) {
-		u64 addr, left, n;
-
-		ret = edu_sg_lookup(im.sgt, req->offset + done, &addr, &left);
-		if (ret)
-			goto out;
-		if (!done)
-			req->first_dma = addr;
-		if (req->flags & EDU_HCA_DMA_RAW_PHYS) {
-			/* never mapped for edu: blocked under translation */
-			addr = req->raw_phys + done;
-			left = req->length - done;
-		}
-		/* a chunk never crosses an sg entry: entries need not be adjacent */
-		n = min3(left, req->length - done, (u64)EDU_HCA_CHUNK);
-		ret = edu_write_check(e, addr, req->seed, done, (u32)n, req);
-		if (ret)
-			goto out;
-		done += n;
-	}
-out:
-	edu_import_unmap(e, &im);
+	req->nents = im->nents;
+	ret = edu_import_write(im, req->offset, req->length, req->seed,
+			       (req->flags & EDU_HCA_DMA_RAW_PHYS) ?
+			       req->raw_phys : 0, req, &done);
+	edu_import_put(im);
 	return ret;
 }
 
 static int edu_hca_ioc_bench(struct edu_hca *e, struct edu_hca_bench *req)
 {
-	struct edu_import im;
+	struct edu_import *im;
 	struct scatterlist *sg;
 	unsigned int i;
 	u64 max_seg;
@@ -330,41 +494,149 @@ static int edu_hca_ioc_bench(struct edu_hca *e, struct edu_hca_bench *req)
 	if (req->reserved[0] || req->reserved[1] ||
 	    (req->flags & ~EDU_HCA_BENCH_STATIC_ATTACH))
 		return -EINVAL;
-	ret = edu_import_map(e, req->dmabuf_fd, req->max_seg,
-			     req->flags & EDU_HCA_BENCH_STATIC_ATTACH, &im,
-			     &req->attach_ns, &req->map_ns);
+	ret = edu_import_create(e, req->dmabuf_fd, req->max_seg,
+				(req->flags & EDU_HCA_BENCH_STATIC_ATTACH) ?
+				EDU_ATTACH_STATIC : EDU_ATTACH_DYNAMIC, &im,
+				&req->attach_ns, &req->map_ns);
 	if (ret)
 		return ret;
-	max_seg = dma_get_max_seg_size(&e->pdev->dev);
+	/* the value in force while it was mapped */
+	max_seg = req->max_seg ? req->max_seg : dma_get_max_seg_size(&e->pdev->dev);
 	req->max_seg = max_seg;
-	req->nents = im.sgt->nents;
+	req->nents = im->nents;
 	req->bytes = 0;
-	for_each_sgtable_dma_sg(im.sgt, sg, i) {
-		if (!PAGE_ALIGNED(sg_dma_address(sg)) ||
-		    !PAGE_ALIGNED(sg_dma_len(sg)) || sg_dma_len(sg) > max_seg) {
-			dev_err(&e->pdev->dev,
-				"sg entry %u: addr %#llx len %u breaks the rules (max %llu)\n",
-				i, (u64)sg_dma_address(sg), sg_dma_len(sg),
-				max_seg);
-			ret = -EPROTO;
+	dma_resv_lock(im->dmabuf->resv, NULL);
+	if (im->sgt) {
+		for_each_sgtable_dma_sg(im->sgt, sg, i) {
+			if (!PAGE_ALIGNED(sg_dma_address(sg)) ||
+			    !PAGE_ALIGNED(sg_dma_len(sg)) ||
+			    sg_dma_len(sg) > max_seg) {
+				dev_err(&e->pdev->dev,
+					"sg entry %u: addr %#llx len %u breaks the rules (max %llu)\n",
+					i, (u64)sg_dma_address(sg),
+					sg_dma_len(sg), max_seg);
+				ret = -EPROTO;
+			}
+			req->bytes += sg_dma_len(sg);
 		}
-		req->bytes += sg_dma_len(sg);
+	} else {
+		ret = -ENODEV;	/* revoked while we looked */
 	}
+	dma_resv_unlock(im->dmabuf->resv);
 	t0 = ktime_get();
-	edu_import_unmap(e, &im);
+	edu_import_put(im);
 	req->unmap_ns = ktime_to_ns(ktime_sub(ktime_get(), t0));
 	return ret;
+}
+
+static int edu_hca_ioc_import(struct edu_file *f, struct edu_hca_import *req)
+{
+	struct edu_import *im;
+	u32 id;
+	int ret;
+
+	if (req->reserved[0] || req->reserved[1] || req->pad0 ||
+	    (req->flags & ~EDU_HCA_IMPORT_NON_PCI))
+		return -EINVAL;
+	req->id = 0;
+	req->size = 0;
+	req->nents = 0;
+	req->first_dma = 0;
+	ret = edu_import_create(f->e, req->dmabuf_fd, req->max_seg,
+				(req->flags & EDU_HCA_IMPORT_NON_PCI) ?
+				EDU_ATTACH_NON_PCI : EDU_ATTACH_DYNAMIC, &im,
+				NULL, NULL);
+	if (ret || !im)
+		return ret;
+	req->size = im->dmabuf->size;
+	req->nents = im->nents;
+	if (im->sgt && im->sgt->nents)
+		req->first_dma = sg_dma_address(im->sgt->sgl);
+	ret = xa_alloc(&f->imports, &id, im, xa_limit_31b, GFP_KERNEL);
+	if (ret) {
+		edu_import_put(im);
+		return ret;
+	}
+	req->id = id;
+	return 0;
+}
+
+static int edu_hca_ioc_import_dma(struct edu_file *f,
+				  struct edu_hca_import_dma *req)
+{
+	struct edu_hca_dma acc = { 0 };
+	struct edu_import *im;
+	int ret;
+
+	req->done = 0;
+	req->mismatches = 0;
+	req->transfers = 0;
+	if (req->reserved[0] || req->reserved[1] || req->flags ||
+	    !req->length || req->length > EDU_HCA_MAX_LEN || req->length % 8 ||
+	    req->offset % 8)
+		return -EINVAL;
+	im = edu_file_get(f, req->id);
+	if (!im)
+		return -ENOENT;
+	ret = edu_import_write(im, req->offset, req->length, req->seed, 0,
+			       &acc, &req->done);
+	req->mismatches = acc.mismatches;
+	req->transfers = acc.transfers;
+	if (!ret)
+		atomic64_inc(&im->dmas_done);
+	edu_import_put(im);
+	return ret;
+}
+
+static int edu_hca_ioc_unimport(struct edu_file *f, struct edu_hca_unimport *req)
+{
+	struct edu_import *im;
+
+	if (req->pad0 || req->reserved[0] || req->reserved[1] ||
+	    req->reserved[2])
+		return -EINVAL;
+	im = xa_erase(&f->imports, req->id);
+	if (!im)
+		return -ENOENT;
+	/* a DMA of another thread on it holds its own reference */
+	edu_import_put(im);
+	return 0;
+}
+
+static int edu_hca_ioc_import_state(struct edu_file *f,
+				    struct edu_hca_import_state *req)
+{
+	struct edu_import *im;
+
+	if (req->reserved[0] || req->reserved[1] || req->reserved[2])
+		return -EINVAL;
+	im = edu_file_get(f, req->id);
+	if (!im)
+		return -ENOENT;
+	spin_lock(&im->state_lock);
+	req->revoked = im->revoked;
+	spin_unlock(&im->state_lock);
+	dma_resv_lock(im->dmabuf->resv, NULL);
+	req->nents = im->sgt ? im->nents : 0;
+	dma_resv_unlock(im->dmabuf->resv);
+	req->dmas_done = atomic64_read(&im->dmas_done);
+	edu_import_put(im);
+	return 0;
 }
 
 static long edu_hca_ioctl(struct file *filp, unsigned int cmd,
 			  unsigned long arg)
 {
-	struct edu_hca *e = container_of(filp->private_data, struct edu_hca,
-					 misc);
+	struct edu_file *f = filp->private_data;
+	struct edu_hca *e = f->e;
 	void __user *uarg = (void __user *)arg;
 	union {
 		struct edu_hca_dma dma;
 		struct edu_hca_bench bench;
+		struct edu_hca_import import;
+		struct edu_hca_import_dma import_dma;
+		struct edu_hca_unimport unimport;
+		struct edu_hca_import_state state;
 	} u;
 	size_t size;
 	int ret;
@@ -372,6 +644,10 @@ static long edu_hca_ioctl(struct file *filp, unsigned int cmd,
 	switch (cmd) {
 	case EDU_HCA_IOCTL_DMA:
 	case EDU_HCA_IOCTL_BENCH:
+	case EDU_HCA_IOCTL_IMPORT:
+	case EDU_HCA_IOCTL_IMPORT_DMA:
+	case EDU_HCA_IOCTL_UNIMPORT:
+	case EDU_HCA_IOCTL_IMPORT_STATE:
 		size = _IOC_SIZE(cmd);
 		break;
 	default:
@@ -379,21 +655,116 @@ static long edu_hca_ioctl(struct file *filp, unsigned int cmd,
 	}
 	if (copy_from_user(&u, uarg, size))
 		return -EFAULT;
-	mutex_lock(&e->lock);
-	if (cmd == EDU_HCA_IOCTL_DMA)
+	switch (cmd) {
+	case EDU_HCA_IOCTL_DMA:
 		ret = edu_hca_ioc_dma(e, &u.dma);
-	else
+		break;
+	case EDU_HCA_IOCTL_BENCH:
 		ret = edu_hca_ioc_bench(e, &u.bench);
-	mutex_unlock(&e->lock);
-	if (copy_to_user(uarg, &u, size))
+		break;
+	case EDU_HCA_IOCTL_IMPORT:
+		ret = edu_hca_ioc_import(f, &u.import);
+		break;
+	case EDU_HCA_IOCTL_IMPORT_DMA:
+		ret = edu_hca_ioc_import_dma(f, &u.import_dma);
+		break;
+	case EDU_HCA_IOCTL_UNIMPORT:
+		ret = edu_hca_ioc_unimport(f, &u.unimport);
+		break;
+	default:
+		ret = edu_hca_ioc_import_state(f, &u.state);
+		break;
+	}
+	if (copy_to_user(uarg, &u, size)) {
+		/* the caller cannot learn the id: do not leak the import */
+		if (cmd == EDU_HCA_IOCTL_IMPORT && !ret && u.import.id) {
+			struct edu_import *im = xa_erase(&f->imports,
+							 u.import.id);
+
+			if (im)
+				edu_import_put(im);
+		}
 		return -EFAULT;
+	}
 	return ret;
+}
+
+static int edu_hca_open(struct inode *inode, struct file *filp)
+{
+	struct edu_hca *e = container_of(filp->private_data, struct edu_hca,
+					 misc);
+	struct edu_file *f;
+
+	f = kzalloc(sizeof(*f), GFP_KERNEL);
+	if (!f)
+		return -ENOMEM;
+	f->e = e;
+	xa_init_flags(&f->imports, XA_FLAGS_ALLOC1);
+	filp->private_data = f;
+	return 0;
+}
+
+/* Imports die with the file (no ioctl of it can be running now). */
+static int edu_hca_release(struct inode *inode, struct file *filp)
+{
+	struct edu_file *f = filp->private_data;
+	struct edu_import *im;
+	unsigned long id;
+
+	xa_for_each(&f->imports, id, im) {
+		xa_erase(&f->imports, id);
+		edu_import_put(im);
+	}
+	xa_destroy(&f->imports);
+	kfree(f);
+	return 0;
 }
 
 static const struct file_operations edu_hca_fops = {
 	.owner = THIS_MODULE,
+	.open = edu_hca_open,
+	.release = edu_hca_release,
 	.unlocked_ioctl = edu_hca_ioctl,
 };
+
+/* ---- sysfs: /sys/class/misc/gdrpeer_edu_hca/ ---------------------------- */
+
+static struct edu_hca *edu_hca_of(struct device *dev)
+{
+	struct miscdevice *misc = dev_get_drvdata(dev);
+
+	return container_of(misc, struct edu_hca, misc);
+}
+
+static ssize_t imports_show(struct device *dev, struct device_attribute *attr,
+			    char *buf)
+{
+	return sysfs_emit(buf, "%d\n", atomic_read(&edu_hca_of(dev)->imports));
+}
+static DEVICE_ATTR_RO(imports);
+
+static ssize_t mapped_show(struct device *dev, struct device_attribute *attr,
+			   char *buf)
+{
+	return sysfs_emit(buf, "%d\n", atomic_read(&edu_hca_of(dev)->mapped));
+}
+static DEVICE_ATTR_RO(mapped);
+
+static ssize_t revocations_show(struct device *dev,
+				struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%lld\n",
+			  (long long)atomic64_read(&edu_hca_of(dev)->revocations));
+}
+static DEVICE_ATTR_RO(revocations);
+
+static struct attribute *edu_hca_attrs[] = {
+	&dev_attr_imports.attr,
+	&dev_attr_mapped.attr,
+	&dev_attr_revocations.attr,
+	NULL,
+};
+ATTRIBUTE_GROUPS(edu_hca);
 
 /* ---- PCI driver -------------------------------------------------------- */
 
@@ -455,9 +826,18 @@ static int edu_hca_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	e->misc.name = "gdrpeer_edu_hca";
 	e->misc.fops = &edu_hca_fops;
 	e->misc.mode = 0600;
-	ret = misc_register(&e->misc);
-	if (ret)
+	e->misc.groups = edu_hca_groups;
+	e->nonpci = platform_device_register_simple("gdrpeer_edu_nonpci",
+						    PLATFORM_DEVID_NONE, NULL, 0);
+	if (IS_ERR(e->nonpci)) {
+		ret = PTR_ERR(e->nonpci);
 		goto err_unmap;
+	}
+	ret = misc_register(&e->misc);
+	if (ret) {
+		platform_device_unregister(e->nonpci);
+		goto err_unmap;
+	}
 	pci_set_drvdata(pdev, e);
 	mutex_lock(&edu_hca_bind_lock);
 	edu_hca = e;
@@ -481,6 +861,7 @@ static void edu_hca_remove(struct pci_dev *pdev)
 	struct edu_hca *e = pci_get_drvdata(pdev);
 
 	misc_deregister(&e->misc);
+	platform_device_unregister(e->nonpci);
 	mutex_lock(&edu_hca_bind_lock);
 	edu_hca = NULL;
 	mutex_unlock(&edu_hca_bind_lock);

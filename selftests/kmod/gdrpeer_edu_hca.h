@@ -73,7 +73,98 @@ struct edu_hca_bench {
 	__u64 reserved[2];	/* must be 0 */
 };
 
+/*
+ * Long-lived imports: the way an RDMA driver keeps a dma-buf MR.  An import
+ * stays attached (dynamic, peer2peer), pinned and mapped until
+ * EDU_HCA_IOCTL_UNIMPORT or until the file is closed.  When the exporter
+ * revokes the buffer (move_notify / invalidate_mappings, e.g. the memory
+ * behind it was freed), the module waits for a DMA in flight on it to
+ * finish, unmaps it and marks it revoked; it stays attached and pinned
+ * until UNIMPORT or close.  Ids are per open file, never 0.
+ */
+
+/* edu_hca_import.flags */
+/*
+ * Attach with a platform device (not PCI) instead of edu, then detach at
+ * once: only the exporter's answer to attach is reported, nothing is kept
+ * (id 0).  For exporters that refuse non-PCI importers.
+ */
+#define EDU_HCA_IMPORT_NON_PCI (1u << 0)
+
+/*
+ * EDU_HCA_IOCTL_IMPORT: attach + pin + map the dma-buf and keep it.
+ * Errors: -EINVAL bad flags/reserved/max_seg, -EBADF / -EINVAL not a
+ * dma-buf, errors of attach/pin/map as they come (-EOPNOTSUPP, -ENODEV...).
+ */
+struct edu_hca_import {
+	__s32 dmabuf_fd;	/* in */
+	__u32 flags;		/* in: EDU_HCA_IMPORT_* */
+	__u64 max_seg;		/* in: as in edu_hca_dma */
+	__u32 id;		/* out: import id in this file */
+	__u32 pad0;		/* must be 0 */
+	__u64 size;		/* out: bytes of the dma-buf */
+	__u64 nents;		/* out: entries of the sg table */
+	__u64 first_dma;	/* out: DMA address of byte 0 */
+	__u64 reserved[2];	/* must be 0 */
+};
+
+/*
+ * EDU_HCA_IOCTL_IMPORT_DMA: as EDU_HCA_IOCTL_DMA, through a kept import:
+ * write the pattern of @seed into [offset, offset + length), read back and
+ * compare, chunk by chunk.  The import's revocation is checked before each
+ * chunk.  Errors: -ENOENT unknown id, -EINVAL bad arguments, -ENODEV the
+ * import was revoked (before or during the call: @done says how many
+ * bytes were written and checked before), -ETIMEDOUT edu hung.
+ */
+struct edu_hca_import_dma {
+	__u32 id;		/* in */
+	__u32 flags;		/* in: must be 0 */
+	__u64 offset;		/* in: 8-aligned */
+	__u64 length;		/* in: multiple of 8, <= EDU_HCA_MAX_LEN */
+	__u64 seed;		/* in */
+	__u64 done;		/* out: bytes written and read back */
+	__u64 mismatches;	/* out */
+	__u64 transfers;	/* out */
+	__u64 reserved[2];	/* must be 0 */
+};
+
+/* EDU_HCA_IOCTL_UNIMPORT: unmap (if still mapped), unpin, detach.  -ENOENT */
+struct edu_hca_unimport {
+	__u32 id;		/* in */
+	__u32 pad0;		/* must be 0 */
+	__u64 reserved[3];	/* must be 0 */
+};
+
+/*
+ * EDU_HCA_IOCTL_IMPORT_STATE: revoked = 1 once the exporter revoked the
+ * import (its mapping is gone), dmas_done = IMPORT_DMA calls that finished
+ * on it without error, nents = sg entries still mapped (0 once revoked).
+ * -ENOENT unknown id.
+ */
+struct edu_hca_import_state {
+	__u32 id;		/* in */
+	__u32 revoked;		/* out */
+	__u64 dmas_done;	/* out */
+	__u64 nents;		/* out */
+	__u64 reserved[3];	/* must be 0 */
+};
+
 #define EDU_HCA_IOCTL_DMA _IOWR(EDU_HCA_MAGIC, 0x00, struct edu_hca_dma)
 #define EDU_HCA_IOCTL_BENCH _IOWR(EDU_HCA_MAGIC, 0x01, struct edu_hca_bench)
+#define EDU_HCA_IOCTL_IMPORT _IOWR(EDU_HCA_MAGIC, 0x02, struct edu_hca_import)
+#define EDU_HCA_IOCTL_IMPORT_DMA \
+	_IOWR(EDU_HCA_MAGIC, 0x03, struct edu_hca_import_dma)
+#define EDU_HCA_IOCTL_UNIMPORT \
+	_IOWR(EDU_HCA_MAGIC, 0x04, struct edu_hca_unimport)
+#define EDU_HCA_IOCTL_IMPORT_STATE \
+	_IOWR(EDU_HCA_MAGIC, 0x05, struct edu_hca_import_state)
+
+/*
+ * sysfs, /sys/class/misc/gdrpeer_edu_hca/ (read-only):
+ *   imports      attachments the module holds now (kept imports and the
+ *                ones of a DMA/BENCH call in progress)
+ *   mapped       of those, mapped right now
+ *   revocations  mappings dropped on the exporter's request (running total)
+ */
 
 #endif /* GDRPEER_EDU_HCA_H */
