@@ -7,7 +7,8 @@
  *
  * Finding the API.  gdrpeer.ko must load with or without nvidia.ko, so by
  * default the functions are looked up at load time (and on a write to
- * providers/nvidia/rescan) with symbol_get().  Since 6.5 symbol_get()
+ * providers/nvidia/rescan) with symbol_get().  Since 6.5 (and in stable
+ * kernels that took the change, Debian's 6.1 among them) symbol_get()
  * only reaches EXPORT_SYMBOL_GPL exports and NVIDIA exports these with
  * EXPORT_SYMBOL; for such systems gdrpeer is built against the NVIDIA
  * module's Module.symvers (NVIDIA_SYMVERS=..., what a DKMS build after the
@@ -214,7 +215,7 @@ static int nvp_resolve(void)
 				  missing);
 		else if (nvp_module_loaded(nvidia_module))
 			scnprintf(nvp_status, sizeof(nvp_status),
-				  "unavailable: %s is loaded but symbol_get() cannot reach its nvidia_p2p_* exports (not EXPORT_SYMBOL_GPL; kernels since 6.5 allow only those): rebuild gdrpeer with NVIDIA_SYMVERS=<its Module.symvers>",
+				  "unavailable: %s is loaded but symbol_get() cannot reach its nvidia_p2p_* exports: they are not EXPORT_SYMBOL_GPL, and this kernel lets symbol_get() reach only those (mainline since 6.5, and stable kernels with that change); rebuild gdrpeer with NVIDIA_SYMVERS=<its Module.symvers>",
 				  nvidia_module);
 		else
 			scnprintf(nvp_status, sizeof(nvp_status),

@@ -11,5 +11,24 @@ modules-build:
 		$(MAKE) -C $(MODOUT)/selftests/kmod KDIR=$(KDIR); fi
 	@cp $(MODOUT)/driver/*.ko $(MODOUT)/
 	@if ls $(MODOUT)/selftests/kmod/*.ko >/dev/null 2>&1; then cp $(MODOUT)/selftests/kmod/*.ko $(MODOUT)/; fi
+	@if [ -f $(MODOUT)/selftests/kmod/gdrpeer_nvstub.ko ]; then \
+		$(MAKE) -f $(MODOUT)/Makefile.modules linked-build KDIR=$(KDIR) MODOUT=$(MODOUT); fi
 
-.PHONY: modules-build
+# gdrpeer-linked.ko: gdrpeer.ko built the way DKMS builds it after the NVIDIA driver, linked
+# against the exports of the stand-in gdrpeer_nvstub.ko (EXPORT_SYMBOL, like nvidia.ko) instead
+# of finding them with symbol_get(). Its module name is still gdrpeer. The stand-in's two builds
+# export the same names from one kbuild directory, so its Module.symvers lists each name once;
+# the symbol CRCs come from the shared declarations (driver/nv_p2p_abi.h) and are the same for
+# both, and the lines are rewritten to name gdrpeer_nvstub and EXPORT_SYMBOL.
+linked-build:
+	rm -rf $(MODOUT)/linked && mkdir -p $(MODOUT)/linked
+	cp -r $(MODOUT)/driver $(MODOUT)/uapi $(MODOUT)/linked/
+	$(MAKE) -C $(KDIR) M=$(MODOUT)/linked/driver clean >/dev/null
+	awk -v OFS='\t' '$$2 ~ /^nvidia_p2p_/ { $$3 = "$(MODOUT)/selftests/kmod/gdrpeer_nvstub"; \
+		$$4 = "EXPORT_SYMBOL"; print }' $(MODOUT)/selftests/kmod/Module.symvers \
+		> $(MODOUT)/linked/nvstub.symvers
+	test -s $(MODOUT)/linked/nvstub.symvers
+	$(MAKE) -C $(MODOUT)/linked/driver KDIR=$(KDIR) NVIDIA_SYMVERS=$(MODOUT)/linked/nvstub.symvers
+	cp $(MODOUT)/linked/driver/gdrpeer.ko $(MODOUT)/gdrpeer-linked.ko
+
+.PHONY: modules-build linked-build
