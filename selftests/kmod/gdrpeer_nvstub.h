@@ -75,7 +75,15 @@ struct nvstub_free {
  *   violations     API rule breaks seen so far (running total): a put of
  *                  an unknown table, unmap of a mapping of a freed table,
  *                  wrong peer on unmap, persistent put of a callback pin
- *                  and the reverse.  Each one is also logged (pr_err).
+ *                  and the reverse, a call that would deadlock with the
+ *                  real driver (get/put/dma_map from inside a free
+ *                  callback: -EDEADLK).  Each one is also logged (pr_err).
+ *   puts_after_callback   put_pages of a table whose free callback had
+ *                  already returned (running total).  The API allows it
+ *                  (returns 0) but gdrpeer must never do it: tests assert 0.
+ *   puts_during_callback  put_pages that arrived while the table's free
+ *                  callback was running and waited for it (running total;
+ *                  the race the API allows, also returns 0).
  *   persistent     read/write: 1 = get_pages_persistent works, 0 = it
  *                  fails with -ENOTSUPP (a driver without persistent pins)
  *   table_version  read/write: version word put in new page tables
