@@ -390,8 +390,9 @@ GP_TEST_F(gp, bad_ioctl_unknown_number_enotty)
 
 	EXPECT_EQ(-ENOTTY, gp_ioctl(self->fd,
 		_IOWR(GDRPEER_IOCTL_MAGIC, 0x3f, struct gdrpeer_alloc), buf));
+	/* 0x06 is GDRPEER_IOCTL_EXPORT_VA since ABI 1.1: 0x07 is the first free */
 	EXPECT_EQ(-ENOTTY, gp_ioctl(self->fd,
-		_IOWR(GDRPEER_IOCTL_MAGIC, 0x06, struct gdrpeer_alloc), buf));
+		_IOWR(GDRPEER_IOCTL_MAGIC, 0x07, struct gdrpeer_alloc), buf));
 	/* another magic with an otherwise valid layout */
 	EXPECT_EQ(-ENOTTY, gp_ioctl(self->fd,
 		_IOWR(GDRPEER_IOCTL_MAGIC + 1, 0x02, struct gdrpeer_alloc),
@@ -412,6 +413,10 @@ GP_TEST_F(gp, bad_ioctl_short_struct_einval)
 	EXPECT_EQ(-EINVAL, gp_ioctl(self->fd,
 		_IOC(_IOC_READ | _IOC_WRITE, GDRPEER_IOCTL_MAGIC, 0x00, 4),
 		buf));
+	/* EXPORT_VA (ABI 1.1) is a known number: a short struct is -EINVAL */
+	EXPECT_EQ(-EINVAL, gp_ioctl(self->fd,
+		_IOC(_IOC_READ | _IOC_WRITE, GDRPEER_IOCTL_MAGIC, 0x06,
+		     sizeof(struct gdrpeer_export_va) - 8), buf));
 	EXPECT_EQ(0, gp_sysfs(self->dev, "allocations"));
 }
 
@@ -428,6 +433,9 @@ GP_TEST_F(gp, bad_ioctl_oversized_struct_einval)
 	EXPECT_EQ(-EINVAL, gp_ioctl(self->fd,
 		_IOC(_IOC_READ | _IOC_WRITE, GDRPEER_IOCTL_MAGIC, 0x00, 200),
 		buf));
+	EXPECT_EQ(-EINVAL, gp_ioctl(self->fd,
+		_IOC(_IOC_READ | _IOC_WRITE, GDRPEER_IOCTL_MAGIC, 0x06,
+		     sizeof(struct gdrpeer_export_va) + 8), buf));
 	EXPECT_EQ(0, gp_sysfs(self->dev, "allocations"));
 }
 

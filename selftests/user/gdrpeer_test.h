@@ -91,6 +91,61 @@ static inline long long gp_sysfs(unsigned int index, const char *name)
 	return v;
 }
 
+/* First line of any sysfs file into buf (newline dropped); -errno on error */
+static inline int gp_read_line(const char *path, char *buf, size_t n)
+{
+	FILE *f = fopen(path, "r");
+	size_t len;
+
+	if (!f)
+		return -errno;
+	if (!fgets(buf, (int)n, f)) {
+		fclose(f);
+		return -EIO;
+	}
+	fclose(f);
+	len = strlen(buf);
+	if (len && buf[len - 1] == '\n')
+		buf[len - 1] = 0;
+	return 0;
+}
+
+/* Any sysfs file holding one number; -1 when missing or not a number */
+static inline long long gp_read_num(const char *path)
+{
+	char buf[64], *end;
+	long long v;
+
+	if (gp_read_line(path, buf, sizeof(buf)))
+		return -1;
+	errno = 0;
+	v = strtoll(buf, &end, 0);
+	if (errno || end == buf)
+		return -1;
+	return v;
+}
+
+/*
+ * GDRPEER_IOCTL_EXPORT_VA (ABI 1.1): dma-buf fd (>= 0) or -errno; *out
+ * (optional) gets the whole struct back.
+ */
+static inline int gp_export_va(int fd, uint64_t va, uint64_t length,
+			       uint32_t flags, struct gdrpeer_export_va *out)
+{
+	struct gdrpeer_export_va e;
+	int ret;
+
+	memset(&e, 0, sizeof(e));
+	e.va = va;
+	e.length = length;
+	e.flags = flags;
+	e.fd = -1;
+	ret = gp_ioctl(fd, GDRPEER_IOCTL_EXPORT_VA, &e);
+	if (out)
+		*out = e;
+	return ret ? ret : e.fd;
+}
+
 static inline int gp_alloc(int fd, unsigned int dev, uint64_t size,
 			   struct gdrpeer_alloc *a)
 {
@@ -194,6 +249,18 @@ static inline uint64_t gp_bar_phys(const char *bdf, unsigned int bar)
 	static void fix##_body_##name(struct __test_metadata *_metadata, \
 				      FIXTURE_DATA(fix) *self);		\
 	TEST_F(fix, name)						\
+	{								\
+		if (!_metadata->skip)					\
+			fix##_body_##name(_metadata, self);		\
+	}								\
+	static void fix##_body_##name(struct __test_metadata *_metadata, \
+				      FIXTURE_DATA(fix) *self)
+
+/* GP_TEST_F with a harness timeout other than 30 s (seconds) */
+#define GP_TEST_F_TIMEOUT(fix, name, seconds)				\
+	static void fix##_body_##name(struct __test_metadata *_metadata, \
+				      FIXTURE_DATA(fix) *self);		\
+	TEST_F_TIMEOUT(fix, name, seconds)				\
 	{								\
 		if (!_metadata->skip)					\
 			fix##_body_##name(_metadata, self);		\
