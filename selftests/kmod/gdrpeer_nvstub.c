@@ -25,8 +25,13 @@
  *    puts_during_callback when the put arrived while the callback ran and
  *    waited for it); anything else (unknown, persistent, second put) is a
  *    violation, -EINVAL.  put_pages_persistent likewise for persistent.
- *  - dma_map_pages needs a PCI peer and a live table; dma_unmap_pages a
- *    live table, one of its mappings and the peer it was mapped for.
+ *  - dma_map_pages needs a PCI peer and a live table (nvidia.ko reads the
+ *    table unlocked: a map racing with the callback is a use after free
+ *    there, so a violation here), -ENOTSUPP for a FORCE_BAR1 pin;
+ *    dma_unmap_pages a live table, one of its mappings and the peer it
+ *    was mapped for.
+ *  - put_pages(_persistent) of NULL returns 0 as nvidia.ko does, but is
+ *    counted as a violation: the caller lost track of its table.
  *  - Calling get/put/dma_map from inside a free callback would deadlock on
  *    the RM lock with the real driver: here it is a violation, -EDEADLK.
  *
@@ -128,6 +133,7 @@ struct nvstub_table {
 	u64 va, len;
 	u32 first;			/* index of its first page in mem */
 	bool persistent;
+	bool force_bar1;		/* FORCE_BAR1: CPU mappings only */
 	void (*free_callback)(void *data);
 	void *data;
 	enum nvstub_state state;	/* nvstub_tables_lock */
@@ -416,7 +422,7 @@ static struct nvstub_mem *nvstub_mem_lookup(struct mm_struct *mm, u64 va,
 
 static int nvstub_get(u64 va, u64 len, struct nvidia_p2p_page_table **ptp,
 		      void (*free_callback)(void *data), void *data,
-		      bool persistent, const char *fn)
+		      bool persistent, bool force_bar1, const char *fn)
 {
 	struct nvstub_table *t;
 	struct nvstub_mem *mem;
@@ -451,6 +457,7 @@ static int nvstub_get(u64 va, u64 len, struct nvidia_p2p_page_table **ptp,
 	t->len = len;
 	t->first = (va - mem->va) >> NVSTUB_PAGE_SHIFT;
 	t->persistent = persistent;
+	t->force_bar1 = force_bar1;
 	t->free_callback = free_callback;
 	t->data = data;
 	t->state = NVSTUB_LIVE;
@@ -510,7 +517,7 @@ int nvidia_p2p_get_pages(u64 p2p_token, u32 va_space, u64 virtual_address,
 	    !nvstub_range_ok(virtual_address, length))
 		return -EINVAL;
 	return nvstub_get(virtual_address, length, page_table, free_callback,
-			  data, false, __func__);
+			  data, false, false, __func__);
 }
 NVSTUB_EXPORT(nvidia_p2p_get_pages);
 
@@ -527,7 +534,8 @@ int nvidia_p2p_get_pages_persistent(u64 virtual_address, u64 length,
 	if (!READ_ONCE(nvstub_persistent))
 		return -ENOTSUPP;
 	return nvstub_get(virtual_address, length, page_table, NULL, NULL,
-			  true, __func__);
+			  true, flags & NVIDIA_P2P_FLAGS_FORCE_BAR1_MAPPING,
+			  __func__);
 }
 NVSTUB_EXPORT(nvidia_p2p_get_pages_persistent);
 
@@ -539,6 +547,11 @@ int nvidia_p2p_put_pages(u64 p2p_token, u32 va_space, u64 virtual_address,
 	bool racing;
 	int ret = 0;
 
+	if (!page_table) {
+		/* nvidia.ko returns 0; a caller that does this has lost track */
+		nvstub_violation("put_pages of a NULL page table\n");
+		return 0;
+	}
 	if (nvstub_in_callback(__func__))
 		return -EDEADLK;
 	/* a put that finds its table revoking waits for the free path */
@@ -599,6 +612,10 @@ int nvidia_p2p_put_pages_persistent(u64 virtual_address,
 
 	if (flags)
 		return -EINVAL;
+	if (!page_table) {
+		nvstub_violation("put_pages_persistent of a NULL page table\n");
+		return 0;
+	}
 	if (nvstub_in_callback(__func__))
 		return -EDEADLK;
 	mutex_lock(&nvstub_rm_lock);
@@ -636,6 +653,7 @@ int nvidia_p2p_dma_map_pages(struct pci_dev *peer,
 			     struct nvidia_p2p_page_table *page_table,
 			     struct nvidia_p2p_dma_mapping **dma_mapping)
 {
+	enum nvstub_state state;
 	struct nvstub_table *t;
 	struct nvstub_map *m;
 	u32 i, n;
@@ -650,13 +668,22 @@ int nvidia_p2p_dma_map_pages(struct pci_dev *peer,
 	spin_lock(&nvstub_tables_lock);
 	t = nvstub_table_find(page_table);
 	/* no table is revoking while rm_lock is held */
-	if (t && t->state != NVSTUB_LIVE)
-		t = NULL;
+	state = t ? t->state : NVSTUB_DEAD_PUT;
 	spin_unlock(&nvstub_tables_lock);
-	if (!t) {
-		nvstub_violation("dma_map_pages of a page table %p that is not live\n",
-				 page_table);
+	if (!t || state != NVSTUB_LIVE) {
+		/*
+		 * nvidia.ko reads the table before it takes any lock: a map
+		 * that races with the free callback is a use after free there
+		 */
+		nvstub_violation("dma_map_pages of %s page table %p: use after free with nvidia.ko\n",
+				 !t ? "an unknown" :
+				 state == NVSTUB_DEAD_PUT ? "a put" :
+				 "a called-back", page_table);
 		ret = -EINVAL;
+		goto out;
+	}
+	if (t->force_bar1) {
+		ret = -ENOTSUPP;	/* as nvidia.ko: CPU mappings only */
 		goto out;
 	}
 	n = t->pt.entries;
