@@ -24,8 +24,8 @@ linked-build:
 	rm -rf $(MODOUT)/linked && mkdir -p $(MODOUT)/linked
 	cp -r $(MODOUT)/driver $(MODOUT)/uapi $(MODOUT)/linked/
 	$(MAKE) -C $(KDIR) M=$(MODOUT)/linked/driver clean >/dev/null
-	awk -v OFS='\t' '$$2 ~ /^nvidia_p2p_/ { $$3 = "$(MODOUT)/selftests/kmod/gdrpeer_nvstub"; \
-		$$4 = "EXPORT_SYMBOL"; print }' $(MODOUT)/selftests/kmod/Module.symvers \
+	awk -F '\t' -v OFS='\t' '$$2 ~ /^nvidia_p2p_/ { sub(/_gpl$$/, "", $$3); \
+		$$4 = "EXPORT_SYMBOL"; if (!seen[$$2]++) print }' $(MODOUT)/selftests/kmod/Module.symvers \
 		> $(MODOUT)/linked/nvstub.symvers
 	test -s $(MODOUT)/linked/nvstub.symvers
 	$(MAKE) -C $(MODOUT)/linked/driver KDIR=$(KDIR) NVIDIA_SYMVERS=$(MODOUT)/linked/nvstub.symvers
