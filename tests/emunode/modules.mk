@@ -28,7 +28,7 @@ linked-build:
 		$$4 = "EXPORT_SYMBOL"; if (!seen[$$2]++) print }' $(MODOUT)/selftests/kmod/Module.symvers \
 		> $(MODOUT)/linked/nvstub.symvers
 	test -s $(MODOUT)/linked/nvstub.symvers
-	$(MAKE) -C $(MODOUT)/linked/driver KDIR=$(KDIR) NVIDIA_SYMVERS=$(MODOUT)/linked/nvstub.symvers
+	$(MAKE) -C $(MODOUT)/linked/driver KDIR=$(KDIR) NVIDIA_SYMVERS=$(MODOUT)/linked/nvstub.symvers MODOUT=
 	cp $(MODOUT)/linked/driver/gdrpeer.ko $(MODOUT)/gdrpeer-linked.ko
 
 .PHONY: modules-build linked-build
