@@ -62,15 +62,6 @@ bool is_dir(const std::string& p) {
   return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw topo::MissingInput(path + ": cannot open input");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw topo::MissingInput(path + ": read error");
-  return ss.str();
-}
-
 void add_input_options(CLI::App* c, InputOptions& in) {
   c->add_option("inputs", in.positional,
                 "Node dumps, one node each: sysfs snapshot (.tar or directory), hwloc XML, NCCL topology XML, or lspci text "
@@ -115,20 +106,20 @@ topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const top
       break;
     }
     case NodeSpec::Kind::Hwloc: {
-      std::string b = slurp(spec.paths[0]);
-      t = topo::parse_hwloc_xml(b, spec.paths[0]);
+      topo::InputFile f(spec.paths[0]);
+      t = topo::parse_hwloc_xml(f.bytes(), spec.paths[0]);
       break;
     }
     case NodeSpec::Kind::Nccl: {
-      std::string b = slurp(spec.paths[0]);
-      t = topo::parse_nccl_xml(b, spec.paths[0]);
+      topo::InputFile f(spec.paths[0]);
+      t = topo::parse_nccl_xml(f.bytes(), spec.paths[0]);
       break;
     }
     case NodeSpec::Kind::Lspci: {
-      std::vector<std::string> texts;
-      for (const auto& p : spec.paths) texts.push_back(slurp(p));
+      std::vector<std::unique_ptr<topo::InputFile>> files;
+      for (const auto& p : spec.paths) files.push_back(std::make_unique<topo::InputFile>(p));
       std::vector<topo::TextInput> ins;
-      for (size_t i = 0; i < texts.size(); ++i) ins.push_back({spec.paths[i], texts[i]});
+      for (size_t i = 0; i < files.size(); ++i) ins.push_back({spec.paths[i], files[i]->bytes()});
       t = topo::parse_lspci(ins);
       break;
     }
@@ -140,10 +131,11 @@ topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const top
         t.format = "sysfs-root";
         break;
       }
-      std::string b = slurp(p);
+      topo::InputFile f(p);
+      std::string_view b = f.bytes();
       switch (topo::detect_format(b)) {
         case topo::InputFormat::SnapshotTar: {
-          auto fs = topo::make_tar_source(b, p);
+          auto fs = topo::make_tar_source(std::string(b), p);
           t = topo::parse_sysfs(*fs, p);
           t.format = "snapshot";
           break;

@@ -2,7 +2,6 @@
 // port and all its downstream ports) counts as ONE bridge, as nvidia-smi and
 // NCCL count it; Broadcom switches that NCCL flattens count as one too.
 #include <algorithm>
-#include <set>
 
 #include "gdrpeer/topo/check.hpp"
 
@@ -10,10 +9,13 @@ namespace gdrpeer::topo {
 
 namespace {
 
-std::vector<int> ancestors(const Topology& t, int x) {
-  std::vector<int> out;
-  for (int p = t.devices[x].parent; p >= 0 && out.size() < 256; p = t.devices[p].parent) out.push_back(p);
-  return out;
+// Bridges above x, nearest first, into out[]; returns how many. A bounded
+// array (no heap): classify runs for every pair and matrix cell.
+constexpr size_t kMaxDepth = 256;
+size_t ancestors(const Topology& t, int x, int* out) {
+  size_t n = 0;
+  for (int p = t.devices[x].parent; p >= 0 && n < kMaxDepth; p = t.devices[p].parent) out[n++] = p;
+  return n;
 }
 
 // The "bridge unit" a port belongs to.
@@ -46,7 +48,8 @@ int numa_of(const Topology& t, int x) {
 
 PathInfo classify(const Topology& t, int a, int b, const Knowledge& k) {
   PathInfo p;
-  std::vector<int> up_a = ancestors(t, a), up_b = ancestors(t, b);
+  int up_a[kMaxDepth], up_b[kMaxDepth];
+  size_t na_up = ancestors(t, a, up_a), nb_up = ancestors(t, b, up_b);
   const Device& da = t.devices[a];
   const Device& db = t.devices[b];
   if (da.host_bridge != db.host_bridge) {
@@ -57,30 +60,32 @@ PathInfo classify(const Topology& t, int a, int b, const Knowledge& k) {
       p.cls = PathClass::NODE;
       p.numa_guessed = (na < 0 || nb < 0) && t.numa_nodes != 1;
     }
-    p.ports_a = up_a;
-    p.ports_b = up_b;
+    p.ports_a.assign(up_a, up_a + na_up);
+    p.ports_b.assign(up_b, up_b + nb_up);
   } else {
     int lca = -1;
     size_t ia = 0, ib = 0;
-    for (ia = 0; ia < up_a.size() && lca < 0; ++ia)
-      for (ib = 0; ib < up_b.size(); ++ib)
+    for (ia = 0; ia < na_up && lca < 0; ++ia)
+      for (ib = 0; ib < nb_up; ++ib)
         if (up_a[ia] == up_b[ib]) {
           lca = up_a[ia];
           break;
         }
     if (lca < 0) {
       p.cls = PathClass::PHB;
-      p.ports_a = up_a;
-      p.ports_b = up_b;
+      p.ports_a.assign(up_a, up_a + na_up);
+      p.ports_b.assign(up_b, up_b + nb_up);
     } else {
       p.lca = lca;
       --ia;  // loop advanced past the match
-      p.ports_a.assign(up_a.begin(), up_a.begin() + static_cast<long>(ia));
-      p.ports_b.assign(up_b.begin(), up_b.begin() + static_cast<long>(ib));
-      std::set<int> units{unit_of(t, k, lca)};
-      for (int x : p.ports_a) units.insert(unit_of(t, k, x));
-      for (int x : p.ports_b) units.insert(unit_of(t, k, x));
-      p.cls = units.size() <= 1 ? PathClass::PIX : PathClass::PXB;
+      p.ports_a.assign(up_a, up_a + ia);
+      p.ports_b.assign(up_b, up_b + ib);
+      // PIX when every bridge on the path belongs to the meeting point's unit.
+      int unit = unit_of(t, k, lca);
+      bool one = true;
+      for (int x : p.ports_a) one = one && unit_of(t, k, x) == unit;
+      for (int x : p.ports_b) one = one && unit_of(t, k, x) == unit;
+      p.cls = one ? PathClass::PIX : PathClass::PXB;
     }
   }
   switch (p.cls) {

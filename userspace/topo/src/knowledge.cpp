@@ -2,15 +2,14 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
+#include <optional>
 #include <stdexcept>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <nlohmann/json.hpp>
-
 #include "gdrpeer/topo/errors.hpp"
+#include "gdrpeer/topo/source.hpp"
+#include "json_data.hpp"
 
 #ifndef GDRPEER_DATA_INSTALL_DIR
 #define GDRPEER_DATA_INSTALL_DIR "/usr/local/share/gdrpeer/topology"
@@ -21,8 +20,6 @@
 
 namespace gdrpeer::topo {
 
-using nlohmann::json;
-
 namespace {
 
 bool is_dir(const std::string& p) {
@@ -30,37 +27,89 @@ bool is_dir(const std::string& p) {
   return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-json load_file(const std::string& dir, const std::string& file) {
-  std::string path = dir + "/" + file;
-  std::ifstream in(path);
-  if (!in) throw DataError(path + ": cannot open rule data (set --data-dir or GDRPEER_DATA_DIR)");
-  std::stringstream ss;
-  ss << in.rdbuf();
+// Typed access to the rule data with errors naming the file and the key.
+using detail::JsonValue;
+using Kind = JsonValue::Kind;
+
+struct Doc {
+  std::string path;
+  JsonValue root;
+};
+
+Doc load_file(const std::string& dir, const std::string& file) {
+  Doc d{dir + "/" + file, {}};
+  std::optional<InputFile> in;
   try {
-    json j = json::parse(ss.str());
-    if (!j.is_object() || j.value("schema", 0) != 1) throw DataError(path + ": expected a JSON object with \"schema\": 1");
-    return j;
-  } catch (const json::parse_error& e) {
-    throw DataError(path + ": " + e.what());
+    in.emplace(d.path);
+  } catch (const MissingInput&) {
+    throw DataError(d.path + ": cannot open rule data (set --data-dir or GDRPEER_DATA_DIR)");
   }
+  d.root = detail::parse_json(in->bytes(), d.path);
+  const JsonValue* schema = d.root.find("schema");
+  if (d.root.kind != Kind::Object || !schema || schema->kind != Kind::Number || schema->number != 1)
+    throw DataError(d.path + ": expected a JSON object with \"schema\": 1");
+  return d;
 }
 
-uint16_t hex16(const json& v, const std::string& where) {
-  if (!v.is_string()) throw DataError(where + ": expected a hex string");
-  std::string s = v.get<std::string>();
+// Where a value sits: the file and a key path, joined only when an error is
+// thrown (building these strings eagerly cost more than parsing the files).
+struct Where {
+  const std::string& file;
+  const char* ctx = nullptr;
+  std::string str() const { return ctx ? file + " " + ctx : file; }
+};
+
+[[noreturn]] void bad(const Where& where, const std::string& what) { throw DataError(where.str() + ": " + what); }
+
+const JsonValue& at(const JsonValue& obj, const char* key, const Where& where) {
+  const JsonValue* v = obj.find(key);
+  if (!v) bad(where, std::string("missing \"") + key + "\"");
+  return *v;
+}
+
+const std::vector<JsonValue>& list_at(const JsonValue& obj, const char* key, const Where& where) {
+  const JsonValue& v = at(obj, key, where);
+  if (v.kind != Kind::Array) bad(where, std::string("\"") + key + "\" must be a list");
+  return v.items;
+}
+
+std::string str(const JsonValue& v, const Where& where) {
+  if (v.kind != Kind::String) bad(where, "expected a string");
+  return v.text;
+}
+
+std::string str_or(const JsonValue& obj, const char* key, const std::string& def, const Where& where) {
+  const JsonValue* v = obj.find(key);
+  return v ? str(*v, {where.file, key}) : def;
+}
+
+long integer(const JsonValue& v, const Where& where) {
+  if (v.kind != Kind::Number || v.number != static_cast<double>(static_cast<long>(v.number))) bad(where, "expected an integer");
+  return static_cast<long>(v.number);
+}
+
+long int_or(const JsonValue& obj, const char* key, long def, const Where& where) {
+  const JsonValue* v = obj.find(key);
+  return v ? integer(*v, {where.file, key}) : def;
+}
+
+uint16_t hex16(const JsonValue& v, const Where& where) {
+  if (v.kind != Kind::String) bad(where, "expected a hex string");
+  const std::string& s = v.text;
   char* e = nullptr;
   unsigned long x = std::strtoul(s.c_str(), &e, 16);
-  if (s.empty() || *e || x > 0xffff) throw DataError(where + ": expected a 16-bit hex id, found \"" + s + "\"");
+  if (s.empty() || *e || x > 0xffff) bad(where, "expected a 16-bit hex id, found \"" + s + "\"");
   return static_cast<uint16_t>(x);
 }
 
-std::vector<std::string> strings(const json& j, const char* key, const std::string& where) {
+std::vector<std::string> strings(const JsonValue& j, const char* key, const Where& where) {
   std::vector<std::string> out;
-  if (!j.contains(key)) return out;
-  if (!j[key].is_array()) throw DataError(where + ": \"" + key + "\" must be a list of strings");
-  for (const auto& v : j[key]) {
-    if (!v.is_string()) throw DataError(where + ": \"" + key + "\" must be a list of strings");
-    out.push_back(v.get<std::string>());
+  const JsonValue* v = j.find(key);
+  if (!v) return out;
+  if (v->kind != Kind::Array) bad(where, std::string("\"") + key + "\" must be a list of strings");
+  for (const auto& x : v->items) {
+    if (x.kind != Kind::String) bad(where, std::string("\"") + key + "\" must be a list of strings");
+    out.push_back(x.text);
   }
   return out;
 }
@@ -107,99 +156,118 @@ std::string Knowledge::default_dir() {
 Knowledge Knowledge::load(const std::string& dir) {
   Knowledge k;
   k.data_dir = dir;
-  try {
-    json dev = load_file(dir, "devices.json");
-    std::string w = dir + "/devices.json";
-    for (const auto& v : dev.at("gpu_vendors")) k.gpu_vendors.push_back(hex16(v, w + " gpu_vendors"));
-    for (auto& [id, names] : dev.at("vendor_names").items())
-      for (const auto& n : names) k.vendor_names.emplace_back(n.get<std::string>(), hex16(json(id), w + " vendor_names"));
-    // Longest names first so "Advanced Micro Devices, Inc. [AMD/ATI]" wins over "[AMD]".
-    std::sort(k.vendor_names.begin(), k.vendor_names.end(),
-              [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
-    for (const auto& r : dev.at("rdma_nics")) {
-      NicRule n;
-      n.id.vendor = hex16(r.at("vendor"), w + " rdma_nics.vendor");
-      if (r.contains("device")) n.id.device = hex16(r["device"], w + " rdma_nics.device");
-      if (r.contains("device_mask")) n.id.device_mask = hex16(r["device_mask"], w + " rdma_nics.device_mask");
-      if (r.contains("base_class")) n.base_class = static_cast<uint8_t>(hex16(r["base_class"], w + " rdma_nics.base_class"));
-      n.family = r.value("family", "");
-      for (const auto& d : strings(r, "devices", w)) n.devices.push_back(hex16(json(d), w + " rdma_nics.devices"));
-      k.nics.push_back(n);
-    }
-    k.rdma_name_patterns = strings(dev, "rdma_name_patterns", w);
-    if (dev.contains("gpu_name_patterns")) {
-      k.gpu_name_include = strings(dev["gpu_name_patterns"], "include", w);
-      k.gpu_name_exclude = strings(dev["gpu_name_patterns"], "exclude", w);
-    }
-    if (dev.contains("nvme_name_patterns")) {
-      k.nvme_name_include = strings(dev["nvme_name_patterns"], "include", w);
-      k.nvme_name_exclude = strings(dev["nvme_name_patterns"], "exclude", w);
-    }
-    for (const auto& s : dev.at("flatten_switches")) {
-      IdMatch m;
-      m.vendor = hex16(s.at("vendor"), w + " flatten_switches");
-      m.device = hex16(s.at("device"), w + " flatten_switches");
-      if (s.contains("subsys_vendor")) m.subsys_vendor = hex16(s["subsys_vendor"], w);
-      if (s.contains("subsys_device")) m.subsys_device = hex16(s["subsys_device"], w);
-      if (s.contains("subsys_device_mask")) m.subsys_device_mask = hex16(s["subsys_device_mask"], w);
-      k.flatten_switches.push_back(m);
-    }
 
-    json gpus = load_file(dir, "gpus.json");
-    w = dir + "/gpus.json";
-    k.min_bar1_bytes = gpus.value("bar1_min_mib", 0ull) << 20;
-    for (const auto& f : gpus.at("families")) {
-      GpuFamily g;
-      g.family = f.at("family").get<std::string>();
-      g.name = f.value("name", g.family);
-      for (const auto& d : strings(f, "devices", w)) g.devices.push_back(hex16(json(d), w + " devices"));
-      g.name_patterns = strings(f, "name_patterns", w);
-      k.gpu_families.push_back(g);
+  Doc devf = load_file(dir, "devices.json");
+  const JsonValue& dev = devf.root;
+  std::string w = devf.path;
+  for (const auto& v : list_at(dev, "gpu_vendors", Where{w})) k.gpu_vendors.push_back(hex16(v, Where{w, "gpu_vendors"}));
+  const JsonValue& vn = at(dev, "vendor_names", Where{w});
+  if (vn.kind != Kind::Object) bad(Where{w}, "\"vendor_names\" must be an object of id: [names]");
+  for (const auto& [id, names] : vn.members) {
+    JsonValue idv;
+    idv.kind = Kind::String;
+    idv.text = id;
+    uint16_t vid = hex16(idv, Where{w, "vendor_names"});
+    if (names.kind != Kind::Array) bad(Where{w}, "vendor_names." + id + " must be a list of strings");
+    for (const auto& n : names.items) k.vendor_names.emplace_back(str(n, Where{w, "vendor_names"}), vid);
+  }
+  // Longest names first so "Advanced Micro Devices, Inc. [AMD/ATI]" wins over "[AMD]".
+  std::stable_sort(k.vendor_names.begin(), k.vendor_names.end(),
+                   [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  for (const auto& r : list_at(dev, "rdma_nics", Where{w})) {
+    NicRule n;
+    n.id.vendor = hex16(at(r, "vendor", Where{w, "rdma_nics"}), Where{w, "rdma_nics.vendor"});
+    if (const JsonValue* v = r.find("device")) n.id.device = hex16(*v, Where{w, "rdma_nics.device"});
+    if (const JsonValue* v = r.find("device_mask")) n.id.device_mask = hex16(*v, Where{w, "rdma_nics.device_mask"});
+    if (const JsonValue* v = r.find("base_class")) n.base_class = static_cast<uint8_t>(hex16(*v, Where{w, "rdma_nics.base_class"}));
+    n.family = str_or(r, "family", "", Where{w, "rdma_nics"});
+    if (const JsonValue* v = r.find("devices")) {
+      if (v->kind != Kind::Array) bad(Where{w}, "\"devices\" must be a list of strings");
+      for (const auto& d : v->items) n.devices.push_back(hex16(d, Where{w, "rdma_nics.devices"}));
     }
+    k.nics.push_back(n);
+  }
+  k.rdma_name_patterns = strings(dev, "rdma_name_patterns", Where{w});
+  if (const JsonValue* g = dev.find("gpu_name_patterns")) {
+    k.gpu_name_include = strings(*g, "include", Where{w});
+    k.gpu_name_exclude = strings(*g, "exclude", Where{w});
+  }
+  if (const JsonValue* g = dev.find("nvme_name_patterns")) {
+    k.nvme_name_include = strings(*g, "include", Where{w});
+    k.nvme_name_exclude = strings(*g, "exclude", Where{w});
+  }
+  for (const auto& sw : list_at(dev, "flatten_switches", Where{w})) {
+    IdMatch m;
+    m.vendor = hex16(at(sw, "vendor", Where{w, "flatten_switches"}), Where{w, "flatten_switches"});
+    m.device = hex16(at(sw, "device", Where{w, "flatten_switches"}), Where{w, "flatten_switches"});
+    if (const JsonValue* v = sw.find("subsys_vendor")) m.subsys_vendor = hex16(*v, Where{w});
+    if (const JsonValue* v = sw.find("subsys_device")) m.subsys_device = hex16(*v, Where{w});
+    if (const JsonValue* v = sw.find("subsys_device_mask")) m.subsys_device_mask = hex16(*v, Where{w});
+    k.flatten_switches.push_back(m);
+  }
 
-    json rcs = load_file(dir, "root_complexes.json");
-    w = dir + "/root_complexes.json";
-    for (const auto& r : rcs.at("root_complexes")) {
-      RootComplex rc;
-      rc.name = r.at("name").get<std::string>();
-      rc.vendor = r.value("vendor", "");
-      rc.family = r.value("family", -1);
-      if (r.contains("models")) rc.models = r["models"].get<std::vector<int>>();
-      rc.arch = r.value("arch", "");
-      rc.model_patterns = strings(r, "model_patterns", w);
-      rc.p2p = r.value("p2p", "");
-      rc.cross_socket = r.value("cross_socket", "");
-      rc.note = r.value("note", "");
-      if (r.contains("arm_implementer")) rc.models = {r["arm_implementer"].get<int>(), r.value("arm_part", -1)};
-      if (rc.p2p != "good" && rc.p2p != "poor" && rc.p2p != "unsupported")
-        throw DataError(w + ": root complex \"" + rc.name + "\": p2p must be good, poor or unsupported");
-      k.root_complexes.push_back(rc);
+  Doc gpuf = load_file(dir, "gpus.json");
+  const JsonValue& gpus = gpuf.root;
+  w = gpuf.path;
+  long bar1 = int_or(gpus, "bar1_min_mib", 0, Where{w});
+  if (bar1 < 0) bad(Where{w}, "bar1_min_mib must not be negative");
+  k.min_bar1_bytes = static_cast<uint64_t>(bar1) << 20;
+  for (const auto& f : list_at(gpus, "families", Where{w})) {
+    GpuFamily g;
+    g.family = str(at(f, "family", Where{w, "families"}), Where{w, "families.family"});
+    g.name = str_or(f, "name", g.family, Where{w, "families"});
+    if (const JsonValue* v = f.find("devices")) {
+      if (v->kind != Kind::Array) bad(Where{w}, "\"devices\" must be a list of strings");
+      for (const auto& d : v->items) g.devices.push_back(hex16(d, Where{w, "devices"}));
     }
+    g.name_patterns = strings(f, "name_patterns", Where{w});
+    k.gpu_families.push_back(g);
+  }
 
-    json plats = load_file(dir, "platforms.json");
-    w = dir + "/platforms.json";
-    k.cloud_dmi_vendors = strings(plats, "cloud_dmi_vendors", w);
-    for (const auto& r : plats.at("rules")) {
-      PlatformRule p;
-      p.id = r.at("id").get<std::string>();
-      p.severity = r.at("severity").get<std::string>();
-      if (p.severity != "degraded" && p.severity != "unreliable" && p.severity != "blocked")
-        throw DataError(w + ": rule " + p.id + ": severity must be degraded, unreliable or blocked");
-      p.applies_to = r.value("applies_to", "all");
-      p.arch = r.value("arch", "");
-      p.cpu_patterns = strings(r, "cpu_patterns", w);
-      p.dmi_patterns = strings(r, "dmi_patterns", w);
-      p.gpu_families = strings(r, "gpu_families", w);
-      p.reason = r.at("reason").get<std::string>();
-      p.fix = r.value("fix", "");
-      k.platforms.push_back(p);
-    }
-  } catch (const json::exception& e) {
-    throw DataError(dir + ": malformed rule data: " + e.what());
+  Doc rcf = load_file(dir, "root_complexes.json");
+  w = rcf.path;
+  for (const auto& r : list_at(rcf.root, "root_complexes", Where{w})) {
+    RootComplex rc;
+    rc.name = str(at(r, "name", Where{w, "root_complexes"}), Where{w, "root_complexes.name"});
+    const Where rw{w, "root_complexes"};
+    rc.vendor = str_or(r, "vendor", "", rw);
+    rc.family = static_cast<int>(int_or(r, "family", -1, rw));
+    if (r.find("models"))
+      for (const auto& m : list_at(r, "models", rw)) rc.models.push_back(static_cast<int>(integer(m, Where{w, "root_complexes.models"})));
+    rc.arch = str_or(r, "arch", "", rw);
+    rc.model_patterns = strings(r, "model_patterns", Where{w});
+    rc.p2p = str_or(r, "p2p", "", rw);
+    rc.cross_socket = str_or(r, "cross_socket", "", rw);
+    rc.note = str_or(r, "note", "", rw);
+    if (const JsonValue* v = r.find("arm_implementer"))
+      rc.models = {static_cast<int>(integer(*v, Where{w, "root_complexes.arm_implementer"})), static_cast<int>(int_or(r, "arm_part", -1, rw))};
+    if (rc.p2p != "good" && rc.p2p != "poor" && rc.p2p != "unsupported")
+      throw DataError(w + ": root complex \"" + rc.name + "\": p2p must be good, poor or unsupported");
+    k.root_complexes.push_back(rc);
+  }
+
+  Doc platf = load_file(dir, "platforms.json");
+  const JsonValue& plats = platf.root;
+  w = platf.path;
+  k.cloud_dmi_vendors = strings(plats, "cloud_dmi_vendors", Where{w});
+  for (const auto& r : list_at(plats, "rules", Where{w})) {
+    PlatformRule p;
+    p.id = str(at(r, "id", Where{w, "rules"}), Where{w, "rules.id"});
+    const Where pw{w, "rules"};
+    p.severity = str(at(r, "severity", pw), Where{w, "rules.severity"});
+    if (p.severity != "degraded" && p.severity != "unreliable" && p.severity != "blocked")
+      throw DataError(w + ": rule " + p.id + ": severity must be degraded, unreliable or blocked");
+    p.applies_to = str_or(r, "applies_to", "all", pw);
+    p.arch = str_or(r, "arch", "", pw);
+    p.cpu_patterns = strings(r, "cpu_patterns", Where{w});
+    p.dmi_patterns = strings(r, "dmi_patterns", Where{w});
+    p.gpu_families = strings(r, "gpu_families", Where{w});
+    p.reason = str(at(r, "reason", pw), Where{w, "rules.reason"});
+    p.fix = str_or(r, "fix", "", pw);
+    k.platforms.push_back(p);
   }
   return k;
 }
-
 
 const GpuFamily* Knowledge::gpu_family(const Device& d) const {
   if (d.ids_known && d.vendor == 0x10de)

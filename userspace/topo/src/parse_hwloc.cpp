@@ -2,6 +2,7 @@
 // the CPU-side object that is local to them; host bridges are Bridge objects
 // with bridge_type "0-1". The NUMA locality of a host bridge is the nodeset of
 // its nearest ancestor (hwloc 2) or the enclosing NUMANode (hwloc 1).
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -38,21 +39,19 @@ bool parse_hex(std::string_view s, unsigned long& out) {
 // Returns the only set bit's index, -1 when several/none are set, -3 on error.
 int single_node(std::string_view ns) {
   int found = -1, count = 0;
-  std::vector<std::string_view> words;
+  // Word w of `words` (0 = first written = most significant) covers bits from (words-1-w)*32.
+  const size_t words = static_cast<size_t>(std::count(ns.begin(), ns.end(), ',')) + 1;
   size_t b = 0;
-  while (true) {
+  for (size_t w = 0; w < words; ++w) {
     size_t c = ns.find(',', b);
-    words.push_back(ns.substr(b, c == std::string_view::npos ? std::string_view::npos : c - b));
-    if (c == std::string_view::npos) break;
+    std::string_view word = ns.substr(b, c == std::string_view::npos ? std::string_view::npos : c - b);
     b = c + 1;
-  }
-  for (size_t w = 0; w < words.size(); ++w) {
-    std::string_view word = words[w];
     if (word.substr(0, 2) == "0x") word.remove_prefix(2);
     if (word.empty()) continue;  // hwloc writes ",," for all-zero words
     unsigned long v;
     if (!parse_hex(word, v)) return -3;
-    int base = static_cast<int>((words.size() - 1 - w) * 32);
+    if (v == 0) continue;
+    int base = static_cast<int>((words - 1 - w) * 32);
     for (int bit = 0; bit < 32; ++bit)
       if (v & (1ul << bit)) {
         ++count;
@@ -60,6 +59,15 @@ int single_node(std::string_view ns) {
       }
   }
   return count == 1 ? found : -1;
+}
+
+// Whether <info name=key> on this object is one parse_hwloc_xml uses.
+bool wanted_info(std::string_view key, const Frame& f, int packages) {
+  if (f.device >= 0) return key == "PCIVendor" || key == "PCIDevice";
+  if (f.is_machine) return key == "DMIProductName" || key == "DMISysVendor" || key == "Architecture" || key == "OSRelease";
+  if (f.is_package && packages == 1)
+    return key == "CPUVendor" || key == "CPUModel" || key == "CPUFamilyNumber" || key == "CPUModelNumber";
+  return false;
 }
 
 // "0302 [10de:20b0] [10de:134f] a1"
@@ -117,9 +125,14 @@ Topology parse_hwloc_xml(std::string_view text, const std::string& name) {
     Frame f;
     if (tag == "info") {
       // <info name=.. value=..> annotates the enclosing object.
-      std::string key = r.attr_str("name"), value = r.attr_str("value");
+      // The value is decoded only when it is used: most of the ~1,000 infos are not.
+      std::string_view key;
+      std::string key_decoded;
+      if (r.attr("name", key) && key.find('&') != std::string_view::npos) key = key_decoded = r.attr_str("name");
       for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
         if (it->type.empty()) continue;
+        if (!wanted_info(key, *it, packages)) break;
+        const std::string value = r.attr_str("value");
         if (it->device >= 0) {
           Device& d = t.devices[it->device];
           if (key == "PCIVendor") d.name = value + (d.name.empty() ? "" : " " + d.name);

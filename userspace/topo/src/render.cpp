@@ -94,7 +94,7 @@ std::string render_matrix(const Report& r, bool include_nvme) {
     for (int a : cols) {
       o << pad(r.labels[a], 8);
       for (int b : cols) {
-        std::string cell = a == b ? " X" : to_string(classify(t, a, b, *r.knowledge).cls);
+        std::string cell = a == b ? " X" : to_string(r.path_class(a, b));
         o << pad(cell, 8);
       }
       const Device& d = t.devices[a];
@@ -249,7 +249,7 @@ std::string render_json(const Report& r) {
   for (int c : cols) labels.push_back(r.labels[c]);
   for (int a : cols) {
     json row = json::array();
-    for (int b : cols) row.push_back(a == b ? "X" : to_string(classify(t, a, b, *r.knowledge).cls));
+    for (int b : cols) row.push_back(a == b ? "X" : to_string(r.path_class(a, b)));
     matrix.push_back(row);
   }
   j["matrix"] = {{"labels", labels}, {"classes", matrix}};

@@ -77,13 +77,13 @@ class Checker {
   std::string label(int i) const { return labels_[static_cast<size_t>(i)]; }
   std::vector<std::string> labels_;
   std::vector<int> nics_;
+  const Report* rep_ = nullptr;  // for path classes between labelled devices
   const RootComplex* rc_ = nullptr;
   bool grace_ = false, virtual_ = false;
 
   void pair(PairResult& r, PairKind kind) {
     const Device& a = t_.devices[r.a];
     const Device& b = t_.devices[r.b];
-    r.path = classify(t_, r.a, r.b, k_);
     path_rules(r, kind);
     acs_rules(r);
     iommu_rules(r, a);
@@ -115,10 +115,10 @@ class Checker {
       if (kind == PairKind::GpuNic) {
         int gpu = r.a;
         for (int n : nics_) {
-          PathInfo q = classify(t_, gpu, n, k_);
-          if (q.cls != PathClass::SYS) {
+          PathClass q = rep_->path_class(gpu, n);
+          if (q != PathClass::SYS) {
             fix = "# use " + label(n) + " (" + t_.devices[n].bdf + (t_.devices[n].rdma_name.empty() ? "" : ", " + t_.devices[n].rdma_name) +
-                  ", " + to_string(q.cls) + ") for " + r.label_a + " instead, e.g. NCCL_IB_HCA or the rank's NIC binding";
+                  ", " + to_string(q) + ") for " + r.label_a + " instead, e.g. NCCL_IB_HCA or the rank's NIC binding";
             break;
           }
         }
@@ -324,6 +324,10 @@ class Checker {
 
 }  // namespace
 
+PathClass Report::path_class(int a, int b) const {
+  return classes[static_cast<size_t>(slot[a]) * labelled + static_cast<size_t>(slot[b])];
+}
+
 Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt) {
   Report rep;
   rep.topo = &t;
@@ -345,13 +349,32 @@ Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt) {
       rep.nvmes.push_back(i);
     }
   }
+  // Classify every pair of labelled devices once (GPUs, NICs, NVMe in that
+  // order, so a pair's first device is always the earlier one): the pairs,
+  // the fix hints and the class matrix of every output use this table.
+  std::vector<int> labelled = rep.gpus;
+  labelled.insert(labelled.end(), rep.nics.begin(), rep.nics.end());
+  labelled.insert(labelled.end(), rep.nvmes.begin(), rep.nvmes.end());
+  const size_t m = labelled.size();
+  rep.slot.assign(t.devices.size(), -1);
+  for (size_t i = 0; i < m; ++i) rep.slot[labelled[i]] = static_cast<int>(i);
+  rep.labelled = m;
+  rep.classes.assign(m * m, PathClass::SYS);
+  std::vector<PathInfo> paths(m * m);
+  for (size_t i = 0; i < m; ++i)
+    for (size_t j = i + 1; j < m; ++j) {
+      paths[i * m + j] = classify(t, labelled[i], labelled[j], k);
+      rep.classes[i * m + j] = rep.classes[j * m + i] = paths[i * m + j].cls;
+    }
   Checker c(t, k, opt);
   c.labels_ = rep.labels;
   c.nics_ = rep.nics;
+  c.rep_ = &rep;
   auto run = [&](int a, int b, PairKind kind) {
     PairResult r;
     r.a = a;
     r.b = b;
+    r.path = std::move(paths[static_cast<size_t>(rep.slot[a]) * m + static_cast<size_t>(rep.slot[b])]);
     r.label_a = rep.labels[a];
     r.label_b = rep.labels[b];
     c.pair(r, kind);

@@ -3,6 +3,7 @@
 // plain ustar plus GNU long names ('L'), enough for sysfs paths.
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -178,6 +179,44 @@ void header(std::string& out, const std::string& path, char type, uint64_t size,
 }
 
 }  // namespace
+
+InputFile::InputFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw MissingInput(path + ": cannot open input");
+  struct stat st;
+  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  // Large files are mapped (no copy; MAP_POPULATE maps the page-cache pages in one
+  // call instead of a fault per page). Small ones are cheaper to read than to map
+  // and unmap.
+  if (regular && st.st_size >= 65536) {
+    void* m = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    if (m != MAP_FAILED) {
+      map_ = m;
+      size_ = static_cast<size_t>(st.st_size);
+      ::close(fd);
+      return;
+    }
+  }
+  size_t used = 0;
+  buf_.resize(regular && st.st_size > 0 ? static_cast<size_t>(st.st_size) + 1 : 65536);
+  for (;;) {
+    if (used == buf_.size()) buf_.resize(buf_.size() * 2);
+    ssize_t n = ::read(fd, buf_.data() + used, buf_.size() - used);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      ::close(fd);
+      throw MissingInput(path + ": read error");
+    }
+    if (n == 0) break;
+    used += static_cast<size_t>(n);
+  }
+  buf_.resize(used);
+  ::close(fd);
+}
+
+InputFile::~InputFile() {
+  if (map_) ::munmap(map_, size_);
+}
 
 std::unique_ptr<FileSource> make_dir_source(const std::string& root) { return std::make_unique<DirSource>(root); }
 

@@ -66,6 +66,12 @@ struct Report {
   std::vector<Finding> node_findings;  // node-wide remarks (severity Optimal = note)
   Verdict worst = Verdict::Optimal;
   int exit_code() const;  // 0 optimal, 1 degraded/unreliable, 2 blocked
+  // Path class between two labelled devices (GPU, NIC, NVMe; a != b), from the
+  // table check() fills once, so outputs do not classify every cell again.
+  PathClass path_class(int a, int b) const;
+  std::vector<int> slot;            // per device index: row in `classes`, -1 if unlabelled
+  std::vector<PathClass> classes;   // labelled x labelled, row-major
+  size_t labelled = 0;              // number of labelled devices (rows)
 };
 
 Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt);

@@ -9,9 +9,27 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gdrpeer::topo {
+
+// A whole input file in memory, read once: a regular file is mapped read-only
+// (no copy into a heap buffer), anything else (a pipe, /dev/stdin) is read.
+// Throws MissingInput("PATH: cannot open input") when it cannot be opened or read.
+class InputFile {
+ public:
+  explicit InputFile(const std::string& path);
+  ~InputFile();
+  InputFile(const InputFile&) = delete;
+  InputFile& operator=(const InputFile&) = delete;
+  std::string_view bytes() const { return map_ ? std::string_view(static_cast<const char*>(map_), size_) : std::string_view(buf_); }
+
+ private:
+  void* map_ = nullptr;
+  size_t size_ = 0;
+  std::string buf_;
+};
 
 class FileSource {
  public:

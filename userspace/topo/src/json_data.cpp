@@ -1,0 +1,238 @@
+#include "json_data.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+#include "gdrpeer/topo/errors.hpp"
+
+namespace gdrpeer::topo::detail {
+
+namespace {
+
+class Parser {
+ public:
+  Parser(std::string_view s, const std::string& name) : s_(s), name_(name) {}
+
+  JsonValue document() {
+    JsonValue v = value(0);
+    ws();
+    if (p_ != s_.size()) fail("expected the end of the document");
+    return v;
+  }
+
+ private:
+  static constexpr int kMaxDepth = 64;  // rule data nests 3 deep; bounds the recursion
+
+  [[noreturn]] void fail(const std::string& what) const {
+    size_t at = std::min(p_, s_.size());
+    long line = 1 + static_cast<long>(std::count(s_.begin(), s_.begin() + static_cast<long>(at), '\n'));
+    size_t nl = s_.rfind('\n', at == 0 ? 0 : at - 1);
+    size_t col = nl == std::string_view::npos || at == 0 ? at + 1 : at - nl;
+    throw DataError(name_ + ":" + std::to_string(line) + ":" + std::to_string(col) + ": " + what);
+  }
+
+  void ws() {
+    while (p_ < s_.size() && (s_[p_] == ' ' || s_[p_] == '\n' || s_[p_] == '\r' || s_[p_] == '\t')) ++p_;
+  }
+
+  bool literal(std::string_view word) {
+    if (s_.substr(p_, word.size()) != word) return false;
+    p_ += word.size();
+    return true;
+  }
+
+  JsonValue value(int depth) {
+    if (depth > kMaxDepth) fail("nesting deeper than 64 levels");
+    ws();
+    if (p_ >= s_.size()) fail("expected a value, found the end of the file");
+    JsonValue v;
+    char c = s_[p_];
+    if (c == '{') {
+      v.kind = JsonValue::Kind::Object;
+      ++p_;
+      ws();
+      if (p_ < s_.size() && s_[p_] == '}') {
+        ++p_;
+        return v;
+      }
+      for (;;) {
+        ws();
+        if (p_ >= s_.size() || s_[p_] != '"') fail("expected a quoted member name");
+        std::string key = string();
+        ws();
+        if (p_ >= s_.size() || s_[p_] != ':') fail("expected ':' after a member name");
+        ++p_;
+        v.members.emplace_back(std::move(key), value(depth + 1));
+        ws();
+        if (p_ < s_.size() && s_[p_] == ',') {
+          ++p_;
+          continue;
+        }
+        if (p_ < s_.size() && s_[p_] == '}') {
+          ++p_;
+          return v;
+        }
+        fail("expected ',' or '}' in an object");
+      }
+    }
+    if (c == '[') {
+      v.kind = JsonValue::Kind::Array;
+      ++p_;
+      ws();
+      if (p_ < s_.size() && s_[p_] == ']') {
+        ++p_;
+        return v;
+      }
+      for (;;) {
+        v.items.push_back(value(depth + 1));
+        ws();
+        if (p_ < s_.size() && s_[p_] == ',') {
+          ++p_;
+          continue;
+        }
+        if (p_ < s_.size() && s_[p_] == ']') {
+          ++p_;
+          return v;
+        }
+        fail("expected ',' or ']' in an array");
+      }
+    }
+    if (c == '"') {
+      v.kind = JsonValue::Kind::String;
+      v.text = string();
+      return v;
+    }
+    if (literal("true")) {
+      v.kind = JsonValue::Kind::Bool;
+      v.boolean = true;
+      return v;
+    }
+    if (literal("false")) {
+      v.kind = JsonValue::Kind::Bool;
+      return v;
+    }
+    if (literal("null")) return v;
+    if (c == '-' || (c >= '0' && c <= '9')) {
+      v.kind = JsonValue::Kind::Number;
+      v.number = number();
+      return v;
+    }
+    fail(std::string("expected a value, found '") + c + "'");
+  }
+
+  double number() {
+    size_t b = p_;
+    if (s_[p_] == '-') ++p_;
+    auto digits = [&] {
+      size_t d = p_;
+      while (p_ < s_.size() && s_[p_] >= '0' && s_[p_] <= '9') ++p_;
+      if (p_ == d) fail("expected a digit in a number");
+    };
+    if (p_ < s_.size() && s_[p_] == '0') ++p_;
+    else digits();
+    if (p_ < s_.size() && s_[p_] == '.') {
+      ++p_;
+      digits();
+    }
+    if (p_ < s_.size() && (s_[p_] == 'e' || s_[p_] == 'E')) {
+      ++p_;
+      if (p_ < s_.size() && (s_[p_] == '+' || s_[p_] == '-')) ++p_;
+      digits();
+    }
+    double out = 0;
+    auto [end, ec] = std::from_chars(s_.data() + b, s_.data() + p_, out);
+    if (ec != std::errc() || end != s_.data() + p_) fail("expected a number in range");
+    return out;
+  }
+
+  static void put_utf8(std::string& out, unsigned cp) {
+    if (cp < 0x80) {
+      out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+      out += static_cast<char>(0xc0 | (cp >> 6));
+      out += static_cast<char>(0x80 | (cp & 0x3f));
+    } else if (cp < 0x10000) {
+      out += static_cast<char>(0xe0 | (cp >> 12));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+      out += static_cast<char>(0x80 | (cp & 0x3f));
+    } else {
+      out += static_cast<char>(0xf0 | (cp >> 18));
+      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+      out += static_cast<char>(0x80 | (cp & 0x3f));
+    }
+  }
+
+  unsigned hex4() {
+    if (s_.size() - p_ < 4) fail("expected 4 hex digits after \\u");
+    unsigned v = 0;
+    for (int i = 0; i < 4; ++i) {
+      char h = s_[p_++];
+      int d = (h >= '0' && h <= '9') ? h - '0' : (h >= 'a' && h <= 'f') ? h - 'a' + 10 : (h >= 'A' && h <= 'F') ? h - 'A' + 10 : -1;
+      if (d < 0) fail("expected 4 hex digits after \\u");
+      v = v * 16 + static_cast<unsigned>(d);
+    }
+    return v;
+  }
+
+  // At the opening quote; returns the decoded string.
+  std::string string() {
+    ++p_;
+    std::string out;
+    for (;;) {
+      size_t b = p_;
+      while (p_ < s_.size() && s_[p_] != '"' && s_[p_] != '\\' && static_cast<unsigned char>(s_[p_]) >= 0x20) ++p_;
+      out.append(s_.data() + b, p_ - b);
+      if (p_ >= s_.size()) fail("unterminated string: expected '\"'");
+      char c = s_[p_];
+      if (c == '"') {
+        ++p_;
+        return out;
+      }
+      if (c != '\\') fail("control character inside a string: expected \\n, \\t or \\u escapes");
+      if (++p_ >= s_.size()) fail("unterminated escape in a string");
+      char e = s_[p_++];
+      switch (e) {
+        case '"': out += '"'; break;
+        case '\\': out += '\\'; break;
+        case '/': out += '/'; break;
+        case 'b': out += '\b'; break;
+        case 'f': out += '\f'; break;
+        case 'n': out += '\n'; break;
+        case 'r': out += '\r'; break;
+        case 't': out += '\t'; break;
+        case 'u': {
+          unsigned cp = hex4();
+          if (cp >= 0xd800 && cp < 0xdc00) {
+            if (s_.substr(p_, 2) != "\\u") fail("expected a low surrogate \\uDC00-\\uDFFF after a high surrogate");
+            p_ += 2;
+            unsigned lo = hex4();
+            if (lo < 0xdc00 || lo > 0xdfff) fail("expected a low surrogate \\uDC00-\\uDFFF after a high surrogate");
+            cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+          } else if (cp >= 0xdc00 && cp < 0xe000) {
+            fail("unpaired low surrogate in a \\u escape");
+          }
+          put_utf8(out, cp);
+          break;
+        }
+        default: --p_; fail(std::string("unknown escape \\") + e + " in a string");
+      }
+    }
+  }
+
+  std::string_view s_;
+  const std::string& name_;
+  size_t p_ = 0;
+};
+
+}  // namespace
+
+const JsonValue* JsonValue::find(std::string_view key) const {
+  for (const auto& [k, v] : members)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+JsonValue parse_json(std::string_view text, const std::string& name) { return Parser(text, name).document(); }
+
+}  // namespace gdrpeer::topo::detail
