@@ -94,7 +94,7 @@ struct nvp_api {
 static struct nvp_api nvp;
 static bool nvp_active;		/* smp_store_release / smp_load_acquire */
 static DEFINE_MUTEX(nvp_resolve_lock);	/* protects nvp_status */
-static char nvp_status[256] = "unavailable: not probed";
+static char nvp_status[384] = "unavailable: not probed";
 static char nvp_last_error[160] = "none";
 
 static struct gdrpeer_counters nvp_cnt;	/* allocations = live pins */
@@ -215,7 +215,7 @@ static int nvp_resolve(void)
 				  missing);
 		else if (nvp_module_loaded(nvidia_module))
 			scnprintf(nvp_status, sizeof(nvp_status),
-				  "unavailable: %s is loaded but symbol_get() cannot reach its nvidia_p2p_* exports: they are not EXPORT_SYMBOL_GPL, and this kernel lets symbol_get() reach only those (mainline since 6.5, and stable kernels with that change); rebuild gdrpeer with NVIDIA_SYMVERS=<its Module.symvers>",
+				  "unavailable: %s is loaded but its nvidia_p2p_* exports are not GPL and this kernel's symbol_get() reaches only GPL exports (mainline 6.5+, stable backports): rebuild gdrpeer with NVIDIA_SYMVERS=<its Module.symvers>",
 				  nvidia_module);
 		else
 			scnprintf(nvp_status, sizeof(nvp_status),
