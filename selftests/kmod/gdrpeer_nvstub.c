@@ -183,6 +183,7 @@ static atomic64_t nvstub_puts_after_cb = ATOMIC64_INIT(0);
 static atomic64_t nvstub_puts_during_cb = ATOMIC64_INIT(0);
 static bool nvstub_persistent = true;
 static u32 nvstub_table_version = NVIDIA_P2P_PAGE_TABLE_VERSION;
+static u32 nvstub_mapping_version = NVIDIA_P2P_DMA_MAPPING_VERSION;
 
 #define nvstub_violation(fmt, ...)					\
 	do {								\
@@ -712,7 +713,7 @@ int nvidia_p2p_dma_map_pages(struct pci_dev *peer,
 		}
 	}
 	m->peer = pci_dev_get(peer);
-	m->m.version = NVIDIA_P2P_DMA_MAPPING_VERSION;
+	m->m.version = READ_ONCE(nvstub_mapping_version);
 	m->m.page_size_type = NVIDIA_P2P_PAGE_SIZE_64KB;
 	m->m.entries = n;
 	m->m.dma_addresses = m->dma;
@@ -1031,6 +1032,26 @@ static ssize_t table_version_store(struct device *dev,
 }
 static DEVICE_ATTR_RW(table_version);
 
+static ssize_t mapping_version_show(struct device *dev,
+				    struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%#x\n", READ_ONCE(nvstub_mapping_version));
+}
+
+static ssize_t mapping_version_store(struct device *dev,
+				     struct device_attribute *attr,
+				     const char *buf, size_t count)
+{
+	u32 v;
+	int ret = kstrtou32(buf, 0, &v);
+
+	if (ret)
+		return ret;
+	WRITE_ONCE(nvstub_mapping_version, v);
+	return count;
+}
+static DEVICE_ATTR_RW(mapping_version);
+
 static struct attribute *nvstub_attrs[] = {
 	&dev_attr_allocations.attr,
 	&dev_attr_pins.attr,
@@ -1041,6 +1062,7 @@ static struct attribute *nvstub_attrs[] = {
 	&dev_attr_puts_during_callback.attr,
 	&dev_attr_persistent.attr,
 	&dev_attr_table_version.attr,
+	&dev_attr_mapping_version.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(nvstub);

@@ -32,7 +32,13 @@
  * out: va (64 KiB aligned, never 0, never reused by this file),
  * bar_offsets_ptr (optional user array of size / 64 KiB __u64) receives the
  * BAR offset of every page, so a test can find the bytes in the BAR
- * backing file.  Errors: -EINVAL, -ENOMEM (BAR exhausted), -EFAULT.
+ * backing file.  Default: the lowest free pages in ascending order
+ * (contiguous while the BAR is not fragmented).  VAs of one file start at
+ * 0x7f0000000000 (+1 TiB per further open file of the same process, whose
+ * VAs never overlap), 64 KiB aligned, 2 MiB apart.
+ * Errors: -EINVAL, -ENOMEM (BAR exhausted, or this file's 1 TiB of VA
+ * used up), -EFAULT (nothing stays allocated).  open() fails with -EMFILE
+ * beyond 64 open files per process.
  */
 struct nvstub_alloc {
 	__u64 size;		/* in */
@@ -89,6 +95,8 @@ struct nvstub_free {
  *   table_version  read/write: version word put in new page tables
  *                  (default NVIDIA_P2P_PAGE_TABLE_VERSION), to play an old
  *                  driver
+ *   mapping_version  read/write: version word put in new DMA mappings
+ *                  (default NVIDIA_P2P_DMA_MAPPING_VERSION), likewise
  */
 
 #endif /* GDRPEER_NVSTUB_H */

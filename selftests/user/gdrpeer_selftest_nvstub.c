@@ -320,6 +320,13 @@ GP_TEST_F(nv, sysfs_knobs)
 	ASSERT_EQ(0, nv_sysfs_write("table_version", "0x00010002"));
 	EXPECT_EQ(0x00010002, nv_sysfs("table_version"));
 
+	/* NVIDIA_P2P_DMA_MAPPING_VERSION */
+	EXPECT_EQ(0x00020003, nv_sysfs("mapping_version"));
+	ASSERT_EQ(0, nv_sysfs_write("mapping_version", "0x00010000"));
+	EXPECT_EQ(0x00010000, nv_sysfs("mapping_version"));
+	ASSERT_EQ(0, nv_sysfs_write("mapping_version", "0x00020003"));
+	EXPECT_EQ(0x00020003, nv_sysfs("mapping_version"));
+
 	/* gauges are read-only */
 	EXPECT_NE(0, nv_sysfs_write("allocations", "5"));
 	EXPECT_EQ(0, nv_sysfs("allocations"));
