@@ -327,8 +327,22 @@ int run_snapshot(const std::string& out, const std::string& root, bool no_cuda) 
 
 }  // namespace
 
-void add_topology_commands(CLI::App& app, int& exit_code) {
-  // Option storage must outlive parsing: owned by the callbacks' closures.
+namespace {
+void add_topo_command(CLI::App& app, int& exit_code);
+void add_check_command(CLI::App& app, int& exit_code);
+void add_snapshot_command(CLI::App& app, int& exit_code);
+}  // namespace
+
+void add_topology_commands(CLI::App& app, int& exit_code, std::string_view only) {
+  if (only.empty() || only == "topo") add_topo_command(app, exit_code);
+  if (only.empty() || only == "check") add_check_command(app, exit_code);
+  if (only.empty() || only == "snapshot") add_snapshot_command(app, exit_code);
+}
+
+namespace {
+
+// Option storage must outlive parsing: owned by the callbacks' closures.
+void add_topo_command(CLI::App& app, int& exit_code) {
   auto topo_in = std::make_shared<InputOptions>();
   auto topo_flags = std::make_shared<TopoFlags>();
   CLI::App* t = app.add_subcommand("topo", "Show the PCI topology model (tree with roles, ports, links, ACS, IOMMU)");
@@ -336,7 +350,9 @@ void add_topology_commands(CLI::App& app, int& exit_code) {
   t->add_flag("--dot", topo_flags->dot, "Graphviz DOT of the paths between GPUs, NICs and NVMe drives");
   t->add_flag("--roles-only", topo_flags->roles_only, "Only the branches that lead to GPUs, NICs or NVMe drives");
   t->callback([topo_in, topo_flags, &exit_code] { exit_code = run_topo(*topo_in, *topo_flags); });
+}
 
+void add_check_command(CLI::App& app, int& exit_code) {
   auto check_in = std::make_shared<InputOptions>();
   auto check_flags = std::make_shared<CheckFlags>();
   CLI::App* c = app.add_subcommand("check", "Verdict per GPU pair: will GPUDirect RDMA / P2P / GDS work here, and why not");
@@ -348,7 +364,9 @@ void add_topology_commands(CLI::App& app, int& exit_code) {
   c->add_option("--pairs", check_flags->pairs, "Pair kinds: gpu-nic,gpu-gpu,gpu-nvme or all (default gpu-nic,gpu-gpu)");
   c->add_option("--skip", check_flags->skip, "Skip a rule id or group (e.g. software, platform, acs-redirect); repeatable");
   c->callback([check_in, check_flags, &exit_code] { exit_code = run_check(*check_in, *check_flags); });
+}
 
+void add_snapshot_command(CLI::App& app, int& exit_code) {
   auto snap_out = std::make_shared<std::string>();
   auto snap_root = std::make_shared<std::string>();
   auto snap_nocuda = std::make_shared<bool>(false);
@@ -358,5 +376,7 @@ void add_topology_commands(CLI::App& app, int& exit_code) {
   s->add_flag("--no-cuda", *snap_nocuda, "Do not record the CUDA driver's GPUDirect RDMA / dma-buf answers");
   s->callback([snap_out, snap_root, snap_nocuda, &exit_code] { exit_code = run_snapshot(*snap_out, *snap_root, *snap_nocuda); });
 }
+
+}  // namespace
 
 }  // namespace gdrpeer::cli
