@@ -43,10 +43,16 @@
  * only for dma_unmap_pages calls in flight (counted outside the lock),
  * which NVIDIA lets finish while a callback runs.
  *
- * A dma_map_pages that runs while the memory is freed can only be made
- * safe by NVIDIA (it validates the table under its own lock); gdrpeer
- * re-checks the state afterwards and drops a mapping that arrived after
- * the callback (NVIDIA freed it with the table).
+ * Known limit: NVIDIA's nvidia_p2p_dma_map_pages() reads the page table
+ * before it takes any lock, so an attach whose dma_map_pages overlaps the
+ * free callback can read a table NVIDIA is freeing.  Making the callback
+ * wait for such a map would close that window but can deadlock (the map
+ * may wait for the RM lock the freeing thread holds while it runs the
+ * callback: the nvidia-peermem hang).  gdrpeer keeps the window as small
+ * as it can (the state is checked just before the call), re-checks after
+ * it, and drops a mapping that arrived after the callback (NVIDIA freed
+ * it with the table).  The test stand-in counts such an overlap as a
+ * violation.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": nvidia: " fmt
 
