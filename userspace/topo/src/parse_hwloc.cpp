@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <unordered_set>
 
 #include "gdrpeer/topo/errors.hpp"
 #include "gdrpeer/topo/parsers.hpp"
@@ -108,6 +109,7 @@ Topology parse_hwloc_xml(std::string_view text, const std::string& name) {
   std::vector<Frame> stack;
   bool root_seen = false;
   int numa_objects = 0, packages = 0;
+  std::unordered_set<std::string> bdfs;  // duplicate check without a scan per device
   for (;;) {
     XmlReader::Event ev = r.next();
     if (ev == XmlReader::Event::Eof) break;
@@ -228,7 +230,7 @@ Topology parse_hwloc_xml(std::string_view text, const std::string& name) {
           }
           d.host_bridge = parent_hb;
         }
-        if (t.find(d.bdf) >= 0) r.fail("duplicate PCI device " + d.bdf);
+        if (!bdfs.insert(d.bdf).second) r.fail("duplicate PCI device " + d.bdf);
         t.devices.push_back(std::move(d));
         f.device = static_cast<int>(t.devices.size() - 1);
       }

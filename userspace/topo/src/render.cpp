@@ -128,16 +128,21 @@ std::string render_matrix(const Report& r, bool include_nvme) {
     std::vector<int> vcols = r.gpus;
     vcols.insert(vcols.end(), r.nics.begin(), r.nics.end());
     if (include_nvme) vcols.insert(vcols.end(), r.nvmes.begin(), r.nvmes.end());
-    std::map<std::pair<int, int>, const PairResult*> by;
-    for (const auto& p : r.pairs) by[{p.a, p.b}] = by[{p.b, p.a}] = &p;
+    // Pair of two labelled devices, by their rows in the class table.
+    const size_t m = r.labelled;
+    std::vector<const PairResult*> by(m * m, nullptr);
+    auto cell = [&](int a, int b) -> const PairResult*& {
+      return by[static_cast<size_t>(r.slot[a]) * m + static_cast<size_t>(r.slot[b])];
+    };
+    for (const auto& p : r.pairs) cell(p.a, p.b) = cell(p.b, p.a) = &p;
     o << "\nVerdicts:\n" << pad("", 8);
     for (int c : vcols) o << pad(r.labels[c], 11);
     o << "\n";
     for (int g : r.gpus) {
       o << pad(r.labels[g], 8);
       for (int c : vcols) {
-        auto it = by.find({g, c});
-        o << pad(g == c ? " X" : it == by.end() ? " -" : to_string(it->second->verdict), 11);
+        const PairResult* p = cell(g, c);
+        o << pad(g == c ? " X" : !p ? " -" : to_string(p->verdict), 11);
       }
       o << "\n";
     }

@@ -57,6 +57,8 @@ class Checker {
         const GpuFamily* f = k.gpu_family(d);
         if (f && f->family == "grace-c2c") grace_ = true;
       }
+    rcname_ = rc_ ? rc_->name : (t.cpu.model_name.empty() ? "this CPU" : t.cpu.model_name);
+    dmi_ = t.dmi_vendor + " " + t.dmi_product;
     virtual_ = t.cpu.hypervisor || t.placeholder_switches ||
                (!t.dmi_vendor.empty() && contains_any(t.dmi_vendor, k.cloud_dmi_vendors));
   }
@@ -79,6 +81,7 @@ class Checker {
   std::vector<int> nics_;
   const Report* rep_ = nullptr;  // for path classes between labelled devices
   const RootComplex* rc_ = nullptr;
+  std::string rcname_, dmi_;  // per node, used per pair
   bool grace_ = false, virtual_ = false;
 
   void pair(PairResult& r, PairKind kind) {
@@ -98,9 +101,8 @@ class Checker {
 
   void path_rules(PairResult& r, PairKind kind) {
     const PathInfo& p = r.path;
-    std::string who = r.label_a + "-" + r.label_b;
-    std::string rcname = rc_ ? rc_->name : (t_.cpu.model_name.empty() ? "this CPU" : t_.cpu.model_name);
     if (p.cls == PathClass::PIX || p.cls == PathClass::PXB) return;
+    const std::string& rcname = rcname_;
     if (grace_ && p.cls != PathClass::SYS && kind != PairKind::GpuGpu) {
       add(r.findings, "path-grace", Verdict::Optimal,
           "Grace system: the GPU reaches the PCIe root over NVLink-C2C, so a root-complex path is the designed one",
@@ -165,15 +167,14 @@ class Checker {
   void acs_rules(PairResult& r) {
     const PathInfo& p = r.path;
     if (p.cls != PathClass::PIX && p.cls != PathClass::PXB) return;  // traffic goes up anyway
-    std::vector<int> ports = p.ports_a;
-    ports.insert(ports.end(), p.ports_b.begin(), p.ports_b.end());
     std::vector<int> bad;
-    std::vector<std::string> unknown;
-    for (int x : ports) {
-      const Device& d = t_.devices[x];
-      if (!d.acs_known) unknown.push_back(d.bdf);
-      else if (d.acs_present && (d.acs_ctl & acs::kRedirectMask)) bad.push_back(x);
-    }
+    std::string list;  // ports whose ACS state the input does not carry
+    for (const std::vector<int>* side : {&p.ports_a, &p.ports_b})
+      for (int x : *side) {
+        const Device& d = t_.devices[x];
+        if (!d.acs_known) list += (list.empty() ? "" : ", ") + d.bdf;
+        else if (d.acs_present && (d.acs_ctl & acs::kRedirectMask)) bad.push_back(x);
+      }
     for (int x : bad) {
       const Device& d = t_.devices[x];
       add(r.findings, "acs-redirect", Verdict::Unreliable,
@@ -182,9 +183,7 @@ class Checker {
           "setpci -s " + d.bdf + " ECAP_ACS+0x6.w=0000:002c   # now; at boot: pci=disable_acs_redir=" + d.bdf +
               " (or pci=config_acs=0x00xx@" + d.bdf + " on Linux >= 6.11)");
     }
-    if (!unknown.empty() && !skipped("acs-unknown")) {
-      std::string list;
-      for (const auto& u : unknown) list += (list.empty() ? "" : ", ") + u;
+    if (!list.empty() && !skipped("acs-unknown")) {
       add(r.findings, "acs-unknown", Verdict::Optimal, "ACS state of " + list + " is not in this input", "");
     }
   }
@@ -232,11 +231,11 @@ class Checker {
   }
 
   void link_rules(PairResult& r) {
-    std::vector<int> on_path{r.a, r.b};
-    on_path.insert(on_path.end(), r.path.ports_a.begin(), r.path.ports_a.end());
-    on_path.insert(on_path.end(), r.path.ports_b.begin(), r.path.ports_b.end());
-    if (r.path.lca >= 0) on_path.push_back(r.path.lca);
-    for (int x : on_path) link_check(r, x);
+    link_check(r, r.a);
+    link_check(r, r.b);
+    for (int x : r.path.ports_a) link_check(r, x);
+    for (int x : r.path.ports_b) link_check(r, x);
+    if (r.path.lca >= 0) link_check(r, r.path.lca);
   }
 
   void bar_rules(PairResult& r, const Device& g) {
@@ -281,7 +280,7 @@ class Checker {
 
   void platform_rules(PairResult& r, PairKind kind, const Device& g) {
     const GpuFamily* fam = k_.gpu_family(g);
-    std::string dmi = t_.dmi_vendor + " " + t_.dmi_product;
+    const std::string& dmi = dmi_;
     for (const auto& p : k_.platforms) {
       if (p.applies_to == "gpu-nic" && kind == PairKind::GpuGpu) continue;
       bool any = false, ok = true;

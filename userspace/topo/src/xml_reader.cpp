@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstring>
 
 #include "gdrpeer/topo/errors.hpp"
@@ -22,6 +23,11 @@ constexpr auto kClass = [] {
   return t;
 }();
 inline bool is_name_char(char c) { return kClass[static_cast<unsigned char>(c)] & kName; }
+// Whether any byte of x equals c (the classic SWAR zero-byte test).
+inline bool has_byte(uint64_t x, unsigned char c) {
+  const uint64_t ones = 0x0101010101010101ull, v = x ^ (ones * c);
+  return ((v - ones) & ~v & (ones << 7)) != 0;
+}
 inline bool is_ws(char c) { return kClass[static_cast<unsigned char>(c)] & kWs; }
 }  // namespace
 
@@ -40,7 +46,7 @@ void XmlReader::skip_ws() {
 
 bool XmlReader::attr(std::string_view name, std::string_view& out) const {
   for (const auto& [k, v] : attrs_)
-    if (k == name) {
+    if (k.size() == name.size() && k[0] == name[0] && k == name) {
       out = v;
       return true;
     }
@@ -161,6 +167,14 @@ XmlReader::Event XmlReader::next() {
       bool has_lt = false, has_amp = false;
       const char* d = s_.data();
       const size_t n = s_.size();
+      // 8 bytes at a time while none is the quote, '<' or '&' (cpusets and
+      // nodesets make up most of an hwloc file); then byte by byte.
+      while (p + 8 <= n) {
+        uint64_t x;
+        std::memcpy(&x, d + p, 8);
+        if (has_byte(x, static_cast<unsigned char>(q)) || has_byte(x, '<') || has_byte(x, '&')) break;
+        p += 8;
+      }
       while (p < n) {
         const char vc = d[p];
         if (vc == q) break;
