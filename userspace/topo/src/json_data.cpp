@@ -167,9 +167,10 @@ class Parser {
     if (s_.size() - p_ < 4) fail("expected 4 hex digits after \\u");
     unsigned v = 0;
     for (int i = 0; i < 4; ++i) {
-      char h = s_[p_++];
+      char h = s_[p_];
       int d = (h >= '0' && h <= '9') ? h - '0' : (h >= 'a' && h <= 'f') ? h - 'a' + 10 : (h >= 'A' && h <= 'F') ? h - 'A' + 10 : -1;
       if (d < 0) fail("expected 4 hex digits after \\u");
+      ++p_;
       v = v * 16 + static_cast<unsigned>(d);
     }
     return v;

@@ -1,0 +1,291 @@
+// Unit tests of the pieces that keep `gdrpeer check` fast (docs/benchmarks.md):
+// the rule-data JSON reader, whole-file input reading, and the class table a
+// report computes once. Each is checked against the slower, obvious way.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "gdrpeer/topo/check.hpp"
+#include "gdrpeer/topo/errors.hpp"
+#include "gdrpeer/topo/knowledge.hpp"
+#include "gdrpeer/topo/parsers.hpp"
+#include "gdrpeer/topo/source.hpp"
+#include "json_data.hpp"
+
+namespace gdrpeer::topo {
+namespace {
+
+using detail::JsonValue;
+using detail::parse_json;
+using Kind = JsonValue::Kind;
+
+const std::string kData = GDRPEER_TEST_TOPOLOGY_DIR;
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A fresh directory under $TMPDIR, removed with its files at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/gdrpeer-test-XXXXXX";
+    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    for (const auto& f : files_) ::unlink(f.c_str());
+    ::rmdir(path_.c_str());
+  }
+  std::string write(const std::string& name, const std::string& bytes) {
+    std::string p = path_ + "/" + name;
+    std::ofstream(p, std::ios::binary) << bytes;
+    files_.push_back(p);
+    return p;
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::vector<std::string> files_;
+};
+
+// ---- the JSON reader --------------------------------------------------------
+
+TEST(JsonData, ReadsEveryValueKind) {
+  JsonValue v = parse_json(R"( {"s": "a\"b\\c\/\n\t\u00e9\ud83d\ude00", "n": -12.5e1, "i": 0, "t": true,
+                                "f": false, "z": null, "a": [1, [], {}], "o": {"k": "v"}} )",
+                           "x.json");
+  ASSERT_EQ(v.kind, Kind::Object);
+  ASSERT_EQ(v.members.size(), 8u);
+  EXPECT_EQ(v.members[0].first, "s");  // file order kept
+  EXPECT_EQ(v.find("s")->text, "a\"b\\c/\n\t\xc3\xa9\xf0\x9f\x98\x80");
+  EXPECT_EQ(v.find("n")->kind, Kind::Number);
+  EXPECT_DOUBLE_EQ(v.find("n")->number, -125.0);
+  EXPECT_DOUBLE_EQ(v.find("i")->number, 0.0);
+  EXPECT_TRUE(v.find("t")->boolean);
+  EXPECT_EQ(v.find("f")->kind, Kind::Bool);
+  EXPECT_FALSE(v.find("f")->boolean);
+  EXPECT_EQ(v.find("z")->kind, Kind::Null);
+  ASSERT_EQ(v.find("a")->items.size(), 3u);
+  EXPECT_EQ(v.find("a")->items[1].kind, Kind::Array);
+  EXPECT_EQ(v.find("a")->items[2].kind, Kind::Object);
+  EXPECT_EQ(v.find("o")->find("k")->text, "v");
+  EXPECT_EQ(v.find("missing"), nullptr);
+  EXPECT_EQ(v.find("s")->find("s"), nullptr);  // not an object
+}
+
+TEST(JsonData, MalformedTextNamesFileLineAndColumn) {
+  struct Case {
+    const char* text;
+    const char* where;  // "line:col"
+    const char* what;
+  };
+  const Case cases[] = {
+      {"{\"a\": 1,}", "1:9", "expected a quoted member name"},
+      {"{\n  \"a\" 1}", "2:7", "expected ':'"},
+      {"[1 2]", "1:4", "expected ',' or ']'"},
+      {"{\"a\": \"open", "1:12", "unterminated string"},
+      {"[\"a\nb\"]", "1:4", "control character"},
+      {"[\"\\q\"]", "1:4", "unknown escape \\q"},
+      {"[\"\\ud800\"]", "1:9", "low surrogate"},
+      {"[\"\\udc00\"]", "1:9", "unpaired low surrogate"},
+      {"[\"\\u12g4\"]", "1:7", "4 hex digits"},
+      {"[01]", "1:3", "expected ',' or ']'"},
+      {"[1.]", "1:4", "expected a digit"},
+      {"[-]", "1:3", "expected a digit"},
+      {"[1e999]", "1:7", "number in range"},
+      {"[tru]", "1:2", "expected a value, found 't'"},
+      {"{} {}", "1:4", "expected the end of the document"},
+      {"", "1:1", "expected a value, found the end"},
+      {"\n\n   ", "3:4", "expected a value, found the end"},
+  };
+  for (const auto& c : cases) {
+    try {
+      parse_json(c.text, "rules.json");
+      ADD_FAILURE() << "accepted: " << c.text;
+    } catch (const DataError& e) {
+      std::string msg = e.what();
+      EXPECT_EQ(msg.rfind(std::string("rules.json:") + c.where + ": ", 0), 0u) << c.text << " -> " << msg;
+      EXPECT_NE(msg.find(c.what), std::string::npos) << c.text << " -> " << msg;
+    }
+  }
+  std::string deep(100, '[');
+  EXPECT_THROW(parse_json(deep + std::string(100, ']'), "deep.json"), DataError);
+}
+
+// The reader must see in the shipped rule data exactly what nlohmann sees.
+void expect_same(const nlohmann::json& want, const JsonValue& got, const std::string& path) {
+  switch (want.type()) {
+    case nlohmann::json::value_t::object: {
+      ASSERT_EQ(got.kind, Kind::Object) << path;
+      ASSERT_EQ(got.members.size(), want.size()) << path;
+      for (const auto& [k, v] : want.items()) {
+        const JsonValue* g = got.find(k);
+        ASSERT_NE(g, nullptr) << path << "." << k;
+        expect_same(v, *g, path + "." + k);
+      }
+      break;
+    }
+    case nlohmann::json::value_t::array:
+      ASSERT_EQ(got.kind, Kind::Array) << path;
+      ASSERT_EQ(got.items.size(), want.size()) << path;
+      for (size_t i = 0; i < want.size(); ++i) expect_same(want[i], got.items[i], path + "[" + std::to_string(i) + "]");
+      break;
+    case nlohmann::json::value_t::string:
+      ASSERT_EQ(got.kind, Kind::String) << path;
+      EXPECT_EQ(got.text, want.get<std::string>()) << path;
+      break;
+    case nlohmann::json::value_t::boolean:
+      ASSERT_EQ(got.kind, Kind::Bool) << path;
+      EXPECT_EQ(got.boolean, want.get<bool>()) << path;
+      break;
+    case nlohmann::json::value_t::null: EXPECT_EQ(got.kind, Kind::Null) << path; break;
+    default:
+      ASSERT_EQ(got.kind, Kind::Number) << path;
+      EXPECT_DOUBLE_EQ(got.number, want.get<double>()) << path;
+  }
+}
+
+TEST(JsonData, SeesTheShippedRuleDataAsNlohmannDoes) {
+  for (const char* f : {"devices.json", "gpus.json", "root_complexes.json", "platforms.json"}) {
+    std::string text = slurp(kData + "/" + f);
+    ASSERT_FALSE(text.empty()) << f;
+    expect_same(nlohmann::json::parse(text), parse_json(text, f), f);
+  }
+}
+
+// ---- rule data on top of it ---------------------------------------------------
+
+class BrokenData : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* f : {"devices.json", "gpus.json", "root_complexes.json", "platforms.json"})
+      dir_.write(f, slurp(kData + "/" + f));
+  }
+  std::string load_error() {
+    try {
+      Knowledge::load(dir_.path());
+    } catch (const DataError& e) {
+      return e.what();
+    }
+    return "";
+  }
+  TempDir dir_;
+};
+
+TEST_F(BrokenData, IntactCopyLoads) { EXPECT_EQ(load_error(), ""); }
+
+TEST_F(BrokenData, SyntaxErrorNamesFileLineColumn) {
+  dir_.write("gpus.json", "{\n  \"schema\": 1,\n  \"families\": [\n}\n");
+  std::string e = load_error();
+  EXPECT_NE(e.find("/gpus.json:4:1: expected a value, found '}'"), std::string::npos) << e;
+}
+
+TEST_F(BrokenData, WrongSchemaOrTypesAreRefused) {
+  dir_.write("platforms.json", R"({"schema": 2, "rules": []})");
+  EXPECT_NE(load_error().find("platforms.json: expected a JSON object with \"schema\": 1"), std::string::npos);
+  dir_.write("platforms.json", slurp(kData + "/platforms.json"));
+  dir_.write("gpus.json", R"({"schema": 1, "bar1_min_mib": "256", "families": []})");
+  EXPECT_NE(load_error().find("gpus.json bar1_min_mib: expected an integer"), std::string::npos) << load_error();
+  dir_.write("gpus.json", R"({"schema": 1, "families": [{"name": "no family key"}]})");
+  EXPECT_NE(load_error().find("gpus.json families: missing \"family\""), std::string::npos) << load_error();
+  dir_.write("gpus.json", R"({"schema": 1, "families": [{"family": "x", "devices": ["12345"]}]})");
+  EXPECT_NE(load_error().find("expected a 16-bit hex id, found \"12345\""), std::string::npos) << load_error();
+  dir_.write("gpus.json", slurp(kData + "/gpus.json"));
+  dir_.write("root_complexes.json", R"({"schema": 1, "root_complexes": [{"name": "X", "p2p": "great"}]})");
+  EXPECT_NE(load_error().find("root complex \"X\": p2p must be good, poor or unsupported"), std::string::npos);
+}
+
+// ---- whole-file input ---------------------------------------------------------
+
+TEST(InputFile, SmallAndLargeFilesReadBackExactly) {
+  TempDir d;
+  std::string small = "<system version=\"1\">\n</system>\n";
+  std::string large;
+  for (int i = 0; large.size() < 300000; ++i) large += "line " + std::to_string(i) + " \x01\xff\n";
+  EXPECT_EQ(InputFile(d.write("small.xml", small)).bytes(), small);  // read
+  EXPECT_EQ(InputFile(d.write("large.xml", large)).bytes(), large);  // mapped
+  EXPECT_EQ(InputFile(d.write("empty", "")).bytes(), "");
+}
+
+TEST(InputFile, NonRegularFilesAreRead) {
+  // procfs reports size 0 for files that are not empty.
+  std::string status(InputFile("/proc/self/status").bytes());
+  EXPECT_NE(status.find("Pid:"), std::string::npos);
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  std::string payload(100000, 'p');  // more than one pipe buffer: written by a child
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::close(fds[0]);
+    size_t off = 0;
+    while (off < payload.size()) {
+      ssize_t n = ::write(fds[1], payload.data() + off, payload.size() - off);
+      if (n <= 0) ::_exit(1);
+      off += static_cast<size_t>(n);
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string got(InputFile("/proc/self/fd/" + std::to_string(fds[0])).bytes());
+  ::close(fds[0]);
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  EXPECT_EQ(got, payload);
+}
+
+TEST(InputFile, MissingOrDirectoryIsMissingInput) {
+  EXPECT_THROW(InputFile("/nonexistent/gdrpeer-input.xml"), MissingInput);
+  TempDir d;
+  EXPECT_THROW(InputFile{d.path()}, MissingInput);
+}
+
+// ---- the class table ------------------------------------------------------------
+
+TEST(ClassTable, EqualsClassifyForEveryLabelledPair) {
+  Knowledge k = Knowledge::load(kData);
+  for (const char* ref : {"aws-p5en.48xlarge.xml", "aws-p4d.24xlarge.xml", "stelline-asus-esc8000a-e12.md"}) {
+    std::string text = slurp(kData + "/reference/" + ref);
+    ASSERT_FALSE(text.empty()) << ref;
+    Topology t = detect_format(text) == InputFormat::HwlocXml ? parse_hwloc_xml(text, ref) : parse_lspci({{ref, text}});
+    assign_roles(t, k);
+    CheckOptions opt;
+    opt.gpu_nvme = true;
+    Report r = check(t, k, opt);
+    std::vector<int> all = r.gpus;
+    all.insert(all.end(), r.nics.begin(), r.nics.end());
+    all.insert(all.end(), r.nvmes.begin(), r.nvmes.end());
+    ASSERT_GE(all.size(), 4u) << ref;
+    for (int a : all)
+      for (int b : all)
+        if (a != b) {
+          EXPECT_EQ(r.path_class(a, b), classify(t, a, b, k).cls) << ref << " " << a << "-" << b;
+        }
+    for (const auto& p : r.pairs) {
+      PathInfo want = classify(t, p.a, p.b, k);
+      EXPECT_EQ(p.path.cls, want.cls);
+      EXPECT_EQ(p.path.ports_a, want.ports_a);
+      EXPECT_EQ(p.path.ports_b, want.ports_b);
+      EXPECT_EQ(p.path.lca, want.lca);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gdrpeer::topo
