@@ -1,18 +1,25 @@
 #!/usr/bin/python3
 """Benchmark for docs/benchmarks.md, section "gdrpeer check".
 
-  /usr/bin/python3 userspace/bench/check_vs_lstopo.py [path/to/gdrpeer]
+  /usr/bin/python3 userspace/bench/check_vs_lstopo.py [GDRPEER [SPAWN_TIMER]] [--runs N]
 
-1. Same input, same run: `gdrpeer check --hwloc X` vs `lstopo --input X --of xml` (whole process,
-   spawn included, median of N runs each, interleaved).
+GDRPEER defaults to build/userspace/cli/gdrpeer, SPAWN_TIMER to build/userspace/bench/spawn_timer
+(userspace/bench/spawn_timer.cpp, built by `make userspace`).
+
+1. Same input, same run: `gdrpeer check --hwloc X` vs `lstopo --input X --of xml -`. Whole
+   processes, started by spawn_timer (posix_spawn + wait4, output to /dev/null) for both tools
+   alike, the two commands alternating, median of N runs each. Python's subprocess is not in
+   the numbers. Also the floor: spawn_timer starting /bin/true (fork+exec+dynamic loader of a
+   C program with libc only), i.e. what no process on this machine can go below.
 2. A sysfs snapshot vs lstopo reading a file-system root: `gdrpeer check SNAP.tar` and
-   `gdrpeer check --sysfs-root DIR` vs `HWLOC_FSROOT=G lstopo --of xml` where G is this machine's
-   hwloc-gather-topology dump (hwloc's own sysfs snapshot format).
-3. Fleet mode: node dumps per second for one `gdrpeer check --fleet` call over many dumps.
+   `gdrpeer check --sysfs-root DIR` vs `HWLOC_FSROOT=G lstopo --of xml -` where G is this
+   machine's hwloc-gather-topology dump (hwloc's own sysfs snapshot format); and live sysfs.
+3. Fleet mode: node dumps per second for one `gdrpeer check --fleet` call over many dumps
+   (best of 3; one process, so the spawn cost is negligible).
 """
 import os
+import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tarfile
@@ -21,31 +28,50 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-GDRPEER = sys.argv[1] if len(sys.argv) > 1 else str(REPO / "build/userspace/cli/gdrpeer")
+args = [a for a in sys.argv[1:] if not a.startswith("--runs")]
+RUNS = 200
+for a in sys.argv[1:]:
+    if a.startswith("--runs="):
+        RUNS = int(a.split("=", 1)[1])
+GDRPEER = os.path.abspath(args[0]) if len(args) > 0 else str(REPO / "build/userspace/cli/gdrpeer")
+TIMER = os.path.abspath(args[1]) if len(args) > 1 else str(REPO / "build/userspace/bench/spawn_timer")
 REF = REPO / "topology/reference"
 ENV = dict(os.environ, GDRPEER_DATA_DIR=str(REPO / "topology"))
+LSTOPO = shutil.which("lstopo") or "/usr/bin/lstopo"
+LINE = re.compile(r"median_ms=(\S+) min_ms=(\S+) max_ms=(\S+) cpu_ms=(\S+) exit=(\S+) cmd=(.*)")
 
 
-def timed(cmd, env=None, n=30):
-    samples = []
-    for _ in range(n):
-        t = time.perf_counter()
-        p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env or ENV)
-        samples.append(time.perf_counter() - t)
-        assert p.returncode in (0, 1, 2), (cmd, p.returncode)
-    return statistics.median(samples)
+def timed(cmds, env=None, runs=RUNS):
+    """Runs the commands alternating, `runs` rounds; returns [(median_ms, cpu_ms)] in order."""
+    argv = [TIMER, str(runs)]
+    for c in cmds:
+        argv += ["--", *c]
+    out = subprocess.run(argv, env=env or ENV, check=True, capture_output=True, text=True).stdout
+    rows = []
+    for line in out.splitlines():
+        m = LINE.match(line)
+        assert m, line
+        codes = {int(x) for x in m.group(5).split(",")}
+        assert codes <= {0, 1, 2}, line  # a verdict, never an error
+        rows.append((float(m.group(1)), float(m.group(4))))
+    assert len(rows) == len(cmds), out
+    return rows
 
 
 def row(name, ours, theirs):
-    print(f"| {name} | {ours * 1e3:.2f} ms | {theirs * 1e3:.2f} ms | {theirs / ours:.1f}x |")
+    print(f"| {name} | {ours[0]:.2f} ms | {theirs[0]:.2f} ms | {theirs[0] / ours[0]:.1f}x |"
+          f" {ours[1]:.2f} / {theirs[1]:.2f} ms |")
 
 
-print(f"machine: {os.uname().nodename}, {os.cpu_count()} CPUs, {os.uname().release}")
-print("| input | gdrpeer check | lstopo | speed-up |\n| --- | --- | --- | --- |")
+load = os.getloadavg()
+print(f"machine: {os.uname().nodename}, {os.cpu_count()} CPUs, kernel {os.uname().release}, "
+      f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} at start; {RUNS} runs per command")
+true_ms = timed([["/bin/true"]])[0]
+print(f"floor: /bin/true {true_ms[0]:.2f} ms (cpu {true_ms[1]:.2f} ms)")
+print("\n| input | gdrpeer check | lstopo | speed-up | CPU time gdrpeer / lstopo |\n| --- | --- | --- | --- | --- |")
 for name in ("aws-p4d.24xlarge.xml", "aws-p5en.48xlarge.xml", "aws-p6e-gb200.36xlarge.xml"):
     x = str(REF / name)
-    ours = timed([GDRPEER, "check", "--hwloc", x])
-    theirs = timed(["lstopo", "--input", x, "--of", "xml", "-"])
+    ours, theirs = timed([[GDRPEER, "check", "--hwloc", x], [LSTOPO, "--input", x, "--of", "xml", "-"]])
     row(f"hwloc {name} ({os.path.getsize(x) // 1024} KiB)", ours, theirs)
 
 work = Path(tempfile.mkdtemp(prefix="gdrpeer-bench-"))
@@ -61,15 +87,19 @@ gdir.mkdir()
 tarfile.open(str(gather) + ".tar.bz2").extractall(gdir)
 fsroot = next(p for p in gdir.iterdir() if p.is_dir())
 env = dict(ENV, HWLOC_FSROOT=str(fsroot))
-theirs = timed(["lstopo", "--of", "xml", "-"], env=env)
-row("this machine: snapshot tar vs HWLOC_FSROOT", timed([GDRPEER, "check", str(snap)]), theirs)
-row("this machine: --sysfs-root dir vs HWLOC_FSROOT", timed([GDRPEER, "check", "--sysfs-root", str(snapdir)]), theirs)
-row("this machine: live sysfs vs live lstopo", timed([GDRPEER, "check", "--no-cuda"]), timed(["lstopo", "--of", "xml", "-"]))
+tar_ours, dir_ours, theirs = timed([[GDRPEER, "check", str(snap)], [GDRPEER, "check", "--sysfs-root", str(snapdir)],
+                                    [LSTOPO, "--of", "xml", "-"]], env=env)
+row("this machine: snapshot tar vs `HWLOC_FSROOT`", tar_ours, theirs)
+row("this machine: `--sysfs-root` dir vs `HWLOC_FSROOT`", dir_ours, theirs)
+ours, theirs = timed([[GDRPEER, "check", "--no-cuda"], [LSTOPO, "--of", "xml", "-"]], runs=max(RUNS // 4, 20))
+row("this machine: live sysfs vs live `lstopo`", ours, theirs)
 
 print("\n| fleet input | dumps | seconds | dumps/s |\n| --- | --- | --- | --- |")
-for label, src, count in (("hwloc p5en (243 KiB each)", REF / "aws-p5en.48xlarge.xml", 1000),
+for label, src, count in (("hwloc p4d (102 KiB each)", REF / "aws-p4d.24xlarge.xml", 2000),
+                          ("hwloc p5en (243 KiB each)", REF / "aws-p5en.48xlarge.xml", 2000),
+                          ("hwloc p6e-gb200 (242 KiB each)", REF / "aws-p6e-gb200.36xlarge.xml", 2000),
                           ("NCCL topology file p5 pr1226", REF / "aws-p5.48xl-topo-pr1226.xml", 5000),
-                          ("lspci transcript ESC8000A", REF / "stelline-asus-esc8000a-e12.md", 5000),
+                          ("lspci transcript ESC8000A (98 KiB markdown report)", REF / "stelline-asus-esc8000a-e12.md", 5000),
                           ("sysfs snapshot tar (this machine)", snap, 5000),
                           ("sysfs snapshot tar (synthetic switch node)", REF / "seeds_snapshot/switch-acs-dma.tar", 5000)):
     d = work / ("fleet-" + str(abs(hash(label))))
@@ -88,3 +118,5 @@ for label, src, count in (("hwloc p5en (243 KiB each)", REF / "aws-p5en.48xlarge
         best = el if best is None else min(best, el)
     print(f"| {label} | {count} | {best:.2f} | {count / best:.0f} |")
 shutil.rmtree(work)
+load = os.getloadavg()
+print(f"\nload average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")

@@ -3,6 +3,7 @@
 // with bridge_type "0-1". The NUMA locality of a host bridge is the nodeset of
 // its nearest ancestor (hwloc 2) or the enclosing NUMANode (hwloc 1).
 #include <algorithm>
+#include <bit>
 #include <cstdlib>
 #include <string>
 #include <unordered_set>
@@ -51,13 +52,10 @@ int single_node(std::string_view ns) {
     if (word.empty()) continue;  // hwloc writes ",," for all-zero words
     unsigned long v;
     if (!parse_hex(word, v)) return -3;
+    v &= 0xffffffffu;  // a word is 32 bits; the bit loop this replaces looked at no more
     if (v == 0) continue;
-    int base = static_cast<int>((words - 1 - w) * 32);
-    for (int bit = 0; bit < 32; ++bit)
-      if (v & (1ul << bit)) {
-        ++count;
-        found = base + bit;
-      }
+    count += std::popcount(v);
+    found = static_cast<int>((words - 1 - w) * 32) + std::countr_zero(v);
   }
   return count == 1 ? found : -1;
 }

@@ -1,5 +1,6 @@
 // Live sysfs (or a copy/snapshot of it). Reads only what the rules need; every
 // path read here is what `gdrpeer snapshot` captures.
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -48,10 +49,36 @@ std::string basename_of(const std::string& p) {
   return s == std::string::npos ? p : p.substr(s + 1);
 }
 
-uint32_t u16le(const std::string& c, size_t off) {
-  return static_cast<uint32_t>(static_cast<uint8_t>(c[off])) | (static_cast<uint32_t>(static_cast<uint8_t>(c[off + 1])) << 8);
-}
-uint32_t u32le(const std::string& c, size_t off) { return u16le(c, off) | (u16le(c, off + 2) << 16); }
+// Config space read on demand, a dword at a time and each dword once (see
+// FileRange): the checker walks two capability lists, not 4 KiB.
+class ConfigSpace {
+ public:
+  static constexpr size_t kMax = 4096;
+  explicit ConfigSpace(FileRange& f) : f_(f) { got_.fill(-1); }
+  // Whether the first n bytes are readable (unprivileged readers get 64, root 256 or 4096).
+  bool has(size_t n) {
+    if (n == 0) return true;
+    if (n > kMax) return false;
+    size_t last = n - 1;
+    return load(last / 4) > static_cast<int>(last % 4);
+  }
+  uint32_t u8(size_t off) {
+    if (off >= kMax) return 0;
+    load(off / 4);
+    return static_cast<uint8_t>(bytes_[off]);
+  }
+  uint32_t u16le(size_t off) { return u8(off) | (u8(off + 1) << 8); }
+  uint32_t u32le(size_t off) { return u16le(off) | (u16le(off + 2) << 16); }
+
+ private:
+  int load(size_t dword) {
+    if (got_[dword] < 0) got_[dword] = static_cast<int8_t>(f_.read(dword * 4, bytes_.data() + dword * 4, 4));
+    return got_[dword];
+  }
+  FileRange& f_;
+  std::array<char, kMax> bytes_{};
+  std::array<int8_t, kMax / 4> got_;  // bytes readable per dword, -1 not read yet
+};
 
 double speed_from_code(uint32_t code) {
   switch (code) {
@@ -66,21 +93,21 @@ double speed_from_code(uint32_t code) {
 }
 
 // Capabilities from config space: PCIe port type, link, MPS/MRRS, ACS, ATS.
-void parse_config(const std::string& c, Device& d) {
-  if (c.size() < 64) return;
-  uint32_t header_type = static_cast<uint8_t>(c[0x0e]) & 0x7f;
+void parse_config(ConfigSpace& c, Device& d) {
+  if (!c.has(64)) return;
+  uint32_t header_type = c.u8(0x0e) & 0x7f;
   if (header_type == 1) {
     d.is_bridge = true;
-    d.secondary_bus = static_cast<uint8_t>(c[0x19]);
+    d.secondary_bus = c.u8(0x19);
   }
   bool pcie = false;
-  if (c.size() >= 256 && (u16le(c, 0x06) & 0x10)) {
-    uint32_t ptr = static_cast<uint8_t>(c[0x34]) & 0xfc;
-    for (int guard = 0; ptr >= 0x40 && ptr + 0x14 <= c.size() && guard < 48; ++guard) {
-      uint32_t id = static_cast<uint8_t>(c[ptr]);
+  if (c.has(256) && (c.u16le(0x06) & 0x10)) {
+    uint32_t ptr = c.u8(0x34) & 0xfc;
+    for (int guard = 0; ptr >= 0x40 && c.has(ptr + 0x14) && guard < 48; ++guard) {
+      uint32_t id = c.u8(ptr);
       if (id == 0x10) {
         pcie = true;
-        uint32_t flags = u16le(c, ptr + 2);
+        uint32_t flags = c.u16le(ptr + 2);
         static const PortType kTypes[] = {PortType::Endpoint, PortType::LegacyEndpoint, PortType::Unknown,
                                           PortType::Unknown, PortType::RootPort, PortType::SwitchUpstream,
                                           PortType::SwitchDownstream, PortType::PcieToPciBridge,
@@ -88,36 +115,36 @@ void parse_config(const std::string& c, Device& d) {
                                           PortType::RootComplexEventCollector};
         uint32_t pt = (flags >> 4) & 0xf;
         if (pt < sizeof kTypes / sizeof kTypes[0]) d.port = kTypes[pt];
-        uint32_t devcap = u32le(c, ptr + 4), devctl = u16le(c, ptr + 8);
+        uint32_t devcap = c.u32le(ptr + 4), devctl = c.u16le(ptr + 8);
         d.mps_cap = 128 << (devcap & 7);
         d.mps = 128 << ((devctl >> 5) & 7);
         d.mrrs = 128 << ((devctl >> 12) & 7);
         if (d.port != PortType::RootComplexEndpoint && d.port != PortType::RootComplexEventCollector) {
-          uint32_t lnkcap = u32le(c, ptr + 0x0c), lnksta = u16le(c, ptr + 0x12);
+          uint32_t lnkcap = c.u32le(ptr + 0x0c), lnksta = c.u16le(ptr + 0x12);
           if (d.link_cap.speed_gts == 0) d.link_cap.speed_gts = speed_from_code(lnkcap & 0xf);
           if (d.link_cap.width == 0) d.link_cap.width = static_cast<int>((lnkcap >> 4) & 0x3f);
           if (d.link_sta.speed_gts == 0) d.link_sta.speed_gts = speed_from_code(lnksta & 0xf);
           if (d.link_sta.width == 0) d.link_sta.width = static_cast<int>((lnksta >> 4) & 0x3f);
         }
       }
-      ptr = static_cast<uint8_t>(c[ptr + 1]) & 0xfc;
+      ptr = c.u8(ptr + 1) & 0xfc;
     }
   }
   // Extended capabilities need the full 4 KiB (root can read it).
-  if (pcie && c.size() >= 4096) {
+  if (pcie && c.has(4096)) {
     d.acs_known = true;
     uint32_t off = 0x100;
-    for (int guard = 0; off >= 0x100 && off + 8 <= c.size() && guard < 512; ++guard) {
-      uint32_t h = u32le(c, off);
+    for (int guard = 0; off >= 0x100 && c.has(off + 8) && guard < 512; ++guard) {
+      uint32_t h = c.u32le(off);
       if (h == 0 || h == 0xffffffff) break;
       uint32_t id = h & 0xffff;
       if (id == 0x0d) {
         d.acs_present = true;
-        d.acs_cap = static_cast<uint16_t>(u16le(c, off + 4));
-        d.acs_ctl = static_cast<uint16_t>(u16le(c, off + 6));
+        d.acs_cap = static_cast<uint16_t>(c.u16le(off + 4));
+        d.acs_ctl = static_cast<uint16_t>(c.u16le(off + 6));
       } else if (id == 0x0f) {
         d.ats_present = true;
-        d.ats_enabled = (u16le(c, off + 6) & 0x8000) != 0;
+        d.ats_enabled = (c.u16le(off + 6) & 0x8000) != 0;
       }
       off = (h >> 20) & 0xffc;
       if (off == 0) break;
@@ -228,7 +255,10 @@ Topology parse_sysfs(FileSource& fs, const std::string& name) {
         ++idx;
       }
     }
-    if (auto cfg = fs.read(raw.dir + "/config", 4096)) parse_config(*cfg, d);
+    if (auto cfg = fs.open_range(raw.dir + "/config", ConfigSpace::kMax)) {
+      ConfigSpace space(*cfg);
+      parse_config(space, d);
+    }
     if (auto drv = fs.readlink(raw.dir + "/driver")) d.driver = basename_of(*drv);
     if (auto grp = fs.readlink(raw.dir + "/iommu_group")) {
       std::string g = basename_of(*grp);

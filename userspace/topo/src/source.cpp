@@ -20,6 +20,42 @@ namespace gdrpeer::topo {
 
 namespace {
 
+class StringRange : public FileRange {
+ public:
+  explicit StringRange(std::string s) : s_(std::move(s)) {}
+  size_t read(size_t off, char* buf, size_t len) override {
+    if (off >= s_.size()) return 0;
+    len = std::min(len, s_.size() - off);
+    std::memcpy(buf, s_.data() + off, len);
+    return len;
+  }
+
+ private:
+  std::string s_;
+};
+
+class FdRange : public FileRange {
+ public:
+  FdRange(int fd, size_t max) : fd_(fd), max_(max) {}
+  ~FdRange() override { ::close(fd_); }
+  size_t read(size_t off, char* buf, size_t len) override {
+    if (off >= max_) return 0;
+    len = std::min(len, max_ - off);
+    size_t got = 0;
+    while (got < len) {
+      ssize_t n = ::pread(fd_, buf + got, len - got, static_cast<off_t>(off + got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;  // end, or a range the kernel refuses (EIO): not readable
+      got += static_cast<size_t>(n);
+    }
+    return got;
+  }
+
+ private:
+  int fd_;
+  size_t max_;
+};
+
 class DirSource : public FileSource {
  public:
   explicit DirSource(std::string root) : root_(std::move(root)) {
@@ -48,6 +84,11 @@ class DirSource : public FileSource {
     }
     ::close(fd);
     return out;
+  }
+  std::unique_ptr<FileRange> open_range(const std::string& path, size_t max_bytes) override {
+    int fd = ::open((root_ + path).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return nullptr;
+    return std::make_unique<FdRange>(fd, max_bytes);
   }
   std::optional<std::string> readlink(const std::string& path) override {
     char buf[4096];
@@ -179,6 +220,12 @@ void header(std::string& out, const std::string& path, char type, uint64_t size,
 }
 
 }  // namespace
+
+std::unique_ptr<FileRange> FileSource::open_range(const std::string& path, size_t max_bytes) {
+  auto bytes = read(path, max_bytes);
+  if (!bytes) return nullptr;
+  return std::make_unique<StringRange>(std::move(*bytes));
+}
 
 InputFile::InputFile(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -21,6 +22,7 @@
 #include "gdrpeer/topo/parsers.hpp"
 #include "gdrpeer/topo/source.hpp"
 #include "json_data.hpp"
+#include "test_topo_support.hpp"
 
 namespace gdrpeer::topo {
 namespace {
@@ -285,6 +287,87 @@ TEST(ClassTable, EqualsClassifyForEveryLabelledPair) {
       EXPECT_EQ(p.path.lca, want.lca);
     }
   }
+}
+
+// ---- config space read on demand ---------------------------------------------------
+
+// The same synthetic node as a directory (pread of config space, dword by dword)
+// and as a snapshot (config space held in memory) must give the same devices,
+// for config files of every length a reader can get (64 bytes unprivileged,
+// 256 conventional, 4 KiB extended, odd lengths from broken dumps).
+TEST(ConfigSpace, OnDemandReadsEqualWholeFileReads) {
+  testing::FakeNode n = testing::switch_node();
+  for (auto& f : n.fns)
+    if (f.acs) f.acs_ctl = 0x001d;  // SrcValid, ReqRedir, CmpltRedir, UpstreamFwd
+  std::vector<TarEntry> entries = n.entries();
+  // Lengths per config file in entry order, cycling; 4096 first keeps one full device.
+  const size_t lengths[] = {4096, 256, 64, 63, 4095, 0x107, 0x53, 300};
+  size_t i = 0, extended = 0;
+  for (auto& e : entries)
+    if (e.type == TarEntry::Type::File && e.path.size() > 7 && e.path.compare(e.path.size() - 7, 7, "/config") == 0) {
+      size_t len = lengths[i++ % (sizeof lengths / sizeof lengths[0])];
+      if (len == 4096 && e.data.size() == 4096) {
+        // An ATS capability after ACS, to walk a two-entry extended list.
+        e.data[0x103] = 0x20;  // next capability at 0x200
+        e.data[0x200] = 0x0f;  // ATS
+        e.data[0x202] = 0x01;
+        e.data[0x207] = static_cast<char>(0x80);  // ATS enabled
+        ++extended;
+      }
+      e.data.resize(std::min(len, e.data.size()));
+    }
+  ASSERT_GE(i, 5u);
+  ASSERT_GE(extended, 1u);
+
+  std::string tar = write_tar(entries);
+  auto mem = make_tar_source(tar, "fake.tar");
+  Topology from_tar = parse_sysfs(*mem, "fake.tar");
+
+  TempDir d;
+  std::filesystem::path root = d.path() + "/root";
+  for (const auto& e : entries) {
+    std::filesystem::path p = root / e.path;
+    if (e.type == TarEntry::Type::Directory) {
+      std::filesystem::create_directories(p);
+    } else {
+      std::filesystem::create_directories(p.parent_path());
+      if (e.type == TarEntry::Type::Symlink) std::filesystem::create_symlink(e.data, p);
+      else std::ofstream(p, std::ios::binary) << e.data;
+    }
+  }
+  auto dir = make_dir_source(root.string());
+  Topology from_dir = parse_sysfs(*dir, root.string());
+  std::filesystem::remove_all(root);
+
+  ASSERT_EQ(from_dir.devices.size(), from_tar.devices.size());
+  ASSERT_GE(from_tar.devices.size(), 5u);
+  size_t acs_known = 0, ats = 0;
+  for (size_t k = 0; k < from_tar.devices.size(); ++k) {
+    const Device& a = from_tar.devices[k];
+    const Device& b = from_dir.devices[k];
+    SCOPED_TRACE(a.bdf);
+    EXPECT_EQ(a.bdf, b.bdf);
+    EXPECT_EQ(a.port, b.port);
+    EXPECT_EQ(a.is_bridge, b.is_bridge);
+    EXPECT_EQ(a.secondary_bus, b.secondary_bus);
+    EXPECT_EQ(a.link_cap.width, b.link_cap.width);
+    EXPECT_EQ(a.link_cap.speed_gts, b.link_cap.speed_gts);
+    EXPECT_EQ(a.link_sta.width, b.link_sta.width);
+    EXPECT_EQ(a.link_sta.speed_gts, b.link_sta.speed_gts);
+    EXPECT_EQ(a.mps, b.mps);
+    EXPECT_EQ(a.mrrs, b.mrrs);
+    EXPECT_EQ(a.acs_known, b.acs_known);
+    EXPECT_EQ(a.acs_present, b.acs_present);
+    EXPECT_EQ(a.acs_ctl, b.acs_ctl);
+    EXPECT_EQ(a.ats_present, b.ats_present);
+    EXPECT_EQ(a.ats_enabled, b.ats_enabled);
+    acs_known += a.acs_known;
+    ats += a.ats_enabled;
+  }
+  // The cases differ from each other, so the comparison above compared something.
+  EXPECT_GE(acs_known, 1u);
+  EXPECT_LT(acs_known, from_tar.devices.size());
+  EXPECT_GE(ats, 1u);
 }
 
 }  // namespace
