@@ -63,7 +63,7 @@ def gauge_dump(prefix, path):
     return f"for f in {path}/*; do [ -f $f ] && [ -r $f ] && echo {prefix}_$(basename $f)=$(cat $f); done"
 
 
-def commands(kernel, linked):
+def commands(linked):
     stub_gpl = f"insmod {M}/gdrpeer_nvstub_gpl.ko bar=$GDRPEER_GPU_BDF"
     load = (f"{stub_gpl} && insmod {M}/gdrpeer.ko nvidia_module=gdrpeer_nvstub_gpl")
     return {
@@ -113,7 +113,7 @@ def run(request, node_factory, gdrpeer_ko, kernel_name):
     kdir = gdrpeer_ko.parent
     check_programs(kdir)
     linked = (kdir / "gdrpeer-linked.ko").exists()
-    cmds = commands(kernel_name, linked)
+    cmds = commands(linked)
     res = node_factory("switch", request.param, bar_mib=64).run(list(cmds.values()), timeout=900)
     out = {n: res.results[i] for i, n in enumerate(cmds)}
     return request.param, kernel_name, linked, res, out
@@ -332,7 +332,7 @@ def test_gpl_rule_other_kernels(kernel, kernel_name):
     kdir = REPO / "build" / "kmod" / kernel
     for ko in ("gdrpeer.ko", "gdrpeer_nvstub.ko", "gdrpeer_nvstub_gpl.ko"):
         assert (kdir / ko).exists(), f"{kdir / ko} missing: make vm-modules VM_KERNEL={kernel}"
-    cmds = commands(kernel, False)
+    cmds = commands(False)
     res = Node(kernel, "switch", "translated").run(
         [cmds["nongpl_symbol_get"], cmds["load"], "rmmod gdrpeer && rmmod gdrpeer_nvstub_gpl"],
         timeout=400)
