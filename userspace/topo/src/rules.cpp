@@ -324,7 +324,10 @@ class Checker {
 }  // namespace
 
 PathClass Report::path_class(int a, int b) const {
-  return classes[static_cast<size_t>(slot[a]) * labelled + static_cast<size_t>(slot[b])];
+  const size_t ia = static_cast<size_t>(slot[a]), ib = static_cast<size_t>(slot[b]);
+  signed char& c = classes[ia * labelled + ib];
+  if (c < 0) c = classes[ib * labelled + ia] = static_cast<signed char>(classify(*topo, a, b, *knowledge).cls);
+  return static_cast<PathClass>(c);
 }
 
 Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt) {
@@ -348,9 +351,8 @@ Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt) {
       rep.nvmes.push_back(i);
     }
   }
-  // Classify every pair of labelled devices once (GPUs, NICs, NVMe in that
-  // order, so a pair's first device is always the earlier one): the pairs,
-  // the fix hints and the class matrix of every output use this table.
+  // Rows of the class table: GPUs, NICs, NVMe in that order, so a checked
+  // pair's first device is always the earlier one.
   std::vector<int> labelled = rep.gpus;
   labelled.insert(labelled.end(), rep.nics.begin(), rep.nics.end());
   labelled.insert(labelled.end(), rep.nvmes.begin(), rep.nvmes.end());
@@ -358,13 +360,7 @@ Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt) {
   rep.slot.assign(t.devices.size(), -1);
   for (size_t i = 0; i < m; ++i) rep.slot[labelled[i]] = static_cast<int>(i);
   rep.labelled = m;
-  rep.classes.assign(m * m, PathClass::SYS);
-  std::vector<PathInfo> paths(m * m);
-  for (size_t i = 0; i < m; ++i)
-    for (size_t j = i + 1; j < m; ++j) {
-      paths[i * m + j] = classify(t, labelled[i], labelled[j], k);
-      rep.classes[i * m + j] = rep.classes[j * m + i] = paths[i * m + j].cls;
-    }
+  rep.classes.assign(m * m, -1);
   Checker c(t, k, opt);
   c.labels_ = rep.labels;
   c.nics_ = rep.nics;
@@ -373,7 +369,9 @@ Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt) {
     PairResult r;
     r.a = a;
     r.b = b;
-    r.path = std::move(paths[static_cast<size_t>(rep.slot[a]) * m + static_cast<size_t>(rep.slot[b])]);
+    r.path = classify(t, a, b, k);
+    const size_t ia = static_cast<size_t>(rep.slot[a]), ib = static_cast<size_t>(rep.slot[b]);
+    rep.classes[ia * m + ib] = rep.classes[ib * m + ia] = static_cast<signed char>(r.path.cls);
     r.label_a = rep.labels[a];
     r.label_b = rep.labels[b];
     c.pair(r, kind);

@@ -66,12 +66,14 @@ struct Report {
   std::vector<Finding> node_findings;  // node-wide remarks (severity Optimal = note)
   Verdict worst = Verdict::Optimal;
   int exit_code() const;  // 0 optimal, 1 degraded/unreliable, 2 blocked
-  // Path class between two labelled devices (GPU, NIC, NVMe; a != b), from the
-  // table check() fills once, so outputs do not classify every cell again.
+  // Path class between two labelled devices (GPU, NIC, NVMe; a != b). Each
+  // pair is classified once: check() fills the table for the pairs it checks,
+  // the rest (NIC-NIC cells of the matrix) on first use. Fleet mode prints no
+  // matrix and so never classifies those.
   PathClass path_class(int a, int b) const;
-  std::vector<int> slot;            // per device index: row in `classes`, -1 if unlabelled
-  std::vector<PathClass> classes;   // labelled x labelled, row-major
-  size_t labelled = 0;              // number of labelled devices (rows)
+  std::vector<int> slot;                     // per device index: row in `classes`, -1 if unlabelled
+  mutable std::vector<signed char> classes;  // labelled x labelled, row-major; -1 not classified yet
+  size_t labelled = 0;                       // number of labelled devices (rows)
 };
 
 Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt);
