@@ -62,7 +62,8 @@ class Parser {
         ws();
         if (p_ >= s_.size() || s_[p_] != ':') fail("expected ':' after a member name");
         ++p_;
-        v.members.emplace_back(std::move(key), value(depth + 1));
+        v.names.push_back(std::move(key));
+        v.items.push_back(value(depth + 1));
         ws();
         if (p_ < s_.size() && s_[p_] == ',') {
           ++p_;
@@ -229,8 +230,9 @@ class Parser {
 }  // namespace
 
 const JsonValue* JsonValue::find(std::string_view key) const {
-  for (const auto& [k, v] : members)
-    if (k == key) return &v;
+  if (kind != Kind::Object) return nullptr;
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == key) return &items[i];
   return nullptr;
 }
 

@@ -17,8 +17,11 @@ struct JsonValue {
   bool boolean = false;
   double number = 0;
   std::string text;                                        // String
-  std::vector<JsonValue> items;                            // Array
-  std::vector<std::pair<std::string, JsonValue>> members;  // Object, in file order
+  std::vector<JsonValue> items;  // Array
+  // Object members in file order: names[i] is the name of items[i]. (Two vectors,
+  // not one of pairs: std::pair of this still incomplete type does not compile
+  // with every standard library.)
+  std::vector<std::string> names;
 
   // The member named key of an object, or nullptr (also when not an object).
   const JsonValue* find(std::string_view key) const;

@@ -163,7 +163,9 @@ Knowledge Knowledge::load(const std::string& dir) {
   for (const auto& v : list_at(dev, "gpu_vendors", Where{w})) k.gpu_vendors.push_back(hex16(v, Where{w, "gpu_vendors"}));
   const JsonValue& vn = at(dev, "vendor_names", Where{w});
   if (vn.kind != Kind::Object) bad(Where{w}, "\"vendor_names\" must be an object of id: [names]");
-  for (const auto& [id, names] : vn.members) {
+  for (size_t m = 0; m < vn.names.size(); ++m) {
+    const std::string& id = vn.names[m];
+    const JsonValue& names = vn.items[m];
     JsonValue idv;
     idv.kind = Kind::String;
     idv.text = id;

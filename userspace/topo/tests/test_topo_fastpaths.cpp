@@ -73,8 +73,10 @@ TEST(JsonData, ReadsEveryValueKind) {
                                 "f": false, "z": null, "a": [1, [], {}], "o": {"k": "v"}} )",
                            "x.json");
   ASSERT_EQ(v.kind, Kind::Object);
-  ASSERT_EQ(v.members.size(), 8u);
-  EXPECT_EQ(v.members[0].first, "s");  // file order kept
+  ASSERT_EQ(v.names.size(), 8u);
+  ASSERT_EQ(v.items.size(), 8u);
+  EXPECT_EQ(v.names[0], "s");  // file order kept
+  EXPECT_EQ(v.names[7], "o");
   EXPECT_EQ(v.find("s")->text, "a\"b\\c/\n\t\xc3\xa9\xf0\x9f\x98\x80");
   EXPECT_EQ(v.find("n")->kind, Kind::Number);
   EXPECT_DOUBLE_EQ(v.find("n")->number, -125.0);
@@ -135,7 +137,7 @@ void expect_same(const nlohmann::json& want, const JsonValue& got, const std::st
   switch (want.type()) {
     case nlohmann::json::value_t::object: {
       ASSERT_EQ(got.kind, Kind::Object) << path;
-      ASSERT_EQ(got.members.size(), want.size()) << path;
+      ASSERT_EQ(got.names.size(), want.size()) << path;
       for (const auto& [k, v] : want.items()) {
         const JsonValue* g = got.find(k);
         ASSERT_NE(g, nullptr) << path << "." << k;
