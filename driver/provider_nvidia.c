@@ -365,6 +365,11 @@ static int nvp_attach(struct gdrpeer_region *r, struct dma_buf_attachment *a)
 	/* no lock of ours here: this may wait for a running callback */
 	ret = nvp.dma_map_pages(pdev, pt, &map);
 	if (ret) {
+		mutex_lock(&pin->lock);
+		/* the memory went while we asked: say so, not NVIDIA's errno */
+		if (pin->state != NVP_PINNED)
+			ret = -ENODEV;
+		mutex_unlock(&pin->lock);
 		ret = ret == -ENOTSUPP ? -EOPNOTSUPP : ret;
 		goto err_free;
 	}

@@ -226,7 +226,8 @@ struct gdrpeer_query {
  * GDRPEER_PIN_* flags, unknown flags or reserved not 0, or (from the
  * NVIDIA driver) a range that is not device memory of this process;
  * -EOVERFLOW va + length wraps; -ENODEV the nvidia provider is not active
- * (/sys/class/gdrpeer/gdrpeer/providers/nvidia/status says why);
+ * (/sys/class/gdrpeer/gdrpeer/providers/nvidia/status says why), or the
+ * memory was freed while it was being pinned;
  * -EOPNOTSUPP GDRPEER_PIN_PERSISTENT asked of a driver without it;
  * -EPROTO the NVIDIA driver's page table or mapping version is not one
  * gdrpeer understands; -ENOMEM and other errors of nvidia_p2p_get_pages

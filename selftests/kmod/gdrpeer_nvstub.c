@@ -181,6 +181,7 @@ static atomic64_t nvstub_callbacks = ATOMIC64_INIT(0);
 static atomic64_t nvstub_violations = ATOMIC64_INIT(0);
 static atomic64_t nvstub_puts_after_cb = ATOMIC64_INIT(0);
 static atomic64_t nvstub_puts_during_cb = ATOMIC64_INIT(0);
+static atomic64_t nvstub_maps_after_cb = ATOMIC64_INIT(0);
 static bool nvstub_persistent = true;
 static u32 nvstub_table_version = NVIDIA_P2P_PAGE_TABLE_VERSION;
 static u32 nvstub_mapping_version = NVIDIA_P2P_DMA_MAPPING_VERSION;
@@ -671,15 +672,23 @@ int nvidia_p2p_dma_map_pages(struct pci_dev *peer,
 	/* no table is revoking while rm_lock is held */
 	state = t ? t->state : NVSTUB_DEAD_PUT;
 	spin_unlock(&nvstub_tables_lock);
-	if (!t || state != NVSTUB_LIVE) {
+	if (t && (state == NVSTUB_REVOKING || state == NVSTUB_DEAD_CB)) {
 		/*
 		 * nvidia.ko reads the table before it takes any lock: a map
-		 * that races with the free callback is a use after free there
+		 * that overlaps the free callback reads freed memory there.
+		 * A caller cannot close this window without waiting for its
+		 * map inside the callback (a deadlock with nvidia.ko), so it
+		 * is counted on its own, apart from the violations.
 		 */
+		atomic64_inc(&nvstub_maps_after_cb);
+		pr_warn("dma_map_pages of called-back page table %p: the free-callback window (reads freed memory in nvidia.ko)\n",
+			page_table);
+		ret = -EINVAL;
+		goto out;
+	}
+	if (!t || state != NVSTUB_LIVE) {
 		nvstub_violation("dma_map_pages of %s page table %p: use after free with nvidia.ko\n",
-				 !t ? "an unknown" :
-				 state == NVSTUB_DEAD_PUT ? "a put" :
-				 "a called-back", page_table);
+				 !t ? "an unknown" : "a put", page_table);
 		ret = -EINVAL;
 		goto out;
 	}
@@ -990,6 +999,7 @@ NVSTUB_GAUGE(dma_mappings, atomic_read(&nvstub_dma_mappings));
 NVSTUB_GAUGE(callbacks, atomic64_read(&nvstub_callbacks));
 NVSTUB_GAUGE(violations, atomic64_read(&nvstub_violations));
 NVSTUB_GAUGE(puts_after_callback, atomic64_read(&nvstub_puts_after_cb));
+NVSTUB_GAUGE(maps_after_callback, atomic64_read(&nvstub_maps_after_cb));
 NVSTUB_GAUGE(puts_during_callback, atomic64_read(&nvstub_puts_during_cb));
 
 static ssize_t persistent_show(struct device *dev,
@@ -1059,6 +1069,7 @@ static struct attribute *nvstub_attrs[] = {
 	&dev_attr_callbacks.attr,
 	&dev_attr_violations.attr,
 	&dev_attr_puts_after_callback.attr,
+	&dev_attr_maps_after_callback.attr,
 	&dev_attr_puts_during_callback.attr,
 	&dev_attr_persistent.attr,
 	&dev_attr_table_version.attr,

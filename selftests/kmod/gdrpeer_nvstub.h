@@ -90,6 +90,12 @@ struct nvstub_free {
  *   puts_during_callback  put_pages that arrived while the table's free
  *                  callback was running and waited for it (running total;
  *                  the race the API allows, also returns 0).
+ *   maps_after_callback  dma_map_pages of a table whose free callback was
+ *                  running or done (running total; -EINVAL).  With
+ *                  nvidia.ko this reads freed memory; a caller can only
+ *                  close that window by waiting for its map inside the
+ *                  callback, which deadlocks there, so it is counted here
+ *                  and not in violations.
  *   persistent     read/write: 1 = get_pages_persistent works, 0 = it
  *                  fails with -ENOTSUPP (a driver without persistent pins)
  *   table_version  read/write: version word put in new page tables

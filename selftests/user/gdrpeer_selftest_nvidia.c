@@ -1065,8 +1065,12 @@ static bool race_op(struct race *r, struct race_slot *s, int op,
 		if (!va || atomic_load(&s->dfd) >= 0)
 			return false;
 		fd = gp_export_va(r->fd, va, GPU_PAGE, flags, NULL);
-		/* freed (and maybe reallocated smaller) under us: -EINVAL */
-		race_check(r, op, fd, -EINVAL, 0);
+		/*
+		 * freed (and maybe reallocated smaller) before the pin:
+		 * -EINVAL; freed while it was being pinned (the callback
+		 * came before the export was done): -ENODEV
+		 */
+		race_check(r, op, fd, -EINVAL, -ENODEV);
 		if (fd >= 0) {
 			int none = -1;
 
@@ -1205,6 +1209,7 @@ GP_TEST_F_TIMEOUT(nv, race_free_close_import_mmap_rmmod, 1200)
 	struct race *r;
 	long long late = stub_num("puts_after_callback");
 	long long during = stub_num("puts_during_callback");
+	long long window = stub_num("maps_after_callback");
 	long total = 0;
 	double t0;
 	int i;
@@ -1259,6 +1264,14 @@ GP_TEST_F_TIMEOUT(nv, race_free_close_import_mmap_rmmod, 1200)
 	TH_LOG("put_pages that met a finished / running free callback: %lld / %lld",
 	       stub_num("puts_after_callback") - late,
 	       stub_num("puts_during_callback") - during);
+	/*
+	 * An import whose dma_map_pages overlapped a free callback: a read
+	 * of a freed table inside nvidia.ko that gdrpeer cannot prevent
+	 * without the callback deadlock (provider_nvidia.c "Known limit").
+	 * Counted and shown, not hidden; the import fails with -ENODEV.
+	 */
+	TH_LOG("imports whose dma_map_pages met a free callback (known window): %lld",
+	       stub_num("maps_after_callback") - window);
 	for (i = 0; i < RACE_THREADS; i++)
 		EXPECT_EQ(RACE_OPS_PER_THREAD, w[i].done);
 	EXPECT_LE(RACE_THREADS * RACE_OPS_PER_THREAD, total);
