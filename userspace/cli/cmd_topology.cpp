@@ -3,15 +3,22 @@
 // Exit codes: 0 all optimal, 1 degraded/unreliable somewhere, 2 blocked
 // somewhere; 64 usage, 65 malformed input (file:line: what was expected),
 // 66 input missing, 73 snapshot not writable, 78 rule data unusable.
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <cstdio>
+#include <exception>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -43,6 +50,7 @@ struct InputOptions {
 
 struct CheckFlags {
   bool json = false, dot = false, fleet = false, nvme = false;
+  int jobs = 0;  // fleet mode threads; 0: one per CPU
   std::vector<std::string> skip;
   std::string pairs = "gpu-nic,gpu-gpu";
 };
@@ -95,7 +103,9 @@ bool has_nvidia_gpu(const topo::Topology& t) {
   return false;
 }
 
-topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const topo::Knowledge& k) {
+// `scratch`: a buffer to read single-file inputs into, reused across calls (fleet mode).
+topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const topo::Knowledge& k,
+                         std::string* scratch = nullptr) {
   topo::Topology t;
   bool live = false;
   switch (spec.kind) {
@@ -106,12 +116,12 @@ topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const top
       break;
     }
     case NodeSpec::Kind::Hwloc: {
-      topo::InputFile f(spec.paths[0]);
+      topo::InputFile f(spec.paths[0], scratch);
       t = topo::parse_hwloc_xml(f.bytes(), spec.paths[0]);
       break;
     }
     case NodeSpec::Kind::Nccl: {
-      topo::InputFile f(spec.paths[0]);
+      topo::InputFile f(spec.paths[0], scratch);
       t = topo::parse_nccl_xml(f.bytes(), spec.paths[0]);
       break;
     }
@@ -131,7 +141,7 @@ topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const top
         t.format = "sysfs-root";
         break;
       }
-      topo::InputFile f(p);
+      topo::InputFile f(p, scratch);
       std::string_view b = f.bytes();
       switch (topo::detect_format(b)) {
         case topo::InputFormat::SnapshotTar: {
@@ -204,6 +214,24 @@ topo::CheckOptions check_options(const CheckFlags& f) {
   return o;
 }
 
+// What fleet mode keeps of one node until it is printed.
+struct FleetNode {
+  std::string name, line, error;
+  topo::Verdict worst = topo::Verdict::Optimal;
+  int exit_code = 0;
+  size_t gpus = 0, nics = 0, pairs = 0;
+  std::exception_ptr failure;  // anything but an input error: ends the run like a sequential one
+};
+
+// --jobs, or one thread per CPU this process may run on.
+size_t fleet_jobs(int requested) {
+  if (requested > 0) return static_cast<size_t>(requested);
+  cpu_set_t set;
+  if (::sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return static_cast<size_t>(CPU_COUNT(&set));
+  unsigned n = std::thread::hardware_concurrency();
+  return n ? n : 1;
+}
+
 int run_check(const InputOptions& in, const CheckFlags& f) {
   return guarded([&] {
     topo::CheckOptions opt = check_options(f);
@@ -218,31 +246,90 @@ int run_check(const InputOptions& in, const CheckFlags& f) {
       else std::fputs(topo::render_matrix(r, opt.gpu_nvme).c_str(), stdout);
       return r.exit_code();
     }
-    // Fleet: one line per node; a broken dump is reported and the rest go on.
+    // Fleet: one line per node, in input order; a broken dump is reported and the
+    // rest go on. Nodes are independent, so --jobs threads check them in parallel
+    // (rule data is shared read-only) and this thread prints each in turn.
     int worst = 0, errors = 0;
     int counts[4] = {0, 0, 0, 0};
     nlohmann::json nodes = nlohmann::json::array();
-    for (const auto& s : specs) {
-      std::string name = s.paths.empty() ? "live" : s.paths[0];
+    std::vector<FleetNode> results(specs.size());
+    auto check_one = [&](size_t i) {
+      FleetNode& n = results[i];
+      const NodeSpec& s = specs[i];
+      n.name = s.paths.empty() ? "live" : s.paths[0];
       try {
-        topo::Topology t = load_node(s, in, k);
+        thread_local std::string scratch;
+        topo::Topology t = load_node(s, in, k, &scratch);
         topo::Report r = topo::check(t, k, opt);
-        ++counts[static_cast<int>(r.worst)];
-        worst = std::max(worst, r.exit_code());
-        if (f.json) {
-          nodes.push_back({{"source", name}, {"worst", topo::to_string(r.worst)}, {"exit_code", r.exit_code()},
-                           {"gpus", r.gpus.size()}, {"nics", r.nics.size()}, {"pairs", r.pairs.size()}});
-        } else {
-          std::printf("%s\n", topo::render_summary_line(r).c_str());
-        }
+        n.worst = r.worst;
+        n.exit_code = r.exit_code();
+        n.gpus = r.gpus.size();
+        n.nics = r.nics.size();
+        n.pairs = r.pairs.size();
+        if (!f.json) n.line = topo::render_summary_line(r);
       } catch (const topo::InputError& e) {
-        ++errors;
-        if (f.json) nodes.push_back({{"source", name}, {"error", e.what()}, {"exit_code", kExitDataErr}});
-        else std::printf("%s: error: %s\n", name.c_str(), e.what());
+        n.error = e.what();
+        n.exit_code = kExitDataErr;
       } catch (const topo::MissingInput& e) {
+        n.error = e.what();
+        n.exit_code = kExitNoInput;
+      } catch (...) {
+        n.failure = std::current_exception();  // usage errors: rethrown when this node's turn comes
+      }
+    };
+    auto emit = [&](FleetNode& n) {
+      if (n.failure) std::rethrow_exception(n.failure);
+      if (!n.error.empty()) {
         ++errors;
-        if (f.json) nodes.push_back({{"source", name}, {"error", e.what()}, {"exit_code", kExitNoInput}});
-        else std::printf("%s: error: %s\n", name.c_str(), e.what());
+        if (f.json) nodes.push_back({{"source", n.name}, {"error", n.error}, {"exit_code", n.exit_code}});
+        else std::printf("%s: error: %s\n", n.name.c_str(), n.error.c_str());
+        return;
+      }
+      ++counts[static_cast<int>(n.worst)];
+      worst = std::max(worst, n.exit_code);
+      if (f.json)
+        nodes.push_back({{"source", n.name}, {"worst", topo::to_string(n.worst)}, {"exit_code", n.exit_code},
+                         {"gpus", n.gpus}, {"nics", n.nics}, {"pairs", n.pairs}});
+      else
+        std::printf("%s\n", n.line.c_str());
+    };
+    const bool live = std::any_of(specs.begin(), specs.end(), [](const NodeSpec& s) { return s.kind == NodeSpec::Kind::Live; });
+    const size_t jobs = live ? 1 : std::min<size_t>(fleet_jobs(f.jobs), specs.size());
+    if (jobs <= 1) {
+      for (size_t i = 0; i < specs.size(); ++i) {
+        check_one(i);
+        emit(results[i]);
+      }
+    } else {
+      std::atomic<size_t> next{0};
+      std::mutex mu;
+      std::condition_variable cv;
+      std::vector<char> done(specs.size(), 0);  // guarded by mu
+      std::atomic<bool> stop{false};
+      {
+        std::vector<std::jthread> workers;
+        for (size_t w = 0; w < jobs; ++w)
+          workers.emplace_back([&] {
+            for (size_t i; !stop && (i = next++) < specs.size();) {
+              check_one(i);
+              std::lock_guard<std::mutex> lock(mu);
+              done[i] = 1;
+              cv.notify_all();
+            }
+          });
+        try {
+          for (size_t i = 0; i < specs.size(); ++i) {
+            {
+              std::unique_lock<std::mutex> lock(mu);
+              cv.wait(lock, [&] { return done[i] != 0; });
+            }
+            emit(results[i]);
+            results[i] = FleetNode{};  // printed: free its strings early
+          }
+        } catch (...) {
+          stop = true;  // the workers finish their current node; the jthreads join here
+          throw;
+        }
       }
     }
     if (f.json) {
@@ -360,6 +447,8 @@ void add_check_command(CLI::App& app, int& exit_code) {
   c->add_flag("--json", check_flags->json, "JSON output (schema gdrpeer-check, version 1; see docs/check.md)");
   c->add_flag("--dot", check_flags->dot, "Graphviz DOT with GPUs/NICs highlighted and bad ports marked");
   c->add_flag("--fleet", check_flags->fleet, "One summary line per node (implied by several inputs)");
+  c->add_option("-j,--jobs", check_flags->jobs, "Fleet mode: nodes checked in parallel (default: one per CPU)")
+      ->check(CLI::Range(1, 1024));
   c->add_flag("--with-nvme", check_flags->nvme, "Also check GPU-NVMe pairs (GPUDirect Storage)");
   c->add_option("--pairs", check_flags->pairs, "Pair kinds: gpu-nic,gpu-gpu,gpu-nvme or all (default gpu-nic,gpu-gpu)");
   c->add_option("--skip", check_flags->skip, "Skip a rule id or group (e.g. software, platform, acs-redirect); repeatable");

@@ -227,7 +227,8 @@ std::unique_ptr<FileRange> FileSource::open_range(const std::string& path, size_
   return std::make_unique<StringRange>(std::move(*bytes));
 }
 
-InputFile::InputFile(const std::string& path) {
+InputFile::InputFile(const std::string& path, std::string* scratch) {
+  if (scratch) buf_ = scratch;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw MissingInput(path + ": cannot open input");
   struct stat st;
@@ -235,7 +236,7 @@ InputFile::InputFile(const std::string& path) {
   // Large files are mapped (no copy; MAP_POPULATE maps the page-cache pages in one
   // call instead of a fault per page). Small ones are cheaper to read than to map
   // and unmap.
-  if (regular && st.st_size >= 65536) {
+  if (regular && st.st_size >= 65536 && !scratch) {
     void* m = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
     if (m != MAP_FAILED) {
       map_ = m;
@@ -244,11 +245,12 @@ InputFile::InputFile(const std::string& path) {
       return;
     }
   }
+  std::string& buf = *buf_;
   size_t used = 0;
-  buf_.resize(regular && st.st_size > 0 ? static_cast<size_t>(st.st_size) + 1 : 65536);
+  buf.resize(regular && st.st_size > 0 ? static_cast<size_t>(st.st_size) + 1 : 65536);
   for (;;) {
-    if (used == buf_.size()) buf_.resize(buf_.size() * 2);
-    ssize_t n = ::read(fd, buf_.data() + used, buf_.size() - used);
+    if (used == buf.size()) buf.resize(buf.size() * 2);
+    ssize_t n = ::read(fd, buf.data() + used, buf.size() - used);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       ::close(fd);
@@ -257,7 +259,7 @@ InputFile::InputFile(const std::string& path) {
     if (n == 0) break;
     used += static_cast<size_t>(n);
   }
-  buf_.resize(used);
+  buf.resize(used);
   ::close(fd);
 }
 

@@ -14,21 +14,25 @@
 
 namespace gdrpeer::topo {
 
-// A whole input file in memory, read once: a regular file is mapped read-only
-// (no copy into a heap buffer), anything else (a pipe, /dev/stdin) is read.
+// A whole input file in memory, read once: a large regular file is mapped
+// read-only (no copy into a heap buffer), anything else (small files, a pipe,
+// /dev/stdin) is read. With `scratch` the file is always read, into *scratch,
+// whose capacity is reused: fleet mode reads thousands of dumps, and mapping
+// each costs page-table work and, with several threads, TLB shootdowns on unmap.
 // Throws MissingInput("PATH: cannot open input") when it cannot be opened or read.
 class InputFile {
  public:
-  explicit InputFile(const std::string& path);
+  explicit InputFile(const std::string& path, std::string* scratch = nullptr);
   ~InputFile();
   InputFile(const InputFile&) = delete;
   InputFile& operator=(const InputFile&) = delete;
-  std::string_view bytes() const { return map_ ? std::string_view(static_cast<const char*>(map_), size_) : std::string_view(buf_); }
+  std::string_view bytes() const { return map_ ? std::string_view(static_cast<const char*>(map_), size_) : std::string_view(*buf_); }
 
  private:
   void* map_ = nullptr;
   size_t size_ = 0;
-  std::string buf_;
+  std::string own_;
+  std::string* buf_ = &own_;
 };
 
 // Random access to one file. Config space is read this way: on a live node every
