@@ -15,7 +15,8 @@ GDRPEER defaults to build/userspace/cli/gdrpeer, SPAWN_TIMER to build/userspace/
    `gdrpeer check --sysfs-root DIR` vs `HWLOC_FSROOT=G lstopo --of xml -` where G is this
    machine's hwloc-gather-topology dump (hwloc's own sysfs snapshot format); and live sysfs.
 3. Fleet mode: node dumps per second for one `gdrpeer check --fleet` call over many dumps
-   (best of 3; one process, so the spawn cost is negligible).
+   (best of 3; one process, so the spawn cost is negligible), with one thread (`-j 1`) and
+   with the default of one thread per CPU.
 """
 import os
 import re
@@ -94,7 +95,9 @@ row("this machine: `--sysfs-root` dir vs `HWLOC_FSROOT`", dir_ours, theirs)
 ours, theirs = timed([[GDRPEER, "check", "--no-cuda"], [LSTOPO, "--of", "xml", "-"]], runs=max(RUNS // 4, 20))
 row("this machine: live sysfs vs live `lstopo`", ours, theirs)
 
-print("\n| fleet input | dumps | seconds | dumps/s |\n| --- | --- | --- | --- |")
+jobs = len(os.sched_getaffinity(0))
+print(f"\n| fleet input | dumps | seconds, 1 thread (`-j 1`) | dumps/s, 1 thread | seconds, {jobs} threads (default) |"
+      f" dumps/s, {jobs} threads |\n| --- | --- | --- | --- | --- | --- |")
 for label, src, count in (("hwloc p4d (102 KiB each)", REF / "aws-p4d.24xlarge.xml", 2000),
                           ("hwloc p5en (243 KiB each)", REF / "aws-p5en.48xlarge.xml", 2000),
                           ("hwloc p6e-gb200 (242 KiB each)", REF / "aws-p6e-gb200.36xlarge.xml", 2000),
@@ -109,14 +112,16 @@ for label, src, count in (("hwloc p4d (102 KiB each)", REF / "aws-p4d.24xlarge.x
         f = d / f"n{i}{src.suffix}"
         os.link(src, f) if src.stat().st_dev == f.parent.stat().st_dev else shutil.copy(src, f)
         files.append(str(f))
-    best = None
+    best = {}
     for _ in range(3):
-        t = time.perf_counter()
-        p = subprocess.run([GDRPEER, "check", "--fleet", *files], stdout=subprocess.DEVNULL, env=ENV)
-        el = time.perf_counter() - t
-        assert p.returncode in (0, 1, 2)
-        best = el if best is None else min(best, el)
-    print(f"| {label} | {count} | {best:.2f} | {count / best:.0f} |")
+        for j in ("1", str(jobs)):
+            t = time.perf_counter()
+            p = subprocess.run([GDRPEER, "check", "--fleet", "-j", j, *files], stdout=subprocess.DEVNULL, env=ENV)
+            el = time.perf_counter() - t
+            assert p.returncode in (0, 1, 2)
+            best[j] = min(best.get(j, el), el)
+    one, many = best["1"], best[str(jobs)]
+    print(f"| {label} | {count} | {one:.2f} | {count / one:.0f} | {many:.2f} | {count / many:.0f} |")
 shutil.rmtree(work)
 load = os.getloadavg()
 print(f"\nload average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
