@@ -232,6 +232,106 @@ size_t fleet_jobs(int requested) {
   return n ? n : 1;
 }
 
+// Fleet: one line per node, in input order; a broken dump is reported and the
+// rest go on. Nodes are independent, so --jobs threads check them in parallel
+// (rule data is shared read-only) and the calling thread prints each in turn.
+int run_fleet(const std::vector<NodeSpec>& specs, const InputOptions& in, const CheckFlags& f,
+              const topo::CheckOptions& opt, const topo::Knowledge& k) {
+  int worst = 0, errors = 0;
+  int counts[4] = {0, 0, 0, 0};
+  nlohmann::json nodes = nlohmann::json::array();
+  std::vector<FleetNode> results(specs.size());
+  auto check_one = [&](size_t i) {
+    FleetNode& n = results[i];
+    const NodeSpec& s = specs[i];
+    n.name = s.paths.empty() ? "live" : s.paths[0];
+    try {
+      thread_local std::string scratch;
+      topo::Topology t = load_node(s, in, k, &scratch);
+      topo::Report r = topo::check(t, k, opt);
+      n.worst = r.worst;
+      n.exit_code = r.exit_code();
+      n.gpus = r.gpus.size();
+      n.nics = r.nics.size();
+      n.pairs = r.pairs.size();
+      if (!f.json) n.line = topo::render_summary_line(r);
+    } catch (const topo::InputError& e) {
+      n.error = e.what();
+      n.exit_code = kExitDataErr;
+    } catch (const topo::MissingInput& e) {
+      n.error = e.what();
+      n.exit_code = kExitNoInput;
+    } catch (...) {
+      n.failure = std::current_exception();  // usage errors: rethrown when this node's turn comes
+    }
+  };
+  auto emit = [&](FleetNode& n) {
+    if (n.failure) std::rethrow_exception(n.failure);
+    if (!n.error.empty()) {
+      ++errors;
+      if (f.json) nodes.push_back({{"source", n.name}, {"error", n.error}, {"exit_code", n.exit_code}});
+      else std::printf("%s: error: %s\n", n.name.c_str(), n.error.c_str());
+      return;
+    }
+    ++counts[static_cast<int>(n.worst)];
+    worst = std::max(worst, n.exit_code);
+    if (f.json)
+      nodes.push_back({{"source", n.name}, {"worst", topo::to_string(n.worst)}, {"exit_code", n.exit_code},
+                       {"gpus", n.gpus}, {"nics", n.nics}, {"pairs", n.pairs}});
+    else
+      std::printf("%s\n", n.line.c_str());
+  };
+  const bool live = std::any_of(specs.begin(), specs.end(), [](const NodeSpec& s) { return s.kind == NodeSpec::Kind::Live; });
+  const size_t jobs = live ? 1 : std::min<size_t>(fleet_jobs(f.jobs), specs.size());
+  if (jobs <= 1) {
+    for (size_t i = 0; i < specs.size(); ++i) {
+      check_one(i);
+      emit(results[i]);
+    }
+  } else {
+    std::atomic<size_t> next{0};
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<char> done(specs.size(), 0);  // guarded by mu
+    std::atomic<bool> stop{false};
+    {
+      std::vector<std::jthread> workers;
+      for (size_t w = 0; w < jobs; ++w)
+        workers.emplace_back([&] {
+          for (size_t i; !stop && (i = next++) < specs.size();) {
+            check_one(i);
+            std::lock_guard<std::mutex> lock(mu);
+            done[i] = 1;
+            cv.notify_all();
+          }
+        });
+      try {
+        for (size_t i = 0; i < specs.size(); ++i) {
+          {
+            std::unique_lock<std::mutex> lock(mu);
+            cv.wait(lock, [&] { return done[i] != 0; });
+          }
+          emit(results[i]);
+          results[i] = FleetNode{};  // printed: free its strings early
+        }
+      } catch (...) {
+        stop = true;  // the workers finish their current node; the jthreads join here
+        throw;
+      }
+    }
+  }
+  if (f.json) {
+    nlohmann::json j = {{"schema", "gdrpeer-fleet"}, {"version", 1}, {"nodes", nodes},
+                        {"summary", {{"nodes", specs.size()}, {"optimal", counts[0]}, {"degraded", counts[1]},
+                                     {"unreliable", counts[2]}, {"blocked", counts[3]}, {"errors", errors}}}};
+    std::fputs((j.dump(2) + "\n").c_str(), stdout);
+  } else {
+    std::printf("fleet: %zu nodes: %d optimal, %d degraded, %d unreliable, %d blocked, %d unreadable\n", specs.size(),
+                counts[0], counts[1], counts[2], counts[3], errors);
+  }
+  return errors ? kExitDataErr : worst;
+}
+
 int run_check(const InputOptions& in, const CheckFlags& f) {
   return guarded([&] {
     topo::CheckOptions opt = check_options(f);
@@ -246,102 +346,7 @@ int run_check(const InputOptions& in, const CheckFlags& f) {
       else std::fputs(topo::render_matrix(r, opt.gpu_nvme).c_str(), stdout);
       return r.exit_code();
     }
-    // Fleet: one line per node, in input order; a broken dump is reported and the
-    // rest go on. Nodes are independent, so --jobs threads check them in parallel
-    // (rule data is shared read-only) and this thread prints each in turn.
-    int worst = 0, errors = 0;
-    int counts[4] = {0, 0, 0, 0};
-    nlohmann::json nodes = nlohmann::json::array();
-    std::vector<FleetNode> results(specs.size());
-    auto check_one = [&](size_t i) {
-      FleetNode& n = results[i];
-      const NodeSpec& s = specs[i];
-      n.name = s.paths.empty() ? "live" : s.paths[0];
-      try {
-        thread_local std::string scratch;
-        topo::Topology t = load_node(s, in, k, &scratch);
-        topo::Report r = topo::check(t, k, opt);
-        n.worst = r.worst;
-        n.exit_code = r.exit_code();
-        n.gpus = r.gpus.size();
-        n.nics = r.nics.size();
-        n.pairs = r.pairs.size();
-        if (!f.json) n.line = topo::render_summary_line(r);
-      } catch (const topo::InputError& e) {
-        n.error = e.what();
-        n.exit_code = kExitDataErr;
-      } catch (const topo::MissingInput& e) {
-        n.error = e.what();
-        n.exit_code = kExitNoInput;
-      } catch (...) {
-        n.failure = std::current_exception();  // usage errors: rethrown when this node's turn comes
-      }
-    };
-    auto emit = [&](FleetNode& n) {
-      if (n.failure) std::rethrow_exception(n.failure);
-      if (!n.error.empty()) {
-        ++errors;
-        if (f.json) nodes.push_back({{"source", n.name}, {"error", n.error}, {"exit_code", n.exit_code}});
-        else std::printf("%s: error: %s\n", n.name.c_str(), n.error.c_str());
-        return;
-      }
-      ++counts[static_cast<int>(n.worst)];
-      worst = std::max(worst, n.exit_code);
-      if (f.json)
-        nodes.push_back({{"source", n.name}, {"worst", topo::to_string(n.worst)}, {"exit_code", n.exit_code},
-                         {"gpus", n.gpus}, {"nics", n.nics}, {"pairs", n.pairs}});
-      else
-        std::printf("%s\n", n.line.c_str());
-    };
-    const bool live = std::any_of(specs.begin(), specs.end(), [](const NodeSpec& s) { return s.kind == NodeSpec::Kind::Live; });
-    const size_t jobs = live ? 1 : std::min<size_t>(fleet_jobs(f.jobs), specs.size());
-    if (jobs <= 1) {
-      for (size_t i = 0; i < specs.size(); ++i) {
-        check_one(i);
-        emit(results[i]);
-      }
-    } else {
-      std::atomic<size_t> next{0};
-      std::mutex mu;
-      std::condition_variable cv;
-      std::vector<char> done(specs.size(), 0);  // guarded by mu
-      std::atomic<bool> stop{false};
-      {
-        std::vector<std::jthread> workers;
-        for (size_t w = 0; w < jobs; ++w)
-          workers.emplace_back([&] {
-            for (size_t i; !stop && (i = next++) < specs.size();) {
-              check_one(i);
-              std::lock_guard<std::mutex> lock(mu);
-              done[i] = 1;
-              cv.notify_all();
-            }
-          });
-        try {
-          for (size_t i = 0; i < specs.size(); ++i) {
-            {
-              std::unique_lock<std::mutex> lock(mu);
-              cv.wait(lock, [&] { return done[i] != 0; });
-            }
-            emit(results[i]);
-            results[i] = FleetNode{};  // printed: free its strings early
-          }
-        } catch (...) {
-          stop = true;  // the workers finish their current node; the jthreads join here
-          throw;
-        }
-      }
-    }
-    if (f.json) {
-      nlohmann::json j = {{"schema", "gdrpeer-fleet"}, {"version", 1}, {"nodes", nodes},
-                          {"summary", {{"nodes", specs.size()}, {"optimal", counts[0]}, {"degraded", counts[1]},
-                                       {"unreliable", counts[2]}, {"blocked", counts[3]}, {"errors", errors}}}};
-      std::fputs((j.dump(2) + "\n").c_str(), stdout);
-    } else {
-      std::printf("fleet: %zu nodes: %d optimal, %d degraded, %d unreliable, %d blocked, %d unreadable\n", specs.size(),
-                  counts[0], counts[1], counts[2], counts[3], errors);
-    }
-    return errors ? kExitDataErr : worst;
+    return run_fleet(specs, in, f, opt, k);
   });
 }
 
