@@ -252,11 +252,9 @@ InputFile::InputFile(const std::string& path, std::string* scratch) {
     if (used == buf.size()) buf.resize(buf.size() * 2);
     ssize_t n = ::read(fd, buf.data() + used, buf.size() - used);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      ::close(fd);
-      throw MissingInput(path + ": read error");
-    }
-    if (n == 0) break;
+    // A read error (EISDIR for a directory, EIO) ends the input where it is, as
+    // the ifstream this replaced did: the parser then says what it expected there.
+    if (n <= 0) break;
     used += static_cast<size_t>(n);
   }
   buf.resize(used);

@@ -19,7 +19,8 @@ namespace gdrpeer::topo {
 // /dev/stdin) is read. With `scratch` the file is always read, into *scratch,
 // whose capacity is reused: fleet mode reads thousands of dumps, and mapping
 // each costs page-table work and, with several threads, TLB shootdowns on unmap.
-// Throws MissingInput("PATH: cannot open input") when it cannot be opened or read.
+// Throws MissingInput("PATH: cannot open input") when it cannot be opened; a read
+// error ends the contents there (a directory reads as empty).
 class InputFile {
  public:
   explicit InputFile(const std::string& path, std::string* scratch = nullptr);
