@@ -47,6 +47,7 @@ GPL_ONLY_SYMBOL_GET = {"6.1", "6.12", "7.2"}
 
 # The nvidia kselftest: its tests, and the one that runs only while the provider is unavailable.
 NV_TESTS = 16
+NVSTUB_TESTS = 8
 UNAVAILABLE_TEST = "global.export_va_when_unavailable_enodev"
 
 RNG = random.Random()
@@ -100,7 +101,8 @@ def commands(linked):
 
 
 def check_programs(kdir):
-    missing = [p for p in ("gdrpeer_selftest_nvidia", "gdrpeer_edu_dma") if not (BIN / p).exists()]
+    missing = [p for p in ("gdrpeer_selftest_nvidia", "gdrpeer_selftest_nvstub", "gdrpeer_edu_dma")
+               if not (BIN / p).exists()]
     if missing:
         pytest.fail(f"missing in {BIN}: {', '.join(missing)} (make selftests)")
     for ko in ("gdrpeer.ko", "gdrpeer_nvstub.ko", "gdrpeer_nvstub_gpl.ko", "gdrpeer_edu_hca.ko"):
@@ -232,6 +234,25 @@ def test_nvidia_kselftest(run):
     assert res.pop(UNAVAILABLE_TEST) == "skip", "\n".join(skipped)
     assert set(res.values()) == {"ok"}, res
     assert tot == {"pass": NV_TESTS - 1, "fail": 0, "skip": 1, "error": 0}
+    assert r.status == 0
+
+
+def test_nvstub_kselftest(node_factory, gdrpeer_ko):
+    """The stand-in's own rules (gdrpeer_selftest_nvstub, 8 cases), none skipped.
+
+    Its own boot: the stand-in poisons every page it frees, and this program allocates the whole
+    BAR, which would wipe the patterns the other phases leave for the host."""
+    check_programs(gdrpeer_ko.parent)
+    res = node_factory("switch", "translated", bar_mib=64).run(
+        [f"insmod {M}/gdrpeer_nvstub_gpl.ko bar=$GDRPEER_GPU_BDF && gdrpeer_selftest_nvstub; "
+         f"rc=$?; rmmod gdrpeer_nvstub_gpl && echo unloaded; exit $rc"], timeout=600)
+    r = res.results[0]
+    assert "unloaded" in r.output, r.output[-2000:]
+    assert res.problems() == []
+    plan, ok, not_ok, skipped, tot = tap(r.output)
+    assert plan == NVSTUB_TESTS, r.output[-3000:]
+    assert not not_ok and not skipped, r.output[-4000:]
+    assert tot == {"pass": NVSTUB_TESTS, "fail": 0, "skip": 0, "error": 0}
     assert r.status == 0
 
 
