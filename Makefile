@@ -113,7 +113,8 @@ test: deps guest
 ALL_KERNELS := 5.10 6.1 6.12 7.2
 test-kernels: deps
 	for k in $(ALL_KERNELS); do $(EMUNODE) build --kernel $$k || exit 1; done
-	GDRPEER_ALL_KERNELS=1 PYTHONPATH=$(CURDIR)/tests $(PYTHON) -m pytest -ra tests/test_kernels.py
+	GDRPEER_ALL_KERNELS=1 PYTHONPATH=$(CURDIR)/tests $(PYTHON) -m pytest -ra tests/test_kernels.py \
+		tests/test_nvidia.py -k "kernels"
 
 clean:
 	rm -rf $(BUILD)/userspace $(BUILD)/fuzz $(BUILD)/kcheck $(BUILD)/bin $(BUILD)/kmod $(BUILD)/runs
