@@ -34,8 +34,8 @@
 #include <time.h>
 
 #include "../kmod/gdrpeer_edu_hca.h"
-#include "../kmod/gdrpeer_nvstub.h"
 #include "gdrpeer_test.h"
+#include "gdrpeer_nvstub_test.h"
 #include "kselftest_harness.h"
 
 #define NV_SYSFS GDRPEER_SYSFS "/providers/nvidia"
@@ -88,31 +88,6 @@ static double now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* NVSTUB_IOCTL_ALLOC: 0 or -errno; offs (optional) gets size/64K entries */
-static int stub_alloc(int nv, uint64_t size, uint32_t flags, uint64_t *offs,
-		      uint64_t *va)
-{
-	struct nvstub_alloc a;
-	int ret;
-
-	memset(&a, 0, sizeof(a));
-	a.size = size;
-	a.flags = flags;
-	a.bar_offsets_ptr = (uintptr_t)offs;
-	ret = gp_ioctl(nv, NVSTUB_IOCTL_ALLOC, &a);
-	*va = ret ? 0 : a.va;
-	return ret;
-}
-
-static int stub_free(int nv, uint64_t va)
-{
-	struct nvstub_free f;
-
-	memset(&f, 0, sizeof(f));
-	f.va = va;
-	return gp_ioctl(nv, NVSTUB_IOCTL_FREE, &f);
 }
 
 static int edu_import(int hca, int dfd, uint32_t flags,
@@ -417,7 +392,7 @@ GP_TEST_F(nv, export_va_edu_dma_pattern)
 	int dfd, err;
 
 	NEED_EDU();
-	ASSERT_EQ(0, stub_alloc(self->nv, size, NVSTUB_ALLOC_SCATTER, offs,
+	ASSERT_EQ(0, gp_nvstub_alloc(self->nv, size, NVSTUB_ALLOC_SCATTER, offs,
 				&va));
 	TH_LOG("va %#llx, BAR pages %#llx %#llx %#llx %#llx",
 	       (unsigned long long)va, (unsigned long long)offs[0],
@@ -464,7 +439,7 @@ GP_TEST_F(nv, export_va_edu_dma_pattern)
 	munmap(p, size);
 	close(dfd);
 	EXPECT_EQ(0, nv_num("pins"));
-	EXPECT_EQ(0, stub_free(self->nv, va));
+	EXPECT_EQ(0, gp_nvstub_free(self->nv, va));
 }
 
 /* ---- persistent vs callback -------------------------------------------------- */
@@ -475,7 +450,7 @@ GP_TEST_F(nv, pin_modes_flags_and_gauges)
 	uint64_t va;
 	int a, b;
 
-	ASSERT_EQ(0, stub_alloc(self->nv, 2 * GPU_PAGE, 0, NULL, &va));
+	ASSERT_EQ(0, gp_nvstub_alloc(self->nv, 2 * GPU_PAGE, 0, NULL, &va));
 	a = gp_export_va(self->fd, va, GPU_PAGE, GDRPEER_PIN_CALLBACK, &x);
 	ASSERT_LE(0, a);
 	EXPECT_EQ(GDRPEER_PIN_CALLBACK, x.pin_mode);
@@ -501,7 +476,7 @@ GP_TEST_F(nv, pin_modes_flags_and_gauges)
 	}
 	close(a);
 	EXPECT_EQ(0, nv_num("pins"));
-	EXPECT_EQ(0, stub_free(self->nv, va));
+	EXPECT_EQ(0, gp_nvstub_free(self->nv, va));
 }
 
 /* A driver without persistent pins (stand-in knob 0): -EOPNOTSUPP. */
@@ -512,14 +487,14 @@ GP_TEST_F(nv, persistent_refused_by_driver_eopnotsupp)
 
 	if (write_str(STUB_SYSFS "/persistent", "0"))
 		SKIP(return, STUB_SYSFS "/persistent is not writable");
-	ASSERT_EQ(0, stub_alloc(self->nv, GPU_PAGE, 0, NULL, &va));
+	ASSERT_EQ(0, gp_nvstub_alloc(self->nv, GPU_PAGE, 0, NULL, &va));
 	r = gp_export_va(self->fd, va, GPU_PAGE, GDRPEER_PIN_PERSISTENT, NULL);
 	EXPECT_EQ(-EOPNOTSUPP, r) TH_LOG("got %d", r);
 	if (r >= 0)
 		close(r);
 	EXPECT_EQ(0, nv_num("pins"));
 	ASSERT_EQ(0, write_str(STUB_SYSFS "/persistent", "1"));
-	EXPECT_EQ(0, stub_free(self->nv, va));
+	EXPECT_EQ(0, gp_nvstub_free(self->nv, va));
 }
 
 /* A page table whose major version gdrpeer does not know: -EPROTO. */
@@ -532,7 +507,7 @@ GP_TEST_F(nv, unknown_page_table_version_eproto)
 	if (gp_read_line(STUB_SYSFS "/table_version", old, sizeof(old)) ||
 	    write_str(STUB_SYSFS "/table_version", "0x00020000"))
 		SKIP(return, STUB_SYSFS "/table_version is not writable");
-	ASSERT_EQ(0, stub_alloc(self->nv, GPU_PAGE, 0, NULL, &va));
+	ASSERT_EQ(0, gp_nvstub_alloc(self->nv, GPU_PAGE, 0, NULL, &va));
 	r = gp_export_va(self->fd, va, GPU_PAGE, GDRPEER_PIN_CALLBACK, NULL);
 	EXPECT_EQ(-EPROTO, r) TH_LOG("got %d", r);
 	if (r >= 0)
@@ -544,7 +519,7 @@ GP_TEST_F(nv, unknown_page_table_version_eproto)
 	ASSERT_EQ(0, write_str(STUB_SYSFS "/table_version", old));
 	EXPECT_EQ(0, nv_num("pins"));
 	EXPECT_EQ(0, stub_num("pins")) TH_LOG("a refused table was not put back");
-	EXPECT_EQ(0, stub_free(self->nv, va));
+	EXPECT_EQ(0, gp_nvstub_free(self->nv, va));
 }
 
 /* Persistent: cudaFree does not take the pages; edu keeps working. */
@@ -562,14 +537,14 @@ GP_TEST_F(nv, persistent_survives_free)
 	NEED_EDU();
 	if (!self->persistent)
 		SKIP(return, "the driver has no persistent pins");
-	ASSERT_EQ(0, stub_alloc(self->nv, GPU_PAGE, 0, NULL, &va));
+	ASSERT_EQ(0, gp_nvstub_alloc(self->nv, GPU_PAGE, 0, NULL, &va));
 	dfd = gp_export_va(self->fd, va, GPU_PAGE, GDRPEER_PIN_PERSISTENT, &x);
 	ASSERT_LE(0, dfd);
 	ASSERT_EQ(0, edu_import(self->hca, dfd, 0, &im));
 	ASSERT_EQ(0, edu_import_dma(self->hca, im.id, 0, 2048, seed1, &d));
 	EXPECT_EQ(0, d.mismatches);
 
-	ASSERT_EQ(0, stub_free(self->nv, va));
+	ASSERT_EQ(0, gp_nvstub_free(self->nv, va));
 	EXPECT_EQ(cbs, stub_num("callbacks")) TH_LOG("a persistent pin got a callback");
 	EXPECT_EQ(1, stub_num("pins"));
 	EXPECT_EQ(0, nv_num("revoked"));
@@ -607,11 +582,11 @@ GP_TEST_F(nv, free_while_exported_enodev)
 	void *p;
 	int dfd, err, r;
 
-	ASSERT_EQ(0, stub_alloc(self->nv, 2 * GPU_PAGE, 0, NULL, &va));
+	ASSERT_EQ(0, gp_nvstub_alloc(self->nv, 2 * GPU_PAGE, 0, NULL, &va));
 	dfd = gp_export_va(self->fd, va, 2 * GPU_PAGE, GDRPEER_PIN_CALLBACK,
 			   NULL);
 	ASSERT_LE(0, dfd);
-	ASSERT_EQ(0, stub_free(self->nv, va));
+	ASSERT_EQ(0, gp_nvstub_free(self->nv, va));
 	EXPECT_EQ(cbs + 1, stub_num("callbacks"));
 	EXPECT_EQ(1, nv_num("revoked"));
 	EXPECT_EQ(0, stub_num("pins"));
@@ -648,14 +623,14 @@ GP_TEST_F(nv, free_while_mapped_revokes_importer)
 	int dfd;
 
 	NEED_EDU();
-	ASSERT_EQ(0, stub_alloc(self->nv, GPU_PAGE, 0, NULL, &va));
+	ASSERT_EQ(0, gp_nvstub_alloc(self->nv, GPU_PAGE, 0, NULL, &va));
 	dfd = gp_export_va(self->fd, va, GPU_PAGE, GDRPEER_PIN_CALLBACK, NULL);
 	ASSERT_LE(0, dfd);
 	ASSERT_EQ(0, edu_import(self->hca, dfd, 0, &im));
 	ASSERT_EQ(0, edu_import_dma(self->hca, im.id, 0, 1024, 42, &d));
 	EXPECT_EQ(1, stub_num("dma_mappings"));
 
-	ASSERT_EQ(0, stub_free(self->nv, va));
+	ASSERT_EQ(0, gp_nvstub_free(self->nv, va));
 	EXPECT_EQ(cbs + 1, stub_num("callbacks"));
 	ASSERT_EQ(0, edu_state(self->hca, im.id, &st));
 	EXPECT_EQ(1, st.revoked) TH_LOG("edu was not told (move_notify)");
@@ -683,7 +658,7 @@ GP_TEST_F(nv, free_zaps_cpu_mapping_sigbus)
 	int dfd, err;
 	void *q;
 
-	ASSERT_EQ(0, stub_alloc(self->nv, 2 * GPU_PAGE, 0, NULL, &va));
+	ASSERT_EQ(0, gp_nvstub_alloc(self->nv, 2 * GPU_PAGE, 0, NULL, &va));
 	dfd = gp_export_va(self->fd, va, 2 * GPU_PAGE, GDRPEER_PIN_CALLBACK,
 			   NULL);
 	ASSERT_LE(0, dfd);
@@ -693,7 +668,7 @@ GP_TEST_F(nv, free_zaps_cpu_mapping_sigbus)
 	ASSERT_EQ(0, guarded_read(p + GPU_PAGE + 5, &v));
 	EXPECT_EQ(0xa7, v);
 
-	ASSERT_EQ(0, stub_free(self->nv, va));
+	ASSERT_EQ(0, gp_nvstub_free(self->nv, va));
 	EXPECT_EQ(-1, guarded_read(p + GPU_PAGE + 5, &v))
 		TH_LOG("read after free did not fault (got %#x)", v);
 	EXPECT_EQ(-1, guarded_read(p, &v));
@@ -715,7 +690,7 @@ GP_TEST_F(nv, bad_args_errno)
 	uint64_t va;
 	int r;
 
-	ASSERT_EQ(0, stub_alloc(self->nv, 4 * GPU_PAGE, 0, NULL, &va));
+	ASSERT_EQ(0, gp_nvstub_alloc(self->nv, 4 * GPU_PAGE, 0, NULL, &va));
 	EXPECT_EQ(-EINVAL, gp_export_va(self->fd, va + 4096, GPU_PAGE, 0, NULL));
 	EXPECT_EQ(-EINVAL, gp_export_va(self->fd, va, 4096, 0, NULL));
 	EXPECT_EQ(-EINVAL, gp_export_va(self->fd, va, GPU_PAGE + 4096, 0, NULL));
@@ -755,7 +730,7 @@ GP_TEST_F(nv, bad_args_errno)
 				    (void *)8));
 	EXPECT_EQ(0, nv_num("pins"));
 	EXPECT_EQ(0, stub_num("pins"));
-	EXPECT_EQ(0, stub_free(self->nv, va));
+	EXPECT_EQ(0, gp_nvstub_free(self->nv, va));
 }
 
 /* Another process's allocation is not ours to pin. */
@@ -774,7 +749,7 @@ GP_TEST_F(nv, other_process_va_refused)
 		int nv = open(NVSTUB_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 		uint64_t cva = 0;
 
-		if (nv < 0 || stub_alloc(nv, GPU_PAGE, 0, NULL, &cva))
+		if (nv < 0 || gp_nvstub_alloc(nv, GPU_PAGE, 0, NULL, &cva))
 			cva = 0;
 		if (write(to_parent[1], &cva, sizeof(cva)) != sizeof(cva))
 			_exit(2);
@@ -807,7 +782,7 @@ GP_TEST_F(nv, non_pci_importer_refused)
 	int dfd;
 
 	NEED_EDU();
-	ASSERT_EQ(0, stub_alloc(self->nv, GPU_PAGE, 0, NULL, &va));
+	ASSERT_EQ(0, gp_nvstub_alloc(self->nv, GPU_PAGE, 0, NULL, &va));
 	dfd = gp_export_va(self->fd, va, GPU_PAGE, 0, NULL);
 	ASSERT_LE(0, dfd);
 	EXPECT_EQ(-EOPNOTSUPP, edu_import(self->hca, dfd,
@@ -815,7 +790,7 @@ GP_TEST_F(nv, non_pci_importer_refused)
 	EXPECT_EQ(0, nv_num("attachments"));
 	EXPECT_EQ(0, stub_num("dma_mappings"));
 	close(dfd);
-	EXPECT_EQ(0, stub_free(self->nv, va));
+	EXPECT_EQ(0, gp_nvstub_free(self->nv, va));
 }
 
 /* ---- process exit ---------------------------------------------------------------- */
@@ -846,8 +821,8 @@ GP_TEST_F(nv, process_exit_with_live_exports)
 
 		if (fd < 0 || nv < 0 || hca < 0)
 			_exit(10);
-		if (stub_alloc(nv, 2 * GPU_PAGE, 0, NULL, &va1) ||
-		    stub_alloc(nv, GPU_PAGE, NVSTUB_ALLOC_SCATTER, NULL, &va2))
+		if (gp_nvstub_alloc(nv, 2 * GPU_PAGE, 0, NULL, &va1) ||
+		    gp_nvstub_alloc(nv, GPU_PAGE, NVSTUB_ALLOC_SCATTER, NULL, &va2))
 			_exit(11);
 		a = gp_export_va(fd, va1, 2 * GPU_PAGE, GDRPEER_PIN_CALLBACK,
 				 NULL);
@@ -916,7 +891,7 @@ GP_TEST_F(nv, free_while_dma_queued)
 	int dfd, r;
 
 	NEED_EDU();
-	ASSERT_EQ(0, stub_alloc(self->nv, GPU_PAGE, 0, &off, &va));
+	ASSERT_EQ(0, gp_nvstub_alloc(self->nv, GPU_PAGE, 0, &off, &va));
 	dfd = gp_export_va(self->fd, va, GPU_PAGE, GDRPEER_PIN_CALLBACK, NULL);
 	ASSERT_LE(0, dfd);
 	ASSERT_EQ(0, edu_import(self->hca, dfd, 0, &im));
@@ -929,7 +904,7 @@ GP_TEST_F(nv, free_while_dma_queued)
 	ASSERT_EQ(0, pthread_create(&th, NULL, dma_thread_fn, &t));
 	usleep(100000);
 	t_free0 = now_s();
-	r = stub_free(self->nv, va);
+	r = gp_nvstub_free(self->nv, va);
 	t_free1 = now_s();
 	ASSERT_EQ(0, pthread_join(th, NULL));
 	ASSERT_EQ(0, r);
@@ -1045,7 +1020,7 @@ static bool race_op(struct race *r, struct race_slot *s, int op,
 	case OP_ALLOC:
 		if (atomic_load(&s->va))
 			return false;
-		ret = stub_alloc(r->nv, (1 + rand_r(seed) % 2) * GPU_PAGE,
+		ret = gp_nvstub_alloc(r->nv, (1 + rand_r(seed) % 2) * GPU_PAGE,
 				 rand_r(seed) % 2 ? NVSTUB_ALLOC_SCATTER : 0,
 				 NULL, &va);
 		race_check(r, op, ret, -ENOMEM, 0);
@@ -1053,7 +1028,7 @@ static bool race_op(struct race *r, struct race_slot *s, int op,
 			uint64_t none = 0;
 
 			if (!atomic_compare_exchange_strong(&s->va, &none, va))
-				race_check(r, OP_FREE, stub_free(r->nv, va), 0, 0);
+				race_check(r, OP_FREE, gp_nvstub_free(r->nv, va), 0, 0);
 		}
 		return true;
 	case OP_EXPORT: {
@@ -1147,7 +1122,7 @@ static bool race_op(struct race *r, struct race_slot *s, int op,
 		va = atomic_exchange(&s->va, 0);
 		if (!va)
 			return false;
-		race_check(r, op, stub_free(r->nv, va), 0, 0);
+		race_check(r, op, gp_nvstub_free(r->nv, va), 0, 0);
 		return true;
 	case OP_CLOSE:
 		fd = atomic_exchange(&s->dfd, -1);
@@ -1320,7 +1295,7 @@ static int hold(void)
 		fprintf(stderr, "hold: needs gdrpeer, the stand-in and edu loaded\n");
 		return 1;
 	}
-	err = stub_alloc(nv, size, NVSTUB_ALLOC_SCATTER, offs, &va);
+	err = gp_nvstub_alloc(nv, size, NVSTUB_ALLOC_SCATTER, offs, &va);
 	if (err) {
 		fprintf(stderr, "hold: alloc: %s\n", strerror(-err));
 		return 1;

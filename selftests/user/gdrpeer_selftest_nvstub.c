@@ -14,7 +14,7 @@
 #define _GNU_SOURCE
 
 #include "gdrpeer_test.h"
-#include "../kmod/gdrpeer_nvstub.h"
+#include "gdrpeer_nvstub_test.h"
 #include "kselftest_harness.h"
 
 #define NVSTUB_SYSFS "/sys/class/misc/gdrpeer_nvstub"
@@ -52,31 +52,6 @@ static int nv_sysfs_write(const char *name, const char *val)
 		err = errno;
 	close(fd);
 	return err;
-}
-
-static int nv_alloc(int fd, uint64_t size, uint32_t flags, uint64_t *offs,
-		    uint64_t *va)
-{
-	struct nvstub_alloc a;
-	int ret;
-
-	memset(&a, 0, sizeof(a));
-	a.size = size;
-	a.flags = flags;
-	a.bar_offsets_ptr = (uintptr_t)offs;
-	ret = gp_ioctl(fd, NVSTUB_IOCTL_ALLOC, &a);
-	if (!ret && va)
-		*va = a.va;
-	return ret;
-}
-
-static int nv_free(int fd, uint64_t va)
-{
-	struct nvstub_free f;
-
-	memset(&f, 0, sizeof(f));
-	f.va = va;
-	return gp_ioctl(fd, NVSTUB_IOCTL_FREE, &f);
 }
 
 /* BAR 2 size of $GDRPEER_GPU_BDF from sysfs; 0 when unknown */
@@ -147,7 +122,7 @@ GP_TEST_F(nv, alloc_free)
 	uint64_t offs[3], va = 0;
 	unsigned int i;
 
-	ASSERT_EQ(0, nv_alloc(self->fd, 3 * PG, 0, offs, &va));
+	ASSERT_EQ(0, gp_nvstub_alloc(self->fd, 3 * PG, 0, offs, &va));
 	EXPECT_NE(0, va);
 	EXPECT_EQ(0, va % PG);
 	EXPECT_EQ(1, nv_sysfs("allocations"));
@@ -158,9 +133,9 @@ GP_TEST_F(nv, alloc_free)
 			EXPECT_EQ(offs[i - 1] + PG, offs[i]);
 	}
 	EXPECT_EQ(0, offs[0]);
-	ASSERT_EQ(0, nv_free(self->fd, va));
+	ASSERT_EQ(0, gp_nvstub_free(self->fd, va));
 	EXPECT_EQ(0, nv_sysfs("allocations"));
-	EXPECT_EQ(-ENOENT, nv_free(self->fd, va));
+	EXPECT_EQ(-ENOENT, gp_nvstub_free(self->fd, va));
 }
 
 GP_TEST_F(nv, bad_sizes_and_fields)
@@ -168,13 +143,13 @@ GP_TEST_F(nv, bad_sizes_and_fields)
 	struct nvstub_alloc a;
 	struct nvstub_free f;
 
-	EXPECT_EQ(-EINVAL, nv_alloc(self->fd, 0, 0, NULL, NULL));
-	EXPECT_EQ(-EINVAL, nv_alloc(self->fd, 4096, 0, NULL, NULL));
-	EXPECT_EQ(-EINVAL, nv_alloc(self->fd, PG + 4096, 0, NULL, NULL));
-	EXPECT_EQ(-EINVAL, nv_alloc(self->fd, PG - 1, 0, NULL, NULL));
-	EXPECT_EQ(-EINVAL, nv_alloc(self->fd, PG, 1u << 5, NULL, NULL));
+	EXPECT_EQ(-EINVAL, gp_nvstub_alloc(self->fd, 0, 0, NULL, NULL));
+	EXPECT_EQ(-EINVAL, gp_nvstub_alloc(self->fd, 4096, 0, NULL, NULL));
+	EXPECT_EQ(-EINVAL, gp_nvstub_alloc(self->fd, PG + 4096, 0, NULL, NULL));
+	EXPECT_EQ(-EINVAL, gp_nvstub_alloc(self->fd, PG - 1, 0, NULL, NULL));
+	EXPECT_EQ(-EINVAL, gp_nvstub_alloc(self->fd, PG, 1u << 5, NULL, NULL));
 	/* aligned but larger than any BAR */
-	EXPECT_EQ(-ENOMEM, nv_alloc(self->fd, 1ull << 50, 0, NULL, NULL));
+	EXPECT_EQ(-ENOMEM, gp_nvstub_alloc(self->fd, 1ull << 50, 0, NULL, NULL));
 
 	memset(&a, 0, sizeof(a));
 	a.size = PG;
@@ -201,7 +176,7 @@ GP_TEST_F(nv, scatter_descends)
 	uint64_t offs[8], va;
 	unsigned int i;
 
-	ASSERT_EQ(0, nv_alloc(self->fd, 8 * PG, NVSTUB_ALLOC_SCATTER, offs,
+	ASSERT_EQ(0, gp_nvstub_alloc(self->fd, 8 * PG, NVSTUB_ALLOC_SCATTER, offs,
 			      &va));
 	for (i = 0; i < 8; i++) {
 		EXPECT_EQ(0, offs[i] % PG);
@@ -216,20 +191,20 @@ GP_TEST_F(nv, scatter_descends)
 	}
 	if (self->bar_size)
 		EXPECT_EQ(self->bar_size - PG, offs[0]);
-	ASSERT_EQ(0, nv_free(self->fd, va));
+	ASSERT_EQ(0, gp_nvstub_free(self->fd, va));
 }
 
 GP_TEST_F(nv, free_needs_the_start)
 {
 	uint64_t va;
 
-	ASSERT_EQ(0, nv_alloc(self->fd, 2 * PG, 0, NULL, &va));
-	EXPECT_EQ(-ENOENT, nv_free(self->fd, va + PG));
-	EXPECT_EQ(-ENOENT, nv_free(self->fd, va - PG));
-	EXPECT_EQ(-ENOENT, nv_free(self->fd, 0));
-	EXPECT_EQ(-ENOENT, nv_free(self->fd, 0x1000));
+	ASSERT_EQ(0, gp_nvstub_alloc(self->fd, 2 * PG, 0, NULL, &va));
+	EXPECT_EQ(-ENOENT, gp_nvstub_free(self->fd, va + PG));
+	EXPECT_EQ(-ENOENT, gp_nvstub_free(self->fd, va - PG));
+	EXPECT_EQ(-ENOENT, gp_nvstub_free(self->fd, 0));
+	EXPECT_EQ(-ENOENT, gp_nvstub_free(self->fd, 0x1000));
 	EXPECT_EQ(1, nv_sysfs("allocations"));
-	ASSERT_EQ(0, nv_free(self->fd, va));
+	ASSERT_EQ(0, gp_nvstub_free(self->fd, va));
 }
 
 GP_TEST_F(nv, vas_never_reused_and_per_file)
@@ -237,27 +212,27 @@ GP_TEST_F(nv, vas_never_reused_and_per_file)
 	uint64_t va1, va2, va3, vb;
 	int fd2;
 
-	ASSERT_EQ(0, nv_alloc(self->fd, PG, 0, NULL, &va1));
-	ASSERT_EQ(0, nv_alloc(self->fd, 4 * PG, 0, NULL, &va2));
+	ASSERT_EQ(0, gp_nvstub_alloc(self->fd, PG, 0, NULL, &va1));
+	ASSERT_EQ(0, gp_nvstub_alloc(self->fd, 4 * PG, 0, NULL, &va2));
 	EXPECT_LE(va1 + PG, va2);
-	ASSERT_EQ(0, nv_free(self->fd, va1));
-	ASSERT_EQ(0, nv_alloc(self->fd, PG, 0, NULL, &va3));
+	ASSERT_EQ(0, gp_nvstub_free(self->fd, va1));
+	ASSERT_EQ(0, gp_nvstub_alloc(self->fd, PG, 0, NULL, &va3));
 	EXPECT_NE(va1, va3);
 	EXPECT_LE(va2 + 4 * PG, va3);
 
 	/* another file of the same process: its own, disjoint VAs */
 	fd2 = open(NVSTUB_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd2);
-	ASSERT_EQ(0, nv_alloc(fd2, PG, 0, NULL, &vb));
+	ASSERT_EQ(0, gp_nvstub_alloc(fd2, PG, 0, NULL, &vb));
 	EXPECT_TRUE(vb + PG <= va1 || vb >= va3 + PG);
 	/* one file cannot free the other's memory */
-	EXPECT_EQ(-ENOENT, nv_free(fd2, va2));
-	EXPECT_EQ(-ENOENT, nv_free(self->fd, vb));
+	EXPECT_EQ(-ENOENT, gp_nvstub_free(fd2, va2));
+	EXPECT_EQ(-ENOENT, gp_nvstub_free(self->fd, vb));
 	EXPECT_EQ(3, nv_sysfs("allocations"));
 	close(fd2);
 	EXPECT_EQ(2, nv_sysfs("allocations"));
-	EXPECT_EQ(0, nv_free(self->fd, va2));
-	EXPECT_EQ(0, nv_free(self->fd, va3));
+	EXPECT_EQ(0, gp_nvstub_free(self->fd, va2));
+	EXPECT_EQ(0, gp_nvstub_free(self->fd, va3));
 }
 
 GP_TEST_F(nv, close_frees_everything)
@@ -269,16 +244,16 @@ GP_TEST_F(nv, close_frees_everything)
 	fd2 = open(NVSTUB_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd2);
 	for (i = 0; i < 5; i++)
-		ASSERT_EQ(0, nv_alloc(fd2, 2 * PG, i & 1 ? NVSTUB_ALLOC_SCATTER
+		ASSERT_EQ(0, gp_nvstub_alloc(fd2, 2 * PG, i & 1 ? NVSTUB_ALLOC_SCATTER
 							  : 0, NULL, &va));
 	EXPECT_EQ(5, nv_sysfs("allocations"));
 	close(fd2);
 	EXPECT_EQ(0, nv_sysfs("allocations"));
 	/* the pages came back: the lowest ones are handed out again */
-	ASSERT_EQ(0, nv_alloc(self->fd, 4 * PG, 0, offs, &va));
+	ASSERT_EQ(0, gp_nvstub_alloc(self->fd, 4 * PG, 0, offs, &va));
 	EXPECT_EQ(0, offs[0]);
 	EXPECT_EQ(3 * PG, offs[3]);
-	ASSERT_EQ(0, nv_free(self->fd, va));
+	ASSERT_EQ(0, gp_nvstub_free(self->fd, va));
 }
 
 GP_TEST_F(nv, whole_bar_then_enomem)
@@ -287,13 +262,13 @@ GP_TEST_F(nv, whole_bar_then_enomem)
 
 	if (!self->bar_size)
 		SKIP(return, "GDRPEER_GPU_BDF unset or its BAR 2 unreadable");
-	ASSERT_EQ(0, nv_alloc(self->fd, self->bar_size, 0, NULL, &va));
-	EXPECT_EQ(-ENOMEM, nv_alloc(self->fd, PG, 0, NULL, &va2));
-	EXPECT_EQ(-ENOMEM, nv_alloc(self->fd, PG, NVSTUB_ALLOC_SCATTER, NULL,
+	ASSERT_EQ(0, gp_nvstub_alloc(self->fd, self->bar_size, 0, NULL, &va));
+	EXPECT_EQ(-ENOMEM, gp_nvstub_alloc(self->fd, PG, 0, NULL, &va2));
+	EXPECT_EQ(-ENOMEM, gp_nvstub_alloc(self->fd, PG, NVSTUB_ALLOC_SCATTER, NULL,
 				    &va2));
-	ASSERT_EQ(0, nv_free(self->fd, va));
-	ASSERT_EQ(0, nv_alloc(self->fd, PG, 0, NULL, &va2));
-	ASSERT_EQ(0, nv_free(self->fd, va2));
+	ASSERT_EQ(0, gp_nvstub_free(self->fd, va));
+	ASSERT_EQ(0, gp_nvstub_alloc(self->fd, PG, 0, NULL, &va2));
+	ASSERT_EQ(0, gp_nvstub_free(self->fd, va2));
 }
 
 GP_TEST_F(nv, sysfs_knobs)

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Calls into the nvstub stand-in ("cuMemAlloc"/"cuMemFree") shared by the
+ * selftests that use it.  Include after gdrpeer_test.h (gp_ioctl).
+ */
+#ifndef GDRPEER_NVSTUB_TEST_H
+#define GDRPEER_NVSTUB_TEST_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "../kmod/gdrpeer_nvstub.h"
+
+/* NVSTUB_IOCTL_ALLOC: 0 or -errno; offs (optional) gets size/64K entries;
+ * *va (optional) gets the address, 0 on failure
+ */
+static inline int gp_nvstub_alloc(int nv, uint64_t size, uint32_t flags,
+				  uint64_t *offs, uint64_t *va)
+{
+	struct nvstub_alloc a;
+	int ret;
+
+	memset(&a, 0, sizeof(a));
+	a.size = size;
+	a.flags = flags;
+	a.bar_offsets_ptr = (uintptr_t)offs;
+	ret = gp_ioctl(nv, NVSTUB_IOCTL_ALLOC, &a);
+	if (va)
+		*va = ret ? 0 : a.va;
+	return ret;
+}
+
+/* NVSTUB_IOCTL_FREE: 0 or -errno */
+static inline int gp_nvstub_free(int nv, uint64_t va)
+{
+	struct nvstub_free f;
+
+	memset(&f, 0, sizeof(f));
+	f.va = va;
+	return gp_ioctl(nv, NVSTUB_IOCTL_FREE, &f);
+}
+
+#endif /* GDRPEER_NVSTUB_TEST_H */
