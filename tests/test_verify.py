@@ -43,9 +43,12 @@ COMMANDS = {
     "counters_after_errors": COUNTERS,
     "bench": BENCH.replace("--bench-seconds 3", "--bench-seconds 0.05") + " > /out/bench.json",
     # The RDMA link goes away in the middle of a run (rxe itself cannot be removed while a
-    # process uses it: its removal waits for the process to close the device).
-    "link_down": f"({BENCH} > /out/down.json; echo $? > /out/down.status) & "
-                 "sleep 3; ip link set eth0 down; wait",
+    # process uses it: its removal waits for the process to close the device). The link goes
+    # down 0.5 s after verify says (on stderr) that its first bench measurement started, not
+    # after a fixed sleep: on a loaded host the data checks alone can take longer than that.
+    "link_down": f"({BENCH} > /out/down.json 2> /root/down.err; echo $? > /out/down.status) & "
+                 "for i in $(seq 1200); do grep -q ': bench ' /root/down.err 2>/dev/null && break; "
+                 "sleep 0.1; done; sleep 0.5; ip link set eth0 down; wait; cat /root/down.err",
 }
 NAMES = list(COMMANDS)
 
@@ -224,7 +227,9 @@ def test_bench_reports_numbers_and_plain_progress(run):
 
 
 def test_link_going_down_mid_run_fails_clearly(run):
-    res, _ = run
+    res, out = run
+    # The link went down only after the bench had started (the data checks were done).
+    assert ": bench " in out["link_down"].output, out["link_down"].output
     assert res.files["down.status"].strip() == b"1"
     (row,) = _json(res, "down.json")["results"]
     assert row["result"] == "fail"

@@ -102,15 +102,21 @@ class Loopback {
     throw Stop{Outcome::fail, what + " on " + dev_.name + " failed: " + errno_text(err) +
                                   vanished_note()};
   }
-  // After an error: did the device or its port go away underneath us?
+  // After an error: did the device or its port go away underneath us? A send can fail
+  // before the port state says so (rxe: the netdev stops transmitting before its DOWN
+  // notifier marks the port), so an ACTIVE port is read again for up to 200 ms.
   std::string vanished_note() const {
-    if (rdma_device_gone(dev_.name))
-      return "; " + dev_.name +
-             " has disappeared from /sys/class/infiniband (device removed during the run)";
-    const std::string state = rdma_port_state(dev_.name, port_.port);
-    if (!state.empty() && state != "ACTIVE")
-      return "; " + dev_.name + " port " + std::to_string(port_.port) + " is now " + state +
-             " (the link went away during the run)";
+    for (int attempt = 0; attempt < 10; ++attempt) {
+      if (attempt) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      if (rdma_device_gone(dev_.name))
+        return "; " + dev_.name +
+               " has disappeared from /sys/class/infiniband (device removed during the run)";
+      const std::string state = rdma_port_state(dev_.name, port_.port);
+      if (state.empty()) return "";
+      if (state != "ACTIVE")
+        return "; " + dev_.name + " port " + std::to_string(port_.port) + " is now " + state +
+               " (the link went away during the run)";
+    }
     return "";
   }
   void open_context();
