@@ -1022,45 +1022,29 @@ static ssize_t persistent_store(struct device *dev,
 }
 static DEVICE_ATTR_RW(persistent);
 
-static ssize_t table_version_show(struct device *dev,
-				  struct device_attribute *attr, char *buf)
-{
-	return sysfs_emit(buf, "%#x\n", READ_ONCE(nvstub_table_version));
-}
+/* A structure version the stand-in reports (tests set old or future ones). */
+#define NVSTUB_VERSION_KNOB(name, var)					\
+static ssize_t name##_show(struct device *dev,				\
+			   struct device_attribute *attr, char *buf)	\
+{									\
+	return sysfs_emit(buf, "%#x\n", READ_ONCE(var));		\
+}									\
+static ssize_t name##_store(struct device *dev,				\
+			    struct device_attribute *attr,		\
+			    const char *buf, size_t count)		\
+{									\
+	u32 v;								\
+	int ret = kstrtou32(buf, 0, &v);				\
+									\
+	if (ret)							\
+		return ret;						\
+	WRITE_ONCE(var, v);						\
+	return count;							\
+}									\
+static DEVICE_ATTR_RW(name)
 
-static ssize_t table_version_store(struct device *dev,
-				   struct device_attribute *attr,
-				   const char *buf, size_t count)
-{
-	u32 v;
-	int ret = kstrtou32(buf, 0, &v);
-
-	if (ret)
-		return ret;
-	WRITE_ONCE(nvstub_table_version, v);
-	return count;
-}
-static DEVICE_ATTR_RW(table_version);
-
-static ssize_t mapping_version_show(struct device *dev,
-				    struct device_attribute *attr, char *buf)
-{
-	return sysfs_emit(buf, "%#x\n", READ_ONCE(nvstub_mapping_version));
-}
-
-static ssize_t mapping_version_store(struct device *dev,
-				     struct device_attribute *attr,
-				     const char *buf, size_t count)
-{
-	u32 v;
-	int ret = kstrtou32(buf, 0, &v);
-
-	if (ret)
-		return ret;
-	WRITE_ONCE(nvstub_mapping_version, v);
-	return count;
-}
-static DEVICE_ATTR_RW(mapping_version);
+NVSTUB_VERSION_KNOB(table_version, nvstub_table_version);
+NVSTUB_VERSION_KNOB(mapping_version, nvstub_mapping_version);
 
 static struct attribute *nvstub_attrs[] = {
 	&dev_attr_allocations.attr,
