@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Calls into the nvstub stand-in ("cuMemAlloc"/"cuMemFree") shared by the
- * selftests that use it.  Include after gdrpeer_test.h (gp_ioctl).
+ * selftests that use it, and its sysfs knobs.  Include after gdrpeer_test.h
+ * (gp_ioctl, gp_read_num).
  */
 #ifndef GDRPEER_NVSTUB_TEST_H
 #define GDRPEER_NVSTUB_TEST_H
 
+#include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../kmod/gdrpeer_nvstub.h"
 
@@ -38,6 +42,33 @@ static inline int gp_nvstub_free(int nv, uint64_t va)
 	memset(&f, 0, sizeof(f));
 	f.va = va;
 	return gp_ioctl(nv, NVSTUB_IOCTL_FREE, &f);
+}
+
+#define GP_NVSTUB_SYSFS "/sys/class/misc/gdrpeer_nvstub"
+
+/* /sys/class/misc/gdrpeer_nvstub/<name> as a number (any base); -1 on error */
+static inline long long gp_nvstub_num(const char *name)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), GP_NVSTUB_SYSFS "/%s", name);
+	return gp_read_num(path);
+}
+
+/* Write @val to the stand-in's sysfs knob @name: 0 or -errno */
+static inline int gp_nvstub_set(const char *name, const char *val)
+{
+	char path[128];
+	int fd, ret = 0;
+
+	snprintf(path, sizeof(path), GP_NVSTUB_SYSFS "/%s", name);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, val, strlen(val)) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
 }
 
 #endif /* GDRPEER_NVSTUB_TEST_H */

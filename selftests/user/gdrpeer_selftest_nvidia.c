@@ -39,7 +39,7 @@
 #include "kselftest_harness.h"
 
 #define NV_SYSFS GDRPEER_SYSFS "/providers/nvidia"
-#define STUB_SYSFS "/sys/class/misc/gdrpeer_nvstub"
+#define STUB_SYSFS GP_NVSTUB_SYSFS
 #define EDU_SYSFS "/sys/class/misc/gdrpeer_edu_hca"
 #define GPU_PAGE NVSTUB_PAGE_SIZE
 #define FILL 0x5a
@@ -54,32 +54,12 @@ static long long nv_num(const char *name)
 	return gp_read_num(path);
 }
 
-static long long stub_num(const char *name)
-{
-	char path[256];
-
-	snprintf(path, sizeof(path), STUB_SYSFS "/%s", name);
-	return gp_read_num(path);
-}
-
 static long long edu_num(const char *name)
 {
 	char path[256];
 
 	snprintf(path, sizeof(path), EDU_SYSFS "/%s", name);
 	return gp_read_num(path);
-}
-
-static int write_str(const char *path, const char *v)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC), ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (write(fd, v, strlen(v)) < 0)
-		ret = -errno;
-	close(fd);
-	return ret;
 }
 
 static double now_s(void)
@@ -235,7 +215,7 @@ static int gauges_not_zero(struct __test_metadata *_metadata, bool log)
 		}
 	}
 	for (i = 0; i < N(stub_gauges); i++) {
-		v = stub_num(stub_gauges[i]);
+		v = gp_nvstub_num(stub_gauges[i]);
 		if (v != 0) {
 			bad++;
 			if (log)
@@ -303,7 +283,7 @@ FIXTURE_TEARDOWN(nv)
 		close(self->fd);
 	if (self->nv >= 0) {
 		EXPECT_EQ(0, gauges_not_zero(_metadata, true));
-		EXPECT_EQ(0, stub_num("violations"));
+		EXPECT_EQ(0, gp_nvstub_num("violations"));
 	}
 }
 
@@ -368,7 +348,7 @@ GP_TEST_F(nv, info_caps_match_sysfs)
 	EXPECT_TRUE(!strcmp(status, "active (symbol_get)") ||
 		    !strcmp(status, "active (linked)"));
 	/* the stand-in offers persistent pins (its knob defaults to 1) */
-	EXPECT_EQ(1, stub_num("persistent"));
+	EXPECT_EQ(1, gp_nvstub_num("persistent"));
 	EXPECT_EQ(1, nv_num("persistent"));
 	EXPECT_TRUE(self->persistent);
 	EXPECT_TRUE(self->caps & GDRPEER_CAP_DMABUF);
@@ -407,7 +387,7 @@ GP_TEST_F(nv, export_va_edu_dma_pattern)
 	EXPECT_EQ(self->persistent ? GDRPEER_PIN_PERSISTENT :
 		  GDRPEER_PIN_CALLBACK, x.pin_mode);
 	EXPECT_EQ(1, nv_num("pins"));
-	EXPECT_EQ(1, stub_num("pins"));
+	EXPECT_EQ(1, gp_nvstub_num("pins"));
 
 	/* fill through the CPU mapping, so untouched bytes are known */
 	p = gp_mmap(dfd, size, MAP_SHARED, 0, &err);
@@ -420,7 +400,7 @@ GP_TEST_F(nv, export_va_edu_dma_pattern)
 	EXPECT_EQ(4, im.nents);
 	EXPECT_EQ(1, nv_num("attachments"));
 	EXPECT_EQ(1, nv_num("dma_mappings"));
-	EXPECT_EQ(1, stub_num("dma_mappings"));
+	EXPECT_EQ(1, gp_nvstub_num("dma_mappings"));
 	ASSERT_EQ(0, edu_import_dma(self->hca, im.id, off, len, seed, &d));
 	EXPECT_EQ(len, d.done);
 	EXPECT_EQ(0, d.mismatches);
@@ -435,7 +415,7 @@ GP_TEST_F(nv, export_va_edu_dma_pattern)
 
 	EXPECT_EQ(0, edu_unimport(self->hca, im.id));
 	EXPECT_EQ(0, nv_num("dma_mappings"));
-	EXPECT_EQ(0, stub_num("dma_mappings"));
+	EXPECT_EQ(0, gp_nvstub_num("dma_mappings"));
 	munmap(p, size);
 	close(dfd);
 	EXPECT_EQ(0, nv_num("pins"));
@@ -463,7 +443,7 @@ GP_TEST_F(nv, pin_modes_flags_and_gauges)
 		EXPECT_EQ(GDRPEER_PIN_PERSISTENT, x.pin_mode);
 		EXPECT_EQ(1, nv_num("pins_persistent"));
 		EXPECT_EQ(2, nv_num("pins"));
-		EXPECT_EQ(2, stub_num("pins"));
+		EXPECT_EQ(2, gp_nvstub_num("pins"));
 		close(b);
 		/* flags 0: persistent, the default when the driver has it */
 		b = gp_export_va(self->fd, va, 2 * GPU_PAGE, 0, &x);
@@ -485,7 +465,7 @@ GP_TEST_F(nv, persistent_refused_by_driver_eopnotsupp)
 	uint64_t va;
 	int r;
 
-	if (write_str(STUB_SYSFS "/persistent", "0"))
+	if (gp_nvstub_set("persistent", "0"))
 		SKIP(return, STUB_SYSFS "/persistent is not writable");
 	ASSERT_EQ(0, gp_nvstub_alloc(self->nv, GPU_PAGE, 0, NULL, &va));
 	r = gp_export_va(self->fd, va, GPU_PAGE, GDRPEER_PIN_PERSISTENT, NULL);
@@ -493,7 +473,7 @@ GP_TEST_F(nv, persistent_refused_by_driver_eopnotsupp)
 	if (r >= 0)
 		close(r);
 	EXPECT_EQ(0, nv_num("pins"));
-	ASSERT_EQ(0, write_str(STUB_SYSFS "/persistent", "1"));
+	ASSERT_EQ(0, gp_nvstub_set("persistent", "1"));
 	EXPECT_EQ(0, gp_nvstub_free(self->nv, va));
 }
 
@@ -505,7 +485,7 @@ GP_TEST_F(nv, unknown_page_table_version_eproto)
 	int r;
 
 	if (gp_read_line(STUB_SYSFS "/table_version", old, sizeof(old)) ||
-	    write_str(STUB_SYSFS "/table_version", "0x00020000"))
+	    gp_nvstub_set("table_version", "0x00020000"))
 		SKIP(return, STUB_SYSFS "/table_version is not writable");
 	ASSERT_EQ(0, gp_nvstub_alloc(self->nv, GPU_PAGE, 0, NULL, &va));
 	r = gp_export_va(self->fd, va, GPU_PAGE, GDRPEER_PIN_CALLBACK, NULL);
@@ -516,9 +496,9 @@ GP_TEST_F(nv, unknown_page_table_version_eproto)
 	EXPECT_EQ(-EPROTO, r) TH_LOG("got %d (default pin mode)", r);
 	if (r >= 0)
 		close(r);
-	ASSERT_EQ(0, write_str(STUB_SYSFS "/table_version", old));
+	ASSERT_EQ(0, gp_nvstub_set("table_version", old));
 	EXPECT_EQ(0, nv_num("pins"));
-	EXPECT_EQ(0, stub_num("pins")) TH_LOG("a refused table was not put back");
+	EXPECT_EQ(0, gp_nvstub_num("pins")) TH_LOG("a refused table was not put back");
 	EXPECT_EQ(0, gp_nvstub_free(self->nv, va));
 }
 
@@ -526,7 +506,7 @@ GP_TEST_F(nv, unknown_page_table_version_eproto)
 GP_TEST_F(nv, persistent_survives_free)
 {
 	uint64_t va, seed1 = 0x1111ull * getpid(), seed2 = seed1 + 7;
-	long long cbs = stub_num("callbacks");
+	long long cbs = gp_nvstub_num("callbacks");
 	struct edu_hca_import_state st;
 	struct gdrpeer_export_va x;
 	struct edu_hca_import im;
@@ -545,8 +525,8 @@ GP_TEST_F(nv, persistent_survives_free)
 	EXPECT_EQ(0, d.mismatches);
 
 	ASSERT_EQ(0, gp_nvstub_free(self->nv, va));
-	EXPECT_EQ(cbs, stub_num("callbacks")) TH_LOG("a persistent pin got a callback");
-	EXPECT_EQ(1, stub_num("pins"));
+	EXPECT_EQ(cbs, gp_nvstub_num("callbacks")) TH_LOG("a persistent pin got a callback");
+	EXPECT_EQ(1, gp_nvstub_num("pins"));
 	EXPECT_EQ(0, nv_num("revoked"));
 	ASSERT_EQ(0, edu_state(self->hca, im.id, &st));
 	EXPECT_EQ(0, st.revoked);
@@ -566,8 +546,8 @@ GP_TEST_F(nv, persistent_survives_free)
 	EXPECT_EQ(0, edu_unimport(self->hca, im.id));
 	close(dfd);
 	EXPECT_EQ(0, nv_num("pins"));
-	EXPECT_EQ(0, stub_num("pins"));
-	EXPECT_EQ(0, stub_num("allocations"));
+	EXPECT_EQ(0, gp_nvstub_num("pins"));
+	EXPECT_EQ(0, gp_nvstub_num("allocations"));
 }
 
 /* ---- cudaFree of callback pins ------------------------------------------------ */
@@ -575,8 +555,8 @@ GP_TEST_F(nv, persistent_survives_free)
 /* Freed while exported (no importer yet): later imports and mmaps fail. */
 GP_TEST_F(nv, free_while_exported_enodev)
 {
-	long long cbs = stub_num("callbacks");
-	long long late = stub_num("puts_after_callback");
+	long long cbs = gp_nvstub_num("callbacks");
+	long long late = gp_nvstub_num("puts_after_callback");
 	struct edu_hca_import im;
 	uint64_t va;
 	void *p;
@@ -587,9 +567,9 @@ GP_TEST_F(nv, free_while_exported_enodev)
 			   NULL);
 	ASSERT_LE(0, dfd);
 	ASSERT_EQ(0, gp_nvstub_free(self->nv, va));
-	EXPECT_EQ(cbs + 1, stub_num("callbacks"));
+	EXPECT_EQ(cbs + 1, gp_nvstub_num("callbacks"));
 	EXPECT_EQ(1, nv_num("revoked"));
-	EXPECT_EQ(0, stub_num("pins"));
+	EXPECT_EQ(0, gp_nvstub_num("pins"));
 	if (self->hca >= 0) {
 		r = edu_import(self->hca, dfd, 0, &im);
 		EXPECT_EQ(-ENODEV, r);
@@ -607,15 +587,15 @@ GP_TEST_F(nv, free_while_exported_enodev)
 	close(dfd);
 	EXPECT_EQ(0, nv_num("revoked"));
 	/* allowed by the API (a no-op), but gdrpeer must not need it */
-	EXPECT_EQ(late, stub_num("puts_after_callback"))
+	EXPECT_EQ(late, gp_nvstub_num("puts_after_callback"))
 		TH_LOG("gdrpeer called put_pages after the callback");
 }
 
 /* Freed while edu has it mapped: edu is told, its DMA fails -ENODEV. */
 GP_TEST_F(nv, free_while_mapped_revokes_importer)
 {
-	long long revs = edu_num("revocations"), cbs = stub_num("callbacks");
-	long long late = stub_num("puts_after_callback");
+	long long revs = edu_num("revocations"), cbs = gp_nvstub_num("callbacks");
+	long long late = gp_nvstub_num("puts_after_callback");
 	struct edu_hca_import_state st;
 	struct edu_hca_import im;
 	struct edu_hca_import_dma d;
@@ -628,24 +608,24 @@ GP_TEST_F(nv, free_while_mapped_revokes_importer)
 	ASSERT_LE(0, dfd);
 	ASSERT_EQ(0, edu_import(self->hca, dfd, 0, &im));
 	ASSERT_EQ(0, edu_import_dma(self->hca, im.id, 0, 1024, 42, &d));
-	EXPECT_EQ(1, stub_num("dma_mappings"));
+	EXPECT_EQ(1, gp_nvstub_num("dma_mappings"));
 
 	ASSERT_EQ(0, gp_nvstub_free(self->nv, va));
-	EXPECT_EQ(cbs + 1, stub_num("callbacks"));
+	EXPECT_EQ(cbs + 1, gp_nvstub_num("callbacks"));
 	ASSERT_EQ(0, edu_state(self->hca, im.id, &st));
 	EXPECT_EQ(1, st.revoked) TH_LOG("edu was not told (move_notify)");
 	EXPECT_EQ(0, st.nents);
 	EXPECT_EQ(revs + 1, edu_num("revocations"));
 	EXPECT_EQ(0, edu_num("mapped"));
 	EXPECT_EQ(0, nv_num("active_maps"));
-	EXPECT_EQ(0, stub_num("dma_mappings"));
-	EXPECT_EQ(0, stub_num("pins"));
+	EXPECT_EQ(0, gp_nvstub_num("dma_mappings"));
+	EXPECT_EQ(0, gp_nvstub_num("pins"));
 	EXPECT_EQ(-ENODEV, edu_import_dma(self->hca, im.id, 0, 1024, 43, &d));
 	EXPECT_EQ(0, d.done);
 
 	EXPECT_EQ(0, edu_unimport(self->hca, im.id));
 	close(dfd);
-	EXPECT_EQ(late, stub_num("puts_after_callback"))
+	EXPECT_EQ(late, gp_nvstub_num("puts_after_callback"))
 		TH_LOG("gdrpeer called put_pages after the callback");
 }
 
@@ -729,7 +709,7 @@ GP_TEST_F(nv, bad_args_errno)
 	EXPECT_EQ(-EFAULT, gp_ioctl(self->fd, GDRPEER_IOCTL_EXPORT_VA,
 				    (void *)8));
 	EXPECT_EQ(0, nv_num("pins"));
-	EXPECT_EQ(0, stub_num("pins"));
+	EXPECT_EQ(0, gp_nvstub_num("pins"));
 	EXPECT_EQ(0, gp_nvstub_free(self->nv, va));
 }
 
@@ -760,7 +740,7 @@ GP_TEST_F(nv, other_process_va_refused)
 	ASSERT_EQ(sizeof(va), read(to_parent[0], &va, sizeof(va)));
 	ASSERT_NE(0, va) TH_LOG("child could not allocate");
 	/* this process has no allocation at all: the stand-in says EINVAL */
-	EXPECT_EQ(0, stub_num("pins"));
+	EXPECT_EQ(0, gp_nvstub_num("pins"));
 	EXPECT_EQ(-EINVAL, gp_export_va(self->fd, va, GPU_PAGE, 0, NULL));
 	EXPECT_EQ(-EINVAL, gp_export_va(self->fd, va, GPU_PAGE,
 					GDRPEER_PIN_CALLBACK, NULL));
@@ -788,7 +768,7 @@ GP_TEST_F(nv, non_pci_importer_refused)
 	EXPECT_EQ(-EOPNOTSUPP, edu_import(self->hca, dfd,
 					  EDU_HCA_IMPORT_NON_PCI, &im));
 	EXPECT_EQ(0, nv_num("attachments"));
-	EXPECT_EQ(0, stub_num("dma_mappings"));
+	EXPECT_EQ(0, gp_nvstub_num("dma_mappings"));
 	close(dfd);
 	EXPECT_EQ(0, gp_nvstub_free(self->nv, va));
 }
@@ -802,7 +782,7 @@ GP_TEST_F(nv, non_pci_importer_refused)
  */
 GP_TEST_F(nv, process_exit_with_live_exports)
 {
-	long long late = stub_num("puts_after_callback");
+	long long late = gp_nvstub_num("puts_after_callback");
 	double t0;
 	pid_t pid;
 	int st, left;
@@ -848,7 +828,7 @@ GP_TEST_F(nv, process_exit_with_live_exports)
 	TH_LOG("gauges at 0 %.3f s after the child was reaped",
 	       now_s() - t0);
 	EXPECT_EQ(0, gauges_not_zero(_metadata, true));
-	EXPECT_EQ(late, stub_num("puts_after_callback"));
+	EXPECT_EQ(late, gp_nvstub_num("puts_after_callback"));
 }
 
 /* ---- free while a DMA is queued --------------------------------------------------- */
@@ -923,7 +903,7 @@ GP_TEST_F(nv, free_while_dma_queued)
 	ASSERT_EQ(0, edu_state(self->hca, im.id, &st));
 	EXPECT_EQ(1, st.revoked);
 	EXPECT_EQ(-ENODEV, edu_import_dma(self->hca, im.id, 0, 8, 1, &t.d));
-	EXPECT_EQ(0, stub_num("dma_mappings"));
+	EXPECT_EQ(0, gp_nvstub_num("dma_mappings"));
 	EXPECT_EQ(0, edu_unimport(self->hca, im.id));
 	close(dfd);
 
@@ -1182,9 +1162,9 @@ GP_TEST_F_TIMEOUT(nv, race_free_close_import_mmap_rmmod, 1200)
 	struct race_worker w[RACE_THREADS];
 	pthread_t th[RACE_THREADS], rm;
 	struct race *r;
-	long long late = stub_num("puts_after_callback");
-	long long during = stub_num("puts_during_callback");
-	long long window = stub_num("maps_after_callback");
+	long long late = gp_nvstub_num("puts_after_callback");
+	long long during = gp_nvstub_num("puts_during_callback");
+	long long window = gp_nvstub_num("maps_after_callback");
 	long total = 0;
 	double t0;
 	int i;
@@ -1237,8 +1217,8 @@ GP_TEST_F_TIMEOUT(nv, race_free_close_import_mmap_rmmod, 1200)
 	       atomic_load(&r->sigbus), atomic_load(&r->rmmod_tries));
 	/* a put racing a free callback is legal (NVIDIA serialises them) */
 	TH_LOG("put_pages that met a finished / running free callback: %lld / %lld",
-	       stub_num("puts_after_callback") - late,
-	       stub_num("puts_during_callback") - during);
+	       gp_nvstub_num("puts_after_callback") - late,
+	       gp_nvstub_num("puts_during_callback") - during);
 	/*
 	 * An import whose dma_map_pages overlapped a free callback: a read
 	 * of a freed table inside nvidia.ko that gdrpeer cannot prevent
@@ -1246,7 +1226,7 @@ GP_TEST_F_TIMEOUT(nv, race_free_close_import_mmap_rmmod, 1200)
 	 * Counted and shown, not hidden; the import fails with -ENODEV.
 	 */
 	TH_LOG("imports whose dma_map_pages met a free callback (known window): %lld",
-	       stub_num("maps_after_callback") - window);
+	       gp_nvstub_num("maps_after_callback") - window);
 	for (i = 0; i < RACE_THREADS; i++)
 		EXPECT_EQ(RACE_OPS_PER_THREAD, w[i].done);
 	EXPECT_LE(RACE_THREADS * RACE_OPS_PER_THREAD, total);

@@ -17,42 +17,8 @@
 #include "gdrpeer_nvstub_test.h"
 #include "kselftest_harness.h"
 
-#define NVSTUB_SYSFS "/sys/class/misc/gdrpeer_nvstub"
 #define PG NVSTUB_PAGE_SIZE
 #define MAXPAGES 64
-
-/* /sys/class/misc/gdrpeer_nvstub/<name> as a number (any base); -1 on error */
-static long long nv_sysfs(const char *name)
-{
-	char path[128], buf[64];
-	long long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), NVSTUB_SYSFS "/%s", name);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fgets(buf, sizeof(buf), f))
-		v = strtoll(buf, NULL, 0);
-	fclose(f);
-	return v;
-}
-
-/* 0 or errno of writing @val to a sysfs knob */
-static int nv_sysfs_write(const char *name, const char *val)
-{
-	char path[128];
-	int fd, err = 0;
-
-	snprintf(path, sizeof(path), NVSTUB_SYSFS "/%s", name);
-	fd = open(path, O_WRONLY);
-	if (fd < 0)
-		return errno;
-	if (write(fd, val, strlen(val)) < 0)
-		err = errno;
-	close(fd);
-	return err;
-}
 
 /* BAR 2 size of $GDRPEER_GPU_BDF from sysfs; 0 when unknown */
 static uint64_t gpu_bar_size(void)
@@ -93,12 +59,12 @@ FIXTURE_SETUP(nv)
 		SKIP(return, "%s: %s (is gdrpeer_nvstub.ko loaded?)",
 		     NVSTUB_DEVICE_PATH, strerror(errno));
 	self->bar_size = gpu_bar_size();
-	ASSERT_EQ(0, nv_sysfs("allocations"))
+	ASSERT_EQ(0, gp_nvstub_num("allocations"))
 		TH_LOG("someone else has allocations in the stand-in");
-	ASSERT_EQ(0, nv_sysfs("pins"));
-	ASSERT_EQ(0, nv_sysfs("dma_mappings"));
-	self->violations = nv_sysfs("violations");
-	self->callbacks = nv_sysfs("callbacks");
+	ASSERT_EQ(0, gp_nvstub_num("pins"));
+	ASSERT_EQ(0, gp_nvstub_num("dma_mappings"));
+	self->violations = gp_nvstub_num("violations");
+	self->callbacks = gp_nvstub_num("callbacks");
 	ASSERT_LE(0, self->violations);
 	ASSERT_LE(0, self->callbacks);
 }
@@ -109,12 +75,12 @@ FIXTURE_TEARDOWN(nv)
 		return;
 	close(self->fd);
 	/* closing frees whatever a failed test left behind */
-	EXPECT_EQ(0, nv_sysfs("allocations"));
-	EXPECT_EQ(0, nv_sysfs("pins"));
-	EXPECT_EQ(0, nv_sysfs("dma_mappings"));
+	EXPECT_EQ(0, gp_nvstub_num("allocations"));
+	EXPECT_EQ(0, gp_nvstub_num("pins"));
+	EXPECT_EQ(0, gp_nvstub_num("dma_mappings"));
 	/* nothing here pins, so nothing may call back or break a rule */
-	EXPECT_EQ(self->violations, nv_sysfs("violations"));
-	EXPECT_EQ(self->callbacks, nv_sysfs("callbacks"));
+	EXPECT_EQ(self->violations, gp_nvstub_num("violations"));
+	EXPECT_EQ(self->callbacks, gp_nvstub_num("callbacks"));
 }
 
 GP_TEST_F(nv, alloc_free)
@@ -125,7 +91,7 @@ GP_TEST_F(nv, alloc_free)
 	ASSERT_EQ(0, gp_nvstub_alloc(self->fd, 3 * PG, 0, offs, &va));
 	EXPECT_NE(0, va);
 	EXPECT_EQ(0, va % PG);
-	EXPECT_EQ(1, nv_sysfs("allocations"));
+	EXPECT_EQ(1, gp_nvstub_num("allocations"));
 	/* default: lowest free pages, ascending (BAR empty: contiguous) */
 	for (i = 0; i < 3; i++) {
 		EXPECT_EQ(0, offs[i] % PG);
@@ -134,7 +100,7 @@ GP_TEST_F(nv, alloc_free)
 	}
 	EXPECT_EQ(0, offs[0]);
 	ASSERT_EQ(0, gp_nvstub_free(self->fd, va));
-	EXPECT_EQ(0, nv_sysfs("allocations"));
+	EXPECT_EQ(0, gp_nvstub_num("allocations"));
 	EXPECT_EQ(-ENOENT, gp_nvstub_free(self->fd, va));
 }
 
@@ -162,13 +128,13 @@ GP_TEST_F(nv, bad_sizes_and_fields)
 	/* an unwritable offsets array: -EFAULT and nothing stays allocated */
 	a.bar_offsets_ptr = 8;
 	EXPECT_EQ(-EFAULT, gp_ioctl(self->fd, NVSTUB_IOCTL_ALLOC, &a));
-	EXPECT_EQ(0, nv_sysfs("allocations"));
+	EXPECT_EQ(0, gp_nvstub_num("allocations"));
 
 	memset(&f, 0, sizeof(f));
 	f.reserved[2] = 1;
 	EXPECT_EQ(-EINVAL, gp_ioctl(self->fd, NVSTUB_IOCTL_FREE, &f));
 	EXPECT_EQ(-ENOTTY, gp_ioctl(self->fd, _IO(NVSTUB_MAGIC, 0x7f), NULL));
-	EXPECT_EQ(0, nv_sysfs("allocations"));
+	EXPECT_EQ(0, gp_nvstub_num("allocations"));
 }
 
 GP_TEST_F(nv, scatter_descends)
@@ -203,7 +169,7 @@ GP_TEST_F(nv, free_needs_the_start)
 	EXPECT_EQ(-ENOENT, gp_nvstub_free(self->fd, va - PG));
 	EXPECT_EQ(-ENOENT, gp_nvstub_free(self->fd, 0));
 	EXPECT_EQ(-ENOENT, gp_nvstub_free(self->fd, 0x1000));
-	EXPECT_EQ(1, nv_sysfs("allocations"));
+	EXPECT_EQ(1, gp_nvstub_num("allocations"));
 	ASSERT_EQ(0, gp_nvstub_free(self->fd, va));
 }
 
@@ -228,9 +194,9 @@ GP_TEST_F(nv, vas_never_reused_and_per_file)
 	/* one file cannot free the other's memory */
 	EXPECT_EQ(-ENOENT, gp_nvstub_free(fd2, va2));
 	EXPECT_EQ(-ENOENT, gp_nvstub_free(self->fd, vb));
-	EXPECT_EQ(3, nv_sysfs("allocations"));
+	EXPECT_EQ(3, gp_nvstub_num("allocations"));
 	close(fd2);
-	EXPECT_EQ(2, nv_sysfs("allocations"));
+	EXPECT_EQ(2, gp_nvstub_num("allocations"));
 	EXPECT_EQ(0, gp_nvstub_free(self->fd, va2));
 	EXPECT_EQ(0, gp_nvstub_free(self->fd, va3));
 }
@@ -246,9 +212,9 @@ GP_TEST_F(nv, close_frees_everything)
 	for (i = 0; i < 5; i++)
 		ASSERT_EQ(0, gp_nvstub_alloc(fd2, 2 * PG, i & 1 ? NVSTUB_ALLOC_SCATTER
 							  : 0, NULL, &va));
-	EXPECT_EQ(5, nv_sysfs("allocations"));
+	EXPECT_EQ(5, gp_nvstub_num("allocations"));
 	close(fd2);
-	EXPECT_EQ(0, nv_sysfs("allocations"));
+	EXPECT_EQ(0, gp_nvstub_num("allocations"));
 	/* the pages came back: the lowest ones are handed out again */
 	ASSERT_EQ(0, gp_nvstub_alloc(self->fd, 4 * PG, 0, offs, &va));
 	EXPECT_EQ(0, offs[0]);
@@ -273,38 +239,38 @@ GP_TEST_F(nv, whole_bar_then_enomem)
 
 GP_TEST_F(nv, sysfs_knobs)
 {
-	long long ver = nv_sysfs("table_version");
+	long long ver = gp_nvstub_num("table_version");
 
 	EXPECT_EQ(0x00010002, ver);	/* NVIDIA_P2P_PAGE_TABLE_VERSION */
-	EXPECT_EQ(1, nv_sysfs("persistent"));
-	EXPECT_EQ(0, nv_sysfs("puts_after_callback"));
-	EXPECT_LE(0, nv_sysfs("puts_during_callback"));
+	EXPECT_EQ(1, gp_nvstub_num("persistent"));
+	EXPECT_EQ(0, gp_nvstub_num("puts_after_callback"));
+	EXPECT_LE(0, gp_nvstub_num("puts_during_callback"));
 
-	ASSERT_EQ(0, nv_sysfs_write("persistent", "0"));
-	EXPECT_EQ(0, nv_sysfs("persistent"));
-	ASSERT_EQ(0, nv_sysfs_write("persistent", "1"));
-	EXPECT_EQ(1, nv_sysfs("persistent"));
-	EXPECT_EQ(EINVAL, nv_sysfs_write("persistent", "maybe"));
-	EXPECT_EQ(1, nv_sysfs("persistent"));
+	ASSERT_EQ(0, gp_nvstub_set("persistent", "0"));
+	EXPECT_EQ(0, gp_nvstub_num("persistent"));
+	ASSERT_EQ(0, gp_nvstub_set("persistent", "1"));
+	EXPECT_EQ(1, gp_nvstub_num("persistent"));
+	EXPECT_EQ(-EINVAL, gp_nvstub_set("persistent", "maybe"));
+	EXPECT_EQ(1, gp_nvstub_num("persistent"));
 
-	ASSERT_EQ(0, nv_sysfs_write("table_version", "0x00010001"));
-	EXPECT_EQ(0x00010001, nv_sysfs("table_version"));
-	EXPECT_EQ(ERANGE, nv_sysfs_write("table_version", "0x1ffffffff"));
-	EXPECT_EQ(EINVAL, nv_sysfs_write("table_version", "v1"));
-	EXPECT_EQ(0x00010001, nv_sysfs("table_version"));
-	ASSERT_EQ(0, nv_sysfs_write("table_version", "0x00010002"));
-	EXPECT_EQ(0x00010002, nv_sysfs("table_version"));
+	ASSERT_EQ(0, gp_nvstub_set("table_version", "0x00010001"));
+	EXPECT_EQ(0x00010001, gp_nvstub_num("table_version"));
+	EXPECT_EQ(-ERANGE, gp_nvstub_set("table_version", "0x1ffffffff"));
+	EXPECT_EQ(-EINVAL, gp_nvstub_set("table_version", "v1"));
+	EXPECT_EQ(0x00010001, gp_nvstub_num("table_version"));
+	ASSERT_EQ(0, gp_nvstub_set("table_version", "0x00010002"));
+	EXPECT_EQ(0x00010002, gp_nvstub_num("table_version"));
 
 	/* NVIDIA_P2P_DMA_MAPPING_VERSION */
-	EXPECT_EQ(0x00020003, nv_sysfs("mapping_version"));
-	ASSERT_EQ(0, nv_sysfs_write("mapping_version", "0x00010000"));
-	EXPECT_EQ(0x00010000, nv_sysfs("mapping_version"));
-	ASSERT_EQ(0, nv_sysfs_write("mapping_version", "0x00020003"));
-	EXPECT_EQ(0x00020003, nv_sysfs("mapping_version"));
+	EXPECT_EQ(0x00020003, gp_nvstub_num("mapping_version"));
+	ASSERT_EQ(0, gp_nvstub_set("mapping_version", "0x00010000"));
+	EXPECT_EQ(0x00010000, gp_nvstub_num("mapping_version"));
+	ASSERT_EQ(0, gp_nvstub_set("mapping_version", "0x00020003"));
+	EXPECT_EQ(0x00020003, gp_nvstub_num("mapping_version"));
 
 	/* gauges are read-only */
-	EXPECT_NE(0, nv_sysfs_write("allocations", "5"));
-	EXPECT_EQ(0, nv_sysfs("allocations"));
+	EXPECT_NE(0, gp_nvstub_set("allocations", "5"));
+	EXPECT_EQ(0, gp_nvstub_num("allocations"));
 }
 
 TEST_HARNESS_MAIN
