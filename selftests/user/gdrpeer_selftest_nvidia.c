@@ -151,29 +151,33 @@ static void bus_install(void)
 	sigaction(SIGBUS, &sa, NULL);
 }
 
-/* Read one byte at @p: 0 and *v, or -1 when the access raised SIGBUS. */
-static int guarded_read(volatile uint8_t *p, uint8_t *v)
+/*
+ * One byte at @p: read into *v (@write false) or written from *v (@write
+ * true); 0, or -1 when the access raised SIGBUS.
+ */
+static int guarded_access(volatile uint8_t *p, uint8_t *v, bool write)
 {
 	if (sigsetjmp(bus_env, 1)) {
 		bus_armed = 0;
 		return -1;
 	}
 	bus_armed = 1;
-	*v = *p;
+	if (write)
+		*p = *v;
+	else
+		*v = *p;
 	bus_armed = 0;
 	return 0;
 }
 
+static int guarded_read(volatile uint8_t *p, uint8_t *v)
+{
+	return guarded_access(p, v, false);
+}
+
 static int guarded_write(volatile uint8_t *p, uint8_t v)
 {
-	if (sigsetjmp(bus_env, 1)) {
-		bus_armed = 0;
-		return -1;
-	}
-	bus_armed = 1;
-	*p = v;
-	bus_armed = 0;
-	return 0;
+	return guarded_access(p, &v, true);
 }
 
 /* ---- fixture ------------------------------------------------------------------ */
