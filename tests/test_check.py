@@ -245,3 +245,71 @@ def test_real_h100_node_snapshot():
     assert {n["rule"] for n in j["notes"]} >= {"no-nic", "software-cuda"}
     text = run("check", "--sysfs-root", REF / "h100-node-snapshot.tar", check_rc=0).stdout
     assert "GPU_DIRECT_RDMA_SUPPORTED=1 DMA_BUF_SUPPORTED=1" in text
+
+
+# ---- ID tables and platform rules end to end (topology/gpus.json, devices.json, platforms.json) ----
+
+def _sysfs_node(tmp_path, gpu_device=None):
+    from test_check_sysfs import make_node  # imported here: that module imports this one
+    root = make_node(tmp_path / "n")
+    if gpu_device is not None:
+        d = root / "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:00.0/0000:03:00.0"
+        (d / "device").write_text(f"0x{gpu_device:04x}\n")
+        cfg = bytearray((d / "config").read_bytes())
+        cfg[2:4] = gpu_device.to_bytes(2, "little")
+        (d / "config").write_bytes(bytes(cfg))
+    return root
+
+
+def test_aws_gb200_hwloc_root_complex_paths_are_grace_c2c():
+    _, j = check_json(REF / "aws-p6e-gb200.36xlarge.xml")
+    gpu_nic = [p for p in j["pairs"] if p["a"].startswith("GPU") and p["b"].startswith("NIC")]
+    through_rc = [p for p in gpu_nic if p["class"] in ("PHB", "NODE")]
+    assert through_rc, "the p6e-gb200 capture has GPU-NIC pairs through the root complex"
+    for p in through_rc:
+        rules = {f["rule"] for f in p["findings"]}
+        assert "path-grace" in rules and "path-root-complex" not in rules, p
+
+
+def test_jetson_device_tree_model_flags_a_node_without_a_pci_gpu(tmp_path):
+    root = _sysfs_node(tmp_path)
+    (root / "proc/device-tree").mkdir(parents=True)
+    (root / "proc/device-tree/model").write_bytes(b"NVIDIA Jetson AGX Orin Developer Kit\0")
+    # The iGPU is not on PCI: the fake's discrete GPU is dropped with --role NONE.
+    p = run("check", "--json", "--sysfs-root", root, "--role", "NONE=0000:03:00.0", check_rc=1)
+    j = json.loads(p.stdout)
+    assert j["node"]["dmi"]["product"] == "NVIDIA Jetson AGX Orin Developer Kit"
+    assert j["summary"]["worst"] == "unreliable" and j["summary"]["pairs"] == 0
+    (note,) = [n for n in j["notes"] if n["rule"] == "platform-jetson"]
+    assert "nvidia_p2p" in note["text"]
+    # A snapshot of that node carries the model, and checking it says the same.
+    snap = tmp_path / "jetson.tar"
+    run("snapshot", "--sysfs-root", root, snap, check_rc=0)
+    p = run("check", "--json", snap, "--role", "NONE=0000:03:00.0", check_rc=1)
+    assert any(n["rule"] == "platform-jetson" for n in json.loads(p.stdout)["notes"])
+    # With the discrete GPU kept (IGX Orin + RTX card): its pairs are judged as usual.
+    p = run("check", "--json", "--sysfs-root", root, check_rc=0)
+    j = json.loads(p.stdout)
+    assert all(f["rule"] != "platform-jetson" for pr in j["pairs"] for f in pr["findings"])
+    assert any(n["rule"] == "platform-jetson" and "discrete" in n["text"] for n in j["notes"])
+
+
+def test_unknown_nvidia_id_takes_its_family_from_pci_ids(tmp_path, monkeypatch):
+    root = _sysfs_node(tmp_path, gpu_device=0x3F01)  # an id topology/gpus.json does not list
+    ids = tmp_path / "pci.ids"
+    ids.write_text("10de  NVIDIA Corporation\n\t3f01  GB999 [GeForce RTX 9090]\n10df  Emulex Corporation\n")
+    monkeypatch.setenv("GDRPEER_PCI_IDS", str(ids))
+    p = run("check", "--sysfs-root", root, check_rc=2)
+    assert "(platform-geforce)" in p.stdout
+    assert 'GPU family from the pci.ids name "GB999 [GeForce RTX 9090]"' in p.stdout
+    monkeypatch.setenv("GDRPEER_PCI_IDS", "")  # no pci.ids: no family, no GeForce rule
+    run("check", "--sysfs-root", root, check_rc=0)
+    # A table id needs no pci.ids: the RTX 4090 is GeForce from the table.
+    p = run("check", "--sysfs-root", _sysfs_node(tmp_path / "t", gpu_device=0x2684), check_rc=2)
+    assert "(platform-geforce)" in p.stdout and "pci.ids" not in p.stdout
+
+
+def test_gb10_gpu_id_blocks_gpudirect_rdma(tmp_path, monkeypatch):
+    monkeypatch.setenv("GDRPEER_PCI_IDS", "")
+    p = run("check", "--sysfs-root", _sysfs_node(tmp_path, gpu_device=0x2E12), check_rc=2)
+    assert "(platform-gb10)" in p.stdout and "NCCL_NET_GDR_LEVEL=LOC" in p.stdout

@@ -84,7 +84,10 @@ std::string str_or(const JsonValue& obj, const char* key, const std::string& def
 }
 
 long integer(const JsonValue& v, const Where& where) {
-  if (v.kind != Kind::Number || v.number != static_cast<double>(static_cast<long>(v.number))) bad(where, "expected an integer");
+  // Range first: converting a double beyond long's range is undefined behaviour.
+  if (v.kind != Kind::Number || !(v.number >= -1e15 && v.number <= 1e15) ||
+      v.number != static_cast<double>(static_cast<long>(v.number)))
+    bad(where, "expected an integer");
   return static_cast<long>(v.number);
 }
 
@@ -212,7 +215,7 @@ Knowledge Knowledge::load(const std::string& dir) {
   const JsonValue& gpus = gpuf.root;
   w = gpuf.path;
   long bar1 = int_or(gpus, "bar1_min_mib", 0, Where{w});
-  if (bar1 < 0) bad(Where{w}, "bar1_min_mib must not be negative");
+  if (bar1 < 0 || bar1 > (1L << 30)) bad(Where{w}, "bar1_min_mib must be 0 .. 2^30");
   k.min_bar1_bytes = static_cast<uint64_t>(bar1) << 20;
   for (const auto& f : list_at(gpus, "families", Where{w})) {
     GpuFamily g;
@@ -225,6 +228,7 @@ Knowledge Knowledge::load(const std::string& dir) {
     g.name_patterns = strings(f, "name_patterns", Where{w});
     k.gpu_families.push_back(g);
   }
+  k.pci_ids_paths = strings(gpus, "pci_ids_paths", Where{w});
 
   Doc rcf = load_file(dir, "root_complexes.json");
   w = rcf.path;
@@ -260,6 +264,8 @@ Knowledge Knowledge::load(const std::string& dir) {
     if (p.severity != "degraded" && p.severity != "unreliable" && p.severity != "blocked")
       throw DataError(w + ": rule " + p.id + ": severity must be degraded, unreliable or blocked");
     p.applies_to = str_or(r, "applies_to", "all", pw);
+    if (p.applies_to != "all" && p.applies_to != "gpu-nic" && p.applies_to != "integrated-gpu")
+      throw DataError(w + ": rule " + p.id + ": applies_to must be all, gpu-nic or integrated-gpu");
     p.arch = str_or(r, "arch", "", pw);
     p.cpu_patterns = strings(r, "cpu_patterns", Where{w});
     p.dmi_patterns = strings(r, "dmi_patterns", Where{w});
@@ -271,13 +277,100 @@ Knowledge Knowledge::load(const std::string& dir) {
   return k;
 }
 
-const GpuFamily* Knowledge::gpu_family(const Device& d) const {
-  if (d.ids_known && d.vendor == 0x10de)
-    for (const auto& f : gpu_families)
-      if (std::find(f.devices.begin(), f.devices.end(), d.device) != f.devices.end()) return &f;
+std::string GpuFamilyMatch::provenance() const {
+  switch (from) {
+    case From::InputName: return " (GPU family from its name \"" + name + "\")";
+    case From::PciIds: return " (GPU family from the pci.ids name \"" + name + "\": the device id is not in topology/gpus.json)";
+    case From::None:
+    case From::Table: break;
+  }
+  return "";
+}
+
+const GpuFamily* Knowledge::gpu_family_by_name(std::string_view name) const {
+  if (name.empty()) return nullptr;
   for (const auto& f : gpu_families)
-    if (contains_any(d.name, f.name_patterns)) return &f;
+    for (const auto& p : f.name_patterns)
+      if (!p.empty() && name.find(p) != std::string_view::npos) return &f;
   return nullptr;
+}
+
+std::string Knowledge::pci_ids_path() const {
+  if (const char* env = std::getenv("GDRPEER_PCI_IDS")) return env;  // "" turns the fallback off
+  for (const auto& p : pci_ids_paths)
+    if (::access(p.c_str(), R_OK) == 0) return p;
+  return "";
+}
+
+GpuFamilyMatch Knowledge::gpu_family_match(const Device& d) const {
+  GpuFamilyMatch m;
+  const bool nvidia = d.ids_known && d.vendor == 0x10de;
+  if (nvidia)
+    for (const auto& f : gpu_families)
+      if (std::find(f.devices.begin(), f.devices.end(), d.device) != f.devices.end()) {
+        m.family = &f;
+        m.from = GpuFamilyMatch::From::Table;
+        return m;
+      }
+  if (const GpuFamily* f = gpu_family_by_name(d.name)) {
+    m.family = f;
+    m.from = GpuFamilyMatch::From::InputName;
+    m.name = d.name;
+    return m;
+  }
+  // Only an NVIDIA id the table lacks costs a pci.ids lookup (a newer GPU than
+  // the table, or a sysfs input, which carries no names).
+  if (!nvidia) return m;
+  std::string path = pci_ids_path();
+  if (path.empty()) return m;
+  if (auto name = pci_ids_device_name(path, d.vendor, d.device))
+    if (const GpuFamily* f = gpu_family_by_name(*name)) {
+      m.family = f;
+      m.from = GpuFamilyMatch::From::PciIds;
+      m.name = *name;
+    }
+  return m;
+}
+
+std::optional<std::string> pci_ids_device_name(const std::string& path, uint16_t vendor, uint16_t device) {
+  std::optional<InputFile> in;
+  try {
+    in.emplace(path);
+  } catch (const MissingInput&) {
+    return std::nullopt;
+  }
+  // pci.ids: "VVVV  Vendor name" at column 0, then "\tDDDD  Device name" lines
+  // (and "\t\tSSSS SSSS  Subsystem" lines) until the next vendor line.
+  static const char* hex = "0123456789abcdef";
+  char vid[6] = {'\n', hex[vendor >> 12], hex[(vendor >> 8) & 15], hex[(vendor >> 4) & 15], hex[vendor & 15], ' '};
+  char did[7] = {'\n', '\t', hex[device >> 12], hex[(device >> 8) & 15], hex[(device >> 4) & 15], hex[device & 15], ' '};
+  std::string_view b = in->bytes();
+  // The vendor line, also when it is the file's first line (no newline before it).
+  size_t v = b.substr(0, sizeof vid - 1) == std::string_view(vid + 1, sizeof vid - 1) ? 0 : b.find(std::string_view(vid, sizeof vid));
+  if (v == std::string_view::npos) return std::nullopt;
+  // The vendor's block ends at the next line that does not start with a tab
+  // (another vendor, or the "C xx" class section); comments and blank lines do not end it.
+  size_t end = v + 1;
+  for (;;) {
+    end = b.find('\n', end);
+    if (end == std::string_view::npos || end + 1 >= b.size()) {
+      end = b.size();
+      break;
+    }
+    char c = b[end + 1];
+    if (c != '\t' && c != '#' && c != '\n' && c != '\r') break;
+    ++end;
+  }
+  std::string_view block = b.substr(v, end - v);
+  size_t at = block.find(std::string_view(did, sizeof did));
+  if (at == std::string_view::npos) return std::nullopt;
+  size_t s = at + sizeof did;
+  while (s < block.size() && block[s] == ' ') ++s;
+  size_t e = block.find('\n', s);
+  std::string name(block.substr(s, e == std::string_view::npos ? std::string_view::npos : e - s));
+  while (!name.empty() && (name.back() == '\r' || name.back() == ' ')) name.pop_back();
+  if (name.empty()) return std::nullopt;
+  return name;
 }
 
 const RootComplex* Knowledge::root_complex(const CpuInfo& cpu) const {

@@ -327,6 +327,11 @@ Topology parse_sysfs(FileSource& fs, const std::string& name) {
   if (auto c = fs.read("/gdrpeer-snapshot/cuda-probe", 65536)) parse_cuda_probe_text(*c, sw);
   if (auto v = fs.read("/sys/class/dmi/id/sys_vendor", 4096)) t.dmi_vendor = trimmed(*v);
   if (auto v = fs.read("/sys/class/dmi/id/product_name", 4096)) t.dmi_product = trimmed(*v);
+  // Boards without DMI (Jetson and other device-tree systems) name themselves in
+  // the device tree ("NVIDIA Jetson AGX Orin Developer Kit\0"): the platform
+  // rules match it as the product. Read only when DMI gave none.
+  if (t.dmi_product.empty())
+    if (auto v = fs.read("/proc/device-tree/model", 4096)) t.dmi_product = trimmed(v->substr(0, v->find('\0')));
   if (auto nodes = fs.list("/sys/devices/system/node")) {
     int n = 0;
     for (const auto& e : *nodes)

@@ -52,10 +52,12 @@ class Checker {
   Checker(const Topology& t, const Knowledge& k, const CheckOptions& o) : t_(t), k_(k), o_(o) {
     rc_ = k.root_complex(t.cpu);
     grace_ = (rc_ && rc_->name.find("Grace") != std::string::npos);
-    for (const auto& d : t.devices)
-      if (d.role == Role::GPU) {
-        const GpuFamily* f = k.gpu_family(d);
-        if (f && f->family == "grace-c2c") grace_ = true;
+    // Each GPU's family once per node: the lookup may read pci.ids.
+    families_.resize(t.devices.size());
+    for (size_t i = 0; i < t.devices.size(); ++i)
+      if (t.devices[i].role == Role::GPU) {
+        families_[i] = k.gpu_family_match(t.devices[i]);
+        if (families_[i].family && families_[i].family->family == "grace-c2c") grace_ = true;
       }
     rcname_ = rc_ ? rc_->name : (t.cpu.model_name.empty() ? "this CPU" : t.cpu.model_name);
     dmi_ = t.dmi_vendor + " " + t.dmi_product;
@@ -81,6 +83,7 @@ class Checker {
   std::vector<int> nics_;
   const Report* rep_ = nullptr;  // for path classes between labelled devices
   const RootComplex* rc_ = nullptr;
+  std::vector<GpuFamilyMatch> families_;  // per device index (GPUs only)
   std::string rcname_, dmi_;  // per node, used per pair
   bool grace_ = false, virtual_ = false;
 
@@ -95,7 +98,8 @@ class Checker {
     if (a.role == Role::GPU) bar_rules(r, a);
     if (b.role == Role::GPU) bar_rules(r, b);
     if (kind != PairKind::GpuGpu) software_rules(r, a);
-    platform_rules(r, kind, a);
+    platform_rules(r, kind, r.a);
+    if (kind == PairKind::GpuGpu) platform_rules(r, kind, r.b);  // either GPU's family limits P2P
     for (const auto& f : r.findings) r.verdict = std::max(r.verdict, f.severity);
   }
 
@@ -278,22 +282,33 @@ class Checker {
     }
   }
 
-  void platform_rules(PairResult& r, PairKind kind, const Device& g) {
-    const GpuFamily* fam = k_.gpu_family(g);
-    const std::string& dmi = dmi_;
+  // Whether a platform rule's node conditions (arch, CPU, DMI) hold; `any`
+  // tells whether it has any. GPU families are checked per GPU by the caller.
+  bool platform_matches(const PlatformRule& p, bool& any) const {
+    bool ok = true;
+    any = false;
+    if (!p.arch.empty()) { any = true; ok = ok && t_.cpu.arch == p.arch; }
+    if (!p.cpu_patterns.empty()) { any = true; ok = ok && contains_any(t_.cpu.model_name, p.cpu_patterns); }
+    if (!p.dmi_patterns.empty()) { any = true; ok = ok && contains_any(dmi_, p.dmi_patterns); }
+    return ok;
+  }
+
+  void platform_rules(PairResult& r, PairKind kind, int gi) {
+    const GpuFamilyMatch& fam = families_[static_cast<size_t>(gi)];
     for (const auto& p : k_.platforms) {
+      if (p.applies_to == "integrated-gpu") continue;  // node-wide, see node_platform_rules
       if (p.applies_to == "gpu-nic" && kind == PairKind::GpuGpu) continue;
-      bool any = false, ok = true;
-      if (!p.arch.empty()) { any = true; ok = ok && t_.cpu.arch == p.arch; }
-      if (!p.cpu_patterns.empty()) { any = true; ok = ok && contains_any(t_.cpu.model_name, p.cpu_patterns); }
-      if (!p.dmi_patterns.empty()) { any = true; ok = ok && contains_any(dmi, p.dmi_patterns); }
+      bool any = false;
+      bool ok = platform_matches(p, any);
+      std::string why = p.reason;
       if (!p.gpu_families.empty()) {
         any = true;
-        ok = ok && fam && std::find(p.gpu_families.begin(), p.gpu_families.end(), fam->family) != p.gpu_families.end();
+        ok = ok && fam.family && std::find(p.gpu_families.begin(), p.gpu_families.end(), fam.family->family) != p.gpu_families.end();
+        if (ok) why += fam.provenance();
       }
       if (!any || !ok) continue;
       Verdict v = p.severity == "blocked" ? Verdict::Blocked : p.severity == "unreliable" ? Verdict::Unreliable : Verdict::Degraded;
-      add(r.findings, p.id, v, p.reason, p.fix);
+      add(r.findings, p.id, v, why, p.fix);
     }
     if (t_.cpu.arch == "aarch64" && !grace_ && !(rc_ && rc_->p2p == "good")) {
       add(r.findings, "platform-arm64", Verdict::Unreliable,
@@ -312,6 +327,32 @@ class Checker {
                                     : "virtual machine: the classes reflect the PCIe topology the hypervisor exposes",
             "");
       }
+    }
+  }
+
+  // Platforms whose GPU is integrated (not on PCI, so in no pair): Jetson. A
+  // node finding when no discrete NVIDIA GPU was found; with one (IGX Orin
+  // with an RTX card) its pairs are judged as usual and only a note remains.
+  void node_platform_rules(Report& rep) {
+    bool discrete = false;
+    for (int g : rep.gpus) discrete = discrete || (t_.devices[g].ids_known ? t_.devices[g].vendor == 0x10de : k_.vendor_from_name(t_.devices[g].name) == 0x10de);
+    for (const auto& p : k_.platforms) {
+      if (p.applies_to != "integrated-gpu" || skipped(p.id)) continue;
+      bool any = false;
+      if (!platform_matches(p, any) || !any) continue;
+      std::string plat = t_.dmi_vendor;
+      if (!t_.dmi_product.empty()) plat += (plat.empty() ? "" : " ") + t_.dmi_product;
+      const std::string where = "platform " + (plat.empty() ? t_.cpu.model_name : plat);
+      if (discrete) {
+        rep.node_findings.push_back(Finding{p.id, Verdict::Optimal,
+                                            where + ": its integrated GPU is not checked (not a PCI device); the discrete NVIDIA GPU(s) above are judged as on any server",
+                                            ""});
+        continue;
+      }
+      Verdict v = p.severity == "blocked" ? Verdict::Blocked : p.severity == "unreliable" ? Verdict::Unreliable : Verdict::Degraded;
+      // Node findings are printed as one line: the fix goes into it.
+      rep.node_findings.push_back(Finding{p.id, v, where + ": " + p.reason + (p.fix.empty() ? "" : "; fix: " + p.fix), p.fix});
+      rep.worst = std::max(rep.worst, v);
     }
   }
 
@@ -410,6 +451,7 @@ Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt) {
              : "CPU " + (t.cpu.model_name.empty() ? t.cpu.vendor + " family " + std::to_string(t.cpu.family) + " model " + std::to_string(t.cpu.model) : t.cpu.model_name) +
                    " is not in topology/root_complexes.json: root-complex P2P quality unknown");
   for (const auto& n : t.notes) note("input", n);
+  c.node_platform_rules(rep);
   return rep;
 }
 

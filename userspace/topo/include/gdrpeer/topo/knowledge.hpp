@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gdrpeer/topo/model.hpp"
@@ -30,10 +31,23 @@ struct NicRule {
 };
 
 struct GpuFamily {
-  std::string family;  // "datacenter", "professional", "geforce", "gb10", "jetson", "grace-c2c"
+  std::string family;  // "datacenter", "professional", "geforce", "gb10", "grace-c2c"
   std::string name;
   std::vector<uint16_t> devices;      // NVIDIA device ids
   std::vector<std::string> name_patterns;  // substrings of lspci/hwloc names
+};
+
+// A GPU's family and where it came from: the device id table, the name the
+// input gave (lspci/hwloc), or -- for an NVIDIA id the table lacks -- the name
+// in the checking machine's pci.ids. Findings that depend on the family say
+// which, so an operator can tell a table fact from a name heuristic.
+struct GpuFamilyMatch {
+  enum class From { None, Table, InputName, PciIds };
+  const GpuFamily* family = nullptr;
+  From from = From::None;
+  std::string name;  // the name that matched (InputName, PciIds)
+  // "" for the table; otherwise " (GPU family from ...)" for reasons.
+  std::string provenance() const;
 };
 
 struct RootComplex {
@@ -51,7 +65,10 @@ struct RootComplex {
 struct PlatformRule {
   std::string id;
   std::string severity;  // "degraded", "unreliable", "blocked"
-  std::string applies_to;  // "gpu-nic", "all"
+  // "gpu-nic" (GPUDirect RDMA/GDS pairs), "all" (also GPU-GPU), or
+  // "integrated-gpu": judged once per node, for platforms whose GPU is not a
+  // PCI device (Jetson): a node finding when no discrete NVIDIA GPU was found.
+  std::string applies_to;
   // Any of these matches (all given fields of one entry must match).
   std::string arch;
   std::vector<std::string> cpu_patterns;
@@ -71,6 +88,9 @@ struct Knowledge {
   std::vector<std::string> cloud_dmi_vendors;
   std::vector<std::pair<std::string, uint16_t>> vendor_names;  // lspci/hwloc names -> id
   uint64_t min_bar1_bytes = 0;
+  // pci.ids files tried, in order, for NVIDIA GPU ids the family table lacks
+  // (gpus.json "pci_ids_paths"; $GDRPEER_PCI_IDS overrides, "" turns it off).
+  std::vector<std::string> pci_ids_paths;
   // Name heuristics for inputs without numeric ids (lspci -tv without -nn).
   std::vector<std::string> rdma_name_patterns;
   std::vector<std::string> gpu_name_include, gpu_name_exclude;
@@ -82,11 +102,24 @@ struct Knowledge {
   // source tree's topology/ (baked in at configure time).
   static std::string default_dir();
 
-  const GpuFamily* gpu_family(const Device& d) const;
+  // Family by id table, then by the input's name, then (NVIDIA ids only) by the
+  // pci.ids name. The pci.ids file is read only in that last case: call once
+  // per GPU, not per pair.
+  GpuFamilyMatch gpu_family_match(const Device& d) const;
+  const GpuFamily* gpu_family(const Device& d) const { return gpu_family_match(d).family; }
+  // The family whose name patterns match `name` first (families in file order).
+  const GpuFamily* gpu_family_by_name(std::string_view name) const;
+  // The pci.ids file to consult: $GDRPEER_PCI_IDS when set, else the first of
+  // pci_ids_paths that exists; "" for none.
+  std::string pci_ids_path() const;
   const RootComplex* root_complex(const CpuInfo& cpu) const;
   bool flattens(const Device& d) const;
   std::optional<uint16_t> vendor_from_name(std::string_view name) const;
 };
+
+// The device name pci.ids gives vendor:device (the text after the id on the
+// device line), or nullopt when the file or the entry is missing.
+std::optional<std::string> pci_ids_device_name(const std::string& path, uint16_t vendor, uint16_t device);
 
 // Give every device its role from IDs/class (or from names where the input
 // has no IDs), then apply the operator's overrides ("GPU=0000:01:00.0").
