@@ -23,7 +23,9 @@ DEBS := build-essential make cmake pkg-config clang libclang-rt-14-dev kmod cpio
 	qemu-system-x86 busybox-static pciutils iproute2 \
 	rdma-core ibverbs-utils ibverbs-providers libibverbs-dev \
 	libpci-dev libcli11-dev nlohmann-json3-dev googletest libgtest-dev libgmock-dev \
-	libbenchmark-dev hwloc graphviz python3 python3-pytest
+	libbenchmark-dev hwloc graphviz python3 python3-pytest \
+	dpkg-dev patch meson ninja-build libglib2.0-dev libpixman-1-dev libfdt-dev
+# (the last line builds tests/emunode's "acs" QEMU: switch downstream ports with ACS)
 
 .DEFAULT_GOAL := all
 all: module userspace
@@ -74,6 +76,11 @@ kernel-check:
 vm-kernel:
 	$(EMUNODE) fetch --kernel $(VM_KERNEL)
 
+# The emulated node's "acs" QEMU (Debian's QEMU source + tests/emunode/qemu-xio3130-acs.patch),
+# built once into build/cache/qemu/acs; only the switch-port ACS test boots it.
+vm-qemu:
+	$(EMUNODE) qemu --name acs
+
 # ---- userspace -----------------------------------------------------------------------------
 userspace:
 	cmake -S userspace -B $(BUILD)/userspace -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -102,7 +109,7 @@ guest: userspace selftests vm-modules
 demo: deps guest
 	$(EMUNODE) demo --kernel $(VM_KERNEL)
 
-test: deps guest
+test: deps guest vm-qemu
 	cd $(BUILD)/userspace && ctest --output-on-failure -j$(JOBS)
 	$(MAKE) fuzz
 	$(MAKE) kernel-check
@@ -122,5 +129,5 @@ clean:
 distclean:
 	rm -rf $(BUILD)
 
-.PHONY: all help deps module modules modules-stage vm-modules vm-kernel userspace selftests \
+.PHONY: all help deps module modules modules-stage vm-modules vm-kernel vm-qemu userspace selftests \
 	guest demo test test-kernels fuzz kernel-check clean distclean

@@ -1,6 +1,7 @@
 """Command line of the emulated node.
 
   python3 -m emunode fetch [--kernel K]              fetch and unpack a Debian kernel
+  python3 -m emunode qemu [--name acs]               build a patched QEMU once (cached), print it
   python3 -m emunode build [--kernel K]              build our modules for it
   python3 -m emunode kselftest-headers               print the folder holding kselftest_harness.h
   python3 -m emunode run [options] -- CMD [CMD ...]  boot, run commands, print their results
@@ -11,7 +12,7 @@ Errors are one line on stderr (exit 2); `run` exits 1 when a guest command faile
 import argparse
 import sys
 
-from . import build, kernels
+from . import build, kernels, qemu
 from .errors import HarnessError
 from .node import Node
 from .topology import IOMMU_MODES, TOPOLOGIES
@@ -27,6 +28,7 @@ def _node_args(p):
     p.add_argument("--iommu", default="translated", help=", ".join(IOMMU_MODES))
     p.add_argument("--bar-mib", type=int, default=64, help="GPU BAR size in MiB (power of two)")
     p.add_argument("--timeout", type=int, default=600, help="seconds for the whole boot")
+    p.add_argument("--qemu", default="system", help=", ".join(qemu.known_qemus()))
 
 
 def _print_results(res):
@@ -35,7 +37,7 @@ def _print_results(res):
         sys.stdout.write(r.output if r.output.endswith("\n") or not r.output else r.output + "\n")
         if r.status != 0:
             print(f"[exit {r.status}]")
-    print(f"-- kernel {res.kernel}, topology {res.topology}, iommu {res.iommu}: "
+    print(f"-- kernel {res.kernel}, topology {res.topology}, iommu {res.iommu}, QEMU {res.qemu}: "
           f"{len(res.results)} commands in {res.seconds:.1f} s; logs in {res.workdir}")
 
 
@@ -57,6 +59,8 @@ def main(argv=None):
     p = sub.add_parser("build", help="build our kernel modules for a kernel")
     p.add_argument("--kernel", default=kernels.DEFAULT_KERNEL)
     sub.add_parser("kselftest-headers", help="print the folder with the kselftest headers")
+    p = sub.add_parser("qemu", help="build a patched QEMU into build/cache (once) and print it")
+    p.add_argument("--name", default="acs", help=", ".join(qemu.BUILDS))
     p = sub.add_parser("kdir", help="print the headers folder of a kernel (fetching it once)")
     p.add_argument("--kernel", default=kernels.DEFAULT_KERNEL)
     p = sub.add_parser("run", help="boot the node and run commands in it")
@@ -77,11 +81,14 @@ def main(argv=None):
             print(build.build_modules(args.kernel, log=_log))
         elif args.cmd == "kdir":
             print(kernels.ensure_kernel(args.kernel, log=_log).kdir)
+        elif args.cmd == "qemu":
+            q = qemu.ensure_qemu(args.name, log=_log)
+            print(f"{q.name} {q.version} {q.binary}")
         elif args.cmd == "kselftest-headers":
             print(build.kselftest_headers(log=_log))
         elif args.cmd in ("run", "demo"):
             node = Node(args.kernel, args.topology, args.iommu, bar_mib=args.bar_mib,
-                        rxe=not getattr(args, "no_rxe", False), log=_log)
+                        rxe=not getattr(args, "no_rxe", False), log=_log, qemu=args.qemu)
             cmds = args.commands if args.cmd == "run" else DEMO_COMMANDS
             res = node.run(cmds, timeout=args.timeout,
                            extra_cmdline=getattr(args, "append", []))

@@ -61,10 +61,14 @@ def known_kernels():
 class _Apt:
     """apt-get/apt-cache confined to a private state folder for one suite."""
 
-    def __init__(self, name):
-        if name not in SUITES:
-            raise HarnessError(f"unknown kernel '{name}': choose one of {', '.join(known_kernels())}")
-        self.suite, sources = SUITES[name]
+    def __init__(self, name=None, suite=None, sources=None):
+        """A kernel's suite by kernel name, or any `suite` folder with its apt `sources` lines
+        (emunode.qemu fetches QEMU's source this way)."""
+        if suite is None:
+            if name not in SUITES:
+                raise HarnessError(f"unknown kernel '{name}': choose one of {', '.join(known_kernels())}")
+            suite, sources = SUITES[name]
+        self.suite = suite
         self.dir = cache_dir() / "apt" / self.suite
         (self.dir / "lists" / "partial").mkdir(parents=True, exist_ok=True)
         (self.dir / "archives" / "partial").mkdir(parents=True, exist_ok=True)
@@ -72,8 +76,12 @@ class _Apt:
         text = "\n".join(sources) + "\n"
         if not self.sources.exists() or self.sources.read_text() != text:
             self.sources.write_text(text)
-            for f in (self.dir / "lists").glob("*_Packages*"):
+            for f in self._indexes():
                 f.unlink()
+
+    def _indexes(self):
+        lists = self.dir / "lists"
+        return [*lists.glob("*_Packages*"), *lists.glob("*_Sources*")]
 
     def _opts(self):
         d = self.dir
@@ -83,18 +91,23 @@ class _Apt:
                 "-o", "APT::Architecture=amd64", "-o", "Debug::NoLocking=1",
                 "-o", "Acquire::Retries=3", "-o", "Acquire::Check-Valid-Until=false"]
 
-    def _run(self, tool, *args):
+    def _run(self, tool, *args, cwd=None, error=HarnessError):
         if not shutil.which(tool):
             raise HarnessError(f"{tool} not found: this harness needs Debian's apt tools")
-        p = subprocess.run([tool, *self._opts(), *args], capture_output=True, text=True)
+        p = subprocess.run([tool, *self._opts(), *args], capture_output=True, text=True, cwd=cwd)
         if p.returncode != 0:
             msg = (p.stderr.strip().splitlines() or ["(no message)"])[-1]
-            raise HarnessError(f"{tool} {' '.join(args[:2])} for suite {self.suite} failed: {msg}")
+            raise error(f"{tool} {' '.join(args[:2])} for suite {self.suite} failed: {msg}")
         return p.stdout
 
-    def update(self):
-        if not any((self.dir / "lists").glob("*_Packages*")):
-            self._run("apt-get", "-q", "update")
+    def update(self, error=HarnessError):
+        if not self._indexes():
+            self._run("apt-get", "-q", "update", error=error)
+
+    def source(self, pkg, version, dest, error=HarnessError):
+        """Download (not unpack) the Debian source package `pkg` (=version if given) into dest."""
+        self._run("apt-get", "-q", "source", "--download-only",
+                  f"{pkg}={version}" if version else pkg, cwd=dest, error=error)
 
     def depends(self, pkg):
         out = self._run("apt-cache", "depends", "--no-recommends", "--no-suggests",

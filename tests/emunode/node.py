@@ -10,11 +10,10 @@ import time
 from pathlib import Path
 
 from . import initramfs, kernels
+from . import qemu as qemus
 from . import topology as topo
 from .errors import GuestError, HarnessError
 from .paths import build_dir
-
-QEMU = "qemu-system-x86_64"
 
 # Kernel log lines that fail a run: the guest must never pass with one of these.
 PROBLEM = re.compile(r"(\bBUG:|\bWARNING:|\bOops\b|Kernel panic|general protection fault|"
@@ -46,6 +45,7 @@ class RunResult:
     files: dict
     workdir: Path
     seconds: float
+    qemu: str = "system"     # which QEMU booted it (Qemu.describe())
 
     def problems(self):
         """BUG/WARNING/Oops lines and taints other than out-of-tree/unsigned; [] when clean."""
@@ -64,8 +64,14 @@ class Node:
     """One emulated GPU + RDMA node: a kernel, a topology and an IOMMU mode."""
 
     def __init__(self, kernel=kernels.DEFAULT_KERNEL, topology="switch", iommu="translated",
-                 bar_mib=64, rxe=True, log=print):
+                 bar_mib=64, rxe=True, log=print, qemu=None):
+        """`qemu`: None (the host's qemu-system-x86_64, what every test uses), the name of a
+        cached build from emunode.qemu ("acs": switch downstream ports with ACS), or a
+        emunode.qemu.Qemu(binary, datadir) for any other binary and its -L data directory."""
         topo.check(topology, iommu)
+        if isinstance(qemu, str) and qemu not in qemus.known_qemus():
+            raise HarnessError(f"unknown QEMU '{qemu}': choose one of {', '.join(qemus.known_qemus())}")
+        self.qemu = qemu
         if kernel not in kernels.SUITES:
             raise HarnessError(f"unknown kernel '{kernel}': choose one of "
                                f"{', '.join(kernels.known_kernels())}")
@@ -82,8 +88,8 @@ class Node:
         Raises GuestError (with the console log) when the guest does not finish, the RDMA stack
         does not come up, or — unless allow_problems — its kernel log has a BUG/WARNING/Oops or
         an unexpected taint."""
-        if shutil.which(QEMU) is None:
-            raise HarnessError(f"{QEMU} not found: install Debian's qemu-system-x86 (make deps)")
+        qemu = qemus.resolve(self.qemu, log=self.log)
+        qemu_argv = qemu.argv()
         kernel = kernels.ensure_kernel(self.kernel_name, log=self.log)
         runs = build_dir() / "runs"
         runs.mkdir(parents=True, exist_ok=True)
@@ -105,7 +111,7 @@ class Node:
         # no_timer_check: under a loaded host TCG can miss the IO-APIC timer check and panic.
         append = " ".join(["console=ttyS0", "panic=-1", "loglevel=6", "nokaslr", "no_timer_check",
                            "net.ifnames=0", *cmdline, *extra_cmdline])
-        argv = [QEMU, *margs, "-kernel", str(kernel.vmlinuz), "-initrd", str(initrd),
+        argv = [*qemu_argv, *margs, "-kernel", str(kernel.vmlinuz), "-initrd", str(initrd),
                 "-append", append,
                 "-chardev", f"file,id=con,path={console}", "-serial", "chardev:con",
                 "-chardev", f"file,id=res,path={results}", "-serial", "chardev:res",
@@ -119,16 +125,16 @@ class Node:
         except subprocess.TimeoutExpired:
             proc.kill()
             qout, _ = proc.communicate()
-            raise GuestError(f"guest ({self._what()}) did not finish within {timeout} s; "
+            raise GuestError(f"guest ({self._what(qemu)}) did not finish within {timeout} s; "
                              f"logs in {work}", _read(console))
         seconds = time.monotonic() - start
         con = _read(console)
         if proc.returncode != 0:
-            raise GuestError(f"QEMU exited with {proc.returncode} ({self._what()}): "
+            raise GuestError(f"QEMU exited with {proc.returncode} ({self._what(qemu)}): "
                              f"{qout.decode(errors='replace').strip()[-300:]}", con)
         records, done = _parse(_read(results))
         if not done:
-            raise GuestError(f"guest ({self._what()}) stopped before finishing its commands "
+            raise GuestError(f"guest ({self._what(qemu)}) stopped before finishing its commands "
                              f"(panic or power-off); logs in {work}", con)
         setup = _one(records, "setup", "modules", "setup")
         outs = [records.get(("cmd", f"{i:04d}")) for i in range(len(commands))]
@@ -138,18 +144,19 @@ class Node:
         dmesg = records.get(("dmesg", "kernel"), (con.encode(), 0))[0].decode(errors="replace")
         files = {name: data for (kind, name), (data, _) in records.items() if kind == "file"}
         res = RunResult(self.kernel_name, self.topology, self.iommu, results_list, setup, dmesg,
-                        con, taint, bar, files, work, seconds)
+                        con, taint, bar, files, work, seconds, qemu.describe())
         (work / "dmesg.log").write_text(dmesg)
         if setup.status != 0:
-            raise GuestError(f"the node's RDMA stack did not come up ({self._what()}):\n"
+            raise GuestError(f"the node's RDMA stack did not come up ({self._what(qemu)}):\n"
                              f"{setup.output.strip()}", dmesg)
         if not allow_problems and res.problems():
-            raise GuestError(f"guest kernel log has problems ({self._what()}): "
+            raise GuestError(f"guest kernel log has problems ({self._what(qemu)}): "
                              + "; ".join(res.problems()[:5]), dmesg)
         return res
 
-    def _what(self):
-        return f"kernel {self.kernel_name}, topology {self.topology}, iommu {self.iommu}"
+    def _what(self, qemu=None):
+        what = f"kernel {self.kernel_name}, topology {self.topology}, iommu {self.iommu}"
+        return what if qemu is None or qemu is qemus.SYSTEM else f"{what}, QEMU {qemu.describe()}"
 
 
 def _read(path):
