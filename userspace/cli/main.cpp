@@ -9,6 +9,15 @@
 #endif
 
 int main(int argc, char** argv) {
+  // The common case, `gdrpeer check` with plain arguments, skips CLI11's setup
+  // (it is started once per node dump by fleet scripts).
+  try {
+    int rc = 0;
+    if (gdrpeer::cli::run_check_plain(argc, argv, rc)) return rc;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gdrpeer: %s\n", e.what());
+    return 70;  // EX_SOFTWARE, as below
+  }
   // Deliberately never destroyed: tearing down the ~50 options and subcommands
   // costs more than a whole `gdrpeer check` of a small node, and exit frees it.
   CLI::App& app = *new CLI::App{"gdrpeer: GPUDirect RDMA topology check, snapshot and on-node verification"};

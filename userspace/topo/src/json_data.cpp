@@ -1,7 +1,11 @@
 #include "json_data.hpp"
 
 #include <algorithm>
-#include <charconv>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <locale.h>  // newlocale, strtod_l (POSIX 2008 / glibc)
+#include <stdlib.h>
 
 #include "gdrpeer/topo/errors.hpp"
 
@@ -140,9 +144,26 @@ class Parser {
       if (p_ < s_.size() && (s_[p_] == '+' || s_[p_] == '-')) ++p_;
       digits();
     }
-    double out = 0;
-    auto [end, ec] = std::from_chars(s_.data() + b, s_.data() + p_, out);
-    if (ec != std::errc() || end != s_.data() + p_) fail("expected a number in range");
+    // Integers (all the rule data has) are exact below 2^53: computed here. Others go
+    // to strtod_l in the C locale (a library user's setlocale must not turn '.' into
+    // a syntax error). Not std::from_chars: libstdc++'s floating-point from_chars is
+    // what made the CLI load libm (fesetround), for nothing else. The syntax is
+    // checked above, so strtod_l reads exactly [b, p_), from a NUL-terminated copy.
+    const size_t len = p_ - b;
+    const bool neg = s_[b] == '-';
+    if (len - neg <= 15 && std::all_of(s_.data() + b + neg, s_.data() + p_, [](char c) { return c >= '0' && c <= '9'; })) {
+      double v = 0;
+      for (size_t i = b + neg; i < p_; ++i) v = v * 10 + (s_[i] - '0');
+      return neg ? -v : v;
+    }
+    static const locale_t c_locale = ::newlocale(LC_ALL_MASK, "C", static_cast<locale_t>(nullptr));
+    std::string z(s_.data() + b, len);
+    errno = 0;
+    char* end = nullptr;
+    const double out = c_locale ? ::strtod_l(z.c_str(), &end, c_locale) : std::strtod(z.c_str(), &end);
+    // Out of range as from_chars judged it: overflow, or a non-zero number that
+    // underflows to zero (a subnormal result is in range).
+    if (end != z.c_str() + len || (errno == ERANGE && (out == 0 || std::isinf(out)))) fail("expected a number in range");
     return out;
   }
 

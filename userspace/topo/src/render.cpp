@@ -18,6 +18,13 @@ namespace gdrpeer::topo {
 
 namespace {
 
+// A column: the text, then spaces up to width w (at least one).
+struct Pad {
+  std::string_view s;
+  size_t w;
+};
+Pad pad(std::string_view s, size_t w) { return {s, w}; }
+
 // Appends to one string. ostringstream's sentry, locale and virtual calls per
 // insertion were a visible share of a `gdrpeer check` process.
 struct Text {
@@ -30,6 +37,11 @@ struct Text {
     s.push_back(c);
     return *this;
   }
+  Text& operator<<(Pad p) {  // no temporary string per cell
+    s.append(p.s);
+    s.append(p.s.size() >= p.w ? 1 : p.w - p.s.size(), ' ');
+    return *this;
+  }
   template <typename I>
     requires std::is_integral_v<I>
   Text& operator<<(I v) {
@@ -40,7 +52,6 @@ struct Text {
   std::string str() { return std::move(s); }
 };
 
-std::string pad(const std::string& s, size_t w) { return s.size() >= w ? s + " " : s + std::string(w - s.size(), ' '); }
 
 std::string hex4(uint16_t v) {
   char b[8];
@@ -104,6 +115,7 @@ std::string who_list(const std::vector<std::string>& who) {
 std::string render_matrix(const Report& r, bool include_nvme) {
   const Topology& t = *r.topo;
   Text o;
+  o.s.reserve(8192);
   o << "gdrpeer check: " << t.source << " (" << t.format << ")\n";
   std::vector<int> cols = r.gpus;
   cols.insert(cols.end(), r.nics.begin(), r.nics.end());
@@ -115,7 +127,7 @@ std::string render_matrix(const Report& r, bool include_nvme) {
     for (int a : cols) {
       o << pad(r.labels[a], 8);
       for (int b : cols) {
-        std::string cell = a == b ? " X" : to_string(r.path_class(a, b));
+        const char* cell = a == b ? " X" : to_string(r.path_class(a, b));
         o << pad(cell, 8);
       }
       const Device& d = t.devices[a];

@@ -227,42 +227,64 @@ std::unique_ptr<FileRange> FileSource::open_range(const std::string& path, size_
   return std::make_unique<StringRange>(std::move(*bytes));
 }
 
-InputFile::InputFile(const std::string& path, std::string* scratch) {
-  if (scratch) buf_ = scratch;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw MissingInput(path + ": cannot open input");
-  struct stat st;
-  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
-  // Large files are mapped (no copy; MAP_POPULATE maps the page-cache pages in one
-  // call instead of a fault per page). Small ones are cheaper to read than to map
-  // and unmap.
-  if (regular && st.st_size >= 65536 && !scratch) {
-    void* m = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-    if (m != MAP_FAILED) {
-      map_ = m;
-      size_ = static_cast<size_t>(st.st_size);
-      ::close(fd);
-      return;
-    }
-  }
-  std::string& buf = *buf_;
+namespace {
+// read() until the buffer is full or the file ends; returns the bytes read.
+size_t read_into(int fd, char* buf, size_t cap) {
   size_t used = 0;
-  buf.resize(regular && st.st_size > 0 ? static_cast<size_t>(st.st_size) + 1 : 65536);
-  for (;;) {
-    if (used == buf.size()) buf.resize(buf.size() * 2);
-    ssize_t n = ::read(fd, buf.data() + used, buf.size() - used);
+  while (used < cap) {
+    ssize_t n = ::read(fd, buf + used, cap - used);
     if (n < 0 && errno == EINTR) continue;
     // A read error (EISDIR for a directory, EIO) ends the input where it is, as
     // the ifstream this replaced did: the parser then says what it expected there.
     if (n <= 0) break;
     used += static_cast<size_t>(n);
   }
+  return used;
+}
+}  // namespace
+
+InputFile::InputFile(const std::string& path, std::string* scratch) {
+  if (scratch) buf_ = scratch;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw MissingInput(path + ": cannot open input");
+  struct stat st;
+  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  // The contents are always copied out of the file: a mapping of the file itself
+  // would raise SIGBUS if the file were truncated while being checked (a dump being
+  // rewritten). Large files are read into anonymous memory mapped with MAP_POPULATE
+  // (its pages made present in one call instead of a fault per page, and no zeroing
+  // by std::string); one byte more than the size shows a file that grew meanwhile.
+  if (regular && st.st_size >= 65536 && !scratch) {
+    const size_t cap = static_cast<size_t>(st.st_size) + 1;
+    void* m = ::mmap(nullptr, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (m != MAP_FAILED) {
+      const size_t got = read_into(fd, static_cast<char*>(m), cap);
+      if (got < cap) {
+        map_ = m;
+        map_size_ = cap;
+        size_ = got;
+        ::close(fd);
+        return;
+      }
+      own_.assign(static_cast<const char*>(m), got);  // it grew: go on below
+      ::munmap(m, cap);
+    }
+  }
+  std::string& buf = *buf_;
+  size_t used = buf_ == &own_ ? own_.size() : 0;
+  buf.resize(std::max(used + 1, regular && st.st_size > 0 ? static_cast<size_t>(st.st_size) + 1 : size_t{65536}));
+  for (;;) {
+    const size_t got = read_into(fd, buf.data() + used, buf.size() - used);
+    used += got;
+    if (used < buf.size()) break;
+    buf.resize(buf.size() * 2);
+  }
   buf.resize(used);
   ::close(fd);
 }
 
 InputFile::~InputFile() {
-  if (map_) ::munmap(map_, size_);
+  if (map_) ::munmap(map_, map_size_);
 }
 
 std::unique_ptr<FileSource> make_dir_source(const std::string& root) { return std::make_unique<DirSource>(root); }

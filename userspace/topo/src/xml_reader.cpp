@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <cstring>
+#if defined(__SSE2__)
+#include <emmintrin.h>  // part of every x86-64 CPU; other targets take the portable loops
+#endif
 
 #include "gdrpeer/topo/errors.hpp"
 
@@ -23,12 +27,68 @@ constexpr auto kClass = [] {
   return t;
 }();
 inline bool is_name_char(char c) { return kClass[static_cast<unsigned char>(c)] & kName; }
+inline bool is_ws(char c) { return kClass[static_cast<unsigned char>(c)] & kWs; }
+
+// The two scans that see most bytes of an hwloc file (attribute names, and values:
+// cpusets and nodesets are most of the file) look at 16 bytes per step where the
+// CPU has SSE2, and byte by byte only in the last 15 bytes of the input.
+
+// First index in [p, n) that is not a name character, n if none.
+inline size_t name_end(const char* d, size_t p, size_t n) {
+#if defined(__SSE2__)
+  const __m128i lower = _mm_set1_epi8(0x20), a = _mm_set1_epi8('a'), z_a = _mm_set1_epi8('z' - 'a');
+  const __m128i dash = _mm_set1_epi8('-'), colon_dash = _mm_set1_epi8(':' - '-'), slash = _mm_set1_epi8('/');
+  const __m128i under = _mm_set1_epi8('_');
+  while (p + 16 <= n) {
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(d + p));
+    // Letters: x | 0x20 in 'a'..'z' (unsigned range test as min(t, hi) == t).
+    const __m128i tl = _mm_sub_epi8(_mm_or_si128(x, lower), a);
+    const __m128i letter = _mm_cmpeq_epi8(_mm_min_epu8(tl, z_a), tl);
+    // '-' '.' '0'..'9' ':' are the range '-'..':' without '/'.
+    const __m128i tp = _mm_sub_epi8(x, dash);
+    const __m128i punct = _mm_andnot_si128(_mm_cmpeq_epi8(x, slash), _mm_cmpeq_epi8(_mm_min_epu8(tp, colon_dash), tp));
+    const __m128i ok = _mm_or_si128(_mm_or_si128(letter, punct), _mm_cmpeq_epi8(x, under));
+    const unsigned bits = static_cast<unsigned>(_mm_movemask_epi8(ok));
+    if (bits != 0xffff) return p + static_cast<size_t>(std::countr_one(bits));
+    p += 16;
+  }
+#endif
+  while (p < n && is_name_char(d[p])) ++p;
+  return p;
+}
+
+#if !defined(__SSE2__)
 // Whether any byte of x equals c (the classic SWAR zero-byte test).
 inline bool has_byte(uint64_t x, unsigned char c) {
   const uint64_t ones = 0x0101010101010101ull, v = x ^ (ones * c);
   return ((v - ones) & ~v & (ones << 7)) != 0;
 }
-inline bool is_ws(char c) { return kClass[static_cast<unsigned char>(c)] & kWs; }
+#endif
+
+// First index in [p, n) holding a, b or c; n if none.
+inline size_t find_any3(const char* d, size_t p, size_t n, char a, char b, char c) {
+#if defined(__SSE2__)
+  const __m128i va = _mm_set1_epi8(a), vb = _mm_set1_epi8(b), vc = _mm_set1_epi8(c);
+  while (p + 16 <= n) {
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(d + p));
+    const __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, va), _mm_cmpeq_epi8(x, vb)), _mm_cmpeq_epi8(x, vc));
+    const unsigned bits = static_cast<unsigned>(_mm_movemask_epi8(hit));
+    if (bits) return p + static_cast<size_t>(std::countr_zero(bits));
+    p += 16;
+  }
+#else
+  while (p + 8 <= n) {
+    uint64_t x;
+    std::memcpy(&x, d + p, 8);
+    if (has_byte(x, static_cast<unsigned char>(a)) || has_byte(x, static_cast<unsigned char>(b)) ||
+        has_byte(x, static_cast<unsigned char>(c)))
+      break;
+    p += 8;
+  }
+#endif
+  while (p < n && d[p] != a && d[p] != b && d[p] != c) ++p;
+  return p;
+}
 }  // namespace
 
 long XmlReader::line_of(size_t pos) const {
@@ -109,7 +169,7 @@ XmlReader::Event XmlReader::next() {
     if (second == '/') {
       size_t p = pos_ + 2;
       size_t b = p;
-      while (p < s_.size() && is_name_char(s_[p])) ++p;
+      p = name_end(s_.data(), p, s_.size());
       std::string_view name = s_.substr(b, p - b);
       while (p < s_.size() && is_ws(s_[p])) ++p;
       if (p >= s_.size() || s_[p] != '>') fail_at(pos_, "expected > to close </" + std::string(name));
@@ -123,17 +183,20 @@ XmlReader::Event XmlReader::next() {
     }
     // Start tag.
     if (stack_.empty() && seen_root_) fail_at(pos_, "expected end of document, found a second root element");
+    // Locals, not members: the stores into attrs_ would make the compiler reload s_.
+    const char* const d = s_.data();
+    const size_t n = s_.size();
     size_t p = pos_ + 1;
     size_t b = p;
-    while (p < s_.size() && is_name_char(s_[p])) ++p;
+    p = name_end(d, p, n);
     if (p == b) fail_at(pos_, "expected an element name after <");
-    tag_ = s_.substr(b, p - b);
+    tag_ = std::string_view(d + b, p - b);
     attrs_.clear();
     for (;;) {
       size_t ws = p;
-      while (p < s_.size() && is_ws(s_[p])) ++p;
-      if (p >= s_.size()) fail_at(pos_, "unexpected end of file inside <" + std::string(tag_) + ">");
-      char c = s_[p];
+      while (p < n && is_ws(d[p])) ++p;
+      if (p >= n) fail_at(pos_, "unexpected end of file inside <" + std::string(tag_) + ">");
+      char c = d[p];
       if (c == '>') {
         ++p;
         stack_.push_back(tag_);
@@ -142,7 +205,7 @@ XmlReader::Event XmlReader::next() {
         return Event::Start;
       }
       if (c == '/') {
-        if (p + 1 >= s_.size() || s_[p + 1] != '>') fail_at(p, "expected /> in <" + std::string(tag_) + ">");
+        if (p + 1 >= n || d[p + 1] != '>') fail_at(p, "expected /> in <" + std::string(tag_) + ">");
         p += 2;
         stack_.push_back(tag_);
         pending_end_ = true;
@@ -152,38 +215,28 @@ XmlReader::Event XmlReader::next() {
       }
       if (ws == p) fail_at(p, "expected whitespace before attribute in <" + std::string(tag_) + ">");
       size_t nb = p;
-      while (p < s_.size() && is_name_char(s_[p])) ++p;
+      p = name_end(d, p, n);
       if (p == nb) fail_at(p, "expected an attribute name in <" + std::string(tag_) + ">");
-      std::string_view an = s_.substr(nb, p - nb);
-      while (p < s_.size() && is_ws(s_[p])) ++p;
-      if (p >= s_.size() || s_[p] != '=') fail_at(p, "expected = after attribute " + std::string(an));
+      std::string_view an(d + nb, p - nb);
+      while (p < n && is_ws(d[p])) ++p;
+      if (p >= n || d[p] != '=') fail_at(p, "expected = after attribute " + std::string(an));
       ++p;
-      while (p < s_.size() && is_ws(s_[p])) ++p;
-      if (p >= s_.size() || (s_[p] != '"' && s_[p] != '\''))
+      while (p < n && is_ws(d[p])) ++p;
+      if (p >= n || (d[p] != '"' && d[p] != '\''))
         fail_at(p, "expected a quoted value for attribute " + std::string(an));
-      char q = s_[p++];
+      char q = d[p++];
       size_t vb = p;
-      // One pass stops at the closing quote or at a byte that needs a closer look.
+      // Stops at the closing quote, noting on the way bytes that need a closer look.
       bool has_lt = false, has_amp = false;
-      const char* d = s_.data();
-      const size_t n = s_.size();
-      // 8 bytes at a time while none is the quote, '<' or '&' (cpusets and
-      // nodesets make up most of an hwloc file); then byte by byte.
-      while (p + 8 <= n) {
-        uint64_t x;
-        std::memcpy(&x, d + p, 8);
-        if (has_byte(x, static_cast<unsigned char>(q)) || has_byte(x, '<') || has_byte(x, '&')) break;
-        p += 8;
-      }
-      while (p < n) {
-        const char vc = d[p];
-        if (vc == q) break;
-        if (vc == '<') has_lt = true;
-        else if (vc == '&') has_amp = true;
+      for (;;) {
+        p = find_any3(d, p, n, q, '<', '&');
+        if (p >= n || d[p] == q) break;
+        if (d[p] == '<') has_lt = true;
+        else has_amp = true;
         ++p;
       }
       if (p >= n) fail_at(vb, "unterminated value of attribute " + std::string(an));
-      std::string_view v = s_.substr(vb, p - vb);
+      std::string_view v(d + vb, p - vb);
       if (has_lt) fail_at(vb, "'<' inside the value of attribute " + std::string(an));
       if (has_amp) {
         tag_pos_ = vb;

@@ -14,11 +14,12 @@
 
 namespace gdrpeer::topo {
 
-// A whole input file in memory, read once: a large regular file is mapped
-// read-only (no copy into a heap buffer), anything else (small files, a pipe,
-// /dev/stdin) is read. With `scratch` the file is always read, into *scratch,
-// whose capacity is reused: fleet mode reads thousands of dumps, and mapping
-// each costs page-table work and, with several threads, TLB shootdowns on unmap.
+// A whole input file in memory, read once and copied: never a mapping of the file,
+// which a truncation by another process would turn into SIGBUS. A large regular
+// file is read into anonymous memory populated in one call, anything else (small
+// files, a pipe, /dev/stdin) into a string. With `scratch` the file is read into
+// *scratch, whose capacity is reused: fleet mode reads thousands of dumps, and
+// mapping each costs page-table work and, with several threads, TLB shootdowns.
 // Throws MissingInput("PATH: cannot open input") when it cannot be opened; a read
 // error ends the contents there (a directory reads as empty).
 class InputFile {
@@ -30,8 +31,8 @@ class InputFile {
   std::string_view bytes() const { return map_ ? std::string_view(static_cast<const char*>(map_), size_) : std::string_view(*buf_); }
 
  private:
-  void* map_ = nullptr;
-  size_t size_ = 0;
+  void* map_ = nullptr;  // anonymous memory holding a large file's bytes
+  size_t map_size_ = 0, size_ = 0;
   std::string own_;
   std::string* buf_ = &own_;
 };
