@@ -1,0 +1,67 @@
+// The rule-data JSON reader (topology/*.json): detail::parse_json must return
+// a value or throw DataError ("NAME:LINE:COL: expected ..."); then the loader's
+// typed access over that value (Knowledge::load) must do the same. Input: one
+// selector byte, then the JSON text. The selector picks which of the four rule
+// files the text replaces (the other three stay the real ones), so the typed
+// checks of every file see malformed shapes too. Seeds: "0" + devices.json,
+// "1" + gpus.json, ... (generated from topology/*.json at configure time).
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+
+#include "gdrpeer/topo/errors.hpp"
+#include "gdrpeer/topo/knowledge.hpp"
+#include "json_data.hpp"
+
+namespace {
+
+const char* const kFiles[] = {"devices.json", "gpus.json", "root_complexes.json", "platforms.json"};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using gdrpeer::topo::DataError;
+  if (size == 0) return 0;
+  const std::string text(reinterpret_cast<const char*>(data) + 1, size - 1);
+  try {
+    gdrpeer::topo::detail::JsonValue v = gdrpeer::topo::detail::parse_json(text, "fuzz.json");
+    (void)v.find("schema");
+  } catch (const DataError&) {
+    // expected for malformed input
+  }
+  // Typed loading: the text as one rule file.
+  static const std::string real_dir = GDRPEER_FUZZ_TOPOLOGY_DIR;
+  static std::string dir;
+  static std::string originals[4];
+  if (dir.empty()) {
+    char tmpl[] = "/tmp/gdrpeer-fuzz-json-XXXXXX";
+    if (!::mkdtemp(tmpl)) std::abort();
+    dir = tmpl;
+    std::atexit([] {
+      for (const char* f : kFiles) ::unlink((dir + "/" + f).c_str());
+      ::rmdir(dir.c_str());
+    });
+    for (int i = 0; i < 4; ++i) {
+      originals[i] = slurp(real_dir + "/" + kFiles[i]);
+      std::ofstream(dir + "/" + kFiles[i], std::ios::binary) << originals[i];
+    }
+  }
+  const int which = data[0] % 4;
+  std::ofstream(dir + "/" + kFiles[which], std::ios::binary | std::ios::trunc).write(text.data(), static_cast<std::streamsize>(text.size()));
+  try {
+    gdrpeer::topo::Knowledge::load(dir);
+  } catch (const DataError&) {
+    // expected for malformed rule data
+  }
+  std::ofstream(dir + "/" + kFiles[which], std::ios::binary | std::ios::trunc) << originals[which];
+  return 0;
+}
