@@ -10,7 +10,10 @@ GDRPEER defaults to build/userspace/cli/gdrpeer, SPAWN_TIMER to build/userspace/
    processes, started by spawn_timer (posix_spawn + wait4, output to /dev/null) for both tools
    alike, the two commands alternating, median of N runs each. Python's subprocess is not in
    the numbers. Also the floor: spawn_timer starting /bin/true (fork+exec+dynamic loader of a
-   C program with libc only), i.e. what no process on this machine can go below.
+   C program with libc only) and the empty C programs exec_floor_dynamic / exec_floor_static
+   (userspace/bench/exec_floor.c), i.e. what no process on this machine can go below.
+4. If built (needs libhwloc-dev): inproc_vs_hwloc, the same hwloc comparison inside one
+   process each, exec excluded on both sides.
 2. A sysfs snapshot vs lstopo reading a file-system root: `gdrpeer check SNAP.tar` and
    `gdrpeer check --sysfs-root DIR` vs `HWLOC_FSROOT=G lstopo --of xml -` where G is this
    machine's hwloc-gather-topology dump (hwloc's own sysfs snapshot format); and live sysfs.
@@ -65,10 +68,13 @@ def row(name, ours, theirs):
 
 
 load = os.getloadavg()
+print(f"date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
 print(f"machine: {os.uname().nodename}, {os.cpu_count()} CPUs, kernel {os.uname().release}, "
       f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} at start; {RUNS} runs per command")
-true_ms = timed([["/bin/true"]])[0]
-print(f"floor: /bin/true {true_ms[0]:.2f} ms (cpu {true_ms[1]:.2f} ms)")
+BENCH = Path(TIMER).parent
+floors = [["/bin/true"]] + [[str(BENCH / n)] for n in ("exec_floor_dynamic", "exec_floor_static") if (BENCH / n).exists()]
+for cmd, (wall, cpu) in zip(floors, timed(floors)):
+    print(f"floor: {Path(cmd[0]).name} {wall:.3f} ms (cpu {cpu:.3f} ms)")
 print("\n| input | gdrpeer check | lstopo | speed-up | CPU time gdrpeer / lstopo |\n| --- | --- | --- | --- | --- |")
 for name in ("aws-p4d.24xlarge.xml", "aws-p5en.48xlarge.xml", "aws-p6e-gb200.36xlarge.xml"):
     x = str(REF / name)
@@ -123,5 +129,11 @@ for label, src, count in (("hwloc p4d (102 KiB each)", REF / "aws-p4d.24xlarge.x
     one, many = best["1"], best[str(jobs)]
     print(f"| {label} | {count} | {one:.2f} | {count / one:.0f} | {many:.2f} | {count / many:.0f} |")
 shutil.rmtree(work)
+inproc = BENCH / "inproc_vs_hwloc"
+if inproc.exists():
+    print()
+    subprocess.run([str(inproc), "-n", "100", str(REPO / "topology"),
+                    *[str(REF / n) for n in ("aws-p4d.24xlarge.xml", "aws-p5en.48xlarge.xml", "aws-p6e-gb200.36xlarge.xml")]],
+                   check=True)
 load = os.getloadavg()
 print(f"\nload average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
