@@ -166,10 +166,11 @@ def _build(name, base, patch, log):
         want = _system_source_version()
         try:
             apt.source("qemu", want, work, error=FetchError)
-        except FetchError:
+        except FetchError as e:
             if want is None:
                 raise
-            log(f"emunode: QEMU source {want} (the host's) is not on the mirror; using the newest")
+            log(f"emunode: QEMU source {want} (the host's) could not be fetched ({e}); "
+                f"trying the suite's newest")
             want = None
             apt.source("qemu", None, work, error=FetchError)
         (dsc,) = work.glob("qemu_*.dsc")
