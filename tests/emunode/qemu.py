@@ -117,7 +117,7 @@ def _patch_digest(patch):
 
 
 def ensure_qemu(name, log=print):
-    """Build QEMU `name` once (cached; rebuilt when its patch changes) and return it."""
+    """Build QEMU `name` once (cached; rebuilt when its patch or the host's QEMU changes)."""
     if name not in BUILDS:
         raise HarnessError(f"unknown QEMU '{name}': choose one of {', '.join(known_qemus())}")
     patch = HERE / BUILDS[name][0]
@@ -126,7 +126,9 @@ def ensure_qemu(name, log=print):
     fd = _lock(base / ".lock")
     try:
         info = json.loads(manifest.read_text()) if manifest.exists() else {}
-        if info.get("patch_sha256") != _patch_digest(patch) or not (base / info["binary"]).exists():
+        if (info.get("patch_sha256") != _patch_digest(patch)
+                or info.get("host_source") != _system_source_version()
+                or not (base / info["binary"]).exists()):
             info = _build(name, base, patch, log)
     finally:
         os.close(fd)
@@ -198,7 +200,8 @@ def _build(name, base, patch, log):
     if "disable-acs" not in props:
         raise HarnessError(f"QEMU '{name}' was built but its xio3130-downstream has no ACS property")
     info = {"name": name, "version": f"{banner.split('version ')[-1]} + {patch.name}",
-            "source": version, "binary": str(binary.relative_to(base)),
+            "source": version, "host_source": _system_source_version(),
+            "binary": str(binary.relative_to(base)),
             "patch_sha256": _patch_digest(patch)}
     (base / "manifest.json").write_text(json.dumps(info, indent=1) + "\n")
     log(f"emunode: QEMU '{name}' ready: {info['version']}")
