@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """Benchmark for docs/benchmarks.md, section "gdrpeer check".
 
-  /usr/bin/python3 userspace/bench/check_vs_lstopo.py [GDRPEER [SPAWN_TIMER]] [--runs N]
+  /usr/bin/python3 userspace/bench/check_vs_lstopo.py [GDRPEER [SPAWN_TIMER]] [--runs=N] [--baseline=OLD_GDRPEER]
 
-GDRPEER defaults to build/userspace/cli/gdrpeer, SPAWN_TIMER to build/userspace/bench/spawn_timer
+--baseline adds an older gdrpeer binary to the same runs (same alternation, same load), for
+before/after numbers that machine load does not skew. GDRPEER defaults to build/userspace/cli/gdrpeer, SPAWN_TIMER to build/userspace/bench/spawn_timer
 (userspace/bench/spawn_timer.cpp, built by `make userspace`).
 
 1. Same input, same run: `gdrpeer check --hwloc X` vs `lstopo --input X --of xml -`. Whole
@@ -32,11 +33,14 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-args = [a for a in sys.argv[1:] if not a.startswith("--runs")]
+args = [a for a in sys.argv[1:] if not a.startswith("--")]
 RUNS = 200
+BASELINE = None
 for a in sys.argv[1:]:
     if a.startswith("--runs="):
         RUNS = int(a.split("=", 1)[1])
+    elif a.startswith("--baseline="):
+        BASELINE = os.path.abspath(a.split("=", 1)[1])
 GDRPEER = os.path.abspath(args[0]) if len(args) > 0 else str(REPO / "build/userspace/cli/gdrpeer")
 TIMER = os.path.abspath(args[1]) if len(args) > 1 else str(REPO / "build/userspace/bench/spawn_timer")
 REF = REPO / "topology/reference"
@@ -62,9 +66,15 @@ def timed(cmds, env=None, runs=RUNS):
     return rows
 
 
-def row(name, ours, theirs):
+def row(name, ours, theirs, before=None):
+    extra = f" {before[0]:.2f} ms ({theirs[0] / before[0]:.1f}x) |" if before else ""
     print(f"| {name} | {ours[0]:.2f} ms | {theirs[0]:.2f} ms | {theirs[0] / ours[0]:.1f}x |"
-          f" {ours[1]:.2f} / {theirs[1]:.2f} ms |")
+          f" {ours[1]:.2f} / {theirs[1]:.2f} ms |{extra}")
+
+
+def with_base(cmds):
+    """cmds plus, with --baseline, the same gdrpeer commands run by the baseline binary."""
+    return cmds + ([[BASELINE, *c[1:]] for c in cmds if c[0] == GDRPEER] if BASELINE else [])
 
 
 load = os.getloadavg()
@@ -75,11 +85,12 @@ BENCH = Path(TIMER).parent
 floors = [["/bin/true"]] + [[str(BENCH / n)] for n in ("exec_floor_dynamic", "exec_floor_static") if (BENCH / n).exists()]
 for cmd, (wall, cpu) in zip(floors, timed(floors)):
     print(f"floor: {Path(cmd[0]).name} {wall:.3f} ms (cpu {cpu:.3f} ms)")
-print("\n| input | gdrpeer check | lstopo | speed-up | CPU time gdrpeer / lstopo |\n| --- | --- | --- | --- | --- |")
+print("\n| input | gdrpeer check | lstopo | speed-up | CPU time gdrpeer / lstopo |" + (" baseline gdrpeer (speed-up) |" if BASELINE else "")
+      + "\n| --- | --- | --- | --- | --- |" + (" --- |" if BASELINE else ""))
 for name in ("aws-p4d.24xlarge.xml", "aws-p5en.48xlarge.xml", "aws-p6e-gb200.36xlarge.xml"):
     x = str(REF / name)
-    ours, theirs = timed([[GDRPEER, "check", "--hwloc", x], [LSTOPO, "--input", x, "--of", "xml", "-"]])
-    row(f"hwloc {name} ({os.path.getsize(x) // 1024} KiB)", ours, theirs)
+    ours, theirs, *before = timed(with_base([[GDRPEER, "check", "--hwloc", x], [LSTOPO, "--input", x, "--of", "xml", "-"]]))
+    row(f"hwloc {name} ({os.path.getsize(x) // 1024} KiB)", ours, theirs, *before)
 
 work = Path(tempfile.mkdtemp(prefix="gdrpeer-bench-"))
 snap = work / "live.tar"
@@ -94,16 +105,18 @@ gdir.mkdir()
 tarfile.open(str(gather) + ".tar.bz2").extractall(gdir)
 fsroot = next(p for p in gdir.iterdir() if p.is_dir())
 env = dict(ENV, HWLOC_FSROOT=str(fsroot))
-tar_ours, dir_ours, theirs = timed([[GDRPEER, "check", str(snap)], [GDRPEER, "check", "--sysfs-root", str(snapdir)],
-                                    [LSTOPO, "--of", "xml", "-"]], env=env)
-row("this machine: snapshot tar vs `HWLOC_FSROOT`", tar_ours, theirs)
-row("this machine: `--sysfs-root` dir vs `HWLOC_FSROOT`", dir_ours, theirs)
-ours, theirs = timed([[GDRPEER, "check", "--no-cuda"], [LSTOPO, "--of", "xml", "-"]], runs=max(RUNS // 4, 20))
-row("this machine: live sysfs vs live `lstopo`", ours, theirs)
+tar_ours, dir_ours, theirs, *before = timed(with_base([[GDRPEER, "check", str(snap)],
+                                                     [GDRPEER, "check", "--sysfs-root", str(snapdir)],
+                                                     [LSTOPO, "--of", "xml", "-"]]), env=env)
+row("this machine: snapshot tar vs `HWLOC_FSROOT`", tar_ours, theirs, *before[:1])
+row("this machine: `--sysfs-root` dir vs `HWLOC_FSROOT`", dir_ours, theirs, *before[1:])
+ours, theirs, *before = timed(with_base([[GDRPEER, "check", "--no-cuda"], [LSTOPO, "--of", "xml", "-"]]), runs=max(RUNS // 4, 20))
+row("this machine: live sysfs vs live `lstopo`", ours, theirs, *before)
 
 jobs = len(os.sched_getaffinity(0))
 print(f"\n| fleet input | dumps | seconds, 1 thread (`-j 1`) | dumps/s, 1 thread | seconds, {jobs} threads (default) |"
-      f" dumps/s, {jobs} threads |\n| --- | --- | --- | --- | --- | --- |")
+      f" dumps/s, {jobs} threads |" + (" baseline dumps/s, 1 / {jobs} threads |".format(jobs=jobs) if BASELINE else "")
+      + "\n| --- | --- | --- | --- | --- | --- |" + (" --- |" if BASELINE else ""))
 for label, src, count in (("hwloc p4d (102 KiB each)", REF / "aws-p4d.24xlarge.xml", 2000),
                           ("hwloc p5en (243 KiB each)", REF / "aws-p5en.48xlarge.xml", 2000),
                           ("hwloc p6e-gb200 (242 KiB each)", REF / "aws-p6e-gb200.36xlarge.xml", 2000),
@@ -120,14 +133,16 @@ for label, src, count in (("hwloc p4d (102 KiB each)", REF / "aws-p4d.24xlarge.x
         files.append(str(f))
     best = {}
     for _ in range(3):
-        for j in ("1", str(jobs)):
-            t = time.perf_counter()
-            p = subprocess.run([GDRPEER, "check", "--fleet", "-j", j, *files], stdout=subprocess.DEVNULL, env=ENV)
-            el = time.perf_counter() - t
-            assert p.returncode in (0, 1, 2)
-            best[j] = min(best.get(j, el), el)
-    one, many = best["1"], best[str(jobs)]
-    print(f"| {label} | {count} | {one:.2f} | {count / one:.0f} | {many:.2f} | {count / many:.0f} |")
+        for binary in [GDRPEER] + ([BASELINE] if BASELINE else []):
+            for j in ("1", str(jobs)):
+                t = time.perf_counter()
+                p = subprocess.run([binary, "check", "--fleet", "-j", j, *files], stdout=subprocess.DEVNULL, env=ENV)
+                el = time.perf_counter() - t
+                assert p.returncode in (0, 1, 2)
+                best[binary, j] = min(best.get((binary, j), el), el)
+    one, many = best[GDRPEER, "1"], best[GDRPEER, str(jobs)]
+    extra = f" {count / best[BASELINE, '1']:.0f} / {count / best[BASELINE, str(jobs)]:.0f} |" if BASELINE else ""
+    print(f"| {label} | {count} | {one:.2f} | {count / one:.0f} | {many:.2f} | {count / many:.0f} |{extra}")
 shutil.rmtree(work)
 inproc = BENCH / "inproc_vs_hwloc"
 if inproc.exists():

@@ -3,6 +3,7 @@
 // with bridge_type "0-1". The NUMA locality of a host bridge is the nodeset of
 // its nearest ancestor (hwloc 2) or the enclosing NUMANode (hwloc 1).
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstdlib>
 #include <string>
@@ -26,13 +27,23 @@ struct Frame {
   bool is_machine = false, is_package = false;
 };
 
+// Hex digit values, 0xff for anything else: one lookup per digit of the ~1,000
+// bitmaps and IDs of an hwloc file.
+constexpr auto kHex = [] {
+  std::array<unsigned char, 256> t{};
+  t.fill(0xff);
+  for (int c = 0; c < 10; ++c) t['0' + c] = static_cast<unsigned char>(c);
+  for (int c = 0; c < 6; ++c) t['a' + c] = t['A' + c] = static_cast<unsigned char>(10 + c);
+  return t;
+}();
+
 bool parse_hex(std::string_view s, unsigned long& out) {
   if (s.empty() || s.size() > 16) return false;
   out = 0;
   for (char c : s) {
-    int v = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
-    if (v < 0) return false;
-    out = out * 16 + static_cast<unsigned long>(v);
+    const unsigned v = kHex[static_cast<unsigned char>(c)];
+    if (v == 0xff) return false;
+    out = out * 16 + v;
   }
   return true;
 }

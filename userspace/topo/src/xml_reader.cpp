@@ -105,11 +105,15 @@ void XmlReader::skip_ws() {
 }
 
 bool XmlReader::attr(std::string_view name, std::string_view& out) const {
-  for (const auto& [k, v] : attrs_)
-    if (k.size() == name.size() && k[0] == name[0] && k == name) {
+  for (const auto& [k, v] : attrs_) {
+    if (k.size() != name.size()) continue;
+    size_t i = 0;  // names are short: a loop, not a call to memcmp
+    while (i < k.size() && k[i] == name[i]) ++i;
+    if (i == k.size()) {
       out = v;
       return true;
     }
+  }
   out = {};
   return false;
 }
@@ -218,13 +222,19 @@ XmlReader::Event XmlReader::next() {
       p = name_end(d, p, n);
       if (p == nb) fail_at(p, "expected an attribute name in <" + std::string(tag_) + ">");
       std::string_view an(d + nb, p - nb);
-      while (p < n && is_ws(d[p])) ++p;
-      if (p >= n || d[p] != '=') fail_at(p, "expected = after attribute " + std::string(an));
-      ++p;
-      while (p < n && is_ws(d[p])) ++p;
-      if (p >= n || (d[p] != '"' && d[p] != '\''))
-        fail_at(p, "expected a quoted value for attribute " + std::string(an));
-      char q = d[p++];
+      char q;
+      if (p + 1 < n && d[p] == '=' && d[p + 1] == '"') {  // name="value": what hwloc and NCCL write
+        q = '"';
+        p += 2;
+      } else {
+        while (p < n && is_ws(d[p])) ++p;
+        if (p >= n || d[p] != '=') fail_at(p, "expected = after attribute " + std::string(an));
+        ++p;
+        while (p < n && is_ws(d[p])) ++p;
+        if (p >= n || (d[p] != '"' && d[p] != '\''))
+          fail_at(p, "expected a quoted value for attribute " + std::string(an));
+        q = d[p++];
+      }
       size_t vb = p;
       // Stops at the closing quote, noting on the way bytes that need a closer look.
       bool has_lt = false, has_amp = false;
