@@ -4,6 +4,9 @@
 // somewhere; 64 usage, 65 malformed input (file:line: what was expected),
 // 66 input missing, 73 snapshot not writable, 78 rule data unusable.
 #include <sched.h>
+#ifdef __GLIBC__
+#include <malloc.h>  // mallopt
+#endif
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -237,6 +240,12 @@ size_t fleet_jobs(int requested) {
 // (rule data is shared read-only) and the calling thread prints each in turn.
 int run_fleet(const std::vector<NodeSpec>& specs, const InputOptions& in, const CheckFlags& f,
               const topo::CheckOptions& opt, const topo::Knowledge& k) {
+#ifdef __GLIBC__
+  // Each node's model is freed before the next is built: with glibc's default
+  // trim threshold the heap top was given back and faulted in again for every dump.
+  ::mallopt(M_TRIM_THRESHOLD, 256 << 20);
+  ::mallopt(M_TOP_PAD, 1 << 20);
+#endif
   int worst = 0, errors = 0;
   int counts[4] = {0, 0, 0, 0};
   nlohmann::json nodes = nlohmann::json::array();
