@@ -282,6 +282,17 @@ def test_jetson_device_tree_model_flags_a_node_without_a_pci_gpu(tmp_path):
     assert j["summary"]["worst"] == "unreliable" and j["summary"]["pairs"] == 0
     (note,) = [n for n in j["notes"] if n["rule"] == "platform-jetson"]
     assert "nvidia_p2p" in note["text"]
+    assert note["severity"] == "unreliable" and note["fix"], note
+    # The text report lists it as a node-wide problem with its own fix line, not as a note.
+    p = run("check", "--sysfs-root", root, "--role", "NONE=0000:03:00.0", check_rc=1)
+    problems = p.stdout.split("\nProblems:\n")[1].split("\n\n")[0]
+    assert "[unreliable] node: " in problems and "(platform-jetson)" in problems, p.stdout
+    assert "      fix: " + note["fix"] in problems, p.stdout
+    notes = p.stdout.split("\nNotes:\n")[1].split("\n\n")[0] if "\nNotes:\n" in p.stdout else ""
+    assert "platform-jetson" not in notes, p.stdout
+    # A fleet summary names it as the first problem.
+    p = run("check", "--fleet", "--sysfs-root", root, "--role", "NONE=0000:03:00.0", check_rc=1)
+    assert "first problem: platform-jetson" in p.stdout, p.stdout
     # A snapshot of that node carries the model, and checking it says the same.
     snap = tmp_path / "jetson.tar"
     run("snapshot", "--sysfs-root", root, snap, check_rc=0)
@@ -291,7 +302,8 @@ def test_jetson_device_tree_model_flags_a_node_without_a_pci_gpu(tmp_path):
     p = run("check", "--json", "--sysfs-root", root, check_rc=0)
     j = json.loads(p.stdout)
     assert all(f["rule"] != "platform-jetson" for pr in j["pairs"] for f in pr["findings"])
-    assert any(n["rule"] == "platform-jetson" and "discrete" in n["text"] for n in j["notes"])
+    assert any(n["rule"] == "platform-jetson" and "discrete" in n["text"] and n["severity"] == "note"
+               for n in j["notes"])
 
 
 def test_unknown_nvidia_id_takes_its_family_from_pci_ids(tmp_path, monkeypatch):

@@ -164,21 +164,32 @@ std::string render_matrix(const Report& r, bool include_nvme) {
         << pad(p.path.nccl_gdr ? "on" : "off", 10) << to_string(p.verdict) << "\n";
   }
   auto problems = group_findings(r, false);
-  if (!problems.empty()) {
+  const bool node_problems = std::any_of(r.node_findings.begin(), r.node_findings.end(),
+                                         [](const Finding& f) { return f.severity != Verdict::Optimal; });
+  if (!problems.empty() || node_problems) {
     o << "\nProblems:\n";
+    // Node-wide problems (a platform whose GPU is in no pair) first: they concern every pair.
+    for (const auto& f : r.node_findings) {
+      if (f.severity == Verdict::Optimal) continue;
+      o << "  [" << to_string(f.severity) << "] node: " << f.reason << " (" << f.rule << ")\n";
+      if (!f.fix.empty()) o << "      fix: " << f.fix << "\n";
+    }
     for (const auto& g : problems) {
       o << "  [" << to_string(g.sev) << "] " << who_list(g.who) << ": " << g.reason << " (" << g.rule << ")\n";
       if (!g.fix.empty()) o << "      fix: " << g.fix << "\n";
     }
   }
   auto notes = group_findings(r, true);
-  if (!notes.empty() || !r.node_findings.empty()) {
+  const bool node_notes = std::any_of(r.node_findings.begin(), r.node_findings.end(),
+                                      [](const Finding& f) { return f.severity == Verdict::Optimal; });
+  if (!notes.empty() || node_notes) {
     o << "\nNotes:\n";
     for (const auto& g : notes) {
       o << "  " << who_list(g.who) << ": " << g.reason << " (" << g.rule << ")\n";
       if (!g.fix.empty()) o << "      hint: " << g.fix << "\n";
     }
-    for (const auto& f : r.node_findings) o << "  " << f.reason << " (" << f.rule << ")\n";
+    for (const auto& f : r.node_findings)
+      if (f.severity == Verdict::Optimal) o << "  " << f.reason << " (" << f.rule << ")\n";
   }
   std::vector<int> devs = r.gpus;
   devs.insert(devs.end(), r.nics.begin(), r.nics.end());
@@ -209,6 +220,8 @@ std::string render_summary_line(const Report& r) {
     << counts[Verdict::Unreliable] << " unreliable, " << counts[Verdict::Blocked] << " blocked) exit " << r.exit_code();
   // The most severe problem, so a fleet summary says why.
   const Finding* top = nullptr;
+  for (const auto& f : r.node_findings)
+    if (f.severity != Verdict::Optimal && (!top || f.severity > top->severity)) top = &f;
   for (const auto& p : r.pairs)
     for (const auto& f : p.findings)
       if (f.severity != Verdict::Optimal && (!top || f.severity > top->severity)) top = &f;
@@ -310,7 +323,11 @@ std::string render_json(const Report& r) {
   }
   j["pairs"] = pairs;
   json notes = json::array();
-  for (const auto& f : r.node_findings) notes.push_back({{"rule", f.rule}, {"text", f.reason}});
+  // Node-wide findings: "severity" note for remarks, or the verdict of a node problem (which
+  // counts in summary.worst and the exit code); "fix" where there is one.
+  for (const auto& f : r.node_findings)
+    notes.push_back({{"rule", f.rule}, {"text", f.reason},
+                     {"severity", f.severity == Verdict::Optimal ? "note" : to_string(f.severity)}, {"fix", f.fix}});
   j["notes"] = notes;
   std::map<Verdict, int> counts;
   for (const auto& p : r.pairs) ++counts[p.verdict];

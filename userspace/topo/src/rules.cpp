@@ -350,8 +350,7 @@ class Checker {
         continue;
       }
       Verdict v = p.severity == "blocked" ? Verdict::Blocked : p.severity == "unreliable" ? Verdict::Unreliable : Verdict::Degraded;
-      // Node findings are printed as one line: the fix goes into it.
-      rep.node_findings.push_back(Finding{p.id, v, where + ": " + p.reason + (p.fix.empty() ? "" : "; fix: " + p.fix), p.fix});
+      rep.node_findings.push_back(Finding{p.id, v, where + ": " + p.reason, p.fix});
       rep.worst = std::max(rep.worst, v);
     }
   }
