@@ -113,6 +113,15 @@ class Parser {
         ++p_;
         return;
       }
+      // Room for the items up front (the rule data's id lists hold hundreds of
+      // strings; growing the vector moved them again and again): the commas before
+      // the next ']' are a hint, exact for a list of plain values, capped.
+      {
+        const size_t close = s_.find(']', p_);
+        const size_t end = close == std::string_view::npos ? s_.size() : close;
+        const size_t commas = static_cast<size_t>(std::count(s_.data() + p_, s_.data() + end, ','));
+        v.items.reserve(std::min<size_t>(commas + 1, 1024));
+      }
       for (;;) {
         value(depth + 1, v.items.emplace_back());
         ws();

@@ -99,6 +99,19 @@ long int_or(const JsonValue& obj, const char* key, long def, const Where& where)
 uint16_t hex16(const JsonValue& v, const Where& where) {
   if (v.kind != Kind::String) bad(where, "expected a hex string");
   const std::string& s = v.text;
+  // Nearly every id is 1-4 plain hex digits: read those directly (strtoul cost
+  // more than the JSON parse of them). Anything else keeps strtoul's reading
+  // (sign, "0x", leading space), so the ids accepted and the errors are unchanged.
+  if (!s.empty() && s.size() <= 4) {
+    unsigned x = 0;
+    bool plain = true;
+    for (char c : s) {
+      unsigned d = c >= '0' && c <= '9' ? unsigned(c - '0') : c >= 'a' && c <= 'f' ? unsigned(c - 'a' + 10) : c >= 'A' && c <= 'F' ? unsigned(c - 'A' + 10) : 16u;
+      if (d > 15) { plain = false; break; }
+      x = x << 4 | d;
+    }
+    if (plain) return static_cast<uint16_t>(x);
+  }
   char* e = nullptr;
   unsigned long x = std::strtoul(s.c_str(), &e, 16);
   if (s.empty() || *e || x > 0xffff) bad(where, "expected a 16-bit hex id, found \"" + s + "\"");

@@ -172,19 +172,20 @@ std::optional<std::string> parse_bdf(std::string_view s) {
   }
   // "%04x:%02x:%02x.%x" by hand: snprintf was a tenth of parsing a large hwloc file.
   static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(13);
-  if (domain > 0xffff) out += kHex[(domain >> 16) & 15];
-  for (int shift : {12, 8, 4, 0}) out += kHex[(domain >> shift) & 15];
-  out += ':';
-  out += kHex[bus >> 4];
-  out += kHex[bus & 15];
-  out += ':';
-  out += kHex[dev >> 4];
-  out += kHex[dev & 15];
-  out += '.';
-  out += kHex[fn];
-  return out;
+  // Into a buffer, then one string: appending char by char cost a capacity check each.
+  char buf[13];
+  size_t n = 0;
+  if (domain > 0xffff) buf[n++] = kHex[(domain >> 16) & 15];
+  for (int shift : {12, 8, 4, 0}) buf[n++] = kHex[(domain >> shift) & 15];
+  buf[n++] = ':';
+  buf[n++] = kHex[bus >> 4];
+  buf[n++] = kHex[bus & 15];
+  buf[n++] = ':';
+  buf[n++] = kHex[dev >> 4];
+  buf[n++] = kHex[dev & 15];
+  buf[n++] = '.';
+  buf[n++] = kHex[fn];
+  return std::string(buf, n);
 }
 
 }  // namespace gdrpeer::topo

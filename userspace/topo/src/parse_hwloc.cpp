@@ -108,6 +108,26 @@ bool parse_bridge_pci(std::string_view s, unsigned long& domain, unsigned long& 
   return parse_hex(s.substr(0, c), domain) && parse_hex(s.substr(c + 2, dash - c - 2), sec);
 }
 
+// pci_link_speed="31.507692": up to 15 digits around one '.', read as strtod
+// reads them (mantissa and power of ten are exact doubles, and one IEEE division
+// rounds correctly); anything else goes to atof as before.
+double link_speed(std::string_view s) {
+  static constexpr double kPow10[] = {1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+  uint64_t m = 0;
+  int digits = 0, frac = -1;
+  for (char c : s) {
+    if (c == '.' && frac < 0) {
+      frac = 0;
+      continue;
+    }
+    if (c < '0' || c > '9' || ++digits > 15) return std::atof(std::string(s).c_str());
+    m = m * 10 + static_cast<uint64_t>(c - '0');
+    if (frac >= 0) ++frac;
+  }
+  if (digits == 0) return std::atof(std::string(s).c_str());
+  return frac > 0 ? static_cast<double>(m) / kPow10[frac] : static_cast<double>(m);
+}
+
 }  // namespace
 
 Topology parse_hwloc_xml(std::string_view text, const std::string& name) {
@@ -221,7 +241,7 @@ Topology parse_hwloc_xml(std::string_view text, const std::string& name) {
         if (r.attr("pci_type", ptype) && !parse_pci_type(ptype, d))
           r.fail("expected pci_type=\"cccc [vvvv:dddd] [ssss:ssss] rr\", found \"" + std::string(ptype) + "\"");
         std::string_view ls;
-        if (r.attr("pci_link_speed", ls)) d.link_gbps = std::atof(std::string(ls).c_str());
+        if (r.attr("pci_link_speed", ls)) d.link_gbps = link_speed(ls);
         if (type == "Bridge") {
           d.is_bridge = true;
           std::string_view bp;

@@ -63,19 +63,30 @@ class Checker {
     dmi_ = t.dmi_vendor + " " + t.dmi_product;
     virtual_ = t.cpu.hypervisor || t.placeholder_switches ||
                (!t.dmi_vendor.empty() && contains_any(t.dmi_vendor, k.cloud_dmi_vendors));
+    // A platform rule's CPU/DMI/arch fields are per node: matched once here, not per pair.
+    platform_node_.reserve(k.platforms.size());
+    for (const auto& p : k.platforms) {
+      bool any = false;
+      bool ok = platform_matches(p, any);
+      platform_node_.push_back(static_cast<unsigned char>((any ? 1 : 0) | (ok ? 2 : 0)));
+    }
   }
+  std::vector<unsigned char> platform_node_;  // per k_.platforms entry: bit 0 any field given, bit 1 all matched
 
-  bool skipped(const std::string& rule) const {
-    if (o_.skip.count(rule)) return true;
+  // Rule ids as string_view: most are literals longer than the short-string
+  // buffer, so a std::string parameter allocated per call, per pair.
+  bool skipped(std::string_view rule) const {
+    if (o_.skip.empty()) return false;
+    if (o_.skip.count(std::string(rule))) return true;
     size_t dash = rule.find('-');
-    return dash != std::string::npos && o_.skip.count(rule.substr(0, dash));
+    return dash != std::string_view::npos && o_.skip.count(std::string(rule.substr(0, dash)));
   }
 
-  void add(std::vector<Finding>& out, const std::string& rule, Verdict v, std::string reason, std::string fix) {
+  void add(std::vector<Finding>& out, std::string_view rule, Verdict v, std::string reason, std::string fix) {
     if (skipped(rule)) return;
     for (const auto& f : out)
       if (f.rule == rule && f.reason == reason) return;
-    out.push_back(Finding{rule, v, std::move(reason), std::move(fix)});
+    out.push_back(Finding{std::string(rule), v, std::move(reason), std::move(fix)});
   }
 
   std::string label(int i) const { return labels_[static_cast<size_t>(i)]; }
@@ -141,18 +152,36 @@ class Checker {
       add(r.findings, "path-sys", v, why, fix);
       return;
     }
-    // PHB or NODE: through the root complex.
+    // PHB or NODE: through the root complex. What is found depends only on the
+    // class, the NUMA guess and the pair kind (root complex and CPU are per node):
+    // built once per combination, then copied (string building was most of it).
+    PhbMemo& memo = phb_memo_[(p.cls == PathClass::PHB ? 0 : 6) + (p.numa_guessed ? 3 : 0) + static_cast<size_t>(kind)];
+    if (!memo.built) {
+      phb_rules(memo.findings, p, kind);
+      memo.built = true;
+    }
+    for (const Finding& f : memo.findings) add(r.findings, f.rule, f.severity, f.reason, f.fix);
+  }
+
+  struct PhbMemo {
+    bool built = false;
+    std::vector<Finding> findings;
+  };
+  PhbMemo phb_memo_[12];
+
+  void phb_rules(std::vector<Finding>& out, const PathInfo& p, PairKind kind) {
+    const std::string& rcname = rcname_;
     std::string where = p.cls == PathClass::PHB ? "through the CPU root complex (PHB)"
                                                 : "between PCIe host bridges of one NUMA node (NODE)";
     if (p.numa_guessed) where += " (NUMA locality not in this input: NODE assumed, could be SYS)";
     std::string rcq = rc_ ? rc_->p2p : "";
     if (rcq == "unsupported") {
-      add(r.findings, "path-root-complex", Verdict::Blocked, "path " + where + "; " + rcname + " does not forward PCIe peer-to-peer",
+      add(out, "path-root-complex", Verdict::Blocked, "path " + where + "; " + rcname + " does not forward PCIe peer-to-peer",
           "# put both devices under one PCIe switch");
       return;
     }
     if (rcq == "poor") {
-      add(r.findings, "path-root-complex", Verdict::Unreliable, "path " + where + "; " + rcname + " forwards peer-to-peer poorly" + (rc_->note.empty() ? "" : " (" + rc_->note + ")"),
+      add(out, "path-root-complex", Verdict::Unreliable, "path " + where + "; " + rcname + " forwards peer-to-peer poorly" + (rc_->note.empty() ? "" : " (" + rc_->note + ")"),
           "# put both devices under one PCIe switch");
       return;
     }
@@ -160,9 +189,9 @@ class Checker {
       std::string why = "path " + where + ": NCCL leaves GPUDirect RDMA off beyond PXB by default";
       std::string fix = rcq == "good" ? "export NCCL_NET_GDR_LEVEL=PHB   # " + rcname + " forwards P2P well"
                                       : "# root complex of " + rcname + " is not in topology/root_complexes.json: measure with `gdrpeer verify` before export NCCL_NET_GDR_LEVEL=PHB";
-      add(r.findings, "path-root-complex", Verdict::Degraded, why, fix);
+      add(out, "path-root-complex", Verdict::Degraded, why, fix);
     } else if (rcq != "good") {
-      add(r.findings, "path-root-complex", Verdict::Degraded,
+      add(out, "path-root-complex", Verdict::Degraded,
           "path " + where + "; peer-to-peer through the root complex of " + rcname + " is unverified (not in topology/root_complexes.json)",
           "# measure with `gdrpeer verify`, then add the CPU to topology/root_complexes.json");
     }
@@ -295,18 +324,19 @@ class Checker {
 
   void platform_rules(PairResult& r, PairKind kind, int gi) {
     const GpuFamilyMatch& fam = families_[static_cast<size_t>(gi)];
-    for (const auto& p : k_.platforms) {
+    for (size_t i = 0; i < k_.platforms.size(); ++i) {
+      const PlatformRule& p = k_.platforms[i];
       if (p.applies_to == "integrated-gpu") continue;  // node-wide, see node_platform_rules
       if (p.applies_to == "gpu-nic" && kind == PairKind::GpuGpu) continue;
-      bool any = false;
-      bool ok = platform_matches(p, any);
-      std::string why = p.reason;
+      bool any = platform_node_[i] & 1;
+      bool ok = platform_node_[i] & 2;
       if (!p.gpu_families.empty()) {
         any = true;
         ok = ok && fam.family && std::find(p.gpu_families.begin(), p.gpu_families.end(), fam.family->family) != p.gpu_families.end();
-        if (ok) why += fam.provenance();
       }
       if (!any || !ok) continue;
+      std::string why = p.reason;
+      if (!p.gpu_families.empty()) why += fam.provenance();
       Verdict v = p.severity == "blocked" ? Verdict::Blocked : p.severity == "unreliable" ? Verdict::Unreliable : Verdict::Degraded;
       add(r.findings, p.id, v, why, p.fix);
     }
