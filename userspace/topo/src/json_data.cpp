@@ -36,6 +36,31 @@ inline size_t plain_end(const char* d, size_t p, size_t n) {
   return p;
 }
 
+// A size hint for the list whose items start at p: 1 + the commas before the
+// first ']', '[' or '{' (exact for a list of plain values, 1 for a list of
+// lists or objects), at most 1024. 16 bytes per step with SSE2.
+inline size_t list_hint(const char* d, size_t p, size_t n) {
+  size_t commas = 0;
+#if defined(__SSE2__)
+  const __m128i comma = _mm_set1_epi8(','), close = _mm_set1_epi8(']'), open = _mm_set1_epi8('['), brace = _mm_set1_epi8('{');
+  while (p + 16 <= n && commas < 1024) {
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(d + p));
+    unsigned c = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(x, comma)));
+    const unsigned stop = static_cast<unsigned>(_mm_movemask_epi8(
+        _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, close), _mm_cmpeq_epi8(x, open)), _mm_cmpeq_epi8(x, brace))));
+    if (stop) return std::min<size_t>(commas + static_cast<size_t>(std::popcount(c & ((stop & -stop) - 1))) + 1, 1024);
+    commas += static_cast<size_t>(std::popcount(c));
+    p += 16;
+  }
+#endif
+  for (; p < n && commas < 1024; ++p) {
+    const char c = d[p];
+    if (c == ']' || c == '[' || c == '{') break;
+    commas += c == ',';
+  }
+  return std::min<size_t>(commas + 1, 1024);
+}
+
 class Parser {
  public:
   Parser(std::string_view s, const std::string& name) : s_(s), name_(name) {}
@@ -114,14 +139,8 @@ class Parser {
         return;
       }
       // Room for the items up front (the rule data's id lists hold hundreds of
-      // strings; growing the vector moved them again and again): the commas before
-      // the next ']' are a hint, exact for a list of plain values, capped.
-      {
-        const size_t close = s_.find(']', p_);
-        const size_t end = close == std::string_view::npos ? s_.size() : close;
-        const size_t commas = static_cast<size_t>(std::count(s_.data() + p_, s_.data() + end, ','));
-        v.items.reserve(std::min<size_t>(commas + 1, 1024));
-      }
+      // strings; growing the vector moved them again and again).
+      v.items.reserve(list_hint(s_.data(), p_, s_.size()));
       for (;;) {
         value(depth + 1, v.items.emplace_back());
         ws();

@@ -117,7 +117,6 @@ class Checker {
   void path_rules(PairResult& r, PairKind kind) {
     const PathInfo& p = r.path;
     if (p.cls == PathClass::PIX || p.cls == PathClass::PXB) return;
-    const std::string& rcname = rcname_;
     if (grace_ && p.cls != PathClass::SYS && kind != PairKind::GpuGpu) {
       add(r.findings, "path-grace", Verdict::Optimal,
           "Grace system: the GPU reaches the PCIe root over NVLink-C2C, so a root-complex path is the designed one",
@@ -125,31 +124,16 @@ class Checker {
       return;
     }
     if (p.cls == PathClass::SYS) {
-      std::string cs = rc_ ? rc_->cross_socket : "";
-      Verdict v = Verdict::Degraded;
-      if (cs == "unsupported") v = kind == PairKind::GpuGpu ? Verdict::Blocked : Verdict::Unreliable;
-      std::string fix;
-      if (kind == PairKind::GpuNic) {
-        int gpu = r.a;
-        for (int n : nics_) {
-          PathClass q = rep_->path_class(gpu, n);
-          if (q != PathClass::SYS) {
-            fix = "# use " + label(n) + " (" + t_.devices[n].bdf + (t_.devices[n].rdma_name.empty() ? "" : ", " + t_.devices[n].rdma_name) +
-                  ", " + to_string(q) + ") for " + r.label_a + " instead, e.g. NCCL_IB_HCA or the rank's NIC binding";
-            break;
-          }
-        }
-        if (fix.empty()) fix = "# put a NIC on NUMA node " + std::to_string(t_.devices[gpu].numa) + " (the GPU's socket)";
-      } else if (kind == PairKind::GpuGpu) {
-        fix = "# keep P2P peers on one socket, e.g. CUDA_VISIBLE_DEVICES listing GPUs of one NUMA node";
-      } else {
-        fix = "# place the NVMe drive on the GPU's socket (NUMA node " + std::to_string(t_.devices[r.a].numa) + ")";
+      // Depends on the GPU and the pair kind only (the fix names the GPU's nearest
+      // NIC or its NUMA node): built once per GPU and kind.
+      const size_t n = t_.devices.size();
+      if (sys_memo_.empty()) sys_memo_.resize(3 * n);
+      PhbMemo& memo = sys_memo_[static_cast<size_t>(kind) * n + (kind == PairKind::GpuGpu ? 0 : static_cast<size_t>(r.a))];
+      if (!memo.built) {
+        sys_rules(memo.findings, r, kind);
+        memo.built = true;
       }
-      std::string why = "path crosses the inter-socket interconnect (SYS)";
-      if (cs == "unsupported") why += "; " + rcname + " does not carry PCIe peer-to-peer across sockets";
-      else if (cs == "slow") why += "; peer-to-peer across sockets is slow on " + rcname;
-      else why += "; cross-socket peer-to-peer is unknown for " + rcname;
-      add(r.findings, "path-sys", v, why, fix);
+      for (const Finding& f : memo.findings) add(r.findings, f.rule, f.severity, f.reason, f.fix);
       return;
     }
     // PHB or NODE: through the root complex. What is found depends only on the
@@ -168,6 +152,37 @@ class Checker {
     std::vector<Finding> findings;
   };
   PhbMemo phb_memo_[12];
+
+  std::vector<PhbMemo> sys_memo_;  // SYS findings per pair kind and GPU
+
+  void sys_rules(std::vector<Finding>& out, const PairResult& r, PairKind kind) {
+    const std::string& rcname = rcname_;
+    std::string cs = rc_ ? rc_->cross_socket : "";
+    Verdict v = Verdict::Degraded;
+    if (cs == "unsupported") v = kind == PairKind::GpuGpu ? Verdict::Blocked : Verdict::Unreliable;
+    std::string fix;
+    if (kind == PairKind::GpuNic) {
+      int gpu = r.a;
+      for (int n : nics_) {
+        PathClass q = rep_->path_class(gpu, n);
+        if (q != PathClass::SYS) {
+          fix = "# use " + label(n) + " (" + t_.devices[n].bdf + (t_.devices[n].rdma_name.empty() ? "" : ", " + t_.devices[n].rdma_name) +
+                ", " + to_string(q) + ") for " + r.label_a + " instead, e.g. NCCL_IB_HCA or the rank's NIC binding";
+          break;
+        }
+      }
+      if (fix.empty()) fix = "# put a NIC on NUMA node " + std::to_string(t_.devices[gpu].numa) + " (the GPU's socket)";
+    } else if (kind == PairKind::GpuGpu) {
+      fix = "# keep P2P peers on one socket, e.g. CUDA_VISIBLE_DEVICES listing GPUs of one NUMA node";
+    } else {
+      fix = "# place the NVMe drive on the GPU's socket (NUMA node " + std::to_string(t_.devices[r.a].numa) + ")";
+    }
+    std::string why = "path crosses the inter-socket interconnect (SYS)";
+    if (cs == "unsupported") why += "; " + rcname + " does not carry PCIe peer-to-peer across sockets";
+    else if (cs == "slow") why += "; peer-to-peer across sockets is slow on " + rcname;
+    else why += "; cross-socket peer-to-peer is unknown for " + rcname;
+    add(out, "path-sys", v, why, fix);
+  }
 
   void phb_rules(std::vector<Finding>& out, const PathInfo& p, PairKind kind) {
     const std::string& rcname = rcname_;
