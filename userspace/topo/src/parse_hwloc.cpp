@@ -128,6 +128,15 @@ double link_speed(std::string_view s) {
   return frac > 0 ? static_cast<double>(m) / kPow10[frac] : static_cast<double>(m);
 }
 
+// parse_bdf's "dddd:bb:dd.f" (or a 5-digit domain) as a number: its hex digits,
+// with the length above them, so that two keys are equal only for equal strings.
+uint64_t bdf_key(const std::string& bdf) {
+  uint64_t k = bdf.size();
+  for (char c : bdf)
+    if (c != ':' && c != '.') k = k << 4 | kHex[static_cast<unsigned char>(c)];
+  return k;
+}
+
 }  // namespace
 
 Topology parse_hwloc_xml(std::string_view text, const std::string& name) {
@@ -138,7 +147,11 @@ Topology parse_hwloc_xml(std::string_view text, const std::string& name) {
   std::vector<Frame> stack;
   bool root_seen = false;
   int numa_objects = 0, packages = 0;
-  std::unordered_set<std::string> bdfs;  // duplicate check without a scan per device
+  // Duplicate check without a scan per device, keyed by the normalized address's
+  // hex digits and length (no string hashing, no string per node).
+  std::unordered_set<uint64_t> bdfs;
+  std::string_view last_ns;
+  int last_node = -1;
   for (;;) {
     XmlReader::Event ev = r.next();
     if (ev == XmlReader::Event::Eof) break;
@@ -193,7 +206,12 @@ Topology parse_hwloc_xml(std::string_view text, const std::string& name) {
     f.type = type;
     std::string_view ns;
     if (r.attr("nodeset", ns)) {
-      int n = single_node(ns);
+      // Most objects repeat the nodeset of the one before (every core and PU of a node).
+      if (ns != last_ns) {
+        last_ns = ns;
+        last_node = single_node(ns);
+      }
+      int n = last_node;
       if (n == -3) r.fail("expected a hex bitmap in nodeset=\"" + std::string(ns) + "\"");
       f.numa = n;
     }
@@ -259,7 +277,7 @@ Topology parse_hwloc_xml(std::string_view text, const std::string& name) {
           }
           d.host_bridge = parent_hb;
         }
-        if (!bdfs.insert(d.bdf).second) r.fail("duplicate PCI device " + d.bdf);
+        if (!bdfs.insert(bdf_key(d.bdf)).second) r.fail("duplicate PCI device " + d.bdf);
         t.devices.push_back(std::move(d));
         f.device = static_cast<int>(t.devices.size() - 1);
       }

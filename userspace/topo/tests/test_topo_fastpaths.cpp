@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -409,6 +410,81 @@ TEST(ConfigSpace, OnDemandReadsEqualWholeFileReads) {
   EXPECT_GE(acs_known, 1u);
   EXPECT_LT(acs_known, from_tar.devices.size());
   EXPECT_GE(ats, 1u);
+}
+
+// ---- hwloc and rule-data fast paths ------------------------------------------------
+
+// Hex ids in the rule data: plain 1-4 digit ids are read directly, anything else
+// as strtoul reads it (sign, 0x, leading space), so both kinds load as before.
+TEST_F(BrokenData, HexIdsReadAsStrtoulReadsThem) {
+  const std::string dev = slurp(kData + "/devices.json");
+  const std::string shipped = R"("gpu_vendors": ["10de", "1002", "8086"])";
+  ASSERT_NE(dev.find(shipped), std::string::npos);
+  const std::vector<std::string> ids = {"10DE", "a", "0", "0x10de", " 10de", "+10de", "-0", "000010de", "0Xffff"};
+  std::string list = R"("gpu_vendors": [)";
+  for (size_t i = 0; i < ids.size(); ++i) list += (i ? ", \"" : "\"") + ids[i] + "\"";
+  list += "]";
+  std::string edited = dev;
+  edited.replace(edited.find(shipped), shipped.size(), list);
+  dir_.write("devices.json", edited);
+  Knowledge k = Knowledge::load(dir_.path());
+  ASSERT_EQ(k.gpu_vendors.size(), ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(k.gpu_vendors[i], std::strtoul(ids[i].c_str(), nullptr, 16)) << ids[i];
+  for (const char* bad : {"g", "10de ", "1 0", "", "-1", "10000", "0x"}) {
+    edited = dev;
+    edited.replace(edited.find(shipped), shipped.size(), std::string(R"("gpu_vendors": [")") + bad + "\"]");
+    dir_.write("devices.json", edited);
+    EXPECT_NE(load_error().find("expected a 16-bit hex id"), std::string::npos) << bad << ": " << load_error();
+  }
+}
+
+std::string hwloc_doc(const std::vector<std::string>& pcidevs) {
+  std::string x = "<?xml version=\"1.0\"?>\n<topology version=\"2.0\">\n <object type=\"Machine\" os_index=\"0\">\n"
+                  "  <object type=\"Bridge\" bridge_type=\"0-1\" bridge_pci=\"0000:[10-10]\">\n";
+  for (const auto& p : pcidevs) x += "   <object type=\"PCIDev\" " + p + "/>\n";
+  return x + "  </object>\n </object>\n</topology>\n";
+}
+
+// The duplicate-address check (numeric keys of the normalized address) finds the
+// same duplicates as comparing the strings did, and names the second object's line.
+TEST(HwlocFastPaths, DuplicateAddressesAsBefore) {
+  auto error_of = [](const std::vector<std::string>& devs) -> std::string {
+    try {
+      parse_hwloc_xml(hwloc_doc(devs), "t.xml");
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(error_of({R"(pci_busid="0000:10:00.0")", R"(pci_busid="0000:10:00.1")", R"(pci_busid="0001:10:00.0")",
+                      R"(pci_busid="10000:10:00.0")", R"(pci_busid="0000:11:00.0")"}),
+            "");
+  std::string e = error_of({R"(pci_busid="0000:10:00.0")", R"(pci_busid="0000:10:01.0")", R"(pci_busid="0000:10:00.0")"});
+  EXPECT_NE(e.find("t.xml:7: duplicate PCI device 0000:10:00.0"), std::string::npos) << e;
+  e = error_of({R"(pci_busid="0000:10:1C.0")", R"(pci_busid="0000:10:1c.0")"});  // same address, other case
+  EXPECT_NE(e.find("duplicate PCI device 0000:10:1c.0"), std::string::npos) << e;
+  e = error_of({R"(pci_busid="0001a:10:00.0")", R"(pci_busid="001a:10:00.0")"});  // one domain, 5 and 4 digits
+  EXPECT_NE(e.find("duplicate PCI device"), std::string::npos) << e;
+}
+
+// pci_link_speed is read without atof where it is plain digits and one '.', and
+// must give the very double atof gives, there and everywhere else.
+TEST(HwlocFastPaths, LinkSpeedsEqualAtof) {
+  const std::vector<std::string> speeds = {"0.000000", "15.753846", "31.507692", "63.015385", "3.938462", "0.250000",
+                                           "8", "2.5", ".5", "5.", "123456789012345", "1234567890123456789", "0.1",
+                                           "1e1", " 8.0", "abc", "", "-1.5", "1.2.3", "99999.999999999"};
+  std::vector<std::string> devs;
+  for (size_t i = 0; i < speeds.size(); ++i) {
+    char busid[32];
+    std::snprintf(busid, sizeof busid, "0000:10:%02zx.0", i);
+    devs.push_back(std::string("pci_busid=\"") + busid + "\" pci_link_speed=\"" + speeds[i] + "\"");
+  }
+  Topology t = parse_hwloc_xml(hwloc_doc(devs), "t.xml");
+  ASSERT_EQ(t.devices.size(), speeds.size());
+  for (size_t i = 0; i < speeds.size(); ++i) {
+    const double want = std::atof(speeds[i].c_str());
+    EXPECT_EQ(std::memcmp(&t.devices[i].link_gbps, &want, sizeof want), 0) << '"' << speeds[i] << "\" -> " << t.devices[i].link_gbps;
+  }
 }
 
 }  // namespace
