@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <cstdint>
 #include <map>
 #include <set>
 #include <sstream>
@@ -85,12 +86,31 @@ std::vector<Group> group_findings(const Report& r, bool notes) {
   std::vector<Group> out;
   // Keyed by views into the findings (they outlive this call): no key strings built.
   std::map<std::tuple<std::string_view, std::string_view, std::string_view>, size_t> index;
+  // The groups found last, tried first by equality (a length differs or a few bytes
+  // do): pairs repeat the same few findings, and the ordered map's comparisons of
+  // long reasons cost several times more.
+  size_t recent[4] = {SIZE_MAX, SIZE_MAX, SIZE_MAX, SIZE_MAX};
   for (const auto& p : r.pairs)
     for (const auto& f : p.findings) {
       if ((f.severity == Verdict::Optimal) != notes) continue;
-      auto [it, fresh] = index.try_emplace({f.rule, f.reason, f.fix}, out.size());
-      if (fresh) out.push_back(Group{f.severity, f.rule, f.reason, f.fix, {}});
-      out[it->second].who.push_back(p.label_a + "-" + p.label_b);
+      size_t g = SIZE_MAX;
+      for (size_t i : recent)
+        if (i != SIZE_MAX && out[i].rule == f.rule && out[i].reason == f.reason && out[i].fix == f.fix) {
+          g = i;
+          break;
+        }
+      if (g == SIZE_MAX) {
+        auto [it, fresh] = index.try_emplace({f.rule, f.reason, f.fix}, out.size());
+        if (fresh) out.push_back(Group{f.severity, f.rule, f.reason, f.fix, {}});
+        g = it->second;
+      }
+      if (recent[0] != g) {
+        size_t k = 1;
+        while (k < 3 && recent[k] != g) ++k;
+        for (; k > 0; --k) recent[k] = recent[k - 1];
+        recent[0] = g;
+      }
+      out[g].who.push_back(p.label_a + "-" + p.label_b);
     }
   std::stable_sort(out.begin(), out.end(), [](const Group& a, const Group& b) { return a.sev > b.sev; });
   return out;

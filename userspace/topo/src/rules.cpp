@@ -454,6 +454,7 @@ Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt) {
     PairResult r;
     r.a = a;
     r.b = b;
+    r.findings.reserve(4);  // most pairs get 1-3 findings: one allocation, no regrowth
     r.path = classify(t, a, b, k);
     const size_t ia = static_cast<size_t>(rep.slot[a]), ib = static_cast<size_t>(rep.slot[b]);
     rep.classes[ia * m + ib] = rep.classes[ib * m + ia] = static_cast<signed char>(r.path.cls);
