@@ -106,8 +106,9 @@ void XmlReader::skip_ws() {
 
 bool XmlReader::attr(std::string_view name, std::string_view& out) const {
   for (const auto& [k, v] : attrs_) {
-    if (k.size() != name.size()) continue;
-    size_t i = 0;  // names are short: a loop, not a call to memcmp
+    // Attribute names are never empty, so k[0] exists when the sizes are equal.
+    if (k.size() != name.size() || k[0] != name[0]) continue;
+    size_t i = 1;  // names are short: a loop, not a call to memcmp
     while (i < k.size() && k[i] == name[i]) ++i;
     if (i == k.size()) {
       out = v;
@@ -198,7 +199,10 @@ XmlReader::Event XmlReader::next() {
     attrs_.clear();
     for (;;) {
       size_t ws = p;
-      while (p < n && is_ws(d[p])) ++p;
+      // One space before the next attribute is what hwloc and NCCL write.
+      if (p + 1 < n && d[p] == ' ' && !is_ws(d[p + 1])) ++p;
+      else
+        while (p < n && is_ws(d[p])) ++p;
       if (p >= n) fail_at(pos_, "unexpected end of file inside <" + std::string(tag_) + ">");
       char c = d[p];
       if (c == '>') {
