@@ -10,22 +10,14 @@ Debian sid chroot (debootstrap) that has the matching gcc and kbuild.
 import os
 import shutil
 import subprocess
-from pathlib import Path
 
 from . import kernels
 from .errors import HarnessError
+from .errors import run_checked as _run
 from .paths import REPO, build_dir, cache_dir
 
 # Kernels that need the sid chroot toolchain, with the packages installed into it.
 CHROOT_TOOLCHAIN = {"7.2": ("sid", ["make", "libc6-dev", "libelf1t64", "kmod", "dwarves"])}
-
-
-def _run(argv, what, cwd=None, log=print):
-    p = subprocess.run(argv, cwd=cwd, capture_output=True, text=True)
-    if p.returncode != 0:
-        tail = "\n".join((p.stdout + p.stderr).strip().splitlines()[-25:])
-        raise HarnessError(f"{what} failed (exit {p.returncode}):\n{tail}")
-    return p.stdout
 
 
 def modules_dir(kernel_name):
@@ -38,7 +30,7 @@ def build_modules(kernel_name, log=print):
     out = modules_dir(kernel_name)
     if kernel_name not in CHROOT_TOOLCHAIN:
         _run(["make", "-C", str(REPO), "--no-print-directory", "modules", f"KDIR={kernel.kdir}",
-              f"MODOUT={out}", "CC=gcc"], f"building modules for kernel {kernel_name}", log=log)
+              f"MODOUT={out}", "CC=gcc"], f"building modules for kernel {kernel_name}")
     else:
         root = _chroot(kernel_name, kernel, log)
         stage = root / "build" / "gdrpeer"
@@ -46,7 +38,7 @@ def build_modules(kernel_name, log=print):
             shutil.rmtree(stage)
         # Stage the sources with the same Makefile rule, then build inside the chroot.
         _run(["make", "-C", str(REPO), "--no-print-directory", "modules-stage", f"MODOUT={stage}"],
-             "staging module sources", log=log)
+             "staging module sources")
         # objtool reads /proc/self/limits: the chroot needs /proc while it builds.
         proc = root / "proc"
         mounted = subprocess.run(["mount", "-t", "proc", "proc", str(proc)]).returncode == 0
@@ -54,7 +46,7 @@ def build_modules(kernel_name, log=print):
             _run(["chroot", str(root), "make", "-C", "/build/gdrpeer", "--no-print-directory",
                   "-f", "Makefile.modules", "modules-build",
                   f"KDIR=/usr/src/linux-headers-{kernel.release}", "MODOUT=/build/gdrpeer"],
-                 f"building modules for kernel {kernel_name} in the sid chroot", log=log)
+                 f"building modules for kernel {kernel_name} in the sid chroot")
         finally:
             if mounted:
                 subprocess.run(["umount", str(proc)])
@@ -83,7 +75,7 @@ def _chroot(kernel_name, kernel, log):
         log(f"emunode: creating the {suite} toolchain chroot in {root} (once, a few minutes)")
         root.parent.mkdir(parents=True, exist_ok=True)
         _run(["debootstrap", "--variant=minbase", suite, str(root), kernels.MIRROR],
-             f"debootstrap {suite}", log=log)
+             f"debootstrap {suite}")
     log(f"emunode: installing {want} and its compiler into the {suite} chroot")
     env_apt = ["env", "DEBIAN_FRONTEND=noninteractive"]
     no_expiry = ["-o", "Acquire::Check-Valid-Until=false"]

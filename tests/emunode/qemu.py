@@ -23,6 +23,7 @@ import subprocess
 from pathlib import Path
 
 from .errors import HarnessError
+from .errors import run_checked as _run
 from .kernels import MIRROR, SECURITY, _Apt
 from .paths import cache_dir
 
@@ -135,14 +136,6 @@ def ensure_qemu(name, log=print):
     # A QEMU built elsewhere than its prefix looks for its data next to the binary
     # (../share/qemu): point it at the Debian directories explicitly.
     return Qemu(str(base / info["binary"]), datadir=FIRMWARE_DIRS, name=name, version=info["version"])
-
-
-def _run(argv, what, cwd=None, error=HarnessError):
-    p = subprocess.run(argv, cwd=cwd, capture_output=True, text=True)
-    if p.returncode != 0:
-        tail = "\n".join((p.stdout + p.stderr).strip().splitlines()[-25:])
-        raise error(f"{what} failed (exit {p.returncode}):\n{tail}")
-    return p.stdout
 
 
 def _system_source_version():
