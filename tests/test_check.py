@@ -325,3 +325,34 @@ def test_gb10_gpu_id_blocks_gpudirect_rdma(tmp_path, monkeypatch):
     monkeypatch.setenv("GDRPEER_PCI_IDS", "")
     p = run("check", "--sysfs-root", _sysfs_node(tmp_path, gpu_device=0x2E12), check_rc=2)
     assert "(platform-gb10)" in p.stdout and "NCCL_NET_GDR_LEVEL=LOC" in p.stdout
+
+
+# `gdrpeer check` with a plain command line is parsed by a small reader of its own
+# (userspace/cli/cmd_topology.cpp, parse_check_plain), anything else by CLI11. Both must
+# mean the same: each form below runs once plain (`--data-dir D`) and once through CLI11
+# (`--data-dir=D`, a form the plain reader hands over), and the two runs must print the
+# same and exit the same. The list covers every option, greedy repeatable options, and
+# forms the plain reader refuses (repeats, bad --jobs values, a missing value).
+P4D, P5EN = REF / "aws-p4d.24xlarge.xml", REF / "aws-p5en.48xlarge.xml"
+PLAIN_FORMS = [
+    [P4D], ["--hwloc", P4D], ["--hwloc", P4D, P5EN], ["--json", "--hwloc", P4D],
+    ["--dot", "--nccl-xml", REF / "azure-ndv4-topo.xml"], ["--fleet", P4D, P5EN],
+    ["-j", "1", P4D, P5EN], ["--jobs", "2", "--fleet", P4D], ["--json", "--fleet", P4D, P5EN],
+    ["--with-nvme", "--pairs", "all", REF / "stelline-asus-esc8000a-e12.md"],
+    ["--lspci", REF / "holohub-igx-orin-lspci-tv.txt"], ["--skip", "software", "platform", P4D],
+    ["--skip", "software", "--hwloc", P4D], ["--role", "NONE=0000:00:00.0", "--hwloc", P4D],
+    ["--gpu", "0000:10:1c.0", "--nic", "0000:10:1b.0", P4D], ["--nvme", "x", P4D],
+    ["--pairs", "gpu-nic", "--pairs", "all", P4D], ["-j", "0", P4D], ["-j", "2000", P4D],
+    ["-j", "01", P4D], ["-j", "-1", P4D], ["--hwloc"], ["--hwloc", P4D, "--hwloc"],
+    ["--sysfs-root", REPO / "no-such-dir"], [REF / "h100-node-snapshot.tar", "--no-cuda"],
+    ["--bogus", P4D], [P4D, "check"],
+]
+
+
+@pytest.mark.parametrize("form", PLAIN_FORMS, ids=lambda f: " ".join(Path(str(a)).name for a in f) or "none")
+def test_plain_command_line_reads_as_cli11_does(form):
+    data = REPO / "topology"
+    plain = run("check", "--data-dir", data, *form)
+    cli11 = run("check", f"--data-dir={data}", *form)
+    assert (plain.returncode, plain.stdout, plain.stderr) == (cli11.returncode, cli11.stdout, cli11.stderr)
+    assert plain.returncode >= 0
