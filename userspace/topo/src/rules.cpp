@@ -128,32 +128,34 @@ class Checker {
       // NIC or its NUMA node): built once per GPU and kind.
       const size_t n = t_.devices.size();
       if (sys_memo_.empty()) sys_memo_.resize(3 * n);
-      PhbMemo& memo = sys_memo_[static_cast<size_t>(kind) * n + (kind == PairKind::GpuGpu ? 0 : static_cast<size_t>(r.a))];
-      if (!memo.built) {
-        sys_rules(memo.findings, r, kind);
-        memo.built = true;
-      }
-      for (const Finding& f : memo.findings) add(r.findings, f.rule, f.severity, f.reason, f.fix);
+      FindingsMemo& memo = sys_memo_[static_cast<size_t>(kind) * n + (kind == PairKind::GpuGpu ? 0 : static_cast<size_t>(r.a))];
+      replay(memo, r, [&](std::vector<Finding>& out) { sys_rules(out, r, kind); });
       return;
     }
     // PHB or NODE: through the root complex. What is found depends only on the
     // class, the NUMA guess and the pair kind (root complex and CPU are per node):
     // built once per combination, then copied (string building was most of it).
-    PhbMemo& memo = phb_memo_[(p.cls == PathClass::PHB ? 0 : 6) + (p.numa_guessed ? 3 : 0) + static_cast<size_t>(kind)];
+    FindingsMemo& memo = phb_memo_[(p.cls == PathClass::PHB ? 0 : 6) + (p.numa_guessed ? 3 : 0) + static_cast<size_t>(kind)];
+    replay(memo, r, [&](std::vector<Finding>& out) { phb_rules(out, p, kind); });
+  }
+
+  // Findings that depend on a few inputs only, built on first use and copied into
+  // every pair with the same inputs.
+  struct FindingsMemo {
+    bool built = false;
+    std::vector<Finding> findings;
+  };
+  FindingsMemo phb_memo_[12];              // PHB/NODE x NUMA guessed x pair kind
+  std::vector<FindingsMemo> sys_memo_;     // SYS findings per pair kind and GPU
+
+  template <typename Build>
+  void replay(FindingsMemo& memo, PairResult& r, Build&& build) {
     if (!memo.built) {
-      phb_rules(memo.findings, p, kind);
+      build(memo.findings);
       memo.built = true;
     }
     for (const Finding& f : memo.findings) add(r.findings, f.rule, f.severity, f.reason, f.fix);
   }
-
-  struct PhbMemo {
-    bool built = false;
-    std::vector<Finding> findings;
-  };
-  PhbMemo phb_memo_[12];
-
-  std::vector<PhbMemo> sys_memo_;  // SYS findings per pair kind and GPU
 
   void sys_rules(std::vector<Finding>& out, const PairResult& r, PairKind kind) {
     const std::string& rcname = rcname_;
@@ -326,6 +328,10 @@ class Checker {
     }
   }
 
+  static Verdict platform_verdict(const PlatformRule& p) {
+    return p.severity == "blocked" ? Verdict::Blocked : p.severity == "unreliable" ? Verdict::Unreliable : Verdict::Degraded;
+  }
+
   // Whether a platform rule's node conditions (arch, CPU, DMI) hold; `any`
   // tells whether it has any. GPU families are checked per GPU by the caller.
   bool platform_matches(const PlatformRule& p, bool& any) const {
@@ -352,8 +358,7 @@ class Checker {
       if (!any || !ok) continue;
       std::string why = p.reason;
       if (!p.gpu_families.empty()) why += fam.provenance();
-      Verdict v = p.severity == "blocked" ? Verdict::Blocked : p.severity == "unreliable" ? Verdict::Unreliable : Verdict::Degraded;
-      add(r.findings, p.id, v, why, p.fix);
+      add(r.findings, p.id, platform_verdict(p), why, p.fix);
     }
     if (t_.cpu.arch == "aarch64" && !grace_ && !(rc_ && rc_->p2p == "good")) {
       add(r.findings, "platform-arm64", Verdict::Unreliable,
@@ -381,10 +386,10 @@ class Checker {
   void node_platform_rules(Report& rep) {
     bool discrete = false;
     for (int g : rep.gpus) discrete = discrete || (t_.devices[g].ids_known ? t_.devices[g].vendor == 0x10de : k_.vendor_from_name(t_.devices[g].name) == 0x10de);
-    for (const auto& p : k_.platforms) {
+    for (size_t i = 0; i < k_.platforms.size(); ++i) {
+      const PlatformRule& p = k_.platforms[i];
       if (p.applies_to != "integrated-gpu" || skipped(p.id)) continue;
-      bool any = false;
-      if (!platform_matches(p, any) || !any) continue;
+      if (platform_node_[i] != 3) continue;  // needs a node field given (bit 0) and all matched (bit 1)
       std::string plat = t_.dmi_vendor;
       if (!t_.dmi_product.empty()) plat += (plat.empty() ? "" : " ") + t_.dmi_product;
       const std::string where = "platform " + (plat.empty() ? t_.cpu.model_name : plat);
@@ -394,7 +399,7 @@ class Checker {
                                             ""});
         continue;
       }
-      Verdict v = p.severity == "blocked" ? Verdict::Blocked : p.severity == "unreliable" ? Verdict::Unreliable : Verdict::Degraded;
+      const Verdict v = platform_verdict(p);
       rep.node_findings.push_back(Finding{p.id, v, where + ": " + p.reason, p.fix});
       rep.worst = std::max(rep.worst, v);
     }
