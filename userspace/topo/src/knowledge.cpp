@@ -130,13 +130,13 @@ std::vector<std::string> strings(const JsonValue& j, const char* key, const Wher
   return out;
 }
 
-bool contains_any(const std::string& hay, const std::vector<std::string>& needles) {
+}  // namespace
+
+bool contains_any(std::string_view hay, const std::vector<std::string>& needles) {
   for (const auto& n : needles)
-    if (!n.empty() && hay.find(n) != std::string::npos) return true;
+    if (!n.empty() && hay.find(n) != std::string_view::npos) return true;
   return false;
 }
-
-}  // namespace
 
 bool IdMatch::matches(const Device& d) const {
   if (!d.ids_known || d.vendor != vendor) return false;
@@ -303,8 +303,7 @@ std::string GpuFamilyMatch::provenance() const {
 const GpuFamily* Knowledge::gpu_family_by_name(std::string_view name) const {
   if (name.empty()) return nullptr;
   for (const auto& f : gpu_families)
-    for (const auto& p : f.name_patterns)
-      if (!p.empty() && name.find(p) != std::string_view::npos) return &f;
+    if (contains_any(name, f.name_patterns)) return &f;
   return nullptr;
 }
 

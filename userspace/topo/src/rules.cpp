@@ -39,12 +39,6 @@ bool kernel_at_least(const std::string& rel, int maj, int min) {
   return a > maj || (a == maj && b >= min);
 }
 
-bool contains_any(const std::string& hay, const std::vector<std::string>& needles) {
-  for (const auto& n : needles)
-    if (!n.empty() && hay.find(n) != std::string::npos) return true;
-  return false;
-}
-
 enum class PairKind { GpuNic, GpuGpu, GpuNvme };
 
 class Checker {

@@ -117,6 +117,10 @@ struct Knowledge {
   std::optional<uint16_t> vendor_from_name(std::string_view name) const;
 };
 
+// Whether `hay` contains any of the non-empty `needles` (the name patterns of the
+// rule data: CPU models, DMI strings, device names).
+bool contains_any(std::string_view hay, const std::vector<std::string>& needles);
+
 // The device name pci.ids gives vendor:device (the text after the id on the
 // device line), or nullopt when the file or the entry is missing.
 std::optional<std::string> pci_ids_device_name(const std::string& path, uint16_t vendor, uint16_t device);
