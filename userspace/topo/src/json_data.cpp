@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "gdrpeer/topo/errors.hpp"
+#include "hex.hpp"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -252,7 +253,7 @@ class Parser {
     unsigned v = 0;
     for (int i = 0; i < 4; ++i) {
       char h = s_[p_];
-      int d = (h >= '0' && h <= '9') ? h - '0' : (h >= 'a' && h <= 'f') ? h - 'a' + 10 : (h >= 'A' && h <= 'F') ? h - 'A' + 10 : -1;
+      int d = hex_digit(h);
       if (d < 0) fail("expected 4 hex digits after \\u");
       ++p_;
       v = v * 16 + static_cast<unsigned>(d);

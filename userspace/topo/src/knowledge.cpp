@@ -9,6 +9,7 @@
 
 #include "gdrpeer/topo/errors.hpp"
 #include "gdrpeer/topo/source.hpp"
+#include "hex.hpp"
 #include "json_data.hpp"
 
 #ifndef GDRPEER_DATA_INSTALL_DIR
@@ -102,16 +103,7 @@ uint16_t hex16(const JsonValue& v, const Where& where) {
   // Nearly every id is 1-4 plain hex digits: read those directly (strtoul cost
   // more than the JSON parse of them). Anything else keeps strtoul's reading
   // (sign, "0x", leading space), so the ids accepted and the errors are unchanged.
-  if (!s.empty() && s.size() <= 4) {
-    unsigned x = 0;
-    bool plain = true;
-    for (char c : s) {
-      unsigned d = c >= '0' && c <= '9' ? unsigned(c - '0') : c >= 'a' && c <= 'f' ? unsigned(c - 'a' + 10) : c >= 'A' && c <= 'F' ? unsigned(c - 'A' + 10) : 16u;
-      if (d > 15) { plain = false; break; }
-      x = x << 4 | d;
-    }
-    if (plain) return static_cast<uint16_t>(x);
-  }
+  if (unsigned long x = 0; detail::parse_hex_digits(s, 4, x)) return static_cast<uint16_t>(x);
   char* e = nullptr;
   unsigned long x = std::strtoul(s.c_str(), &e, 16);
   if (s.empty() || *e || x > 0xffff) bad(where, "expected a 16-bit hex id, found \"" + s + "\"");

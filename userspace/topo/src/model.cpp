@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "gdrpeer/topo/errors.hpp"
+#include "hex.hpp"
 
 namespace gdrpeer::topo {
 
@@ -137,16 +138,9 @@ std::string make_bdf(unsigned domain, unsigned bus, unsigned dev, unsigned fn) {
 
 namespace {
 bool hex_field(std::string_view s, size_t n, unsigned& out) {
-  if (s.size() != n) return false;
-  out = 0;
-  for (char c : s) {
-    unsigned v;
-    if (c >= '0' && c <= '9') v = static_cast<unsigned>(c - '0');
-    else if (c >= 'a' && c <= 'f') v = static_cast<unsigned>(c - 'a' + 10);
-    else if (c >= 'A' && c <= 'F') v = static_cast<unsigned>(c - 'A' + 10);
-    else return false;
-    out = out * 16 + v;
-  }
+  unsigned long v = 0;
+  if (s.size() != n || !detail::parse_hex_digits(s, n, v)) return false;
+  out = static_cast<unsigned>(v);
   return true;
 }
 }  // namespace

@@ -3,7 +3,6 @@
 // with bridge_type "0-1". The NUMA locality of a host bridge is the nodeset of
 // its nearest ancestor (hwloc 2) or the enclosing NUMANode (hwloc 1).
 #include <algorithm>
-#include <array>
 #include <bit>
 #include <cstdlib>
 #include <string>
@@ -11,6 +10,7 @@
 
 #include "gdrpeer/topo/errors.hpp"
 #include "gdrpeer/topo/parsers.hpp"
+#include "hex.hpp"
 #include "xml_reader.hpp"
 
 namespace gdrpeer::topo {
@@ -27,26 +27,7 @@ struct Frame {
   bool is_machine = false, is_package = false;
 };
 
-// Hex digit values, 0xff for anything else: one lookup per digit of the ~1,000
-// bitmaps and IDs of an hwloc file.
-constexpr auto kHex = [] {
-  std::array<unsigned char, 256> t{};
-  t.fill(0xff);
-  for (int c = 0; c < 10; ++c) t['0' + c] = static_cast<unsigned char>(c);
-  for (int c = 0; c < 6; ++c) t['a' + c] = t['A' + c] = static_cast<unsigned char>(10 + c);
-  return t;
-}();
-
-bool parse_hex(std::string_view s, unsigned long& out) {
-  if (s.empty() || s.size() > 16) return false;
-  out = 0;
-  for (char c : s) {
-    const unsigned v = kHex[static_cast<unsigned char>(c)];
-    if (v == 0xff) return false;
-    out = out * 16 + v;
-  }
-  return true;
-}
+bool parse_hex(std::string_view s, unsigned long& out) { return detail::parse_hex_digits(s, 16, out); }
 
 // "0x00000001" or "0xffffffff,0x0000000f" (most significant word first).
 // Returns the only set bit's index, -1 when several/none are set, -3 on error.
@@ -133,7 +114,7 @@ double link_speed(std::string_view s) {
 uint64_t bdf_key(const std::string& bdf) {
   uint64_t k = bdf.size();
   for (char c : bdf)
-    if (c != ':' && c != '.') k = k << 4 | kHex[static_cast<unsigned char>(c)];
+    if (c != ':' && c != '.') k = k << 4 | static_cast<unsigned>(detail::hex_digit(c));
   return k;
 }
 

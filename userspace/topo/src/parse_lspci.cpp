@@ -11,6 +11,7 @@
 
 #include "gdrpeer/topo/errors.hpp"
 #include "gdrpeer/topo/parsers.hpp"
+#include "hex.hpp"
 
 namespace gdrpeer::topo {
 
@@ -22,19 +23,8 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-int hexval(char c) {
-  return (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
-}
-bool parse_hex(std::string_view s, unsigned long& out) {
-  if (s.empty() || s.size() > 8) return false;
-  out = 0;
-  for (char c : s) {
-    int v = hexval(c);
-    if (v < 0) return false;
-    out = out * 16 + static_cast<unsigned long>(v);
-  }
-  return true;
-}
+using detail::hex_digit;
+bool parse_hex(std::string_view s, unsigned long& out) { return detail::parse_hex_digits(s, 8, out); }
 
 struct Line {
   std::string_view text;
@@ -196,7 +186,7 @@ class LspciParser {
         }
       } else if (c == '-' || c == '+' || c == '\\' || c == '|') {
         tree_line(s, l.no);
-      } else if (hexval(c) >= 0) {
+      } else if (hex_digit(c) >= 0) {
         verbose_line(s, l.no);
       } else {
         fail(l.no, "expected an lspci -tv tree line or an lspci -vvv device header \"bb:dd.f class: name\"");
@@ -278,9 +268,9 @@ class LspciParser {
     // Items, each possibly followed by its single/first child on this line.
     for (;;) {
       auto [dom, bus, parent, hb] = ctx;
-      if (i + 4 > n || hexval(s[i]) < 0 || hexval(s[i + 1]) < 0 || s[i + 2] != '.' || s[i + 3] < '0' || s[i + 3] > '7')
+      if (i + 4 > n || hex_digit(s[i]) < 0 || hex_digit(s[i + 1]) < 0 || s[i + 2] != '.' || s[i + 3] < '0' || s[i + 3] > '7')
         fail(no, "expected a device \"dd.f\" in the tree");
-      unsigned dev = static_cast<unsigned>(hexval(s[i]) * 16 + hexval(s[i + 1]));
+      unsigned dev = static_cast<unsigned>(hex_digit(s[i]) * 16 + hex_digit(s[i + 1]));
       if (dev > 0x1f) fail(no, "expected a device number 00-1f");
       std::string bdf = make_bdf(dom, bus, dev, static_cast<unsigned>(s[i + 3] - '0'));
       int di = add_device(bdf);
@@ -331,7 +321,7 @@ class LspciParser {
       i = d + 2;
       return true;
     }
-    if (hexval(s[d]) >= 0) {
+    if (hex_digit(s[d]) >= 0) {
       i = d;
       return true;
     }

@@ -7,6 +7,7 @@
 
 #include "gdrpeer/topo/errors.hpp"
 #include "gdrpeer/topo/parsers.hpp"
+#include "hex.hpp"
 #include "xml_reader.hpp"
 
 namespace gdrpeer::topo {
@@ -17,14 +18,7 @@ namespace {
 
 bool hex_attr(std::string_view s, unsigned long& out) {
   if (s.substr(0, 2) == "0x" || s.substr(0, 2) == "0X") s.remove_prefix(2);
-  if (s.empty() || s.size() > 8) return false;
-  out = 0;
-  for (char c : s) {
-    int v = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
-    if (v < 0) return false;
-    out = out * 16 + static_cast<unsigned long>(v);
-  }
-  return true;
+  return detail::parse_hex_digits(s, 8, out);
 }
 
 struct Frame {

@@ -10,6 +10,7 @@
 #endif
 
 #include "gdrpeer/topo/errors.hpp"
+#include "hex.hpp"
 
 namespace gdrpeer::topo::detail {
 
@@ -286,10 +287,7 @@ std::string xml_decode(std::string_view raw, const XmlReader& r) {
       std::string_view digits = ent.substr(hex ? 2 : 1);
       if (digits.empty()) r.fail("expected digits in a numeric character entity");
       for (char d : digits) {
-        int dv = (d >= '0' && d <= '9') ? d - '0'
-                 : hex && d >= 'a' && d <= 'f' ? d - 'a' + 10
-                 : hex && d >= 'A' && d <= 'F' ? d - 'A' + 10
-                                               : -1;
+        const int dv = hex ? hex_digit(d) : (d >= '0' && d <= '9') ? d - '0' : -1;
         if (dv < 0 || v > 0x10ffff) r.fail("malformed numeric character entity");
         v = v * (hex ? 16 : 10) + static_cast<unsigned long>(dv);
       }
