@@ -96,6 +96,34 @@ dma_addr_t conftest(struct device *d)
 }
 EOF
 
+# dma_resv_usage (and dma_resv_wait_timeout taking one) arrived in 5.19.
+probe dma_resv_usage <<'EOF'
+#include <linux/dma-resv.h>
+long conftest(struct dma_resv *r);
+long conftest(struct dma_resv *r)
+{
+	return dma_resv_wait_timeout(r, DMA_RESV_USAGE_BOOKKEEP, false, 1);
+}
+EOF
+
+# get_file_active(): a file reference unless the last one is gone (6.7);
+# before it get_file_rcu() took the file itself.
+probe get_file_active <<'EOF'
+#include <linux/fs.h>
+struct file *conftest(struct file **f);
+struct file *conftest(struct file **f) { return get_file_active(f); }
+EOF
+
+# Setting a device's driver_override from a driver (5.19).
+probe driver_set_override <<'EOF'
+#include <linux/pci.h>
+int conftest(struct pci_dev *p);
+int conftest(struct pci_dev *p)
+{
+	return driver_set_override(&p->dev, &p->driver_override, "x", 1);
+}
+EOF
+
 # vm_operations_struct.split was renamed may_split in 5.11.
 probe vm_ops_may_split <<'EOF'
 #include <linux/mm.h>

@@ -19,8 +19,8 @@ struct dma_buf;
 struct dma_buf *gdrpeer_dmabuf_export(struct gdrpeer_region *r, u64 offset,
 				      u64 length);
 
-/* Memory of a region with ops is gone: revoke every use (sleeps). */
-void gdrpeer_dmabuf_revoke(struct dma_buf *dmabuf);
+/* Memory of @r is gone: revoke every dma-buf exported from it (sleeps). */
+void gdrpeer_dmabuf_revoke_region(struct gdrpeer_region *r);
 
 /*
  * sg table (DMA fields only, no struct pages) for [offset, offset + len)

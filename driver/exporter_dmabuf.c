@@ -9,22 +9,25 @@
  *   dma_map_resource() on the importer's device, so the address goes
  *   through that device's IOMMU domain, in entries of at most the
  *   importer's dma_get_max_seg_size(), each a multiple of PAGE_SIZE.
- * - The buffer never moves, so pin/unpin only count: they exist so that
- *   pinned importers (ib_umem_dmabuf_get_pinned) work and so that the core
- *   treats us as a dynamic exporter (map/unmap are then called with the
- *   reservation lock held by the caller; we never take it ourselves).
- * - The dma-buf holds a region reference until its release.
- * - Regions with ops (nvidia pins) are mapped by their provider for each
- *   importer, and can be revoked (gdrpeer_dmabuf_revoke) when the memory
- *   is freed underneath: importers are told through move_notify /
+ *   Regions with ops (nvidia pins) are mapped by their provider.
+ * - Every region can be revoked (gdrpeer_region_revoke): the device goes,
+ *   or NVIDIA frees the memory under a callback pin.  Then attach, map and
+ *   mmap fail with -ENODEV, importers are told through move_notify /
  *   invalidate_mappings, CPU mappings (built at fault time for exactly
- *   this) are zapped, and attach, map and mmap fail with -ENODEV after.
+ *   this) are zapped, and revocation waits until every importer mapping is
+ *   gone before the memory is given back.
+ * - pin: a pinned importer (ib_umem_dmabuf_get_pinned: EFA, irdma,
+ *   bnxt_re, mlx5 without ODP) ignores move_notify.  Memory that its owner
+ *   can take back at any time (a callback pin) is therefore refused to
+ *   pinned importers; memory that goes only with its device may be pinned,
+ *   and unbinding the device then waits until the pinned importer lets go.
+ * - The dma-buf holds a region reference until its release.
  *
  * Lock order (outermost first), all may sleep:
- *   provider's pin lock (provider_nvidia.c, held while it revokes)
- *   -> gdrpeer_dmabuf.lock (@revoked)
- *   -> dma-buf reservation lock -> importer's locks (move_notify)
- *   mmap_lock (mmap, fault) -> gdrpeer_dmabuf.lock
+ *   gdrpeer_region.exports_lock (the list of a region's dma-bufs; only
+ *   held to walk or change it, never across an importer call)
+ *   dma-buf reservation lock -> importer's locks (move_notify)
+ *   mmap_lock (fault) -> gdrpeer_region.memory_lock (read)
  * map/unmap run under the reservation lock and take none of ours.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": dmabuf: " fmt
@@ -34,6 +37,8 @@
 #include <linux/dma-resv.h>
 #include <linux/mm.h>
 #include <linux/fcntl.h>
+#include <linux/file.h>
+#include <linux/wait.h>
 #include <linux/module.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
@@ -46,11 +51,13 @@ GDRPEER_IMPORT_DMA_BUF_NS()
 
 struct gdrpeer_dmabuf {
 	struct gdrpeer_region *region;	/* one reference */
+	struct dma_buf *dmabuf;
+	struct list_head node;		/* in region->dmabufs */
 	u64 offset;			/* into the region */
 	u64 length;
 	atomic_t pins;
-	struct mutex lock;		/* protects @revoked; see order above */
-	bool revoked;			/* memory gone: no new access */
+	atomic_t maps;			/* live importer sg tables */
+	wait_queue_head_t unmapped;	/* woken when @maps drops to 0 */
 };
 
 static struct gdrpeer_counters *dmabuf_cnt(struct dma_buf *dmabuf)
@@ -58,16 +65,6 @@ static struct gdrpeer_counters *dmabuf_cnt(struct dma_buf *dmabuf)
 	struct gdrpeer_dmabuf *gb = dmabuf->priv;
 
 	return gb->region->cnt;
-}
-
-static bool gdrpeer_dmabuf_revoked(struct gdrpeer_dmabuf *gb)
-{
-	bool revoked;
-
-	mutex_lock(&gb->lock);
-	revoked = gb->revoked;
-	mutex_unlock(&gb->lock);
-	return revoked;
 }
 
 static int gdrpeer_dmabuf_attach(struct dma_buf *dmabuf,
@@ -82,9 +79,9 @@ static int gdrpeer_dmabuf_attach(struct dma_buf *dmabuf,
 			"gdrpeer: importer is not peer2peer capable\n");
 		return -EOPNOTSUPP;
 	}
+	if (gdrpeer_region_revoked(r))
+		return -ENODEV;
 	if (r->ops) {
-		if (gdrpeer_dmabuf_revoked(gb))
-			return -ENODEV;
 		ret = r->ops->attach(r, attach);
 		if (ret)
 			return ret;
@@ -107,6 +104,13 @@ static int gdrpeer_dmabuf_pin(struct dma_buf_attachment *attach)
 {
 	struct gdrpeer_dmabuf *gb = attach->dmabuf->priv;
 
+	if (gb->region->revocable == GDRPEER_REVOCABLE_ANY_TIME) {
+		dev_info_ratelimited(attach->dev,
+				     "gdrpeer: pin refused: this memory can be freed by its owner at any time (callback pin) and a pinned importer would keep writing into it; use an importer with move_notify (ODP) or a persistent pin\n");
+		return -EOPNOTSUPP;
+	}
+	if (READ_ONCE(gb->region->revoked))
+		return -ENODEV;
 	atomic_inc(&gb->pins);
 	return 0;
 }
@@ -305,14 +309,19 @@ gdrpeer_dmabuf_map(struct dma_buf_attachment *attach,
 	struct sg_table *sgt;
 	int ret;
 
+	/*
+	 * revoke sets @revoked before it takes the reservation lock that we
+	 * hold here: a map that sees it clear is told by move_notify after
+	 */
+	if (READ_ONCE(gb->region->revoked))
+		return ERR_PTR(-ENODEV);
 	if (gb->region->ops) {
-		/* revoke sets @revoked before it takes the reservation lock */
-		if (READ_ONCE(gb->revoked))
-			return ERR_PTR(-ENODEV);
 		sgt = gb->region->ops->map(gb->region, attach, gb->offset,
 					   gb->length, max_seg);
-		if (!IS_ERR(sgt))
+		if (!IS_ERR(sgt)) {
+			atomic_inc(&gb->maps);
 			atomic64_inc(&dmabuf_cnt(attach->dmabuf)->active_maps);
+		}
 		return sgt;
 	}
 	gdrpeer_for_each_piece(gb, max_seg, gdrpeer_count_piece, &nents);
@@ -331,6 +340,7 @@ gdrpeer_dmabuf_map(struct dma_buf_attachment *attach,
 		gdrpeer_unmap_entries(attach->dev, sgt, m.mapped, dir);
 		goto err_table;
 	}
+	atomic_inc(&gb->maps);
 	atomic64_inc(&dmabuf_cnt(attach->dmabuf)->active_maps);
 	return sgt;
 
@@ -353,38 +363,29 @@ static void gdrpeer_dmabuf_unmap(struct dma_buf_attachment *attach,
 	sg_free_table(sgt);
 	kfree(sgt);
 	atomic64_dec(&dmabuf_cnt(attach->dmabuf)->active_maps);
+	if (atomic_dec_and_test(&gb->maps))
+		wake_up_all(&gb->unmapped);
 }
 
-/*
- * CPU mappings of revocable regions are filled one page per fault so that
- * revoke can zap them with unmap_mapping_range() on the dma-buf's file: a
- * fault after the revoke gets SIGBUS, and no mapping can be half built
- * while the revoke runs (both hold gdrpeer_dmabuf.lock).
- */
 static vm_fault_t gdrpeer_dmabuf_fault(struct vm_fault *vmf)
 {
-	struct vm_area_struct *vma = vmf->vma;
-	struct gdrpeer_dmabuf *gb = vma->vm_private_data;
+	struct gdrpeer_dmabuf *gb = vmf->vma->vm_private_data;
 	u64 off = (u64)vmf->pgoff << PAGE_SHIFT;
-	phys_addr_t phys;
-	vm_fault_t ret = VM_FAULT_SIGBUS;
 
-	mutex_lock(&gb->lock);
-	if (!gb->revoked && off < gb->length &&
-	    !gdrpeer_region_phys(gb->region, gb->offset + off, &phys))
-		ret = vmf_insert_pfn_prot(vma, vmf->address & PAGE_MASK,
-					  phys >> PAGE_SHIFT,
-					  vma->vm_page_prot);
-	mutex_unlock(&gb->lock);
-	return ret;
+	if (off >= gb->length)
+		return VM_FAULT_SIGBUS;
+	return gdrpeer_region_fault(gb->region, gb->offset + off, vmf);
 }
 
-static const struct vm_operations_struct gdrpeer_dmabuf_fault_vm_ops = {
+static const struct vm_operations_struct gdrpeer_dmabuf_vm_ops = {
 	.fault = gdrpeer_dmabuf_fault,
 	.GDRPEER_VM_OPS_MAY_SPLIT = gdrpeer_vma_no_split,
 };
 
-/* The core has checked vm_pgoff + pages against the dma-buf size. */
+/*
+ * The core has checked vm_pgoff + pages against the dma-buf size; the vma
+ * holds the dma-buf file, which holds the region.
+ */
 static int gdrpeer_dmabuf_mmap(struct dma_buf *dmabuf,
 			       struct vm_area_struct *vma)
 {
@@ -394,25 +395,14 @@ static int gdrpeer_dmabuf_mmap(struct dma_buf *dmabuf,
 	if (off > gb->length ||
 	    vma->vm_end - vma->vm_start > gb->length - off)
 		return -EINVAL;
-	if (gb->region->ops) {
-		if (!(vma->vm_flags & VM_SHARED))
-			return -EINVAL;
-		mutex_lock(&gb->lock);
-		if (gb->revoked) {
-			mutex_unlock(&gb->lock);
-			return -ENODEV;
-		}
-		gdrpeer_vm_flags_set(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND |
-				     VM_DONTDUMP | VM_DONTCOPY);
-		vma->vm_page_prot = pgprot_writecombine(vma->vm_page_prot);
-		vma->vm_private_data = gb;	/* the vma holds the file */
-		vma->vm_ops = &gdrpeer_dmabuf_fault_vm_ops;
-		mutex_unlock(&gb->lock);
-		return 0;
-	}
-	/* the vma holds the dma-buf file, which holds the region */
+	if (!(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
+	if (gdrpeer_region_revoked(gb->region))
+		return -ENODEV;
+	gdrpeer_region_mmap_prepare(vma);
+	vma->vm_private_data = gb;
 	vma->vm_ops = &gdrpeer_dmabuf_vm_ops;
-	return gdrpeer_region_mmap(gb->region, gb->offset + off, vma);
+	return 0;
 }
 
 static void gdrpeer_dmabuf_release(struct dma_buf *dmabuf)
@@ -420,12 +410,12 @@ static void gdrpeer_dmabuf_release(struct dma_buf *dmabuf)
 	struct gdrpeer_dmabuf *gb = dmabuf->priv;
 	struct gdrpeer_region *r = gb->region;
 
-	WARN_ON(atomic_read(&gb->pins));
-	if (r->ops && r->ops->unexport)
-		r->ops->unexport(r, dmabuf);
+	WARN_ON(atomic_read(&gb->pins) || atomic_read(&gb->maps));
+	mutex_lock(&r->exports_lock);
+	list_del(&gb->node);
+	mutex_unlock(&r->exports_lock);
 	atomic64_dec(&r->cnt->exports);
 	atomic_dec(&r->exports);
-	mutex_destroy(&gb->lock);
 	kfree(gb);
 	gdrpeer_region_put(r);
 }
@@ -448,7 +438,7 @@ struct dma_buf *gdrpeer_dmabuf_export(struct gdrpeer_region *r, u64 offset,
 	struct gdrpeer_dmabuf *gb;
 	struct dma_buf *dmabuf;
 
-	gb = kzalloc(sizeof(*gb), GFP_KERNEL);
+	gb = kzalloc(sizeof(*gb), GFP_KERNEL_ACCOUNT);
 	if (!gb)
 		return ERR_PTR(-ENOMEM);
 	gdrpeer_region_get(r);
@@ -456,7 +446,9 @@ struct dma_buf *gdrpeer_dmabuf_export(struct gdrpeer_region *r, u64 offset,
 	gb->offset = offset;
 	gb->length = length;
 	atomic_set(&gb->pins, 0);
-	mutex_init(&gb->lock);
+	atomic_set(&gb->maps, 0);
+	init_waitqueue_head(&gb->unmapped);
+	INIT_LIST_HEAD(&gb->node);
 
 	exp_info.exp_name = KBUILD_MODNAME;
 	exp_info.owner = THIS_MODULE;	/* rmmod refused while it lives */
@@ -470,26 +462,41 @@ struct dma_buf *gdrpeer_dmabuf_export(struct gdrpeer_region *r, u64 offset,
 		kfree(gb);
 		return dmabuf;
 	}
+	gb->dmabuf = dmabuf;
 	/* from here on gdrpeer_dmabuf_release undoes these */
 	atomic_inc(&r->exports);
 	atomic64_inc(&r->cnt->exports);
+	mutex_lock(&r->exports_lock);
+	list_add(&gb->node, &r->dmabufs);
+	mutex_unlock(&r->exports_lock);
+	/* revoked while we exported: it must not escape unrevoked */
+	if (gdrpeer_region_revoked(r)) {
+		dma_buf_put(dmabuf);
+		return ERR_PTR(-ENODEV);
+	}
 	return dmabuf;
 }
 
 /*
- * The memory behind @dmabuf is going away (or gone): no new attachment,
- * map or mmap; importers are told to drop their mappings; CPU mappings
- * are zapped.  Returns when all of that is done.  Sleeps.  The caller
- * keeps @dmabuf alive (provider_nvidia.c holds its pin lock, which the
- * dma-buf release path takes through ->unexport).
+ * A reference to the dma-buf's file unless its last one is already gone
+ * (the release is on its way, possibly blocked on exports_lock: there is
+ * no importer and no mapping left to revoke then).
  */
-void gdrpeer_dmabuf_revoke(struct dma_buf *dmabuf)
+static bool gdrpeer_dmabuf_get_unless_dying(struct dma_buf *dmabuf)
 {
-	struct gdrpeer_dmabuf *gb = dmabuf->priv;
+#ifdef GDRPEER_HAVE_GET_FILE_ACTIVE
+	return get_file_active(&dmabuf->file) != NULL;
+#else
+	return get_file_rcu(dmabuf->file);
+#endif
+}
 
-	mutex_lock(&gb->lock);
-	WRITE_ONCE(gb->revoked, true);
-	mutex_unlock(&gb->lock);
+/* Seconds between "still waiting" lines while importers hold mappings. */
+#define GDRPEER_REVOKE_WARN_SECS 10
+
+static void gdrpeer_dmabuf_revoke_one(struct gdrpeer_dmabuf *gb)
+{
+	struct dma_buf *dmabuf = gb->dmabuf;
 
 	dma_resv_lock(dmabuf->resv, NULL);
 #ifdef GDRPEER_HAVE_DMA_BUF_INVALIDATE_MAPPINGS
@@ -498,7 +505,55 @@ void gdrpeer_dmabuf_revoke(struct dma_buf *dmabuf)
 	dma_buf_move_notify(dmabuf);
 #endif
 	dma_resv_unlock(dmabuf->resv);
+	/* work an importer queued on the buffer must end before the memory */
+	gdrpeer_resv_wait_all(dmabuf->resv);
 
 	/* every CPU mapping of the dma-buf goes through its file */
 	unmap_mapping_range(dmabuf->file->f_mapping, 0, 0, 1);
+
+	/*
+	 * Dynamic importers unmap in move_notify or right after; a pinned
+	 * one keeps its mapping until it detaches, and the memory must not
+	 * be given back before.
+	 */
+	while (!wait_event_timeout(gb->unmapped, !atomic_read(&gb->maps),
+				   GDRPEER_REVOKE_WARN_SECS * HZ))
+		pr_warn("revoked dma-buf: still waiting for %d importer mapping(s) (%d pinned) to go before the memory is given back\n",
+			atomic_read(&gb->maps), atomic_read(&gb->pins));
+}
+
+/*
+ * Revoke every live dma-buf exported from @r (gdrpeer_region_revoke, after
+ * @r->revoked is set, so that no new attachment, map or mmap succeeds).
+ * Sleeps; no lock of ours is held.
+ */
+void gdrpeer_dmabuf_revoke_region(struct gdrpeer_region *r)
+{
+	struct gdrpeer_dmabuf *gb, **live;
+	unsigned int n = 0, i;
+
+	mutex_lock(&r->exports_lock);
+	list_for_each_entry(gb, &r->dmabufs, node)
+		n++;
+	mutex_unlock(&r->exports_lock);
+	if (!n)
+		return;
+	live = kcalloc(n, sizeof(*live), GFP_KERNEL | __GFP_NOFAIL);
+	i = 0;
+	mutex_lock(&r->exports_lock);
+	list_for_each_entry(gb, &r->dmabufs, node) {
+		/* one exported meanwhile sees @revoked and drops itself */
+		if (i == n)
+			break;
+		if (gdrpeer_dmabuf_get_unless_dying(gb->dmabuf))
+			live[i++] = gb;
+	}
+	mutex_unlock(&r->exports_lock);
+
+	n = i;
+	for (i = 0; i < n; i++) {
+		gdrpeer_dmabuf_revoke_one(live[i]);
+		dma_buf_put(live[i]->dmabuf);
+	}
+	kfree(live);
 }

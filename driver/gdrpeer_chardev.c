@@ -8,6 +8,19 @@
  * freed id is not reused soon).  A handle of another file never matches
  * the cookie and fails with -ENOENT, so does a freed one.
  * The mmap offset of a handle is id << GDRPEER_MMAP_WINDOW_SHIFT.
+ *
+ * Access model: a file opened without write access (O_RDONLY) may look
+ * (INFO, LIST_DEVICES, QUERY) but not allocate, free, export or pin: those
+ * hand out writable device memory, and answer -EBADF.
+ *
+ * Every open file shares gdrpeer's own address space (an inode of a small
+ * pseudo filesystem, as DRM and VFIO do) instead of the device node's, so
+ * that a region's CPU mappings, placed at the region's own offset there,
+ * can be zapped on revocation whatever node or namespace they came from.
+ *
+ * The node is the last thing that appears at load and the first that goes
+ * at unload (gdrpeer_chardev_enable/disable): no file can be opened into a
+ * module whose load is still going to fail.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -19,6 +32,8 @@
 #include <linux/file.h>
 #include <linux/mm.h>
 #include <linux/module.h>
+#include <linux/mount.h>
+#include <linux/pseudo_fs.h>
 #include <linux/nospec.h>
 #include <linux/overflow.h>
 #include <linux/random.h>
@@ -48,7 +63,10 @@ struct gdrpeer_file {
 static atomic_t gdrpeer_cookie_seq;
 static dev_t gdrpeer_devt;
 static struct cdev gdrpeer_cdev;
+static bool gdrpeer_cdev_live;
 static struct device *gdrpeer_dev;
+static struct vfsmount *gdrpeer_mnt;
+static struct inode *gdrpeer_inode;	/* its i_mapping holds every mmap */
 static struct kobject *gdrpeer_providers_kobj;	/* .../gdrpeer/providers */
 
 /* ---- handle table ---------------------------------------------------- */
@@ -254,6 +272,10 @@ static int gdrpeer_ioc_export(struct gdrpeer_file *gf, void *arg,
 	r = gdrpeer_lookup(gf, e->handle);
 	if (!r)
 		return -ENOENT;
+	if (gdrpeer_region_revoked(r)) {
+		ret = -ENODEV;
+		goto out_put;
+	}
 	if (check_add_overflow(e->offset, e->length, &end)) {
 		ret = -EOVERFLOW;
 		goto out_put;
@@ -299,6 +321,7 @@ struct gdrpeer_ioctl_desc {
 	/* copies back itself (export) */
 	int (*fn_user)(struct gdrpeer_file *gf, void *arg, void __user *uarg);
 	bool copy_on_error;
+	bool needs_write;	/* hands out or changes device memory */
 };
 
 #define GDRPEER_IOCTL_NR(c) _IOC_NR(GDRPEER_IOCTL_##c)
@@ -307,13 +330,17 @@ static const struct gdrpeer_ioctl_desc gdrpeer_ioctls[] = {
 				     NULL, true },
 	[GDRPEER_IOCTL_NR(LIST_DEVICES)] = { GDRPEER_IOCTL_LIST_DEVICES,
 					     gdrpeer_ioc_list },
-	[GDRPEER_IOCTL_NR(ALLOC)] = { GDRPEER_IOCTL_ALLOC, gdrpeer_ioc_alloc },
-	[GDRPEER_IOCTL_NR(FREE)] = { GDRPEER_IOCTL_FREE, gdrpeer_ioc_free },
+	[GDRPEER_IOCTL_NR(ALLOC)] = { GDRPEER_IOCTL_ALLOC, gdrpeer_ioc_alloc,
+				      .needs_write = true },
+	[GDRPEER_IOCTL_NR(FREE)] = { GDRPEER_IOCTL_FREE, gdrpeer_ioc_free,
+				     .needs_write = true },
 	[GDRPEER_IOCTL_NR(EXPORT)] = { GDRPEER_IOCTL_EXPORT, NULL,
-				       gdrpeer_ioc_export },
+				       gdrpeer_ioc_export,
+				       .needs_write = true },
 	[GDRPEER_IOCTL_NR(QUERY)] = { GDRPEER_IOCTL_QUERY, gdrpeer_ioc_query },
 	[GDRPEER_IOCTL_NR(EXPORT_VA)] = { GDRPEER_IOCTL_EXPORT_VA, NULL,
-					  gdrpeer_ioc_export_va },
+					  gdrpeer_ioc_export_va,
+					  .needs_write = true },
 };
 
 /* Large enough for every argument struct. */
@@ -346,6 +373,8 @@ static long gdrpeer_ioctl(struct file *filp, unsigned int cmd,
 	/* a known number with another size or direction: wrong struct */
 	if (cmd != d->cmd)
 		return -EINVAL;
+	if (d->needs_write && !(filp->f_mode & FMODE_WRITE))
+		return -EBADF;
 	size = _IOC_SIZE(cmd);
 	if (WARN_ON_ONCE(size > sizeof(karg)))
 		return -EINVAL;
@@ -375,15 +404,11 @@ static int gdrpeer_mmap(struct file *filp, struct vm_area_struct *vma)
 	r = gdrpeer_lookup(gf, gdrpeer_handle(gf, (u32)id));
 	if (!r)
 		return -ENOENT;
-	ret = gdrpeer_region_mmap(r, off, vma);
-	if (ret) {
+	/* on success the lookup reference belongs to the vma */
+	ret = gdrpeer_region_mmap_handle(r, off, vma);
+	if (ret)
 		gdrpeer_region_put(r);
-		return ret;
-	}
-	/* the lookup reference now belongs to the vma */
-	vma->vm_private_data = r;
-	vma->vm_ops = &gdrpeer_handle_vm_ops;
-	return 0;
+	return ret;
 }
 
 /* ---- open / release ------------------------------------------------- */
@@ -392,7 +417,7 @@ static int gdrpeer_open(struct inode *inode, struct file *filp)
 {
 	struct gdrpeer_file *gf;
 
-	gf = kzalloc(sizeof(*gf), GFP_KERNEL);
+	gf = kzalloc(sizeof(*gf), GFP_KERNEL_ACCOUNT);
 	if (!gf)
 		return -ENOMEM;
 	mutex_init(&gf->lock);
@@ -401,6 +426,7 @@ static int gdrpeer_open(struct inode *inode, struct file *filp)
 		gf->cookie = (u32)atomic_inc_return(&gdrpeer_cookie_seq);
 	} while (!gf->cookie);
 	filp->private_data = gf;
+	filp->f_mapping = gdrpeer_inode->i_mapping;
 	return nonseekable_open(inode, filp);
 }
 
@@ -501,15 +527,65 @@ static void gdrpeer_dev_release(struct device *dev)
 	kfree(dev);
 }
 
+/* ---- gdrpeer's own address space -------------------------------------- */
+
+#define GDRPEER_FS_MAGIC 0x67647270	/* "gdrp" */
+
+static int gdrpeer_fs_init_fs_context(struct fs_context *fc)
+{
+	return init_pseudo(fc, GDRPEER_FS_MAGIC) ? 0 : -ENOMEM;
+}
+
+/*
+ * No .owner: the mount is ours for the module's whole life, and a module
+ * reference from it would keep the module from ever unloading.
+ */
+static struct file_system_type gdrpeer_fs_type = {
+	.name = "gdrpeer",
+	.init_fs_context = gdrpeer_fs_init_fs_context,
+	.kill_sb = kill_anon_super,
+};
+
+struct address_space *gdrpeer_mapping(void)
+{
+	return gdrpeer_inode->i_mapping;
+}
+
+static int gdrpeer_mapping_init(void)
+{
+	gdrpeer_mnt = kern_mount(&gdrpeer_fs_type);
+	if (IS_ERR(gdrpeer_mnt))
+		return PTR_ERR(gdrpeer_mnt);
+	gdrpeer_inode = alloc_anon_inode(gdrpeer_mnt->mnt_sb);
+	if (IS_ERR(gdrpeer_inode)) {
+		kern_unmount(gdrpeer_mnt);
+		return PTR_ERR(gdrpeer_inode);
+	}
+	return 0;
+}
+
+static void gdrpeer_mapping_exit(void)
+{
+	iput(gdrpeer_inode);
+	kern_unmount(gdrpeer_mnt);
+}
+
+/*
+ * Class, sysfs and the address space; the node exists but cannot be
+ * opened (-ENXIO) until gdrpeer_chardev_enable().
+ */
 int gdrpeer_chardev_init(void)
 {
 	struct device *dev;
 	int ret;
 
 	atomic_set(&gdrpeer_cookie_seq, (int)get_random_u32());
-	ret = alloc_chrdev_region(&gdrpeer_devt, 0, 1, "gdrpeer");
+	ret = gdrpeer_mapping_init();
 	if (ret)
 		return ret;
+	ret = alloc_chrdev_region(&gdrpeer_devt, 0, 1, "gdrpeer");
+	if (ret)
+		goto err_mapping;
 	cdev_init(&gdrpeer_cdev, &gdrpeer_fops);
 	gdrpeer_cdev.owner = THIS_MODULE;
 	ret = class_register(&gdrpeer_class);
@@ -530,13 +606,12 @@ int gdrpeer_chardev_init(void)
 	ret = dev_set_name(dev, "gdrpeer");
 	if (ret)
 		goto err_dev;
-	/* node and sysfs appear together; ioctl works from here on */
-	ret = cdev_device_add(&gdrpeer_cdev, dev);
+	ret = device_add(dev);
 	if (ret)
 		goto err_dev;
 	ret = gdrpeer_devices_init(&dev->kobj);
 	if (ret)
-		goto err_cdev;
+		goto err_del;
 	gdrpeer_providers_kobj = kobject_create_and_add("providers",
 						       &dev->kobj);
 	if (!gdrpeer_providers_kobj) {
@@ -554,15 +629,34 @@ err_providers:
 	gdrpeer_providers_kobj = NULL;
 err_devices:
 	gdrpeer_devices_exit();
-err_cdev:
-	cdev_device_del(&gdrpeer_cdev, dev);
+err_del:
+	device_del(dev);
 err_dev:
 	put_device(dev);
 err_class:
 	class_unregister(&gdrpeer_class);
 err_region:
 	unregister_chrdev_region(gdrpeer_devt, 1);
+err_mapping:
+	gdrpeer_mapping_exit();
 	return ret;
+}
+
+/* The last step of a load: /dev/gdrpeer can be opened from here on. */
+int gdrpeer_chardev_enable(void)
+{
+	int ret = cdev_add(&gdrpeer_cdev, gdrpeer_devt, 1);
+
+	gdrpeer_cdev_live = !ret;
+	return ret;
+}
+
+/* The first step of an unload: no new open (open files hold the module). */
+void gdrpeer_chardev_disable(void)
+{
+	if (gdrpeer_cdev_live)
+		cdev_del(&gdrpeer_cdev);
+	gdrpeer_cdev_live = false;
 }
 
 /* .../gdrpeer/providers, for providers that publish their own state */
@@ -573,13 +667,15 @@ struct kobject *gdrpeer_providers(void)
 
 void gdrpeer_chardev_exit(void)
 {
+	gdrpeer_chardev_disable();
 	sysfs_remove_group(gdrpeer_providers_kobj, &pcibar_status_group);
 	kobject_put(gdrpeer_providers_kobj);
 	gdrpeer_providers_kobj = NULL;
 	gdrpeer_devices_exit();
-	cdev_device_del(&gdrpeer_cdev, gdrpeer_dev);
+	device_del(gdrpeer_dev);
 	put_device(gdrpeer_dev);
 	gdrpeer_dev = NULL;
 	class_unregister(&gdrpeer_class);
 	unregister_chrdev_region(gdrpeer_devt, 1);
+	gdrpeer_mapping_exit();
 }

@@ -7,6 +7,7 @@
 #ifndef GDRPEER_COMPAT_H
 #define GDRPEER_COMPAT_H
 
+#include <linux/dma-resv.h>
 #include <linux/mm.h>
 #include <linux/module.h>
 
@@ -55,5 +56,20 @@ static inline void gdrpeer_vm_flags_set(struct vm_area_struct *vma,
 #else
 #define GDRPEER_DEVNODE_CONST
 #endif
+
+/*
+ * Wait for every fence of a dma-buf's reservation object: an importer's
+ * queued work on a revoked buffer must be over before its memory goes.
+ * dma_resv_usage arrived in 5.19; before it, dma_resv_wait_timeout_rcu().
+ */
+static inline void gdrpeer_resv_wait_all(struct dma_resv *resv)
+{
+#if defined(GDRPEER_HAVE_DMA_RESV_USAGE)
+	dma_resv_wait_timeout(resv, DMA_RESV_USAGE_BOOKKEEP, false,
+			      MAX_SCHEDULE_TIMEOUT);
+#else
+	dma_resv_wait_timeout_rcu(resv, true, false, MAX_SCHEDULE_TIMEOUT);
+#endif
+}
 
 #endif /* GDRPEER_COMPAT_H */

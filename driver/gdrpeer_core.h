@@ -13,13 +13,27 @@
  *  - The module cannot be unloaded while a /dev/gdrpeer file, a mapping of
  *    it or a dma-buf exists (file owners and dma_buf_export_info.owner).
  *
- * Lock order (outermost first), all mutexes, all taken only where the
- * caller may sleep:
- *   mmap_lock (taken by the mm before ->mmap and vm_ops->close)
- *   -> gdrpeer_file.lock        (per open file: its handle table)
- *   -> pcibar_bind_lock         (provider_pcibar.c: bind/unbind)
+ * Revocation: a region can lose its memory while users still hold it (the
+ * device is unbound, hot-unplugged or fails; NVIDIA frees CUDA memory under
+ * a callback pin).  gdrpeer_region_revoke() then stops every use before
+ * the memory is given back: CPU mappings are zapped and fault with SIGBUS,
+ * dma-buf importers are told (move_notify / invalidate_mappings) and
+ * waited for until they have unmapped, ioctls on the handle fail with
+ * -ENODEV.  The references stay counted; only the memory is gone.
+ *
+ * Lock order (outermost first), all mutexes or rwsems, all taken only where
+ * the caller may sleep:
+ *   pcibar_bind_lock            (provider_pcibar.c: run-time bind/unbind)
+ *   -> device_lock(pci_dev)     (driver core: probe, remove)
  *   -> gdrpeer_devices_lock     (gdrpeer_device.c: the device registry)
- *   -> gdrpeer_device.lock      (one device: allocator and "dead")
+ *   -> gdrpeer_device.lock      (one device: allocator, region list, dead)
+ *   mmap_lock (taken by the mm before ->mmap, ->fault and vm_ops->close)
+ *   -> gdrpeer_file.lock        (per open file: its handle table)
+ *   -> gdrpeer_region.memory_lock (read by CPU faults, written by revoke)
+ *   gdrpeer_region.exports_lock -> dma-buf reservation lock -> importer
+ *   locks (move_notify); never held while waiting for importers.
+ * Revocation takes memory_lock, then (after dropping it) exports_lock, then
+ * the reservation lock; it never holds a lock of ours while it waits.
  * No user copy happens under any of them (a fault would take mmap_lock).
  */
 #ifndef GDRPEER_CORE_H
@@ -30,6 +44,9 @@
 #include <linux/kref.h>
 #include <linux/mm_types.h>
 #include <linux/mutex.h>
+#include <linux/rwsem.h>
+#include <linux/list.h>
+#include <linux/mm.h>
 #include <linux/types.h>
 
 struct dma_buf;
@@ -54,6 +71,7 @@ struct gdrpeer_counters {
 	atomic64_t exports;
 	atomic64_t attachments;
 	atomic64_t active_maps;
+	atomic64_t revoked;		/* live regions whose memory is gone */
 };
 
 /*
@@ -80,6 +98,17 @@ struct gdrpeer_region_ops {
 	void (*release)(struct gdrpeer_region *r);
 };
 
+/*
+ * How a region may disappear under its users; decides what importers may
+ * do with it (see exporter_dmabuf.c, pin).
+ */
+enum gdrpeer_revocable {
+	/* only when the device goes (unbind, hot-unplug, error) */
+	GDRPEER_REVOCABLE_WITH_DEVICE,
+	/* at any time, by its owner (cudaFree under a callback pin) */
+	GDRPEER_REVOCABLE_ANY_TIME,
+};
+
 /* An allocation of device memory. */
 struct gdrpeer_region {
 	struct kref ref;
@@ -90,10 +119,25 @@ struct gdrpeer_region {
 	u64 size;
 	u64 dev_offset;			/* offset inside the device memory */
 	u32 flags;			/* GDRPEER alloc flags (none yet) */
+	enum gdrpeer_revocable revocable;
 	atomic_t exports;		/* live dma-bufs exported from it */
 	unsigned int nr_ranges;
 	struct gdrpeer_range *ranges;	/* ascending, covering [0, size) */
 	struct gdrpeer_range range0;	/* storage when nr_ranges == 1 */
+	/*
+	 * CPU mappings of the region (handle mmaps) live at this page offset
+	 * of gdrpeer's own address space, unique to the region, so that
+	 * revocation can zap exactly them.
+	 */
+	unsigned long mmap_pgoff;
+	/* protects @revoked; read-held by CPU faults while they insert */
+	struct rw_semaphore memory_lock;
+	bool revoked;
+	struct mutex exports_lock;	/* protects @dmabufs */
+	struct list_head dmabufs;	/* struct gdrpeer_dmabuf, live ones */
+	/* in gdev->regions; under gdev->lock; plain (BAR) regions only */
+	struct list_head dev_node;
+	bool memory_returned;		/* the provider took it back at revoke */
 };
 
 /* A device whose memory gdrpeer hands out. Embedded in provider state. */
@@ -104,8 +148,9 @@ struct gdrpeer_device {
 	struct pci_dev *pdev;		/* provider holds a pci_dev reference */
 	int bar;
 	u64 size;			/* bytes of device memory managed */
-	struct mutex lock;		/* protects the allocator and @dead */
-	bool dead;			/* unbound: no new regions */
+	struct mutex lock;		/* protects the allocator, @regions, @dead */
+	bool dead;			/* unbound or failed: no new regions */
+	struct list_head regions;	/* live regions (gdrpeer_region.dev_node) */
 	struct gdrpeer_counters cnt;
 };
 
@@ -113,7 +158,8 @@ struct gdrpeer_device {
 int gdrpeer_devices_init(struct kobject *parent);
 void gdrpeer_devices_exit(void);
 int gdrpeer_device_register(struct gdrpeer_device *gdev);
-int gdrpeer_device_unregister(struct gdrpeer_device *gdev);
+void gdrpeer_device_revoke(struct gdrpeer_device *gdev);
+void gdrpeer_device_unregister(struct gdrpeer_device *gdev);
 struct gdrpeer_device *gdrpeer_device_find_pci(struct pci_dev *pdev);
 struct gdrpeer_device *
 gdrpeer_device_find_first(const struct gdrpeer_provider_ops *ops);
@@ -122,19 +168,27 @@ u32 gdrpeer_device_count(void);
 u32 gdrpeer_device_list(struct gdrpeer_device_info *out, u32 count);
 int gdrpeer_region_create(u32 index, u64 size, u32 flags,
 			  struct gdrpeer_region **out);
+void gdrpeer_region_init(struct gdrpeer_region *r, u64 size,
+			 enum gdrpeer_revocable revocable);
 void gdrpeer_region_get(struct gdrpeer_region *r);
 void gdrpeer_region_put(struct gdrpeer_region *r);
-extern const struct vm_operations_struct gdrpeer_handle_vm_ops;
-extern const struct vm_operations_struct gdrpeer_dmabuf_vm_ops;
-int gdrpeer_region_mmap(struct gdrpeer_region *r, u64 offset,
-			struct vm_area_struct *vma);
+void gdrpeer_region_revoke(struct gdrpeer_region *r);
+bool gdrpeer_region_revoked(struct gdrpeer_region *r);
+int gdrpeer_region_mmap_handle(struct gdrpeer_region *r, u64 offset,
+			       struct vm_area_struct *vma);
+void gdrpeer_region_mmap_prepare(struct vm_area_struct *vma);
+vm_fault_t gdrpeer_region_fault(struct gdrpeer_region *r, u64 offset,
+				struct vm_fault *vmf);
 int gdrpeer_region_phys(const struct gdrpeer_region *r, u64 offset,
 			phys_addr_t *phys);
 int gdrpeer_vma_no_split(struct vm_area_struct *vma, unsigned long addr);
 
 /* gdrpeer_chardev.c */
 int gdrpeer_chardev_init(void);
+int gdrpeer_chardev_enable(void);
+void gdrpeer_chardev_disable(void);
 void gdrpeer_chardev_exit(void);
+struct address_space *gdrpeer_mapping(void);
 struct kobject *gdrpeer_providers(void);
 extern unsigned int gdrpeer_dev_mode;
 extern unsigned int gdrpeer_dev_gid;

@@ -17,6 +17,7 @@
 
 #include "gdrpeer_compat.h"
 #include "gdrpeer_core.h"
+#include "exporter.h"
 #include "provider.h"
 
 /*
@@ -85,6 +86,7 @@ GDRPEER_COUNTER_ATTR(alloc_bytes);
 GDRPEER_COUNTER_ATTR(exports);
 GDRPEER_COUNTER_ATTR(attachments);
 GDRPEER_COUNTER_ATTR(active_maps);
+GDRPEER_COUNTER_ATTR(revoked);
 
 static struct kobj_attribute bdf_attr = __ATTR_RO(bdf);
 static struct kobj_attribute bar_attr = __ATTR_RO(bar);
@@ -103,6 +105,7 @@ static struct attribute *gdrpeer_device_attrs[] = {
 	&exports_attr.attr,
 	&attachments_attr.attr,
 	&active_maps_attr.attr,
+	&revoked_attr.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(gdrpeer_device);
@@ -145,6 +148,7 @@ int gdrpeer_device_register(struct gdrpeer_device *gdev)
 	int ret;
 
 	mutex_init(&gdev->lock);
+	INIT_LIST_HEAD(&gdev->regions);
 	kobject_init(&gdev->kobj, &gdrpeer_device_ktype);
 
 	mutex_lock(&gdrpeer_devices_lock);
@@ -169,26 +173,76 @@ err_unlock:
 	return ret;
 }
 
-/* -EBUSY while any region of @gdev is alive; then @gdev is gone. */
-int gdrpeer_device_unregister(struct gdrpeer_device *gdev)
+/*
+ * The device's memory is going (unbind, hot-unplug, a fatal error): no new
+ * region, and every live one is revoked.  Returns when no CPU mapping and
+ * no importer mapping of the device's memory is left.  Sleeps; callers
+ * hold no lock of ours.
+ */
+void gdrpeer_device_revoke(struct gdrpeer_device *gdev)
 {
-	mutex_lock(&gdrpeer_devices_lock);
+	struct gdrpeer_region **live;
+	struct gdrpeer_region *r;
+	unsigned int n = 0, i;
+
 	mutex_lock(&gdev->lock);
-	if (atomic64_read(&gdev->cnt.allocations)) {
-		mutex_unlock(&gdev->lock);
-		mutex_unlock(&gdrpeer_devices_lock);
-		return -EBUSY;
-	}
 	gdev->dead = true;
+	list_for_each_entry(r, &gdev->regions, dev_node)
+		n++;
 	mutex_unlock(&gdev->lock);
+	if (!n)
+		return;
+
+	/*
+	 * Regions cannot be added any more (dead), only released; a region
+	 * in its release (reference 0) is skipped: its memory goes back
+	 * without our help.
+	 */
+	live = kcalloc(n, sizeof(*live), GFP_KERNEL | __GFP_NOFAIL);
+	n = 0;
+	mutex_lock(&gdev->lock);
+	list_for_each_entry(r, &gdev->regions, dev_node)
+		if (kref_get_unless_zero(&r->ref))
+			live[n++] = r;
+	mutex_unlock(&gdev->lock);
+
+	for (i = 0; i < n; i++) {
+		gdrpeer_region_revoke(live[i]);
+		gdrpeer_region_put(live[i]);
+	}
+	kfree(live);
+}
+
+/*
+ * Unbind: revoke everything, take the memory of still referenced regions
+ * back, then remove the device (sysfs, registry) and give its resources
+ * back (ops->shutdown).  The struct lives on until the last region
+ * reference is gone.
+ */
+void gdrpeer_device_unregister(struct gdrpeer_device *gdev)
+{
+	struct gdrpeer_region *r;
+
+	mutex_lock(&gdrpeer_devices_lock);
 	xa_erase(&gdrpeer_devices, gdev->index);
 	mutex_unlock(&gdrpeer_devices_lock);
+
+	gdrpeer_device_revoke(gdev);
+
+	/* nobody can reach the memory now: hand it back before shutdown */
+	mutex_lock(&gdev->lock);
+	list_for_each_entry(r, &gdev->regions, dev_node) {
+		if (!r->memory_returned) {
+			gdev->ops->free(gdev, r);
+			r->memory_returned = true;
+		}
+	}
+	mutex_unlock(&gdev->lock);
 
 	/* removes the sysfs files and waits for readers of free_bytes */
 	kobject_del(&gdev->kobj);
 	gdev->ops->shutdown(gdev);
 	kobject_put(&gdev->kobj);
-	return 0;
 }
 
 /* Returns a device reference (gdrpeer_device_put) or NULL. */
@@ -278,6 +332,54 @@ u32 gdrpeer_device_list(struct gdrpeer_device_info *out, u32 count)
 
 /* ---- regions -------------------------------------------------------- */
 
+/*
+ * Each region gets its own window of gdrpeer's mmap offset space, never
+ * reused (64-bit page offsets do not run out), so that zapping one region's
+ * CPU mappings touches no other region.
+ */
+static atomic64_t gdrpeer_next_pgoff = ATOMIC64_INIT(1);
+
+/* Common initialisation of a region of @size bytes (providers too). */
+void gdrpeer_region_init(struct gdrpeer_region *r, u64 size,
+			 enum gdrpeer_revocable revocable)
+{
+	u64 pages = size >> PAGE_SHIFT;
+
+	kref_init(&r->ref);
+	r->size = size;
+	r->revocable = revocable;
+	atomic_set(&r->exports, 0);
+	init_rwsem(&r->memory_lock);
+	mutex_init(&r->exports_lock);
+	INIT_LIST_HEAD(&r->dmabufs);
+	INIT_LIST_HEAD(&r->dev_node);
+	/* one guard page between windows */
+	r->mmap_pgoff = (unsigned long)atomic64_fetch_add(pages + 1,
+							  &gdrpeer_next_pgoff);
+}
+
+/*
+ * Zero the memory before it is handed out: it may hold what the previous
+ * user of this BAR range wrote.  The region is not visible to anyone yet.
+ */
+static int gdrpeer_region_clear(struct gdrpeer_region *r)
+{
+	unsigned int i;
+
+	for (i = 0; i < r->nr_ranges; i++) {
+		void __iomem *p = ioremap_wc(r->ranges[i].phys,
+					     r->ranges[i].len);
+
+		if (!p)
+			return -ENOMEM;
+		memset_io(p, 0, r->ranges[i].len);
+		/* the writes are posted: make them land before handing out */
+		wmb();
+		iounmap(p);
+	}
+	return 0;
+}
+
 int gdrpeer_region_create(u32 index, u64 size, u32 flags,
 			  struct gdrpeer_region **out)
 {
@@ -297,28 +399,32 @@ int gdrpeer_region_create(u32 index, u64 size, u32 flags,
 		ret = -E2BIG;
 		goto err_put;
 	}
-	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	/* charged to the caller's memory cgroup: handles are user-driven */
+	r = kzalloc(sizeof(*r), GFP_KERNEL_ACCOUNT);
 	if (!r) {
 		ret = -ENOMEM;
 		goto err_put;
 	}
-	kref_init(&r->ref);
+	gdrpeer_region_init(r, size, GDRPEER_REVOCABLE_WITH_DEVICE);
 	r->gdev = gdev;
 	r->cnt = &gdev->cnt;
-	r->size = size;
 	r->flags = flags;
-	atomic_set(&r->exports, 0);
 
 	mutex_lock(&gdev->lock);
 	ret = gdev->dead ? -ENODEV : gdev->ops->alloc(gdev, r);
-	if (!ret) {
-		atomic64_inc(&gdev->cnt.allocations);
-		atomic64_add(size, &gdev->cnt.alloc_bytes);
-	}
+	if (!ret)
+		list_add(&r->dev_node, &gdev->regions);
 	mutex_unlock(&gdev->lock);
 	if (ret) {
 		kfree(r);
 		goto err_put;
+	}
+	atomic64_inc(&gdev->cnt.allocations);
+	atomic64_add(size, &gdev->cnt.alloc_bytes);
+	ret = gdrpeer_region_clear(r);
+	if (ret) {
+		gdrpeer_region_put(r);
+		return ret;
 	}
 	*out = r;
 	return 0;
@@ -339,17 +445,23 @@ static void gdrpeer_region_release(struct kref *ref)
 						ref);
 	struct gdrpeer_device *gdev = r->gdev;
 
+	/* a provider's release waits for its own revocation to end */
 	if (r->ops) {
 		r->ops->release(r);
 		return;
 	}
+	if (r->revoked)
+		atomic64_dec(&r->cnt->revoked);
 	mutex_lock(&gdev->lock);
-	gdev->ops->free(gdev, r);
+	list_del(&r->dev_node);
+	if (!r->memory_returned)
+		gdev->ops->free(gdev, r);
+	mutex_unlock(&gdev->lock);
 	atomic64_sub(r->size, &gdev->cnt.alloc_bytes);
 	atomic64_dec(&gdev->cnt.allocations);
-	mutex_unlock(&gdev->lock);
 	if (r->ranges != &r->range0)
 		kfree(r->ranges);
+	mutex_destroy(&r->exports_lock);
 	kfree(r);
 	kobject_put(&gdev->kobj);
 }
@@ -359,6 +471,39 @@ void gdrpeer_region_put(struct gdrpeer_region *r)
 {
 	might_sleep();
 	kref_put(&r->ref, gdrpeer_region_release);
+}
+
+bool gdrpeer_region_revoked(struct gdrpeer_region *r)
+{
+	bool revoked;
+
+	down_read(&r->memory_lock);
+	revoked = r->revoked;
+	up_read(&r->memory_lock);
+	return revoked;
+}
+
+/*
+ * The memory of @r is going away: stop every use of it and return when
+ * none is left (see gdrpeer_core.h).  Idempotent.  Sleeps; the caller
+ * holds a reference and no lock of ours.
+ */
+void gdrpeer_region_revoke(struct gdrpeer_region *r)
+{
+	bool first;
+
+	down_write(&r->memory_lock);
+	first = !r->revoked;
+	r->revoked = true;
+	up_write(&r->memory_lock);
+	if (first)
+		atomic64_inc(&r->cnt->revoked);
+
+	/* handle mappings: faults after this see @revoked and get SIGBUS */
+	unmap_mapping_range(gdrpeer_mapping(),
+			    (loff_t)r->mmap_pgoff << PAGE_SHIFT,
+			    (loff_t)r->size, 1);
+	gdrpeer_dmabuf_revoke_region(r);
 }
 
 /*
@@ -371,68 +516,83 @@ int gdrpeer_vma_no_split(struct vm_area_struct *vma, unsigned long addr)
 	return -EINVAL;
 }
 
-const struct vm_operations_struct gdrpeer_dmabuf_vm_ops = {
-	.GDRPEER_VM_OPS_MAY_SPLIT = gdrpeer_vma_no_split,
-};
+/*
+ * CPU mappings (handle mmaps and dma-buf mmaps) are filled one page per
+ * fault, write-combined, so that revocation can zap them and a fault
+ * after it gets SIGBUS.  The caller has checked the vma's size.
+ */
+void gdrpeer_region_mmap_prepare(struct vm_area_struct *vma)
+{
+	gdrpeer_vm_flags_set(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND |
+			     VM_DONTDUMP | VM_DONTCOPY);
+	vma->vm_page_prot = pgprot_writecombine(vma->vm_page_prot);
+}
 
-static void gdrpeer_vma_open(struct vm_area_struct *vma)
+/* Fault at byte @offset of @r: insert its page unless revoked. */
+vm_fault_t gdrpeer_region_fault(struct gdrpeer_region *r, u64 offset,
+				struct vm_fault *vmf)
+{
+	vm_fault_t ret = VM_FAULT_SIGBUS;
+	phys_addr_t phys;
+
+	/* revoke zaps after it set @revoked: no page can be left behind */
+	down_read(&r->memory_lock);
+	if (!r->revoked && offset < r->size &&
+	    !gdrpeer_region_phys(r, offset, &phys))
+		ret = vmf_insert_pfn_prot(vmf->vma, vmf->address & PAGE_MASK,
+					  phys >> PAGE_SHIFT,
+					  vmf->vma->vm_page_prot);
+	up_read(&r->memory_lock);
+	return ret;
+}
+
+static void gdrpeer_handle_vma_open(struct vm_area_struct *vma)
 {
 	gdrpeer_region_get(vma->vm_private_data);
 }
 
-static void gdrpeer_vma_close(struct vm_area_struct *vma)
+static void gdrpeer_handle_vma_close(struct vm_area_struct *vma)
 {
 	gdrpeer_region_put(vma->vm_private_data);
 }
 
+static vm_fault_t gdrpeer_handle_vma_fault(struct vm_fault *vmf)
+{
+	struct gdrpeer_region *r = vmf->vma->vm_private_data;
+
+	return gdrpeer_region_fault(r, (u64)(vmf->pgoff - r->mmap_pgoff) <<
+				    PAGE_SHIFT, vmf);
+}
+
 /* handle mappings hold a region reference for their lifetime */
-const struct vm_operations_struct gdrpeer_handle_vm_ops = {
-	.open = gdrpeer_vma_open,
-	.close = gdrpeer_vma_close,
+static const struct vm_operations_struct gdrpeer_handle_vm_ops = {
+	.open = gdrpeer_handle_vma_open,
+	.close = gdrpeer_handle_vma_close,
+	.fault = gdrpeer_handle_vma_fault,
 	.GDRPEER_VM_OPS_MAY_SPLIT = gdrpeer_vma_no_split,
 };
 
 /*
- * Map [offset, offset + vma size) of @r write-combined into @vma.  Used by
- * the handle mmap of /dev/gdrpeer and by dma-buf mmap; the caller keeps the
- * region alive for the life of the vma.
+ * mmap of [offset, offset + vma size) of @r through /dev/gdrpeer.  On
+ * success the vma owns the caller's region reference; its page offset is
+ * moved into the region's own window of gdrpeer's address space.
  */
-int gdrpeer_region_mmap(struct gdrpeer_region *r, u64 offset,
-			struct vm_area_struct *vma)
+int gdrpeer_region_mmap_handle(struct gdrpeer_region *r, u64 offset,
+			       struct vm_area_struct *vma)
 {
 	u64 len = vma->vm_end - vma->vm_start;
-	unsigned long va = vma->vm_start;
-	unsigned int i;
-	int ret;
 
 	if (!(vma->vm_flags & VM_SHARED))
 		return -EINVAL;
 	if (offset > r->size || len > r->size - offset)
 		return -EINVAL;
-
-	gdrpeer_vm_flags_set(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND |
-			     VM_DONTDUMP | VM_DONTCOPY);
-	vma->vm_page_prot = pgprot_writecombine(vma->vm_page_prot);
-
-	for (i = 0; i < r->nr_ranges && len; i++) {
-		const struct gdrpeer_range *rg = &r->ranges[i];
-		u64 n;
-
-		if (offset >= rg->len) {
-			offset -= rg->len;
-			continue;
-		}
-		n = min(rg->len - offset, len);
-		ret = io_remap_pfn_range(vma, va,
-					 (rg->phys + offset) >> PAGE_SHIFT, n,
-					 vma->vm_page_prot);
-		if (ret)
-			return ret;
-		va += n;
-		len -= n;
-		offset = 0;
-	}
-	return len ? -EINVAL : 0;
+	if (gdrpeer_region_revoked(r))
+		return -ENODEV;
+	gdrpeer_region_mmap_prepare(vma);
+	vma->vm_pgoff = r->mmap_pgoff + (unsigned long)(offset >> PAGE_SHIFT);
+	vma->vm_private_data = r;
+	vma->vm_ops = &gdrpeer_handle_vm_ops;
+	return 0;
 }
 
 /* CPU physical address of byte @offset of @r; -EINVAL beyond its end. */

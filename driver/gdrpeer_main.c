@@ -34,6 +34,11 @@ unsigned int gdrpeer_dev_gid;
 module_param_named(dev_gid, gdrpeer_dev_gid, uint, 0444);
 MODULE_PARM_DESC(dev_gid, "group id of /dev/gdrpeer (default 0, root)");
 
+/*
+ * Load order: sysfs and state first, user-visible entry points last
+ * (/dev/gdrpeer opens only once nothing can fail any more); unload in the
+ * reverse order, the node first.
+ */
 static int __init gdrpeer_init(void)
 {
 	int ret;
@@ -46,30 +51,39 @@ static int __init gdrpeer_init(void)
 	if (ret)
 		return ret;
 	ret = nvp_init(gdrpeer_providers());
-	if (ret) {
-		gdrpeer_chardev_exit();
-		return ret;
-	}
-	pcibar_enable();
+	if (ret)
+		goto err_chardev;
+	ret = pcibar_init();
+	if (ret)
+		goto err_nvp;
 	ret = pcibar_bind_list(pcibar);
 	if (ret) {
 		pr_err("load refused: pcibar=%s could not be bound (%d)\n",
 		       pcibar, ret);
-		pcibar_unbind_all();
-		nvp_exit();
-		gdrpeer_chardev_exit();
-		return ret;
+		goto err_pcibar;
 	}
+	ret = gdrpeer_chardev_enable();
+	if (ret)
+		goto err_pcibar;
 	/* the one line that says what this node can do */
 	pr_info("ABI %u.%u loaded, %u device(s) bound; providers: pcibar active, nvidia %s\n",
 		GDRPEER_ABI_VERSION_MAJOR, GDRPEER_ABI_VERSION_MINOR,
 		gdrpeer_device_count(), nvp_status_line());
 	return 0;
+
+err_pcibar:
+	pcibar_exit();
+err_nvp:
+	nvp_exit();
+err_chardev:
+	gdrpeer_chardev_exit();
+	return ret;
 }
 
 static void __exit gdrpeer_exit(void)
 {
-	pcibar_unbind_all();
+	gdrpeer_chardev_disable();
+	pcibar_exit();
 	nvp_exit();
 	gdrpeer_chardev_exit();
 }

@@ -22,18 +22,19 @@ struct gdrpeer_provider_ops {
 	int (*alloc)(struct gdrpeer_device *gdev, struct gdrpeer_region *r);
 	void (*free)(struct gdrpeer_device *gdev, struct gdrpeer_region *r);
 	u64 (*free_bytes)(struct gdrpeer_device *gdev);
-	/* unbind: give back BAR, allocator, pci_dev; no region is alive */
+	/* unbind: give back BAR and allocator; regions are revoked and
+	 * their memory was handed back with free (memory_returned) */
 	void (*shutdown)(struct gdrpeer_device *gdev);
 	/* kobject release: free the provider struct that embeds gdev */
 	void (*destroy)(struct gdrpeer_device *gdev);
 };
 
 /* provider_pcibar.c: generic PCI BAR provider */
+int pcibar_init(void);
+void pcibar_exit(void);
 int pcibar_bind(const char *spec);
 int pcibar_unbind(const char *spec);
-void pcibar_enable(void);
 int pcibar_bind_list(const char *list);
-void pcibar_unbind_all(void);
 
 /* provider_nvidia.c: CUDA memory pinned through nvidia_p2p */
 struct dma_buf;

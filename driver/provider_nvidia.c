@@ -33,10 +33,10 @@
  *
  * Locks (outermost first), all may sleep:
  *   nvp_resolve_lock   symbol resolution (load, rescan, unload)
- *   nvp_pin.lock       state, imports list, dmabuf pointer; held by the
- *                      callback while it revokes the dma-buf, so that the
- *                      dma-buf cannot be released under it
- *   -> gdrpeer_dmabuf.lock -> dma-buf reservation lock -> importer locks
+ *   nvp_pin.lock       state, imports list; never held while the region
+ *                      is revoked (gdrpeer_region_revoke takes the
+ *                      region's locks, the reservation lock and waits for
+ *                      importers, whose detach takes nvp_pin.lock)
  * No lock of ours is held across a call into nvidia.ko: get_pages,
  * put_pages, dma_map_pages and dma_unmap_pages can wait for a running
  * free callback, and the callback takes nvp_pin.lock.  The callback waits
@@ -277,7 +277,7 @@ struct nvp_pin {
 	struct mutex lock;		/* see the lock order at the top */
 	enum nvp_pin_state state;
 	struct list_head imports;	/* struct nvp_import */
-	struct dma_buf *dmabuf;		/* not counted: cleared at unexport */
+	bool wc_reserved;		/* ranges reserved write-combining */
 	bool cb_started;
 	struct completion cb_done;	/* the callback has returned */
 	atomic_t unmaps_in_flight;	/* dma_unmap_pages calls running */
@@ -313,9 +313,16 @@ static void nvp_free_callback(void *data)
 	}
 	pin->state = NVP_REVOKING;
 	atomic64_inc(&nvp_revoked);
-	/* the pin lock keeps the dma-buf from being released meanwhile */
-	if (pin->dmabuf)
-		gdrpeer_dmabuf_revoke(pin->dmabuf);
+	/*
+	 * New attaches see REVOKING.  The region may be in its release
+	 * already; that waits for cb_done before it frees anything.
+	 */
+	mutex_unlock(&pin->lock);
+
+	/* importers told and waited for, CPU mappings zapped */
+	gdrpeer_region_revoke(&pin->region);
+
+	mutex_lock(&pin->lock);
 	/* NVIDIA frees these mappings after we return */
 	list_for_each_entry(im, &pin->imports, node) {
 		if (im->map) {
@@ -461,16 +468,6 @@ static struct sg_table *nvp_map(struct gdrpeer_region *r,
 				     max_seg);
 }
 
-static void nvp_unexport(struct gdrpeer_region *r, struct dma_buf *dmabuf)
-{
-	struct nvp_pin *pin = to_pin(r);
-
-	mutex_lock(&pin->lock);
-	if (pin->dmabuf == dmabuf)
-		pin->dmabuf = NULL;
-	mutex_unlock(&pin->lock);
-}
-
 static void nvp_put(struct nvp_pin *pin)
 {
 	int ret;
@@ -512,6 +509,9 @@ static void nvp_release(struct gdrpeer_region *r)
 	if (pin->state == NVP_REVOKED || pin->state == NVP_REVOKING)
 		atomic64_dec(&nvp_revoked);
 	mutex_unlock(&pin->lock);
+	/* the callback's revoke is over: this cannot change any more */
+	if (r->revoked)
+		atomic64_dec(&r->cnt->revoked);
 	if (pin->persistent)
 		atomic64_dec(&nvp_pins_persistent);
 	else
@@ -528,7 +528,6 @@ static const struct gdrpeer_region_ops nvp_region_ops = {
 	.attach = nvp_attach,
 	.detach = nvp_detach,
 	.map = nvp_map,
-	.unexport = nvp_unexport,
 	.release = nvp_release,
 };
 
@@ -622,6 +621,9 @@ struct dma_buf *nvp_export_va(struct gdrpeer_export_va *e)
 	init_waitqueue_head(&pin->unmap_wq);
 	pin->va = e->va;
 	pin->state = NVP_PINNED;
+	/* before get_pages: its free callback may revoke the region at once */
+	gdrpeer_region_init(&pin->region, e->length,
+			    GDRPEER_REVOCABLE_ANY_TIME);
 
 	/* persistent by default where the driver has it */
 	ret = -EOPNOTSUPP;
@@ -643,11 +645,10 @@ struct dma_buf *nvp_export_va(struct gdrpeer_export_va *e)
 	}
 
 	/* from here on nvp_release() undoes everything */
-	kref_init(&pin->region.ref);
+	if (pin->persistent)
+		pin->region.revocable = GDRPEER_REVOCABLE_WITH_DEVICE;
 	pin->region.ops = &nvp_region_ops;
 	pin->region.cnt = &nvp_cnt;
-	pin->region.size = e->length;
-	atomic_set(&pin->region.exports, 0);
 	atomic64_inc(&nvp_cnt.allocations);
 	atomic64_add(e->length, &nvp_cnt.alloc_bytes);
 	atomic64_inc(pin->persistent ? &nvp_pins_persistent :
@@ -672,12 +673,10 @@ struct dma_buf *nvp_export_va(struct gdrpeer_export_va *e)
 		gdrpeer_region_put(&pin->region);
 		return dmabuf;
 	}
-	mutex_lock(&pin->lock);
-	pin->dmabuf = dmabuf;
-	/* freed between pinning and exporting: born revoked */
-	if (pin->state != NVP_PINNED)
-		gdrpeer_dmabuf_revoke(dmabuf);
-	mutex_unlock(&pin->lock);
+	/*
+	 * Freed between pinning and exporting: the callback revoked the
+	 * region before the dma-buf existed, and export saw that.
+	 */
 	gdrpeer_region_put(&pin->region);
 
 	e->pin_mode = pin->persistent ? GDRPEER_PIN_PERSISTENT :

@@ -1,17 +1,30 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * pcibar provider: device memory = one prefetchable memory BAR of a PCI
- * device chosen by the administrator ("pcibar=BDF[@BAR][,...]" at load
- * time, /sys/class/gdrpeer/gdrpeer/pcibar_bind and pcibar_unbind at run
- * time).  The BAR is carved with the kernel's genalloc.
+ * function, carved with the kernel's genalloc.
  *
- * gdrpeer does not become the PCI driver of the device: it claims the BAR
- * with pci_request_region(), which is what fails when another driver
- * owns it, and refuses devices that already have a driver.
+ * gdrpeer serves a BAR only while it is the PCI driver of that function,
+ * so that the driver core tells it when the function goes away (unbind,
+ * hot-unplug, "remove" in sysfs) and nobody else can claim it meanwhile.
+ * It has no ID table: it binds the way vfio-pci is bound to a device chosen
+ * by the administrator,
+ *   echo gdrpeer > /sys/bus/pci/devices/BDF/driver_override
+ *   echo BDF > /sys/bus/pci/drivers/gdrpeer/bind
+ * or with new_id; "pcibar=BDF[@BAR][,...]" at load time and
+ * /sys/class/gdrpeer/gdrpeer/pcibar_bind|pcibar_unbind do the same (they
+ * set and clear driver_override themselves) and choose the BAR.
+ *
+ * remove() revokes every allocation (gdrpeer_device_unregister): importers
+ * are told and waited for, CPU mappings are zapped, and only then is the
+ * BAR released.  While bound, the driver core's runtime-PM reference taken
+ * for probe is kept (no pm_runtime_put in probe), so the function stays
+ * powered while its memory is served.  A fatal AER error revokes too.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": pcibar: " fmt
 
+#include <linux/device.h>
 #include <linux/genalloc.h>
+#include <linux/io.h>
 #include <linux/kernel.h>
 #include <linux/log2.h>
 #include <linux/pci.h>
@@ -33,12 +46,40 @@ struct pcibar_dev {
 	struct gdrpeer_device gdev;
 	struct gen_pool *pool;	/* addresses are CPU physical */
 	phys_addr_t start;	/* BAR start */
+	int wc_cookie;		/* arch_phys_wc_add (MTRR where no PAT) */
 };
 
-/* Serialises bind/unbind (mutex, may sleep); before gdrpeer_devices_lock. */
+/*
+ * Serialises pcibar_bind/pcibar_unbind (mutex, may sleep); taken before
+ * the device lock that the driver core takes around probe and remove.
+ */
 static DEFINE_MUTEX(pcibar_bind_lock);
 /* false while the module loads or unloads: sysfs binds are refused */
 static bool pcibar_enabled;
+
+/*
+ * The BAR a pcibar_bind() asked for, read by the probe it triggers; and
+ * the probe's errno, which the driver core does not pass back.  Under
+ * pcibar_wanted_lock (mutex, innermost: probe takes it under the device
+ * lock, while pcibar_bind holds pcibar_bind_lock).
+ */
+static DEFINE_MUTEX(pcibar_wanted_lock);
+static struct pci_dev *pcibar_wanted_pdev;
+static int pcibar_wanted_bar = -1;
+static int pcibar_wanted_err;
+
+/*
+ * Functions whose driver_override pcibar_bind() set (struct pcibar_override,
+ * each with a pci_dev reference), under pcibar_bind_lock: pcibar_unbind and
+ * the unload clear exactly those, never one the administrator wrote.
+ */
+struct pcibar_override {
+	struct list_head node;
+	struct pci_dev *pdev;
+};
+static LIST_HEAD(pcibar_overrides);
+
+static struct pci_driver pcibar_driver;
 
 static struct pcibar_dev *to_pcibar(struct gdrpeer_device *gdev)
 {
@@ -76,15 +117,20 @@ static void pcibar_free(struct gdrpeer_device *gdev, struct gdrpeer_region *r)
 
 static u64 pcibar_free_bytes(struct gdrpeer_device *gdev)
 {
-	return gen_pool_avail(to_pcibar(gdev)->pool);
+	struct gen_pool *pool = to_pcibar(gdev)->pool;
+
+	return pool ? gen_pool_avail(pool) : 0;
 }
 
+/* Unbind, after every region was revoked and its memory taken back. */
 static void pcibar_shutdown(struct gdrpeer_device *gdev)
 {
 	struct pcibar_dev *pb = to_pcibar(gdev);
 
 	gen_pool_destroy(pb->pool);
 	pb->pool = NULL;
+	arch_phys_wc_del(pb->wc_cookie);
+	arch_io_free_memtype_wc(pb->start, gdev->size);
 	pci_release_region(gdev->pdev, gdev->bar);
 	pci_disable_device(gdev->pdev);
 }
@@ -196,58 +242,106 @@ static int pcibar_check(struct pci_dev *pdev, int bar)
 	return 0;
 }
 
-static int pcibar_bind_locked(const char *spec)
+/* Set (or, with NULL, clear) @pdev's driver_override. */
+static int pcibar_set_override(struct pci_dev *pdev, const char *name)
 {
-	unsigned int domain, bus, slot, fn;
-	struct gdrpeer_device *other;
-	struct pci_dev *pdev;
+#ifdef GDRPEER_HAVE_DRIVER_SET_OVERRIDE
+	return driver_set_override(&pdev->dev, &pdev->driver_override,
+				   name ? name : "", name ? strlen(name) : 0);
+#else
+	char *new = NULL, *old;
+
+	if (name) {
+		new = kstrdup(name, GFP_KERNEL);
+		if (!new)
+			return -ENOMEM;
+	}
+	device_lock(&pdev->dev);
+	old = pdev->driver_override;
+	pdev->driver_override = new;
+	device_unlock(&pdev->dev);
+	kfree(old);
+	return 0;
+#endif
+}
+
+/* Remember that we set @pdev's override; under pcibar_bind_lock. */
+static int pcibar_override_track(struct pci_dev *pdev)
+{
+	struct pcibar_override *o = kzalloc(sizeof(*o), GFP_KERNEL);
+
+	if (!o)
+		return -ENOMEM;
+	o->pdev = pci_dev_get(pdev);
+	list_add(&o->node, &pcibar_overrides);
+	return 0;
+}
+
+/*
+ * Clear the override we set on @pdev (every one when NULL) if it still
+ * names us; under pcibar_bind_lock.
+ */
+static void pcibar_override_untrack(struct pci_dev *pdev)
+{
+	struct pcibar_override *o, *tmp;
+	bool ours;
+
+	list_for_each_entry_safe(o, tmp, &pcibar_overrides, node) {
+		if (pdev && o->pdev != pdev)
+			continue;
+		device_lock(&o->pdev->dev);
+		ours = o->pdev->driver_override &&
+		       !strcmp(o->pdev->driver_override, pcibar_driver.name);
+		device_unlock(&o->pdev->dev);
+		if (ours)
+			pcibar_set_override(o->pdev, NULL);
+		list_del(&o->node);
+		pci_dev_put(o->pdev);
+		kfree(o);
+	}
+}
+
+/* The BAR a bind asked for, else the largest prefetchable one. */
+static int pcibar_choose_bar(struct pci_dev *pdev)
+{
+	int bar = -1;
+
+	mutex_lock(&pcibar_wanted_lock);
+	if (pcibar_wanted_pdev == pdev)
+		bar = pcibar_wanted_bar;
+	mutex_unlock(&pcibar_wanted_lock);
+	if (bar < 0) {
+		bar = pcibar_pick(pdev);
+		if (bar < 0)
+			pr_err("%s refused: no prefetchable memory BAR\n",
+			       pci_name(pdev));
+	}
+	return bar;
+}
+
+static void pcibar_report(struct pci_dev *pdev, int err)
+{
+	mutex_lock(&pcibar_wanted_lock);
+	if (pcibar_wanted_pdev == pdev)
+		pcibar_wanted_err = err;
+	mutex_unlock(&pcibar_wanted_lock);
+}
+
+/* The driver core offers us @pdev (driver_override, new_id, bind). */
+static int pcibar_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+{
 	struct pcibar_dev *pb;
 	int bar, ret;
 
-	ret = pcibar_parse(spec, &domain, &bus, &slot, &fn, &bar);
-	if (ret) {
-		pr_err("cannot parse '%.*s': expected [DDDD:]BB:DD.F[@BAR]\n",
-		       PCIBAR_SPEC_MAX, spec);
-		return ret;
-	}
-	pdev = pci_get_domain_bus_and_slot((int)domain, bus,
-					   PCI_DEVFN(slot, fn));
-	if (!pdev) {
-		pr_err("%04x:%02x:%02x.%x refused: no such PCI device\n",
-		       domain, bus, slot, fn);
-		return -ENODEV;
-	}
-	other = gdrpeer_device_find_pci(pdev);
-	if (other) {
-		pr_err("%s refused: already bound to gdrpeer (device %u)\n",
-		       pci_name(pdev), other->index);
-		gdrpeer_device_put(other);
-		ret = -EBUSY;
-		goto err_put;
-	}
-	if (pdev->dev.driver) {
-		pr_err("%s refused: already claimed by driver %s\n",
-		       pci_name(pdev), pdev->dev.driver->name);
-		ret = -EBUSY;
-		goto err_put;
-	}
-	if (bar < 0) {
-		bar = pcibar_pick(pdev);
-		if (bar < 0) {
-			pr_err("%s refused: no prefetchable memory BAR\n",
-			       pci_name(pdev));
-			ret = -EINVAL;
-			goto err_put;
-		}
-	}
-	ret = pcibar_check(pdev, bar);
+	bar = pcibar_choose_bar(pdev);
+	ret = bar < 0 ? -EINVAL : pcibar_check(pdev, bar);
 	if (ret)
-		goto err_put;
+		goto out;
 
 	pb = kzalloc(sizeof(*pb), GFP_KERNEL);
 	if (!pb) {
 		ret = -ENOMEM;
-		goto err_put;
+		goto out;
 	}
 	ret = pci_enable_device_mem(pdev);
 	if (ret) {
@@ -263,10 +357,22 @@ static int pcibar_bind_locked(const char *spec)
 		goto err_disable;
 	}
 	pb->start = pci_resource_start(pdev, bar);
+	/*
+	 * CPU mappings are inserted page by page at fault time and take the
+	 * memory type reserved for the range: reserve write-combining for
+	 * the whole BAR, or they would come out uncached.
+	 */
+	ret = arch_io_reserve_memtype_wc(pb->start, pci_resource_len(pdev, bar));
+	if (ret) {
+		pr_err("%s: BAR %d refused: cannot reserve write-combining (%d)\n",
+		       pci_name(pdev), bar, ret);
+		goto err_release;
+	}
+	pb->wc_cookie = arch_phys_wc_add(pb->start, pci_resource_len(pdev, bar));
 	pb->pool = gen_pool_create(PAGE_SHIFT, dev_to_node(&pdev->dev));
 	if (!pb->pool) {
 		ret = -ENOMEM;
-		goto err_release;
+		goto err_memtype;
 	}
 	ret = gen_pool_add(pb->pool, (unsigned long)pb->start,
 			   pci_resource_len(pdev, bar), dev_to_node(&pdev->dev));
@@ -274,28 +380,162 @@ static int pcibar_bind_locked(const char *spec)
 		goto err_pool;
 
 	pb->gdev.ops = &pcibar_ops;
-	pb->gdev.pdev = pdev;		/* reference from pci_get_... */
+	pb->gdev.pdev = pci_dev_get(pdev);
 	pb->gdev.bar = bar;
 	pb->gdev.size = pci_resource_len(pdev, bar);
 	/* on failure this calls pcibar_shutdown and pcibar_destroy */
 	ret = gdrpeer_device_register(&pb->gdev);
 	if (ret) {
 		pr_err("%s: registering failed (%d)\n", pci_name(pdev), ret);
-		return ret;
+		goto out;
 	}
+	pci_set_drvdata(pdev, pb);
 	pr_info("%s: BAR %d (%llu MiB) bound as device %u\n", pci_name(pdev),
 		bar, pb->gdev.size >> 20, pb->gdev.index);
-	return 0;
+	goto out;
 
 err_pool:
 	gen_pool_destroy(pb->pool);
+err_memtype:
+	arch_phys_wc_del(pb->wc_cookie);
+	arch_io_free_memtype_wc(pb->start, pci_resource_len(pdev, bar));
 err_release:
 	pci_release_region(pdev, bar);
 err_disable:
 	pci_disable_device(pdev);
 err_free:
 	kfree(pb);
-err_put:
+out:
+	pcibar_report(pdev, ret);
+	return ret;
+}
+
+/*
+ * The function goes (unbind, hot-unplug, sysfs remove, module unload):
+ * revoke everything it served, then release the BAR.  Called with the
+ * device lock held; sleeps until importers have let go.
+ */
+static void pcibar_remove(struct pci_dev *pdev)
+{
+	struct pcibar_dev *pb = pci_get_drvdata(pdev);
+
+	pr_info("%s: unbinding device %u: revoking %lld allocation(s)\n",
+		pci_name(pdev), pb->gdev.index,
+		(long long)atomic64_read(&pb->gdev.cnt.allocations));
+	gdrpeer_device_unregister(&pb->gdev);
+	pci_set_drvdata(pdev, NULL);
+}
+
+/* A fatal error: stop every use of the memory now; remove() follows. */
+static pci_ers_result_t pcibar_error_detected(struct pci_dev *pdev,
+					      pci_channel_state_t state)
+{
+	struct pcibar_dev *pb = pci_get_drvdata(pdev);
+
+	if (state == pci_channel_io_normal)
+		return PCI_ERS_RESULT_CAN_RECOVER;
+	pr_err("%s: PCI error (state %d): revoking every allocation\n",
+	       pci_name(pdev), state);
+	if (pb)
+		gdrpeer_device_revoke(&pb->gdev);
+	return PCI_ERS_RESULT_DISCONNECT;
+}
+
+static const struct pci_error_handlers pcibar_err_handlers = {
+	.error_detected = pcibar_error_detected,
+};
+
+static struct pci_driver pcibar_driver = {
+	.name = KBUILD_MODNAME,
+	.id_table = NULL,	/* bound by driver_override or new_id only */
+	.probe = pcibar_probe,
+	.remove = pcibar_remove,
+	.err_handler = &pcibar_err_handlers,
+};
+
+static struct pci_dev *pcibar_lookup(const char *spec, int *bar)
+{
+	unsigned int domain, bus, slot, fn;
+	struct pci_dev *pdev;
+
+	if (pcibar_parse(spec, &domain, &bus, &slot, &fn, bar)) {
+		pr_err("cannot parse '%.*s': expected [DDDD:]BB:DD.F[@BAR]\n",
+		       PCIBAR_SPEC_MAX, spec);
+		return ERR_PTR(-EINVAL);
+	}
+	pdev = pci_get_domain_bus_and_slot((int)domain, bus,
+					   PCI_DEVFN(slot, fn));
+	if (!pdev) {
+		pr_err("%04x:%02x:%02x.%x refused: no such PCI device\n",
+		       domain, bus, slot, fn);
+		return ERR_PTR(-ENODEV);
+	}
+	return pdev;
+}
+
+static int pcibar_bind_locked(const char *spec)
+{
+	struct device_driver *drv;
+	struct pci_dev *pdev;
+	bool set_override;
+	int bar, ret;
+
+	pdev = pcibar_lookup(spec, &bar);
+	if (IS_ERR(pdev))
+		return PTR_ERR(pdev);
+
+	/* the driver core decides under the device lock; this is for errnos */
+	device_lock(&pdev->dev);
+	drv = pdev->dev.driver;
+	set_override = !pdev->driver_override;
+	if (drv == &pcibar_driver.driver) {
+		pr_err("%s refused: already bound to gdrpeer\n",
+		       pci_name(pdev));
+		ret = -EBUSY;
+	} else if (drv) {
+		pr_err("%s refused: already claimed by driver %s\n",
+		       pci_name(pdev), drv->name);
+		ret = -EBUSY;
+	} else if (!set_override &&
+		   strcmp(pdev->driver_override, pcibar_driver.name)) {
+		pr_err("%s refused: driver_override names %s\n",
+		       pci_name(pdev), pdev->driver_override);
+		ret = -EBUSY;
+	} else {
+		ret = 0;
+	}
+	device_unlock(&pdev->dev);
+	if (ret)
+		goto out_put;
+
+	if (set_override) {
+		ret = pcibar_override_track(pdev);
+		if (!ret)
+			ret = pcibar_set_override(pdev, pcibar_driver.name);
+		if (ret) {
+			pcibar_override_untrack(pdev);
+			goto out_put;
+		}
+	}
+	mutex_lock(&pcibar_wanted_lock);
+	pcibar_wanted_pdev = pdev;
+	pcibar_wanted_bar = bar;
+	pcibar_wanted_err = -ENODEV;	/* if the probe never runs */
+	mutex_unlock(&pcibar_wanted_lock);
+
+	ret = device_attach(&pdev->dev);
+
+	mutex_lock(&pcibar_wanted_lock);
+	if (ret == 1)
+		ret = 0;
+	else if (ret == 0)
+		ret = pcibar_wanted_err ? pcibar_wanted_err : -ENODEV;
+	pcibar_wanted_pdev = NULL;
+	pcibar_wanted_bar = -1;
+	mutex_unlock(&pcibar_wanted_lock);
+	if (ret && set_override)
+		pcibar_override_untrack(pdev);
+out_put:
 	pci_dev_put(pdev);
 	return ret;
 }
@@ -310,39 +550,27 @@ int pcibar_bind(const char *spec)
 	return ret;
 }
 
+/* Unbind @spec: everything it served is revoked (never -EBUSY). */
 int pcibar_unbind(const char *spec)
 {
-	unsigned int domain, bus, slot, fn;
-	struct gdrpeer_device *gdev;
 	struct pci_dev *pdev;
-	int bar, ret;
+	int bar, ret = 0;
 
-	ret = pcibar_parse(spec, &domain, &bus, &slot, &fn, &bar);
-	if (ret) {
-		pr_err("cannot parse '%.*s': expected [DDDD:]BB:DD.F\n",
-		       PCIBAR_SPEC_MAX, spec);
-		return ret;
-	}
-	pdev = pci_get_domain_bus_and_slot((int)domain, bus,
-					   PCI_DEVFN(slot, fn));
-	if (!pdev)
-		return -ENODEV;
+	pdev = pcibar_lookup(spec, &bar);
+	if (IS_ERR(pdev))
+		return PTR_ERR(pdev);
 
 	mutex_lock(&pcibar_bind_lock);
-	gdev = gdrpeer_device_find_pci(pdev);
-	if (!gdev || gdev->ops != &pcibar_ops) {
+	device_lock(&pdev->dev);
+	if (pdev->dev.driver != &pcibar_driver.driver)
 		ret = -ENODEV;
-	} else {
-		ret = gdrpeer_device_unregister(gdev);
-		if (ret == -EBUSY)
-			pr_err("%s: unbind refused: %lld allocations alive\n",
-			       pci_name(pdev),
-			       (long long)atomic64_read(&gdev->cnt.allocations));
-		else if (!ret)
-			pr_info("%s: unbound\n", pci_name(pdev));
+	device_unlock(&pdev->dev);
+	if (!ret) {
+		device_release_driver(&pdev->dev);
+		pr_info("%s: unbound\n", pci_name(pdev));
 	}
-	if (gdev)
-		gdrpeer_device_put(gdev);
+	/* not bound again behind the administrator's back */
+	pcibar_override_untrack(pdev);
 	mutex_unlock(&pcibar_bind_lock);
 	pci_dev_put(pdev);
 	return ret;
@@ -371,32 +599,32 @@ int pcibar_bind_list(const char *list)
 	return ret;
 }
 
-void pcibar_enable(void)
+/* Load: register the PCI driver; binds are accepted from here on. */
+int pcibar_init(void)
 {
+	int ret = pci_register_driver(&pcibar_driver);
+
+	if (ret)
+		return ret;
 	mutex_lock(&pcibar_bind_lock);
 	pcibar_enabled = true;
 	mutex_unlock(&pcibar_bind_lock);
+	return 0;
 }
 
 /*
- * Module exit (or failed load): refuse further binds, unbind everything.
- * Nothing can hold a region then (no file or dma-buf is left).
+ * Unload (or failed load): refuse further binds, then unregister the
+ * driver, which removes (and revokes) every bound function.  The
+ * overrides pcibar= or pcibar_bind set are cleared; the administrator's
+ * own stay, so that a later load binds those functions again.
  */
-void pcibar_unbind_all(void)
+void pcibar_exit(void)
 {
-	struct gdrpeer_device *gdev;
-	int ret;
-
 	mutex_lock(&pcibar_bind_lock);
 	pcibar_enabled = false;
-	for (;;) {
-		gdev = gdrpeer_device_find_first(&pcibar_ops);
-		if (!gdev)
-			break;
-		ret = gdrpeer_device_unregister(gdev);
-		gdrpeer_device_put(gdev);
-		if (WARN_ON(ret))
-			break;
-	}
+	mutex_unlock(&pcibar_bind_lock);
+	pci_unregister_driver(&pcibar_driver);
+	mutex_lock(&pcibar_bind_lock);
+	pcibar_override_untrack(NULL);
 	mutex_unlock(&pcibar_bind_lock);
 }

@@ -2,9 +2,11 @@
 /*
  * gdrpeer_edu_hca.ko - test only: QEMU's edu device as a stand-in HCA.
  *
- * It imports a dma-buf exactly the way ib_umem_dmabuf_get_pinned() does
- * (dynamic attach with allow_peer2peer, dma_buf_pin and map under the
- * reservation lock) using edu's struct device, so the addresses it gets
+ * It imports a dma-buf the way ib_umem_dmabuf_get() does (dynamic attach
+ * with allow_peer2peer, map under the reservation lock, unmap on
+ * move_notify) or, on request, the way ib_umem_dmabuf_get_pinned() does
+ * (pinned, move_notify ignored), using edu's struct device, so the
+ * addresses it gets
  * went through edu's IOMMU domain.  Then edu's DMA engine writes a pattern
  * to those addresses and reads it back.  The host checks the bytes in the
  * file behind the "GPU" BAR.
@@ -203,6 +205,12 @@ static void edu_hca_move_notify(struct dma_buf_attachment *attach)
 	struct edu_hca *e = im->e;
 
 	dma_resv_assert_held(attach->dmabuf->resv);
+	if (im->pinned) {
+		/* what ib_umem_dmabuf_unsupported_move_notify() does */
+		dev_warn_ratelimited(&e->pdev->dev,
+				     "move_notify on a pinned import: ignored\n");
+		return;
+	}
 	spin_lock(&im->state_lock);
 	im->revoked = true;
 	spin_unlock(&im->state_lock);
@@ -256,11 +264,17 @@ static void edu_import_put(struct edu_import *im)
 	kref_put(&im->ref, edu_import_release);
 }
 
-enum edu_attach_kind { EDU_ATTACH_DYNAMIC, EDU_ATTACH_STATIC, EDU_ATTACH_NON_PCI };
+/*
+ * DYNAMIC: mapped under the reservation lock, unmapped in move_notify
+ * (ib_umem_dmabuf_get, mlx5 ODP).  PINNED: pinned and mapped once,
+ * move_notify only warns (ib_umem_dmabuf_get_pinned: EFA, irdma, bnxt_re).
+ */
+enum edu_attach_kind { EDU_ATTACH_DYNAMIC, EDU_ATTACH_PINNED, EDU_ATTACH_STATIC,
+		       EDU_ATTACH_NON_PCI };
 
 /*
- * Attach, pin and map the dma-buf behind @fd with edu's device, as
- * ib_umem_dmabuf_get_pinned() does.  EDU_ATTACH_NON_PCI only attaches
+ * Attach and map (and, for EDU_ATTACH_PINNED, pin) the dma-buf behind @fd
+ * with edu's device.  EDU_ATTACH_NON_PCI only attaches
  * (with a platform device) and detaches again: *out stays NULL.
  */
 static int edu_import_create(struct edu_hca *e, int fd, u64 max_seg,
@@ -328,9 +342,9 @@ static int edu_import_create(struct edu_hca *e, int fd, u64 max_seg,
 
 	t0 = ktime_get();
 	dma_resv_lock(im->dmabuf->resv, NULL);
-	ret = dma_buf_pin(attach);
+	ret = kind == EDU_ATTACH_PINNED ? dma_buf_pin(attach) : 0;
 	if (!ret) {
-		im->pinned = true;
+		im->pinned = kind == EDU_ATTACH_PINNED;
 		sgt = dma_buf_map_attachment(attach, DMA_BIDIRECTIONAL);
 		if (IS_ERR(sgt)) {
 			ret = PTR_ERR(sgt);
@@ -536,7 +550,7 @@ static int edu_hca_ioc_import(struct edu_file *f, struct edu_hca_import *req)
 	int ret;
 
 	if (req->reserved[0] || req->reserved[1] || req->pad0 ||
-	    (req->flags & ~EDU_HCA_IMPORT_NON_PCI))
+	    (req->flags & ~(EDU_HCA_IMPORT_NON_PCI | EDU_HCA_IMPORT_PINNED)))
 		return -EINVAL;
 	req->id = 0;
 	req->size = 0;
@@ -544,7 +558,9 @@ static int edu_hca_ioc_import(struct edu_file *f, struct edu_hca_import *req)
 	req->first_dma = 0;
 	ret = edu_import_create(f->e, req->dmabuf_fd, req->max_seg,
 				(req->flags & EDU_HCA_IMPORT_NON_PCI) ?
-				EDU_ATTACH_NON_PCI : EDU_ATTACH_DYNAMIC, &im,
+				EDU_ATTACH_NON_PCI :
+				(req->flags & EDU_HCA_IMPORT_PINNED) ?
+				EDU_ATTACH_PINNED : EDU_ATTACH_DYNAMIC, &im,
 				NULL, NULL);
 	if (ret || !im)
 		return ret;

@@ -2,7 +2,7 @@
 /*
  * gdrpeer_edu_hca.h - ioctls of the test-only module gdrpeer_edu_hca.ko,
  * which turns QEMU's edu device (PCI 1234:11e8) into a stand-in HCA: it
- * imports a dma-buf the way an RDMA driver does (peer2peer, pinned) with
+ * imports a dma-buf the way an RDMA driver does (peer2peer; dynamic or pinned) with
  * edu's struct device, and moves bytes with edu's DMA engine.
  * Node: /dev/gdrpeer_edu_hca.  Not part of the gdrpeer ABI.
  */
@@ -75,12 +75,13 @@ struct edu_hca_bench {
 
 /*
  * Long-lived imports: the way an RDMA driver keeps a dma-buf MR.  An import
- * stays attached (dynamic, peer2peer), pinned and mapped until
+ * stays attached (dynamic, peer2peer) and mapped (pinned with
+ * EDU_HCA_IMPORT_PINNED) until
  * EDU_HCA_IOCTL_UNIMPORT or until the file is closed.  When the exporter
  * revokes the buffer (move_notify / invalidate_mappings, e.g. the memory
  * behind it was freed), the module waits for a DMA in flight on it to
- * finish, unmaps it and marks it revoked; it stays attached and pinned
- * until UNIMPORT or close.  Ids are per open file, never 0.
+ * finish, unmaps it and marks it revoked (a pinned import ignores it); it
+ * stays attached until UNIMPORT or close.  Ids are per open file, never 0.
  */
 
 /* edu_hca_import.flags */
@@ -90,9 +91,15 @@ struct edu_hca_bench {
  * (id 0).  For exporters that refuse non-PCI importers.
  */
 #define EDU_HCA_IMPORT_NON_PCI (1u << 0)
+/*
+ * Pin the dma-buf and ignore move_notify, as ib_umem_dmabuf_get_pinned()
+ * importers (EFA, irdma, bnxt_re, mlx5 without ODP) do.  Without it an
+ * import is dynamic: mapped, and unmapped when the exporter revokes.
+ */
+#define EDU_HCA_IMPORT_PINNED (1u << 1)
 
 /*
- * EDU_HCA_IOCTL_IMPORT: attach + pin + map the dma-buf and keep it.
+ * EDU_HCA_IOCTL_IMPORT: attach + map (+ pin) the dma-buf and keep it.
  * Errors: -EINVAL bad flags/reserved/max_seg, -EBADF / -EINVAL not a
  * dma-buf, errors of attach/pin/map as they come (-EOPNOTSUPP, -ENODEV...).
  */

@@ -3,14 +3,17 @@
  * gdrpeer_edu_dma - one edu DMA run for host-side checks.
  *
  * Allocates SIZE bytes on the device under test, fills them with FILL
- * through mmap (FILL "keep": leave whatever an earlier run left there), exports [EXP_OFF, EXP_OFF + EXP_LEN) as a dma-buf, drops
- * the handle and /dev/gdrpeer (the dma-buf alone keeps the memory), and
+ * through mmap (FILL "keep": no fill; a new allocation reads 0), exports
+ * [EXP_OFF, EXP_OFF + EXP_LEN) as a dma-buf, drops the handle and /dev/gdrpeer (the dma-buf alone keeps the memory), and
  * has gdrpeer_edu_hca.ko write the pattern of SEED at OFF (relative to the
- * dma-buf) and read it back.  With --raw the DMA goes to the buffer's raw
- * physical address instead of the mapped one.  Prints key=value lines; the
- * host then finds the bytes at bar_offset + exp_off + off in the BAR file.
+ * dma-buf) and read it back.  With RAW_OFF and RAW_SEED, a second DMA of
+ * the pattern of RAW_SEED goes to the buffer's raw physical address at
+ * RAW_OFF instead of a mapped one (the negative test; same memory, so both
+ * results stay visible to the host).  Prints key=value lines (raw_* for
+ * the second DMA); the host then finds the bytes at bar_offset + exp_off +
+ * off in the BAR file.
  *
- * usage: gdrpeer_edu_dma [--raw] SIZE EXP_OFF EXP_LEN OFF LEN SEED FILL
+ * usage: gdrpeer_edu_dma SIZE EXP_OFF EXP_LEN OFF LEN SEED FILL [RAW_OFF RAW_SEED]
  * Exit status: 0 when the run completed (mismatches are data, not errors),
  * 1 on any failure, with a message on stderr.
  */
@@ -33,21 +36,17 @@ static uint64_t num(const char *s)
 int main(int argc, char **argv)
 {
 	uint64_t size, exp_off, exp_len, raw = 0;
+	struct edu_hca_dma r, rr;
 	struct gdrpeer_alloc a;
-	struct edu_hca_dma r;
-	int raw_mode = 0, fd, hca, dfd, ret, err;
+	int raw_mode, fd, hca, dfd, ret, err;
 	struct gp_dev d;
 	uint8_t *p;
 
-	if (argc > 1 && !strcmp(argv[1], "--raw")) {
-		raw_mode = 1;
-		argv++;
-		argc--;
-	}
-	if (argc != 8) {
-		fprintf(stderr, "usage: gdrpeer_edu_dma [--raw] SIZE EXP_OFF EXP_LEN OFF LEN SEED FILL\n");
+	if (argc != 8 && argc != 10) {
+		fprintf(stderr, "usage: gdrpeer_edu_dma SIZE EXP_OFF EXP_LEN OFF LEN SEED FILL [RAW_OFF RAW_SEED]\n");
 		return 1;
 	}
+	raw_mode = argc == 10;
 	size = num(argv[1]);
 	exp_off = num(argv[2]);
 	exp_len = num(argv[3]);
@@ -81,7 +80,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "gdrpeer_edu_dma: no BAR address for %s\n", d.bdf);
 			return 1;
 		}
-		raw += a.bar_offset + exp_off + num(argv[4]);
+		raw += a.bar_offset + exp_off + num(argv[8]);
 	}
 	/* from here on only the dma-buf holds the memory */
 	gp_free(fd, a.handle);
@@ -92,24 +91,39 @@ int main(int argc, char **argv)
 	r.offset = num(argv[4]);
 	r.length = num(argv[5]);
 	r.seed = num(argv[6]);
-	if (raw_mode) {
-		r.flags = EDU_HCA_DMA_RAW_PHYS;
-		r.raw_phys = raw;
-	}
 	ret = gp_ioctl(hca, EDU_HCA_IOCTL_DMA, &r);
 	if (ret) {
 		fprintf(stderr, "gdrpeer_edu_dma: EDU_HCA_IOCTL_DMA: %s\n", strerror(-ret));
 		return 1;
 	}
+	memset(&rr, 0, sizeof(rr));
+	if (raw_mode) {
+		rr.dmabuf_fd = dfd;
+		rr.offset = num(argv[8]);
+		rr.length = r.length;
+		rr.seed = num(argv[9]);
+		rr.flags = EDU_HCA_DMA_RAW_PHYS;
+		rr.raw_phys = raw;
+		ret = gp_ioctl(hca, EDU_HCA_IOCTL_DMA, &rr);
+		if (ret) {
+			fprintf(stderr, "gdrpeer_edu_dma: raw EDU_HCA_IOCTL_DMA: %s\n",
+				strerror(-ret));
+			return 1;
+		}
+	}
 	printf("bar_offset=%llu\nexp_off=%llu\noff=%llu\nlen=%llu\nseed=%llu\n"
-	       "nents=%llu\nmismatches=%llu\ntransfers=%llu\nraw=%d\n"
-	       "raw_addr=%llu\nfirst_dma=%llu\n",
+	       "nents=%llu\nmismatches=%llu\ntransfers=%llu\nfirst_dma=%llu\n"
+	       "raw=%d\nraw_addr=%llu\nraw_mismatches=%llu\n"
+	       "raw_transfers=%llu\nraw_first_dma=%llu\n",
 	       (unsigned long long)a.bar_offset, (unsigned long long)exp_off,
 	       (unsigned long long)r.offset, (unsigned long long)r.length,
 	       (unsigned long long)r.seed, (unsigned long long)r.nents,
 	       (unsigned long long)r.mismatches,
-	       (unsigned long long)r.transfers, raw_mode,
-	       (unsigned long long)raw, (unsigned long long)r.first_dma);
+	       (unsigned long long)r.transfers,
+	       (unsigned long long)r.first_dma, raw_mode,
+	       (unsigned long long)raw, (unsigned long long)rr.mismatches,
+	       (unsigned long long)rr.transfers,
+	       (unsigned long long)rr.first_dma);
 	close(dfd);
 	close(hca);
 	return 0;

@@ -237,33 +237,4 @@ GP_TEST_F(lt, rmmod_refused_while_mmap_lives)
 	EXPECT_EQ(0, munmap(p, self->page));
 }
 
-GP_TEST_F(lt, unbind_refused_while_allocated)
-{
-	struct gdrpeer_alloc a;
-	char bdf[64];
-	FILE *f;
-	int fd, dfd;
-	ssize_t n;
-
-	snprintf(bdf, sizeof(bdf), GDRPEER_SYSFS "/devices/%u/bdf", self->dev);
-	f = fopen(bdf, "r");
-	ASSERT_NE(NULL, f);
-	ASSERT_NE(NULL, fgets(bdf, sizeof(bdf), f));
-	fclose(f);
-
-	ASSERT_EQ(0, gp_alloc(self->fd, self->dev, self->page, &a));
-	dfd = gp_export(self->fd, a.handle, 0, self->page);
-	ASSERT_LE(0, dfd);
-	ASSERT_EQ(0, gp_free(self->fd, a.handle));
-	fd = open(GDRPEER_SYSFS "/pcibar_unbind", O_WRONLY);
-	ASSERT_LE(0, fd);
-	n = write(fd, bdf, strlen(bdf));
-	EXPECT_EQ(-1, n);
-	EXPECT_EQ(EBUSY, errno);
-	close(fd);
-	/* still bound, still counted */
-	EXPECT_EQ(1, gp_sysfs(self->dev, "allocations"));
-	EXPECT_EQ(0, close(dfd));
-}
-
 TEST_HARNESS_MAIN

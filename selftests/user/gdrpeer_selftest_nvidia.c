@@ -33,8 +33,8 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "../kmod/gdrpeer_edu_hca.h"
 #include "gdrpeer_test.h"
+#include "gdrpeer_edu_test.h"
 #include "gdrpeer_nvstub_test.h"
 #include "kselftest_harness.h"
 
@@ -70,42 +70,6 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static int edu_import(int hca, int dfd, uint32_t flags,
-		      struct edu_hca_import *r)
-{
-	memset(r, 0, sizeof(*r));
-	r->dmabuf_fd = dfd;
-	r->flags = flags;
-	return gp_ioctl(hca, EDU_HCA_IOCTL_IMPORT, r);
-}
-
-static int edu_import_dma(int hca, uint32_t id, uint64_t off, uint64_t len,
-			  uint64_t seed, struct edu_hca_import_dma *r)
-{
-	memset(r, 0, sizeof(*r));
-	r->id = id;
-	r->offset = off;
-	r->length = len;
-	r->seed = seed;
-	return gp_ioctl(hca, EDU_HCA_IOCTL_IMPORT_DMA, r);
-}
-
-static int edu_unimport(int hca, uint32_t id)
-{
-	struct edu_hca_unimport u;
-
-	memset(&u, 0, sizeof(u));
-	u.id = id;
-	return gp_ioctl(hca, EDU_HCA_IOCTL_UNIMPORT, &u);
-}
-
-static int edu_state(int hca, uint32_t id, struct edu_hca_import_state *s)
-{
-	memset(s, 0, sizeof(*s));
-	s->id = id;
-	return gp_ioctl(hca, EDU_HCA_IOCTL_IMPORT_STATE, s);
-}
-
 /* Where files for the host go; NULL (nothing written) outside the node. */
 static const char *out_dir(void)
 {
@@ -128,57 +92,6 @@ static FILE *out_file(const char *name)
 	return fopen(path, "w");
 }
 
-/* ---- SIGBUS guard: a per-thread sigsetjmp around one access ----------------- */
-
-static __thread sigjmp_buf bus_env;
-static __thread volatile sig_atomic_t bus_armed;
-
-static void bus_handler(int sig)
-{
-	if (bus_armed)
-		siglongjmp(bus_env, 1);
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
-
-static void bus_install(void)
-{
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = bus_handler;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGBUS, &sa, NULL);
-}
-
-/*
- * One byte at @p: read into *v (@write false) or written from *v (@write
- * true); 0, or -1 when the access raised SIGBUS.
- */
-static int guarded_access(volatile uint8_t *p, uint8_t *v, bool write)
-{
-	if (sigsetjmp(bus_env, 1)) {
-		bus_armed = 0;
-		return -1;
-	}
-	bus_armed = 1;
-	if (write)
-		*p = *v;
-	else
-		*v = *p;
-	bus_armed = 0;
-	return 0;
-}
-
-static int guarded_read(volatile uint8_t *p, uint8_t *v)
-{
-	return guarded_access(p, v, false);
-}
-
-static int guarded_write(volatile uint8_t *p, uint8_t v)
-{
-	return guarded_access(p, &v, true);
-}
 
 /* ---- fixture ------------------------------------------------------------------ */
 

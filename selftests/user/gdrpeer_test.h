@@ -11,6 +11,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,6 +219,58 @@ static inline void gp_pattern(uint8_t *out, uint64_t seed, uint64_t len)
 		for (b = 0; b < 8 && i + b < len; b++)
 			out[i + b] = (uint8_t)(z >> (8 * b));
 	}
+}
+
+/* SIGBUS guard: a per-thread sigsetjmp around one access (bus_install first) */
+
+static __thread sigjmp_buf bus_env;
+static __thread volatile sig_atomic_t bus_armed;
+
+static inline void bus_handler(int sig)
+{
+	if (bus_armed)
+		siglongjmp(bus_env, 1);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static inline void bus_install(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = bus_handler;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, NULL);
+}
+
+/*
+ * One byte at @p: read into *v (@write false) or written from *v (@write
+ * true); 0, or -1 when the access raised SIGBUS.
+ */
+static inline int guarded_access(volatile uint8_t *p, uint8_t *v, bool write)
+{
+	if (sigsetjmp(bus_env, 1)) {
+		bus_armed = 0;
+		return -1;
+	}
+	bus_armed = 1;
+	if (write)
+		*p = *v;
+	else
+		*v = *p;
+	bus_armed = 0;
+	return 0;
+}
+
+static inline int guarded_read(volatile uint8_t *p, uint8_t *v)
+{
+	return guarded_access(p, v, false);
+}
+
+static inline int guarded_write(volatile uint8_t *p, uint8_t v)
+{
+	return guarded_access(p, &v, true);
 }
 
 /* CPU physical start of BAR @bar of PCI device @bdf (0 on error) */
