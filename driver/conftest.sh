@@ -124,6 +124,20 @@ int conftest(struct pci_dev *p)
 }
 EOF
 
+# driver_override moved into struct device, with its own helpers (7.x).
+probe device_set_driver_override <<'EOF'
+#include <linux/device.h>
+int conftest(struct device *d);
+int conftest(struct device *d) { return device_set_driver_override(d, ""); }
+EOF
+
+# Does the importer of an attachment handle revocation while pinned (7.x)?
+probe dma_buf_attach_revocable <<'EOF'
+#include <linux/dma-buf.h>
+bool conftest(struct dma_buf_attachment *a);
+bool conftest(struct dma_buf_attachment *a) { return dma_buf_attach_revocable(a); }
+EOF
+
 # vm_operations_struct.split was renamed may_split in 5.11.
 probe vm_ops_may_split <<'EOF'
 #include <linux/mm.h>

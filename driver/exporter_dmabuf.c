@@ -72,6 +72,7 @@ static int gdrpeer_dmabuf_attach(struct dma_buf *dmabuf,
 {
 	struct gdrpeer_dmabuf *gb = dmabuf->priv;
 	struct gdrpeer_region *r = gb->region;
+	struct gdrpeer_attachment *ga;
 	int ret;
 
 	if (!attach->peer2peer) {
@@ -81,10 +82,17 @@ static int gdrpeer_dmabuf_attach(struct dma_buf *dmabuf,
 	}
 	if (gdrpeer_region_revoked(r))
 		return -ENODEV;
+	ga = kzalloc(sizeof(*ga), GFP_KERNEL_ACCOUNT);
+	if (!ga)
+		return -ENOMEM;
+	attach->priv = ga;
 	if (r->ops) {
 		ret = r->ops->attach(r, attach);
-		if (ret)
+		if (ret) {
+			attach->priv = NULL;
+			kfree(ga);
 			return ret;
+		}
 	}
 	atomic64_inc(&dmabuf_cnt(dmabuf)->attachments);
 	return 0;
@@ -97,20 +105,47 @@ static void gdrpeer_dmabuf_detach(struct dma_buf *dmabuf,
 
 	if (gb->region->ops)
 		gb->region->ops->detach(gb->region, attach);
+	kfree(attach->priv);
+	attach->priv = NULL;
 	atomic64_dec(&dmabuf_cnt(dmabuf)->attachments);
 }
 
+/*
+ * Would this pin let an importer keep memory that its owner can take back
+ * at any time?  7.x says whether the importer handles invalidation while
+ * pinned (dma_buf_attach_revocable).  Before it, where the core maps
+ * without pinning (CONFIG_DMABUF_MOVE_NOTIFY) every pin is an importer's
+ * own; where the core pins for each map of a dynamic importer, that pin
+ * is the only one, and a second one on the attachment is the importer's
+ * (ib_umem_dmabuf_get_pinned pins, then maps).
+ */
+static bool gdrpeer_pin_outlives_owner(struct dma_buf_attachment *attach,
+				       const struct gdrpeer_attachment *ga)
+{
+#if defined(GDRPEER_HAVE_DMA_BUF_ATTACH_REVOCABLE)
+	return !dma_buf_attach_revocable(attach);
+#else
+	if (IS_ENABLED(CONFIG_DMABUF_MOVE_NOTIFY))
+		return true;
+	return ga->pins >= 1;
+#endif
+}
+
+/* Called with the reservation lock held (dma_buf_pin, or map). */
 static int gdrpeer_dmabuf_pin(struct dma_buf_attachment *attach)
 {
 	struct gdrpeer_dmabuf *gb = attach->dmabuf->priv;
+	struct gdrpeer_attachment *ga = attach->priv;
 
-	if (gb->region->revocable == GDRPEER_REVOCABLE_ANY_TIME) {
+	if (gb->region->revocable == GDRPEER_REVOCABLE_ANY_TIME &&
+	    gdrpeer_pin_outlives_owner(attach, ga)) {
 		dev_info_ratelimited(attach->dev,
-				     "gdrpeer: pin refused: this memory can be freed by its owner at any time (callback pin) and a pinned importer would keep writing into it; use an importer with move_notify (ODP) or a persistent pin\n");
+				     "gdrpeer: pin refused: this memory can be freed by its owner at any time (callback pin) and a pinned importer would keep writing into it; use an importer that handles invalidation (ODP) or a persistent pin\n");
 		return -EOPNOTSUPP;
 	}
 	if (READ_ONCE(gb->region->revoked))
 		return -ENODEV;
+	ga->pins++;
 	atomic_inc(&gb->pins);
 	return 0;
 }
@@ -118,7 +153,9 @@ static int gdrpeer_dmabuf_pin(struct dma_buf_attachment *attach)
 static void gdrpeer_dmabuf_unpin(struct dma_buf_attachment *attach)
 {
 	struct gdrpeer_dmabuf *gb = attach->dmabuf->priv;
+	struct gdrpeer_attachment *ga = attach->priv;
 
+	ga->pins--;
 	WARN_ON(atomic_dec_return(&gb->pins) < 0);
 }
 

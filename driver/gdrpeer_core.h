@@ -48,6 +48,7 @@
 #include <linux/list.h>
 #include <linux/mm.h>
 #include <linux/types.h>
+#include <linux/dma-buf.h>
 
 struct dma_buf;
 struct dma_buf_attachment;
@@ -97,6 +98,21 @@ struct gdrpeer_region_ops {
 	/* last reference gone: give the memory back and free @r */
 	void (*release)(struct gdrpeer_region *r);
 };
+
+/*
+ * The exporter's state of one importer's attachment (attach->priv): the
+ * provider's own per-importer state, and the pins the importer holds
+ * (under the dma-buf's reservation lock).
+ */
+struct gdrpeer_attachment {
+	void *provider;
+	unsigned int pins;
+};
+
+static inline void **gdrpeer_attach_provider(struct dma_buf_attachment *a)
+{
+	return &((struct gdrpeer_attachment *)a->priv)->provider;
+}
 
 /*
  * How a region may disappear under its users; decides what importers may

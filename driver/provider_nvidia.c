@@ -57,6 +57,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": nvidia: " fmt
 
 #include <linux/completion.h>
+#include <linux/io.h>
 #include <linux/dma-buf.h>
 #include <linux/kobject.h>
 #include <linux/list.h>
@@ -411,7 +412,7 @@ static int nvp_attach(struct gdrpeer_region *r, struct dma_buf_attachment *a)
 	list_add(&im->node, &pin->imports);
 	atomic64_inc(&nvp_dma_mappings);
 	mutex_unlock(&pin->lock);
-	a->priv = im;
+	*gdrpeer_attach_provider(a) = im;
 	return 0;
 
 err_free:
@@ -422,7 +423,7 @@ err_free:
 static void nvp_detach(struct gdrpeer_region *r, struct dma_buf_attachment *a)
 {
 	struct nvp_pin *pin = to_pin(r);
-	struct nvp_import *im = a->priv;
+	struct nvp_import *im = *gdrpeer_attach_provider(a);
 	struct nvidia_p2p_dma_mapping *map;
 	struct nvidia_p2p_page_table *pt;
 
@@ -445,7 +446,7 @@ static void nvp_detach(struct gdrpeer_region *r, struct dma_buf_attachment *a)
 		if (atomic_dec_and_test(&pin->unmaps_in_flight))
 			wake_up(&pin->unmap_wq);
 	}
-	a->priv = NULL;
+	*gdrpeer_attach_provider(a) = NULL;
 	kfree(im);
 }
 
@@ -458,7 +459,7 @@ static struct sg_table *nvp_map(struct gdrpeer_region *r,
 				struct dma_buf_attachment *a, u64 offset,
 				u64 len, u64 max_seg)
 {
-	struct nvp_import *im = a->priv;
+	struct nvp_import *im = *gdrpeer_attach_provider(a);
 	struct nvidia_p2p_dma_mapping *map = READ_ONCE(im->map);
 
 	if (!map)
@@ -478,6 +479,41 @@ static void nvp_put(struct nvp_pin *pin)
 		ret = nvp.put_pages(0, 0, pin->va, pin->pt);
 	if (ret)
 		pr_warn_ratelimited("put_pages of %#llx: %d\n", pin->va, ret);
+}
+
+/* Give back the write-combining reservations of the first @n ranges. */
+static void nvp_wc_release(struct gdrpeer_region *r, unsigned int n)
+{
+	while (n--)
+		arch_io_free_memtype_wc(r->ranges[n].phys, r->ranges[n].len);
+}
+
+/*
+ * CPU mappings of the pin are inserted page by page at fault time and get
+ * the memory type reserved for each address, uncached where nobody
+ * reserved one: reserve write-combining for every range, as the pcibar
+ * provider does for its whole BAR.  A range that another mapping holds
+ * uncached stays so (x86 PAT never mixes types); that is logged.
+ */
+static void nvp_wc_reserve(struct nvp_pin *pin)
+{
+	struct gdrpeer_region *r = &pin->region;
+	unsigned int i;
+	int ret = 0;
+
+	for (i = 0; i < r->nr_ranges; i++) {
+		ret = arch_io_reserve_memtype_wc(r->ranges[i].phys,
+						 r->ranges[i].len);
+		if (ret)
+			break;
+	}
+	if (ret) {
+		nvp_wc_release(r, i);
+		pr_warn_ratelimited("cannot reserve write-combining for %#llx (%d): CPU mappings of this pin may be uncached\n",
+				    (u64)r->ranges[i].phys, ret);
+		return;
+	}
+	pin->wc_reserved = true;
 }
 
 static void nvp_release(struct gdrpeer_region *r)
@@ -518,6 +554,8 @@ static void nvp_release(struct gdrpeer_region *r)
 		atomic64_dec(&nvp_pins_callback);
 	atomic64_sub(r->size, &nvp_cnt.alloc_bytes);
 	atomic64_dec(&nvp_cnt.allocations);
+	if (pin->wc_reserved)
+		nvp_wc_release(r, r->nr_ranges);
 	if (r->ranges != &r->range0)
 		kfree(r->ranges);
 	mutex_destroy(&pin->lock);
@@ -661,6 +699,8 @@ struct dma_buf *nvp_export_va(struct gdrpeer_export_va *e)
 	ret = pin->state == NVP_PINNED ? nvp_take_table(pin, e->length) :
 					 -ENODEV;
 	mutex_unlock(&pin->lock);
+	if (!ret)
+		nvp_wc_reserve(pin);
 	if (ret) {
 		pin->region.nr_ranges = 0;
 		gdrpeer_region_put(&pin->region);

@@ -34,6 +34,7 @@
 
 #include <gdrpeer.h>
 
+#include "gdrpeer_compat.h"
 #include "gdrpeer_core.h"
 #include "provider.h"
 
@@ -242,14 +243,23 @@ static int pcibar_check(struct pci_dev *pdev, int bar)
 	return 0;
 }
 
+/*
+ * driver_override: a field of struct pci_dev set with driver_set_override()
+ * (5.19) or by hand before; a field of struct device with its own helpers
+ * since 7.x.
+ */
+
 /* Set (or, with NULL, clear) @pdev's driver_override. */
 static int pcibar_set_override(struct pci_dev *pdev, const char *name)
 {
-#ifdef GDRPEER_HAVE_DRIVER_SET_OVERRIDE
+#if defined(GDRPEER_HAVE_DEVICE_SET_DRIVER_OVERRIDE)
+	return device_set_driver_override(&pdev->dev, name ? name : "");
+#elif defined(GDRPEER_HAVE_DRIVER_SET_OVERRIDE)
 	return driver_set_override(&pdev->dev, &pdev->driver_override,
 				   name ? name : "", name ? strlen(name) : 0);
 #else
-	char *new = NULL, *old;
+	typeof(pdev->driver_override) old;	/* const since 5.19 */
+	char *new = NULL;
 
 	if (name) {
 		new = kstrdup(name, GFP_KERNEL);
@@ -262,6 +272,33 @@ static int pcibar_set_override(struct pci_dev *pdev, const char *name)
 	device_unlock(&pdev->dev);
 	kfree(old);
 	return 0;
+#endif
+}
+
+/* 1: @pdev's driver_override names us, 0: another driver, -1: none. */
+static int pcibar_override_match(struct pci_dev *pdev)
+{
+#if defined(GDRPEER_HAVE_DEVICE_SET_DRIVER_OVERRIDE)
+	/*
+	 * What device_match_driver_override() does, spelt out: sparse
+	 * cannot follow the guard() in that helper and reports an imbalance.
+	 */
+	int match = -1;
+
+	spin_lock(&pdev->dev.driver_override.lock);
+	if (pdev->dev.driver_override.name)
+		match = !strcmp(pdev->dev.driver_override.name,
+				pcibar_driver.name);
+	spin_unlock(&pdev->dev.driver_override.lock);
+	return match;
+#else
+	int match = -1;
+
+	device_lock(&pdev->dev);
+	if (pdev->driver_override)
+		match = !strcmp(pdev->driver_override, pcibar_driver.name);
+	device_unlock(&pdev->dev);
+	return match;
 #endif
 }
 
@@ -284,16 +321,11 @@ static int pcibar_override_track(struct pci_dev *pdev)
 static void pcibar_override_untrack(struct pci_dev *pdev)
 {
 	struct pcibar_override *o, *tmp;
-	bool ours;
 
 	list_for_each_entry_safe(o, tmp, &pcibar_overrides, node) {
 		if (pdev && o->pdev != pdev)
 			continue;
-		device_lock(&o->pdev->dev);
-		ours = o->pdev->driver_override &&
-		       !strcmp(o->pdev->driver_override, pcibar_driver.name);
-		device_unlock(&o->pdev->dev);
-		if (ours)
+		if (pcibar_override_match(o->pdev) > 0)
 			pcibar_set_override(o->pdev, NULL);
 		list_del(&o->node);
 		pci_dev_put(o->pdev);
@@ -477,8 +509,8 @@ static int pcibar_bind_locked(const char *spec)
 {
 	struct device_driver *drv;
 	struct pci_dev *pdev;
+	int bar, override, ret;
 	bool set_override;
-	int bar, ret;
 
 	pdev = pcibar_lookup(spec, &bar);
 	if (IS_ERR(pdev))
@@ -487,7 +519,7 @@ static int pcibar_bind_locked(const char *spec)
 	/* the driver core decides under the device lock; this is for errnos */
 	device_lock(&pdev->dev);
 	drv = pdev->dev.driver;
-	set_override = !pdev->driver_override;
+	ret = 0;
 	if (drv == &pcibar_driver.driver) {
 		pr_err("%s refused: already bound to gdrpeer\n",
 		       pci_name(pdev));
@@ -496,17 +528,18 @@ static int pcibar_bind_locked(const char *spec)
 		pr_err("%s refused: already claimed by driver %s\n",
 		       pci_name(pdev), drv->name);
 		ret = -EBUSY;
-	} else if (!set_override &&
-		   strcmp(pdev->driver_override, pcibar_driver.name)) {
-		pr_err("%s refused: driver_override names %s\n",
-		       pci_name(pdev), pdev->driver_override);
-		ret = -EBUSY;
-	} else {
-		ret = 0;
 	}
 	device_unlock(&pdev->dev);
 	if (ret)
 		goto out_put;
+	override = pcibar_override_match(pdev);
+	if (!override) {
+		pr_err("%s refused: its driver_override names another driver\n",
+		       pci_name(pdev));
+		ret = -EBUSY;
+		goto out_put;
+	}
+	set_override = override < 0;
 
 	if (set_override) {
 		ret = pcibar_override_track(pdev);

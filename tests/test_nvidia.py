@@ -46,7 +46,7 @@ GPU_PAGE = 64 * 1024
 GPL_ONLY_SYMBOL_GET = {"6.1", "6.12", "7.2"}
 
 # The nvidia kselftest: its tests, and the one that runs only while the provider is unavailable.
-NV_TESTS = 16
+NV_TESTS = 17
 NVSTUB_TESTS = 8
 UNAVAILABLE_TEST = "global.export_va_when_unavailable_enodev"
 

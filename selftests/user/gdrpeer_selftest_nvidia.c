@@ -546,6 +546,39 @@ GP_TEST_F(nv, free_while_mapped_revokes_importer)
 		TH_LOG("gdrpeer called put_pages after the callback");
 }
 
+/*
+ * A pinned importer (ib_umem_dmabuf_get_pinned: move_notify ignored) would
+ * keep writing into memory after cudaFree handed it to someone else: it is
+ * refused on a callback pin; a persistent pin, which cudaFree cannot take
+ * back, may be pinned.
+ */
+GP_TEST_F(nv, pinned_importer_refused_on_callback_pin)
+{
+	struct edu_hca_import im;
+	uint64_t va;
+	int dfd;
+
+	NEED_EDU();
+	ASSERT_EQ(0, gp_nvstub_alloc(self->nv, GPU_PAGE, 0, NULL, &va));
+	dfd = gp_export_va(self->fd, va, GPU_PAGE, GDRPEER_PIN_CALLBACK, NULL);
+	ASSERT_LE(0, dfd);
+	EXPECT_EQ(-EOPNOTSUPP, edu_import(self->hca, dfd, EDU_HCA_IMPORT_PINNED, &im));
+	EXPECT_EQ(0, nv_num("active_maps"));
+	/* the same memory, imported the dynamic way, is fine */
+	ASSERT_EQ(0, edu_import(self->hca, dfd, 0, &im));
+	EXPECT_EQ(0, edu_unimport(self->hca, im.id));
+	close(dfd);
+	if (self->persistent) {
+		dfd = gp_export_va(self->fd, va, GPU_PAGE, GDRPEER_PIN_PERSISTENT,
+				   NULL);
+		ASSERT_LE(0, dfd);
+		ASSERT_EQ(0, edu_import(self->hca, dfd, EDU_HCA_IMPORT_PINNED, &im));
+		EXPECT_EQ(0, edu_unimport(self->hca, im.id));
+		close(dfd);
+	}
+	EXPECT_EQ(0, gp_nvstub_free(self->nv, va));
+}
+
 /* CPU mappings are zapped: the next access is SIGBUS, new mmaps -ENODEV. */
 GP_TEST_F(nv, free_zaps_cpu_mapping_sigbus)
 {
