@@ -6,7 +6,7 @@
  * only the licence string the kernel sees is the proprietary one, because
  * that string is what the kernel and driver/Makefile act on:
  *  - the kernel refuses to load a module that uses GPL-only symbols (as
- *    gdrpeer.ko does) and also symbols of a proprietary module (5.13 on),
+ *    gdrpeer.ko does) and also symbols of a proprietary module (5.9 on),
  *    so gdrpeer must never be linked against this module's Module.symvers;
  *  - its EXPORT_SYMBOL exports are out of symbol_get()'s reach on kernels
  *    where symbol_get() reaches only GPL exports.

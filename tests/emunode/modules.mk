@@ -49,12 +49,22 @@ linked-build:
 # (EXPORT_SYMBOL, licence "NVIDIA", like NVIDIA's proprietary modules), where a DKMS build of
 # the NVIDIA driver leaves it: the build must not link against it (symbol_get instead).
 # gdrpeer-proplinked.ko: what the build made of that before it looked at the licence, linked
-# anyway by handing kbuild the arguments directly: the tests show the kernel refuses to load it.
+# anyway by calling kbuild directly on the symbol_get build's tree: the tests show the kernel
+# refuses to load it.
 prop-build:
 	rm -rf $(MODOUT)/nvprop && mkdir -p $(MODOUT)/nvprop/dkms
 	$(call symvers,gdrpeer_nvstub_prop) > $(MODOUT)/nvprop/dkms/Module.symvers
 	test -s $(MODOUT)/nvprop/dkms/Module.symvers
 	$(call variant,autoprop,NVIDIA_SYMVERS=auto NVIDIA_SYMVERS_SEARCH='$(MODOUT)/nvprop/*/Module.symvers')
-	$(call variant,proplinked,NVIDIA_SYMVERS=none KBUILD_ARGS='NVIDIA_SYMVERS=$(MODOUT)/nvprop/dkms/Module.symvers KBUILD_EXTRA_SYMBOLS=$(MODOUT)/nvprop/dkms/Module.symvers')
+	rm -rf $(MODOUT)/proplinked && mkdir -p $(MODOUT)/proplinked
+	cp -r $(MODOUT)/driver $(MODOUT)/uapi $(MODOUT)/proplinked/
+	$(MAKE) -C $(KDIR) M=$(MODOUT)/proplinked/driver clean >/dev/null
+	$(MAKE) -C $(MODOUT)/proplinked/driver KDIR=$(KDIR) NVIDIA_SYMVERS=none conftest.h nvidia_link.h \
+		> $(MODOUT)/gdrpeer-proplinked.log 2>&1
+	$(MAKE) -C $(KDIR) M=$(MODOUT)/proplinked/driver NVIDIA_SYMVERS=$(MODOUT)/nvprop/dkms/Module.symvers \
+		KBUILD_EXTRA_SYMBOLS=$(MODOUT)/nvprop/dkms/Module.symvers modules \
+		>> $(MODOUT)/gdrpeer-proplinked.log 2>&1 || { cat $(MODOUT)/gdrpeer-proplinked.log; exit 1; }
+	nm $(MODOUT)/proplinked/driver/gdrpeer.ko | grep -q ' U nvidia_p2p_get_pages$$'
+	cp $(MODOUT)/proplinked/driver/gdrpeer.ko $(MODOUT)/gdrpeer-proplinked.ko
 
 .PHONY: modules-build linked-build prop-build
