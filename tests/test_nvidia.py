@@ -25,8 +25,10 @@ licensed "NVIDIA") next to that stand-in: it loads, pcibar exports, the status s
 unavailable; and gdrpeer-proplinked.ko (linked against it anyway, the build the Makefile made
 before) is refused by the kernel, which shows the fallback is needed.
 
-Needs build/kmod/<kernel>/{gdrpeer,gdrpeer_nvstub,gdrpeer_nvstub_gpl,gdrpeer_edu_hca}.ko
-(make vm-modules) and build/bin/{gdrpeer_selftest_nvidia,gdrpeer_edu_dma} (make selftests).
+Needs build/kmod/<kernel>/{gdrpeer,gdrpeer_nvstub,gdrpeer_nvstub_gpl,gdrpeer_edu_hca}.ko, for the
+licence rule also gdrpeer_nvstub_prop.ko, gdrpeer-{autoprop,proplinked}.ko and the build logs
+gdrpeer-{linked,autoprop}.log (make vm-modules), and build/bin/{gdrpeer_selftest_nvidia,
+gdrpeer_edu_dma} (make selftests).
 """
 
 import os
