@@ -77,7 +77,11 @@
 #include "gdrpeer_core.h"
 #include "exporter.h"
 #include "nv_p2p_abi.h"
+#include "nvidia_link.h"
 #include "provider.h"
+
+/* How this build reaches nvidia_p2p_*, and why (driver/Makefile). */
+MODULE_INFO(nvidia_link, GDRPEER_NV_LINK);
 
 static char *nvidia_module = "nvidia";
 module_param(nvidia_module, charp, 0444);
@@ -101,7 +105,7 @@ struct nvp_api {
 static struct nvp_api nvp;
 static bool nvp_active;		/* smp_store_release / smp_load_acquire */
 static DEFINE_MUTEX(nvp_resolve_lock);	/* protects nvp_status */
-static char nvp_status[384] = "unavailable: not probed";
+static char nvp_status[768] = "unavailable: not probed";
 static char nvp_last_error[160] = "none";
 
 static struct gdrpeer_counters nvp_cnt;	/* allocations = live pins */
@@ -147,9 +151,8 @@ static int nvp_resolve(void)
 	nvp.get_pages_persistent = nvidia_p2p_get_pages_persistent;
 	nvp.put_pages_persistent = nvidia_p2p_put_pages_persistent;
 #endif
-	scnprintf(nvp_status, sizeof(nvp_status),
-		  "active (linked at build time against %s's Module.symvers)%s",
-		  nvidia_module,
+	scnprintf(nvp_status, sizeof(nvp_status), "active (%s)%s",
+		  GDRPEER_NV_LINK,
 		  nvp.get_pages_persistent ? "" : ", no persistent pins");
 	return 0;
 }
@@ -222,8 +225,12 @@ static int nvp_resolve(void)
 				  missing);
 		else if (nvp_module_loaded(nvidia_module))
 			scnprintf(nvp_status, sizeof(nvp_status),
-				  "unavailable: %s is loaded but its nvidia_p2p_* exports are not GPL and this kernel's symbol_get() reaches only GPL exports (mainline 6.5+, stable backports): rebuild gdrpeer with NVIDIA_SYMVERS=<its Module.symvers>",
-				  nvidia_module);
+				  "unavailable: %s is loaded but its nvidia_p2p_* exports are not GPL and this kernel's symbol_get() reaches only GPL exports (mainline 6.5+, stable backports): %s (build: %s)",
+				  nvidia_module,
+				  IS_ENABLED(GDRPEER_NV_LINK_REFUSED) ?
+				  "a proprietary exporter cannot be served on this kernel" :
+				  "for NVIDIA's open modules (GPL-compatible) rebuild gdrpeer with NVIDIA_SYMVERS=<its Module.symvers>; the proprietary ones cannot be served on this kernel",
+				  GDRPEER_NV_LINK);
 		else
 			scnprintf(nvp_status, sizeof(nvp_status),
 				  "unavailable: no nvidia_p2p_* symbols (%s not loaded)",

@@ -16,18 +16,32 @@ One boot per IOMMU mode (off, translated, passthrough) on VM_KERNEL runs, in thi
 The GPL rule on the other kernels (6.12, 7.2) boots once each with GDRPEER_ALL_KERNELS=1
 (the convention of tests/test_kernels.py).
 
-Needs build/kmod/<kernel>/{gdrpeer,gdrpeer_nvstub,gdrpeer_nvstub_gpl,gdrpeer_edu_hca}.ko
-(make vm-modules) and build/bin/{gdrpeer_selftest_nvidia,gdrpeer_edu_dma} (make selftests).
+NVIDIA's proprietary modules (issue 12, defect 4): driver/Makefile must never link gdrpeer against
+an exporter whose licence is not GPL-compatible (the kernel refuses to load a module that uses
+GPL-only symbols and a proprietary module's symbols). Host-side, its decision alone is checked
+against the stand-ins' .ko files for every kind of NVIDIA_SYMVERS; one boot (translated) loads
+gdrpeer-autoprop.ko (NVIDIA_SYMVERS=auto finding the Module.symvers of gdrpeer_nvstub_prop.ko,
+licensed "NVIDIA") next to that stand-in: it loads, pcibar exports, the status says why nvidia is
+unavailable; and gdrpeer-proplinked.ko (linked against it anyway, the build the Makefile made
+before) is refused by the kernel, which shows the fallback is needed.
+
+Needs build/kmod/<kernel>/{gdrpeer,gdrpeer_nvstub,gdrpeer_nvstub_gpl,gdrpeer_edu_hca}.ko, for the
+licence rule also gdrpeer_nvstub_prop.ko, gdrpeer-{autoprop,proplinked}.ko and the build logs
+gdrpeer-{linked,autoprop}.log (make vm-modules), and build/bin/{gdrpeer_selftest_nvidia,
+gdrpeer_edu_dma} (make selftests).
 """
 
 import os
 import random
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from emunode import Node, known_kernels
+from emunode.node import ALLOWED_TAINT, PROBLEM
 from test_driver import keyvals, pattern, tap
 
 REPO = Path(__file__).resolve().parents[1]
@@ -44,6 +58,10 @@ GPU_PAGE = 64 * 1024
 # Guest kernels whose symbol_get() reaches only EXPORT_SYMBOL_GPL exports: mainline since 6.5,
 # and Debian's 6.1 (the change went to stable). 5.10 is not asserted either way.
 GPL_ONLY_SYMBOL_GET = {"6.1", "6.12", "7.2"}
+# Guest kernels that refuse to load a module using GPL-only symbols and symbols of a proprietary
+# module (mainline added the rule in 5.9); 5.10 is not asserted either way.
+REFUSE_GPL_PROPRIETARY_MIX = {"6.1", "6.12", "7.2"}
+TAINT_PROPRIETARY = 1 << 0
 
 # The nvidia kselftest: its tests, and the one that runs only while the provider is unavailable.
 NV_TESTS = 17
@@ -58,6 +76,8 @@ PC_SIZE, PC_EXP_OFF, PC_EXP_LEN = 40 << 20, 36 << 20, 1 << 20
 PC_LEN = 3 * 1024
 PC_OFF = RNG.randrange(0, (PC_EXP_LEN - PC_LEN) // 8) * 8
 PC_SEED = RNG.getrandbits(64)
+PCIBAR_DMA = (f"insmod {M}/gdrpeer_edu_hca.ko && gdrpeer_edu_dma {PC_SIZE} "
+              f"{PC_EXP_OFF} {PC_EXP_LEN} {PC_OFF} {PC_LEN} {PC_SEED} keep")
 
 
 def gauge_dump(prefix, path):
@@ -72,8 +92,7 @@ def commands(linked):
         "absent_load": f"insmod {M}/gdrpeer.ko pcibar=$GDRPEER_GPU_BDF && "
                        f"echo nvidia=$(cat {S}/nvidia/status) && echo pcibar=$(cat {S}/pcibar/status)",
         "absent_kselftest": "gdrpeer_selftest_nvidia",
-        "absent_pcibar_dma": f"insmod {M}/gdrpeer_edu_hca.ko && gdrpeer_edu_dma {PC_SIZE} "
-                             f"{PC_EXP_OFF} {PC_EXP_LEN} {PC_OFF} {PC_LEN} {PC_SEED} keep",
+        "absent_pcibar_dma": PCIBAR_DMA,
         "absent_unload": "rmmod gdrpeer && echo unloaded",
         # 2. EXPORT_SYMBOL stand-in: symbol_get, then linked
         "nongpl_symbol_get": f"insmod {M}/gdrpeer_nvstub.ko bar=$GDRPEER_GPU_BDF && "
@@ -167,10 +186,8 @@ def test_absent_export_va_enodev(run):
     assert r.status == 0
 
 
-def test_absent_pcibar_still_exports(run):
-    """pcibar keeps working: edu writes through its dma-buf, the host finds the bytes."""
-    _, _, _, res, out = run
-    r = out["absent_pcibar_dma"]
+def check_pcibar_dma(res, r):
+    """PCIBAR_DMA's run r: edu wrote through the pcibar dma-buf, the host finds the bytes."""
     assert r.status == 0, r.output
     kv = keyvals(r.output)
     assert kv["mismatches"] == 0 and kv["transfers"] == 2 * 5
@@ -178,6 +195,12 @@ def test_absent_pcibar_still_exports(run):
     data = res.bar_path.read_bytes()
     assert data[at:at + PC_LEN] == pattern(PC_SEED, PC_LEN), f"pattern missing at {at:#x}"
     assert data[at - 8:at] == bytes(8) and data[at + PC_LEN:at + PC_LEN + 8] == bytes(8)
+
+
+def test_absent_pcibar_still_exports(run):
+    """pcibar keeps working: edu writes through its dma-buf, the host finds the bytes."""
+    _, _, _, res, out = run
+    check_pcibar_dma(res, out["absent_pcibar_dma"])
     assert out["absent_unload"].status == 0, out["absent_unload"].output
 
 
@@ -216,8 +239,9 @@ def test_linked_build_active(run):
         pytest.skip("gdrpeer-linked.ko was not built for this kernel (make vm-modules)")
     r = out["nongpl_linked"]
     assert r.status == 0, r.output
-    # "active (linked at build time against ...)"
-    assert "status=active (linked" in r.output, r.output
+    # "active (linked against .../Module.symvers: gdrpeer_nvstub is licensed "GPL" ...)"
+    assert re.search(r'^status=active \(linked against \S+: gdrpeer_nvstub is licensed "GPL" ',
+                     r.output, re.M), r.output
 
 
 # ---- 3. the provider active: kselftest, gauges, unload -----------------------------------
@@ -361,3 +385,181 @@ def test_gpl_rule_other_kernels(kernel, kernel_name):
     assert res.results[2].status == 0, res.results[2].output
     assert res.problems() == []
     check_gpl_rule(kernel, res.results[0])
+
+
+# ---- 5. NVIDIA's proprietary modules: never linked (issue 12, defect 4) ----------------------
+
+def built(kdir, *names):
+    for n in names:
+        if not (kdir / n).exists():
+            pytest.fail(f"{kdir / n} missing (make vm-modules)")
+
+
+def decide(tmp, nvidia_symvers, search=None):
+    """driver/Makefile's NVIDIA_SYMVERS decision alone (make nvidia_link.h in a copy of driver/,
+    and print the arguments it would give kbuild; KDIR names no kernel, so nothing installed on
+    this host is consulted). Returns (exit status, make's output, nvidia_link.h or None,
+    {kbuild variable: value} for NVIDIA_SYMVERS and KBUILD_EXTRA_SYMBOLS)."""
+    drv = tmp / "driver"
+    if drv.exists():
+        shutil.rmtree(drv)
+    shutil.copytree(REPO / "driver", drv)
+    cmd = ["make", "-s", "-C", str(drv), f"KDIR={tmp / 'no-kernel'}",
+           f"NVIDIA_SYMVERS={nvidia_symvers}",
+           "--eval", "kbuild-args: ; @echo 'kbuild: $(KBUILD_ARGS)'", "nvidia_link.h", "kbuild-args"]
+    if search is not None:
+        cmd.append(f"NVIDIA_SYMVERS_SEARCH={search}")
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    header = drv / "nvidia_link.h"
+    m = re.search(r"^kbuild: (.*)$", p.stdout, re.M)
+    args = dict(re.findall(r"\b(NVIDIA_SYMVERS|KBUILD_EXTRA_SYMBOLS)=(\S*)", m.group(1))) if m else {}
+    return (p.returncode, p.stdout + p.stderr, header.read_text() if header.exists() else None,
+            args)
+
+
+def fake_dkms(tmp, name, module, ko=None, export="EXPORT_SYMBOL"):
+    """tmp/dkms/NAME/Module.symvers naming tmp/dkms/NAME/MODULE as the exporter of nvidia_p2p_*,
+    as the NVIDIA driver's DKMS build leaves it, with the .ko `ko` copied there as MODULE.ko."""
+    d = tmp / "dkms" / name
+    d.mkdir(parents=True)
+    lines = [f"0x00000000\t{s}\t{d / module}\t{export}\t\n"
+             for s in ("nvidia_p2p_get_pages", "nvidia_p2p_put_pages")]
+    (d / "Module.symvers").write_text("".join(lines))
+    if ko:
+        shutil.copy2(ko, d / f"{module}.ko")
+    return d / "Module.symvers"
+
+
+def test_build_never_links_a_proprietary_exporter(tmp_path, gdrpeer_ko):
+    """Every way NVIDIA_SYMVERS can point at an exporter, against the stand-ins' real .ko files."""
+    kdir = gdrpeer_ko.parent
+    built(kdir, "gdrpeer_nvstub_prop.ko", "gdrpeer_nvstub.ko")
+    prop = fake_dkms(tmp_path, "prop", "nvidia", kdir / "gdrpeer_nvstub_prop.ko")
+    gpl = fake_dkms(tmp_path, "gpl", "nvidia", kdir / "gdrpeer_nvstub.ko")
+    gone = fake_dkms(tmp_path, "gone", "nvidia")                 # .ko cleaned away
+    gplexp = fake_dkms(tmp_path, "gplexp", "nvidia", kdir / "gdrpeer_nvstub_prop.ko",
+                       export="EXPORT_SYMBOL_GPL")
+    line = re.compile(r"^gdrpeer: nvidia provider: (.*)$", re.M)
+
+    # auto, the proprietary exporter: symbol_get, and why
+    rc, out, h, kb = decide(tmp_path, "auto", search=str(prop))
+    assert rc == 0, out
+    why = (f'symbol_get: not linked against {prop}: nvidia is licensed "NVIDIA" '
+           f'(modinfo {prop.parent / "nvidia.ko"}), and a module using GPL-only symbols may not '
+           f'use symbols of a proprietary module')
+    assert line.search(out).group(1) == why, out
+    assert "#define GDRPEER_NV_LINK_REFUSED 1" in h
+    assert kb == {"NVIDIA_SYMVERS": ""}, out     # kbuild builds the symbol_get variant
+    assert '#define GDRPEER_NV_LINK "' + why.replace('"', '\\"') + '"' in h, h
+    # explicit: refused, nothing written
+    rc, out, h, kb = decide(tmp_path, str(prop))
+    assert rc != 0 and h is None, out
+    assert f'refusing NVIDIA_SYMVERS={prop}: nvidia is licensed "NVIDIA"' in out, out
+    assert "NVIDIA_SYMVERS=none" in out
+
+    # the GPL exporter (licence "GPL"; NVIDIA's open modules say "Dual MIT/GPL"): linked, both
+    # ways; auto prefers it to the others found ("gone" comes first and is not GPL-compatible)
+    for how, search in (("auto", f"{tmp_path}/dkms/*/Module.symvers"), (str(gpl), None)):
+        rc, out, h, kb = decide(tmp_path, how, search)
+        assert rc == 0, out
+        got = line.search(out).group(1)
+        assert got.startswith(f"linked against {gpl}: nvidia is licensed \"GPL\" "), out
+        assert got.endswith("GPL-compatible") and "REFUSED" not in h
+        assert kb == {"NVIDIA_SYMVERS": str(gpl), "KBUILD_EXTRA_SYMBOLS": str(gpl)}, out
+
+    # licence unknown: taken as not GPL-compatible
+    rc, out, h, kb = decide(tmp_path, "auto", search=str(gone))
+    assert rc == 0, out
+    assert line.search(out).group(1).startswith(
+        f"symbol_get: not linked against {gone}: the licence of nvidia is unknown"), out
+    assert "taken as not GPL-compatible" in out and "REFUSED 1" in h
+    assert kb == {"NVIDIA_SYMVERS": ""}, out
+    rc, out, h, kb = decide(tmp_path, str(gone))
+    assert rc != 0 and h is None and "the licence of nvidia is unknown" in out, out
+
+    # auto ignores a Module.symvers whose nvidia_p2p_* are GPL exports (symbol_get reaches them)
+    rc, out, h, kb = decide(tmp_path, "auto", search=str(gplexp))
+    assert rc == 0, out
+    assert line.search(out).group(1).startswith(
+        "symbol_get: no Module.symvers exporting nvidia_p2p_get_pages without _GPL"), out
+    assert kb == {"NVIDIA_SYMVERS": ""}, out
+    # and none: symbol_get, said so, and kbuild does not see "none" as a file to link against
+    rc, out, h, kb = decide(tmp_path, "none")
+    assert rc == 0 and line.search(out).group(1) == "symbol_get: NVIDIA_SYMVERS=none", out
+    assert kb == {"NVIDIA_SYMVERS": ""}, out
+
+
+def test_build_logs_of_the_test_variants(gdrpeer_ko):
+    """The builds the guest tests load chose as they must, and modinfo says so."""
+    kdir = gdrpeer_ko.parent
+    built(kdir, "gdrpeer-linked.ko", "gdrpeer-autoprop.ko", "gdrpeer-linked.log",
+          "gdrpeer-autoprop.log")
+    logs = {v: (kdir / f"gdrpeer-{v}.log").read_text() for v in ("linked", "autoprop")}
+    info = {v: subprocess.run(["modinfo", "-F", "nvidia_link", str(kdir / f"gdrpeer-{v}.ko")],
+                              capture_output=True, text=True, check=True).stdout.strip()
+            for v in ("linked", "autoprop")}
+    # the GPL stand-in: linked, as before
+    assert re.search(r'^gdrpeer: nvidia provider: linked against \S+/Module\.symvers: '
+                     r'gdrpeer_nvstub is licensed "GPL" ', logs["linked"], re.M), logs["linked"]
+    assert info["linked"].startswith("linked against ") and "gdrpeer_nvstub is licensed" in \
+        info["linked"]
+    # the proprietary one found by auto: symbol_get
+    m = re.search(r'^gdrpeer: nvidia provider: (symbol_get: not linked against \S+/Module\.symvers: '
+                  r'gdrpeer_nvstub_prop is licensed "NVIDIA" .*)$', logs["autoprop"], re.M)
+    assert m, logs["autoprop"]
+    assert info["autoprop"] == m.group(1)
+
+
+def test_proprietary_exporter(node_factory, gdrpeer_ko, kernel_name):
+    """gdrpeer-autoprop.ko loads next to the proprietary stand-in, pcibar exports, the status
+    says why nvidia is unavailable; the linked build of old is refused by the kernel."""
+    kdir = gdrpeer_ko.parent
+    check_programs(kdir)
+    built(kdir, "gdrpeer-autoprop.ko", "gdrpeer-proplinked.ko", "gdrpeer_nvstub_prop.ko")
+    prop = f"insmod {M}/gdrpeer_nvstub_prop.ko"
+    cmds = {
+        "load": f"{prop} && insmod {M}/gdrpeer-autoprop.ko pcibar=$GDRPEER_GPU_BDF "
+                f"nvidia_module=gdrpeer_nvstub_prop && echo nvidia=$(cat {S}/nvidia/status) && "
+                f"echo pcibar=$(cat {S}/pcibar/status)",
+        "pcibar_dma": PCIBAR_DMA,
+        "unload": "rmmod gdrpeer_edu_hca && rmmod gdrpeer && rmmod gdrpeer_nvstub_prop && "
+                  "echo unloaded",
+        "control": f"{prop} && {{ insmod {M}/gdrpeer-proplinked.ko pcibar=$GDRPEER_GPU_BDF; "
+                   f"echo insmod_rc=$?; }}; test -e /sys/module/gdrpeer && echo gdrpeer_loaded; "
+                   f"rmmod gdrpeer 2>/dev/null; rmmod gdrpeer_nvstub_prop && echo unloaded",
+    }
+    # allow_problems: the harness refuses a P taint; the checks below allow that one alone
+    res = node_factory("switch", "translated", bar_mib=64).run(list(cmds.values()), timeout=600,
+                                                               allow_problems=True)
+    out = {n: res.results[i] for i, n in enumerate(cmds)}
+
+    r = out["load"]
+    assert r.status == 0, r.output
+    kv = dict(re.findall(r"^(\w+)=(.*)$", r.output, re.M))
+    assert kv["pcibar"].startswith("active"), kv["pcibar"]
+    check_pcibar_dma(res, out["pcibar_dma"])
+    assert out["unload"].status == 0 and "unloaded" in out["unload"].output, out["unload"].output
+    # the stand-in looked proprietary to the kernel; nothing else went wrong
+    assert res.taint & TAINT_PROPRIETARY, f"taint {res.taint:#x}: the stand-in is not proprietary?"
+    assert res.taint & ~(ALLOWED_TAINT | TAINT_PROPRIETARY) == 0, f"taint {res.taint:#x}"
+    assert [l for l in res.kernel_log.splitlines() if PROBLEM.search(l)] == []
+    assert "nothing should reach this module's exports" not in res.kernel_log
+
+    c = out["control"]
+    assert "unloaded" in c.output, c.output
+    refused = re.search(r"module using GPL-only symbols uses symbols.* from proprietary module "
+                        r"gdrpeer_nvstub_prop", res.kernel_log)
+    status = kv["nvidia"]
+    if kernel_name in GPL_ONLY_SYMBOL_GET:
+        assert status.startswith("unavailable: gdrpeer_nvstub_prop is loaded but its "
+                                 "nvidia_p2p_* exports are not GPL"), status
+        assert "a proprietary exporter cannot be served on this kernel" in status, status
+        assert re.search(r'\(build: symbol_get: not linked against \S+: gdrpeer_nvstub_prop is '
+                         r'licensed "NVIDIA" .*proprietary module\)$', status), status
+    if kernel_name in REFUSE_GPL_PROPRIETARY_MIX:
+        assert re.search(r"^insmod_rc=[1-9]", c.output, re.M), c.output
+        assert "gdrpeer_loaded" not in c.output, c.output
+        assert refused, res.kernel_log[-3000:]
+    if kernel_name not in GPL_ONLY_SYMBOL_GET or kernel_name not in REFUSE_GPL_PROPRIETARY_MIX:
+        pytest.skip(f"kernel {kernel_name}: the status ({status}) and the linked build's fate "
+                    f"({'refused' if refused else 'not refused'}) are not asserted here")

@@ -51,10 +51,11 @@ def build_modules(kernel_name, log=print):
             if mounted:
                 subprocess.run(["umount", str(proc)])
         out.mkdir(parents=True, exist_ok=True)
-        for old in out.glob("*.ko"):
+        for old in [*out.glob("*.ko"), *out.glob("*.log")]:
             old.unlink()
-        for ko in stage.glob("*.ko"):
-            shutil.copy2(ko, out / ko.name)
+        # the modules, and the logs of the gdrpeer-<variant>.ko builds (tests read them)
+        for f in [*stage.glob("*.ko"), *stage.glob("*.log")]:
+            shutil.copy2(f, out / f.name)
     kos = sorted(p.name for p in out.glob("*.ko"))
     log(f"emunode: modules for kernel {kernel_name} ({kernel.release}): {', '.join(kos) or 'none'}")
     return out

@@ -12,23 +12,59 @@ modules-build:
 	@cp $(MODOUT)/driver/*.ko $(MODOUT)/
 	@if ls $(MODOUT)/selftests/kmod/*.ko >/dev/null 2>&1; then cp $(MODOUT)/selftests/kmod/*.ko $(MODOUT)/; fi
 	@if [ -f $(MODOUT)/selftests/kmod/gdrpeer_nvstub.ko ]; then \
-		$(MAKE) -f $(MODOUT)/Makefile.modules linked-build KDIR=$(KDIR) MODOUT=$(MODOUT); fi
+		$(MAKE) -f $(MODOUT)/Makefile.modules linked-build prop-build KDIR=$(KDIR) MODOUT=$(MODOUT); fi
+
+# Builds of gdrpeer.ko next to the nvidia_p2p stand-ins, each in its own copy of driver/, with
+# the build's own output in gdrpeer-<variant>.log (the tests read the choice it logged). Their
+# module name is still gdrpeer.
+#   $(call variant,NAME,make arguments): driver/ copied to $(MODOUT)/NAME, built, kept as
+#   $(MODOUT)/gdrpeer-NAME.ko and $(MODOUT)/gdrpeer-NAME.log
+define variant
+	rm -rf $(MODOUT)/$(1) && mkdir -p $(MODOUT)/$(1)
+	cp -r $(MODOUT)/driver $(MODOUT)/uapi $(MODOUT)/$(1)/
+	$(MAKE) -C $(KDIR) M=$(MODOUT)/$(1)/driver clean >/dev/null
+	$(MAKE) -C $(MODOUT)/$(1)/driver KDIR=$(KDIR) MODOUT= $(2) > $(MODOUT)/gdrpeer-$(1).log 2>&1 || \
+		{ cat $(MODOUT)/gdrpeer-$(1).log; exit 1; }
+	cat $(MODOUT)/gdrpeer-$(1).log
+	cp $(MODOUT)/$(1)/driver/gdrpeer.ko $(MODOUT)/gdrpeer-$(1).ko
+endef
+
+# $(call symvers,MODULE): the nvidia_p2p_* lines of selftests/kmod/Module.symvers as MODULE's
+# own, EXPORT_SYMBOL. The stand-ins export the same names from one kbuild directory, and some
+# kernels' modpost lists each name once, under whichever module came first; the symbol CRCs come
+# from the shared declarations (driver/nv_p2p_abi.h) and are the same for all of them.
+symvers = awk -F '\t' -v OFS='\t' '$$2 ~ /^nvidia_p2p_/ { sub(/[^\/]*$$/, "$(1)", $$3); \
+	$$4 = "EXPORT_SYMBOL"; if (!seen[$$2]++) print }' $(MODOUT)/selftests/kmod/Module.symvers
 
 # gdrpeer-linked.ko: gdrpeer.ko built the way DKMS builds it after the NVIDIA driver, linked
-# against the exports of the stand-in gdrpeer_nvstub.ko (EXPORT_SYMBOL, like nvidia.ko) instead
-# of finding them with symbol_get(). Its module name is still gdrpeer. The stand-in's two builds
-# export the same names from one kbuild directory, so its Module.symvers lists each name once;
-# the symbol CRCs come from the shared declarations (driver/nv_p2p_abi.h) and are the same for
-# both, and the lines are rewritten to name gdrpeer_nvstub and EXPORT_SYMBOL.
+# against the exports of the stand-in gdrpeer_nvstub.ko (EXPORT_SYMBOL, licence GPL, like
+# NVIDIA's open kernel modules) instead of finding them with symbol_get().
 linked-build:
-	rm -rf $(MODOUT)/linked && mkdir -p $(MODOUT)/linked
-	cp -r $(MODOUT)/driver $(MODOUT)/uapi $(MODOUT)/linked/
-	$(MAKE) -C $(KDIR) M=$(MODOUT)/linked/driver clean >/dev/null
-	awk -F '\t' -v OFS='\t' '$$2 ~ /^nvidia_p2p_/ { sub(/_gpl$$/, "", $$3); \
-		$$4 = "EXPORT_SYMBOL"; if (!seen[$$2]++) print }' $(MODOUT)/selftests/kmod/Module.symvers \
-		> $(MODOUT)/linked/nvstub.symvers
-	test -s $(MODOUT)/linked/nvstub.symvers
-	$(MAKE) -C $(MODOUT)/linked/driver KDIR=$(KDIR) NVIDIA_SYMVERS=$(MODOUT)/linked/nvstub.symvers MODOUT=
-	cp $(MODOUT)/linked/driver/gdrpeer.ko $(MODOUT)/gdrpeer-linked.ko
+	rm -rf $(MODOUT)/nvstub && mkdir -p $(MODOUT)/nvstub
+	$(call symvers,gdrpeer_nvstub) > $(MODOUT)/nvstub/Module.symvers
+	test -s $(MODOUT)/nvstub/Module.symvers
+	$(call variant,linked,NVIDIA_SYMVERS=$(MODOUT)/nvstub/Module.symvers)
 
-.PHONY: modules-build linked-build
+# gdrpeer-autoprop.ko: NVIDIA_SYMVERS=auto finding the Module.symvers of gdrpeer_nvstub_prop.ko
+# (EXPORT_SYMBOL, licence "NVIDIA", like NVIDIA's proprietary modules), where a DKMS build of
+# the NVIDIA driver leaves it: the build must not link against it (symbol_get instead).
+# gdrpeer-proplinked.ko: what the build made of that before it looked at the licence, linked
+# anyway by calling kbuild directly on the symbol_get build's tree: the tests show the kernel
+# refuses to load it.
+prop-build:
+	rm -rf $(MODOUT)/nvprop && mkdir -p $(MODOUT)/nvprop/dkms
+	$(call symvers,gdrpeer_nvstub_prop) > $(MODOUT)/nvprop/dkms/Module.symvers
+	test -s $(MODOUT)/nvprop/dkms/Module.symvers
+	$(call variant,autoprop,NVIDIA_SYMVERS=auto NVIDIA_SYMVERS_SEARCH='$(MODOUT)/nvprop/*/Module.symvers')
+	rm -rf $(MODOUT)/proplinked && mkdir -p $(MODOUT)/proplinked
+	cp -r $(MODOUT)/driver $(MODOUT)/uapi $(MODOUT)/proplinked/
+	$(MAKE) -C $(KDIR) M=$(MODOUT)/proplinked/driver clean >/dev/null
+	$(MAKE) -C $(MODOUT)/proplinked/driver KDIR=$(KDIR) NVIDIA_SYMVERS=none conftest.h nvidia_link.h \
+		> $(MODOUT)/gdrpeer-proplinked.log 2>&1
+	$(MAKE) -C $(KDIR) M=$(MODOUT)/proplinked/driver NVIDIA_SYMVERS=$(MODOUT)/nvprop/dkms/Module.symvers \
+		KBUILD_EXTRA_SYMBOLS=$(MODOUT)/nvprop/dkms/Module.symvers modules \
+		>> $(MODOUT)/gdrpeer-proplinked.log 2>&1 || { cat $(MODOUT)/gdrpeer-proplinked.log; exit 1; }
+	nm $(MODOUT)/proplinked/driver/gdrpeer.ko | grep -q ' U nvidia_p2p_get_pages$$'
+	cp $(MODOUT)/proplinked/driver/gdrpeer.ko $(MODOUT)/gdrpeer-proplinked.ko
+
+.PHONY: modules-build linked-build prop-build
