@@ -138,6 +138,23 @@ bool conftest(struct dma_buf_attachment *a);
 bool conftest(struct dma_buf_attachment *a) { return dma_buf_attach_revocable(a); }
 EOF
 
+# Page-table walks for the test module gdrpeer_ptebits: follow_pfnmap_start
+# (6.12+) or follow_pte on an mm (5.11 to 6.9).
+probe follow_pfnmap_start <<'EOF'
+#include <linux/mm.h>
+int conftest(struct follow_pfnmap_args *a);
+int conftest(struct follow_pfnmap_args *a) { return follow_pfnmap_start(a); }
+EOF
+
+probe follow_pte_mm <<'EOF'
+#include <linux/mm.h>
+int conftest(struct mm_struct *mm, pte_t **p, spinlock_t **l);
+int conftest(struct mm_struct *mm, pte_t **p, spinlock_t **l)
+{
+	return follow_pte(mm, 0, p, l);
+}
+EOF
+
 # vm_operations_struct.split was renamed may_split in 5.11.
 probe vm_ops_may_split <<'EOF'
 #include <linux/mm.h>

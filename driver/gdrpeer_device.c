@@ -9,6 +9,8 @@
 #include <linux/io.h>
 #include <linux/mm.h>
 #include <linux/pci.h>
+#include <linux/sched.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/sysfs.h>
 #include <linux/xarray.h>
@@ -358,25 +360,37 @@ void gdrpeer_region_init(struct gdrpeer_region *r, u64 size,
 							  &gdrpeer_next_pgoff);
 }
 
+/* Bytes cleared between two chances to reschedule. */
+#define GDRPEER_CLEAR_CHUNK SZ_2M
+
 /*
  * Zero the memory before it is handed out: it may hold what the previous
  * user of this BAR range wrote.  The region is not visible to anyone yet.
+ * Large allocations take a while (about a second per 10 GiB on a real
+ * BAR): clear in chunks, rescheduling between them.
  */
 static int gdrpeer_region_clear(struct gdrpeer_region *r)
 {
 	unsigned int i;
 
 	for (i = 0; i < r->nr_ranges; i++) {
-		void __iomem *p = ioremap_wc(r->ranges[i].phys,
-					     r->ranges[i].len);
+		u64 done;
 
-		if (!p)
-			return -ENOMEM;
-		memset_io(p, 0, r->ranges[i].len);
-		/* the writes are posted: make them land before handing out */
-		wmb();
-		iounmap(p);
+		for (done = 0; done < r->ranges[i].len;
+		     done += GDRPEER_CLEAR_CHUNK) {
+			u64 n = min_t(u64, GDRPEER_CLEAR_CHUNK,
+				      r->ranges[i].len - done);
+			void __iomem *p = ioremap_wc(r->ranges[i].phys + done, n);
+
+			if (!p)
+				return -ENOMEM;
+			memset_io(p, 0, n);
+			iounmap(p);
+			cond_resched();
+		}
 	}
+	/* the writes are posted: make them land before the handle exists */
+	wmb();
 	return 0;
 }
 

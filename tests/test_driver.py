@@ -22,7 +22,7 @@ PROGRAMS = ["gdrpeer_selftest_abi", "gdrpeer_selftest_lifetime", "gdrpeer_selfte
             "gdrpeer_selftest_edu", "gdrpeer_selftest_revoke", "gdrpeer_selftest_rdma",
             "gdrpeer_edu_dma"]
 # Expected number of TAP tests of each kselftest program (all must run: none may skip here).
-KSELFTESTS = {"abi": 40, "lifetime": 8, "bind": 9, "edu": 8, "revoke": 7, "rdma": 3}
+KSELFTESTS = {"abi": 40, "lifetime": 8, "bind": 9, "edu": 8, "revoke": 8, "rdma": 3}
 
 FILL = 0x5A
 RNG = random.Random()          # seeded from the OS: a new pattern every run
@@ -44,7 +44,8 @@ COMMANDS = {
     "abi": "gdrpeer_selftest_abi",
     "lifetime": "gdrpeer_selftest_lifetime",
     "bind": "gdrpeer_selftest_bind",
-    "load_edu": "insmod /gdrpeer/modules/gdrpeer_edu_hca.ko && ls -l /dev/gdrpeer_edu_hca",
+    "load_edu": "insmod /gdrpeer/modules/gdrpeer_edu_hca.ko && ls -l /dev/gdrpeer_edu_hca && "
+                "insmod /gdrpeer/modules/gdrpeer_ptebits.ko",
     "edu": "gdrpeer_selftest_edu",
     # unbind, PCI remove/rescan, importers, clearing, read-only opens; leaves the device bound
     "revoke": "gdrpeer_selftest_revoke",
@@ -53,7 +54,7 @@ COMMANDS = {
            f"{RAW_OFF} {RAW_SEED}",
     "counters": "cd /sys/class/gdrpeer/gdrpeer/devices/0 && for f in allocations alloc_bytes "
                 "exports attachments active_maps free_bytes bar_size; do echo $f=$(cat $f); done",
-    "unload": "rmmod gdrpeer_edu_hca && rmmod gdrpeer && ! test -e /sys/module/gdrpeer && "
+    "unload": "rmmod gdrpeer_ptebits && rmmod gdrpeer_edu_hca && rmmod gdrpeer && ! test -e /sys/module/gdrpeer && "
               "! test -e /dev/gdrpeer && echo unloaded",
     # loads that must be refused, then mode and group from the parameters
     "refused_loads": "insmod /gdrpeer/modules/gdrpeer.ko pcibar=$GDRPEER_NIC_BDF; echo rc=$?; "

@@ -64,7 +64,7 @@ REFUSE_GPL_PROPRIETARY_MIX = {"6.1", "6.12", "7.2"}
 TAINT_PROPRIETARY = 1 << 0
 
 # The nvidia kselftest: its tests, and the one that runs only while the provider is unavailable.
-NV_TESTS = 17
+NV_TESTS = 18
 NVSTUB_TESTS = 8
 UNAVAILABLE_TEST = "global.export_va_when_unavailable_enodev"
 
@@ -86,7 +86,10 @@ def gauge_dump(prefix, path):
 
 def commands(linked):
     stub_gpl = f"insmod {M}/gdrpeer_nvstub_gpl.ko bar=$GDRPEER_GPU_BDF"
-    load = (f"{stub_gpl} && insmod {M}/gdrpeer.ko nvidia_module=gdrpeer_nvstub_gpl")
+    # bar_map=0: the stand-in keeps no mapping of its BAR, so the memory type of a pinned page
+    # is what gdrpeer reserves (the write-combining test)
+    load = (f"{stub_gpl} bar_map=0 && insmod {M}/gdrpeer_ptebits.ko && "
+            f"insmod {M}/gdrpeer.ko nvidia_module=gdrpeer_nvstub_gpl")
     return {
         # 1. no nvidia_p2p provider at all
         "absent_load": f"insmod {M}/gdrpeer.ko pcibar=$GDRPEER_GPU_BDF && "
@@ -109,7 +112,7 @@ def commands(linked):
         "nvidia": "gdrpeer_selftest_nvidia",
         "gauges": " ; ".join([gauge_dump("nv", f"{S}/nvidia"), gauge_dump("stub", STUB),
                               gauge_dump("edu", EDU)]),
-        "unload": f"rmmod gdrpeer && echo violations=$(cat {STUB}/violations) && "
+        "unload": f"rmmod gdrpeer_ptebits && rmmod gdrpeer && echo violations=$(cat {STUB}/violations) && "
                   f"rmmod gdrpeer_nvstub_gpl && ! test -e /sys/module/gdrpeer && "
                   f"! test -e /sys/module/gdrpeer_nvstub_gpl && echo unloaded",
         # 4. a pattern kept alive for the host

@@ -94,6 +94,15 @@ static char *bar;
 module_param(bar, charp, 0444);
 MODULE_PARM_DESC(bar, "PCI address [DDDD:]BB:DD.F of the ivshmem \"GPU\" (BAR 2 backs the fake GPU memory)");
 
+/*
+ * 1: keep a write-combining mapping of the whole BAR, as a driver that
+ * maps its BAR does; 0: map pages only while poisoning them, so that the
+ * only lasting memory-type reservation of a pinned page is gdrpeer's own.
+ */
+static bool bar_map = true;
+module_param(bar_map, bool, 0444);
+MODULE_PARM_DESC(bar_map, "keep a write-combining mapping of the BAR (default 1)");
+
 enum nvstub_state {
 	NVSTUB_LIVE,		/* pinned and usable */
 	NVSTUB_REVOKING,	/* free path: callback queued or running */
@@ -230,8 +239,17 @@ static void nvstub_pages_give(const u32 *pages, u32 n)
 	u32 i;
 
 	for (i = 0; i < n; i++) {
-		memset_io(nvstub_bar_map + ((u64)pages[i] << NVSTUB_PAGE_SHIFT),
-			  NVSTUB_POISON_BYTE, NVSTUB_PAGE);
+		u64 off = (u64)pages[i] << NVSTUB_PAGE_SHIFT;
+		void __iomem *p = nvstub_bar_map ? nvstub_bar_map + off :
+				  ioremap_wc(nvstub_bar_start + off, NVSTUB_PAGE);
+
+		/* without a mapping the page is not poisoned: say so */
+		if (p)
+			memset_io(p, NVSTUB_POISON_BYTE, NVSTUB_PAGE);
+		else
+			pr_warn("page %u not poisoned: ioremap failed\n", pages[i]);
+		if (p && !nvstub_bar_map)
+			iounmap(p);
 		__clear_bit(pages[i], nvstub_used);
 	}
 	nvstub_nfree += n;
@@ -1123,10 +1141,12 @@ static int nvstub_bind_bar(void)
 	nvstub_bar_start = pci_resource_start(pdev, NVSTUB_BAR);
 	nvstub_bar_len = round_down(pci_resource_len(pdev, NVSTUB_BAR),
 				    NVSTUB_PAGE);
-	nvstub_bar_map = ioremap_wc(nvstub_bar_start, nvstub_bar_len);
-	if (!nvstub_bar_map) {
-		ret = -ENOMEM;
-		goto err_release;
+	if (bar_map) {
+		nvstub_bar_map = ioremap_wc(nvstub_bar_start, nvstub_bar_len);
+		if (!nvstub_bar_map) {
+			ret = -ENOMEM;
+			goto err_release;
+		}
 	}
 	nvstub_npages = nvstub_bar_len >> NVSTUB_PAGE_SHIFT;
 	nvstub_nfree = nvstub_npages;
@@ -1145,7 +1165,9 @@ static int nvstub_bind_bar(void)
 	return 0;
 
 err_unmap:
-	iounmap(nvstub_bar_map);
+	if (nvstub_bar_map)
+		iounmap(nvstub_bar_map);
+	nvstub_bar_map = NULL;
 err_release:
 	pci_release_region(pdev, NVSTUB_BAR);
 err_disable:
@@ -1158,7 +1180,9 @@ err_put:
 static void nvstub_unbind_bar(void)
 {
 	bitmap_free(nvstub_used);
-	iounmap(nvstub_bar_map);
+	if (nvstub_bar_map)
+		iounmap(nvstub_bar_map);
+	nvstub_bar_map = NULL;
 	pci_release_region(nvstub_pdev, NVSTUB_BAR);
 	pci_disable_device(nvstub_pdev);
 	pci_dev_put(nvstub_pdev);

@@ -36,6 +36,7 @@
 #include "gdrpeer_test.h"
 #include "gdrpeer_edu_test.h"
 #include "gdrpeer_nvstub_test.h"
+#include "../kmod/gdrpeer_ptebits.h"
 #include "kselftest_harness.h"
 
 #define NV_SYSFS GDRPEER_SYSFS "/providers/nvidia"
@@ -577,6 +578,42 @@ GP_TEST_F(nv, pinned_importer_refused_on_callback_pin)
 		close(dfd);
 	}
 	EXPECT_EQ(0, gp_nvstub_free(self->nv, va));
+}
+
+/*
+ * The CPU mapping of a pin is write-combining even where the NVIDIA driver
+ * keeps no mapping of its own (stand-in loaded with bar_map=0): gdrpeer
+ * reserves WC for the pinned ranges; without that the page would be UC-.
+ */
+GP_TEST_F(nv, cpu_mapping_is_write_combining)
+{
+	struct ptebits_query q;
+	uint8_t *p;
+	uint64_t va;
+	int dfd, pt, err;
+
+	pt = open(PTEBITS_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	if (pt < 0)
+		SKIP(return, PTEBITS_DEVICE_PATH ": %s (gdrpeer_ptebits.ko not loaded)",
+		     strerror(errno));
+	ASSERT_EQ(0, gp_nvstub_alloc(self->nv, GPU_PAGE, 0, NULL, &va));
+	dfd = gp_export_va(self->fd, va, GPU_PAGE, GDRPEER_PIN_CALLBACK, NULL);
+	ASSERT_LE(0, dfd);
+	p = gp_mmap(dfd, GPU_PAGE, MAP_SHARED, 0, &err);
+	ASSERT_NE(NULL, p);
+	p[0] = 1;
+	memset(&q, 0, sizeof(q));
+	q.addr = (uintptr_t)p;
+	err = gp_ioctl(pt, PTEBITS_IOCTL_QUERY, &q);
+	munmap(p, GPU_PAGE);
+	close(dfd);
+	EXPECT_EQ(0, gp_nvstub_free(self->nv, va));
+	close(pt);
+	if (err == -EOPNOTSUPP)
+		SKIP(return, "this kernel has no page-walk helper the test module knows");
+	ASSERT_EQ(0, err);
+	EXPECT_EQ(PTEBITS_X86_WC, q.prot & PTEBITS_X86_CACHE_MASK)
+		TH_LOG("pte bits %#llx", (unsigned long long)q.prot);
 }
 
 /* CPU mappings are zapped: the next access is SIGBUS, new mmaps -ENODEV. */

@@ -6,7 +6,8 @@
  * fault with SIGBUS, handles answer ENODEV, dynamic importers are
  * invalidated and a pinned importer is waited for), the memory comes back
  * whole on the next bind, freed memory is handed out cleared, and a
- * read-only open cannot get at device memory.
+ * read-only open cannot get at device memory; CPU mappings are
+ * write-combining (read from the page table by gdrpeer_ptebits.ko).
  *
  * Needs gdrpeer.ko with the device under test bound ($GDRPEER_GPU_BDF) and
  * gdrpeer_edu_hca.ko (the importer tests skip without it); run as root.
@@ -19,6 +20,7 @@
 
 #include "gdrpeer_test.h"
 #include "gdrpeer_edu_test.h"
+#include "../kmod/gdrpeer_ptebits.h"
 #include "kselftest_harness.h"
 
 #define PCI_DEVICES "/sys/bus/pci/devices"
@@ -353,6 +355,44 @@ GP_TEST_F(rv, freed_memory_is_cleared)
 				   (unsigned long long)dirty);
 	munmap(p, size);
 	close(fd2);
+}
+
+/*
+ * CPU mappings are filled at fault time and take the memory type reserved
+ * for the range: gdrpeer reserves write-combining for the BAR, or they
+ * would be uncached (UC-), ten times slower for gdrcopy-style copies.
+ */
+GP_TEST_F(rv, cpu_mappings_are_write_combining)
+{
+	struct ptebits_query q;
+	struct users u;
+	int pt, err;
+
+	pt = open(PTEBITS_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	if (pt < 0)
+		SKIP(return, PTEBITS_DEVICE_PATH ": %s (gdrpeer_ptebits.ko not loaded)",
+		     strerror(errno));
+	ASSERT_EQ(0, users_make(self, &u));
+	memset(&q, 0, sizeof(q));
+	q.addr = (uintptr_t)u.cpu;
+	err = gp_ioctl(pt, PTEBITS_IOCTL_QUERY, &q);
+	if (err == -EOPNOTSUPP) {
+		users_drop(&u);
+		EXPECT_EQ(0, gp_free(self->fd, u.a.handle));
+		close(pt);
+		SKIP(return, "this kernel has no page-walk helper the test module knows");
+	}
+	ASSERT_EQ(0, err);
+	EXPECT_EQ(PTEBITS_X86_WC, q.prot & PTEBITS_X86_CACHE_MASK)
+		TH_LOG("handle mapping: pte bits %#llx", (unsigned long long)q.prot);
+	u.dcpu[0] = 1;		/* fault the page in */
+	q.addr = (uintptr_t)u.dcpu;
+	ASSERT_EQ(0, gp_ioctl(pt, PTEBITS_IOCTL_QUERY, &q));
+	EXPECT_EQ(PTEBITS_X86_WC, q.prot & PTEBITS_X86_CACHE_MASK)
+		TH_LOG("dma-buf mapping: pte bits %#llx", (unsigned long long)q.prot);
+	users_drop(&u);
+	EXPECT_EQ(0, gp_free(self->fd, u.a.handle));
+	close(pt);
 }
 
 /* O_RDONLY may look, never allocate, export or pin. */
