@@ -19,13 +19,25 @@
  *   is freed underneath: importers are told through move_notify /
  *   invalidate_mappings, CPU mappings (built at fault time for exactly
  *   this) are zapped, and attach, map and mmap fail with -ENODEV after.
+ * - vmap gives kernel CPU access (importers that copy with the CPU, such
+ *   as the test bed's soft-RoCE): the range ioremap'ed write-combined,
+ *   handed out as I/O memory, at most one mapping per dma-buf (the core
+ *   shares it between vmap users), counted in the "vmaps" gauge.
+ *   Contract: an importer that holds a vmap must hold a dynamic
+ *   attachment, and its move_notify / invalidate_mappings must stop every
+ *   access and dma_buf_vunmap() before returning (the reservation lock is
+ *   held there, as dma_buf_vunmap needs since 6.2); revoke checks that the
+ *   mapping is gone and says so in the kernel log if an importer kept it.
+ *   vmap of revoked memory is refused with -ENODEV and a log line.
  *
  * Lock order (outermost first), all may sleep:
  *   provider's pin lock (provider_nvidia.c, held while it revokes)
  *   -> gdrpeer_dmabuf.lock (@revoked)
  *   -> dma-buf reservation lock -> importer's locks (move_notify)
  *   mmap_lock (mmap, fault) -> gdrpeer_dmabuf.lock
- * map/unmap run under the reservation lock and take none of ours.
+ * map/unmap run under the reservation lock and take none of ours; so do
+ * vmap/vunmap (the reservation lock since 6.2, the dma-buf's own lock
+ * before), which read @revoked with READ_ONCE like map does.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": dmabuf: " fmt
 
@@ -34,6 +46,7 @@
 #include <linux/dma-resv.h>
 #include <linux/mm.h>
 #include <linux/fcntl.h>
+#include <linux/io.h>
 #include <linux/module.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
@@ -51,6 +64,9 @@ struct gdrpeer_dmabuf {
 	atomic_t pins;
 	struct mutex lock;		/* protects @revoked; see order above */
 	bool revoked;			/* memory gone: no new access */
+	void __iomem *vaddr;		/* the vmap, NULL when none; set and
+					 * cleared by vmap/vunmap, which the
+					 * dma-buf core serializes */
 };
 
 static struct gdrpeer_counters *dmabuf_cnt(struct dma_buf *dmabuf)
@@ -415,12 +431,103 @@ static int gdrpeer_dmabuf_mmap(struct dma_buf *dmabuf,
 	return gdrpeer_region_mmap(gb->region, gb->offset + off, vma);
 }
 
+#ifdef GDRPEER_HAVE_DMABUF_VMAP
+struct gdrpeer_contig_ctx {
+	phys_addr_t start;
+	phys_addr_t next;
+	bool started;
+	bool split;
+};
+
+static int gdrpeer_contig_piece(void *ctx, phys_addr_t phys, u64 len)
+{
+	struct gdrpeer_contig_ctx *c = ctx;
+
+	if (!c->started) {
+		c->start = phys;
+		c->started = true;
+	} else if (phys != c->next) {
+		c->split = true;
+	}
+	c->next = phys + len;
+	return 0;
+}
+
+/*
+ * Kernel CPU access to the exported range: called by the dma-buf core for
+ * the first vmap user only (under the reservation lock since 6.2, under
+ * the dma-buf's own lock before).  One physically contiguous range only:
+ * ioremap_wc cannot stitch BAR pieces, which only a fragmented nvidia pin
+ * has (refused with a log line).
+ */
+static int gdrpeer_dmabuf_vmap(struct dma_buf *dmabuf,
+			       struct gdrpeer_iosys_map *map)
+{
+	struct gdrpeer_dmabuf *gb = dmabuf->priv;
+	struct gdrpeer_contig_ctx c = {};
+	void __iomem *va;
+
+	/* revoke sets @revoked before it takes the reservation lock */
+	if (READ_ONCE(gb->revoked)) {
+		pr_warn_ratelimited("vmap of %llu bytes refused: the memory was revoked (freed by its owner or its device removed)\n",
+				    gb->length);
+		return -ENODEV;
+	}
+	gdrpeer_for_each_piece(gb, U64_MAX, gdrpeer_contig_piece, &c);
+	if (!c.started || c.split) {
+		pr_warn_ratelimited("vmap of %llu bytes refused: the memory is not one physically contiguous range\n",
+				    gb->length);
+		return -EOPNOTSUPP;
+	}
+	va = ioremap_wc(c.start, gb->length);
+	if (!va)
+		return -ENOMEM;
+	gb->vaddr = va;
+	gdrpeer_iosys_map_set_vaddr_iomem(map, va);
+	atomic64_inc(&dmabuf_cnt(dmabuf)->vmaps);
+	return 0;
+}
+
+/* Called by the dma-buf core when the last vmap user is gone. */
+static void gdrpeer_dmabuf_vunmap(struct dma_buf *dmabuf,
+				  struct gdrpeer_iosys_map *map)
+{
+	struct gdrpeer_dmabuf *gb = dmabuf->priv;
+
+	if (WARN_ON(!gb->vaddr || gb->vaddr != map->vaddr_iomem))
+		return;
+	iounmap(gb->vaddr);
+	gb->vaddr = NULL;
+	atomic64_dec(&dmabuf_cnt(dmabuf)->vmaps);
+}
+#endif /* GDRPEER_HAVE_DMABUF_VMAP */
+
+/*
+ * DMA_BUF_IOCTL_SYNC and in-kernel CPU access brackets: the memory is
+ * mapped write-combined everywhere, so there is no cache to maintain; what
+ * the caller learns here is whether the memory is still there.
+ */
+static int gdrpeer_dmabuf_begin_cpu_access(struct dma_buf *dmabuf,
+					   enum dma_data_direction dir)
+{
+	struct gdrpeer_dmabuf *gb = dmabuf->priv;
+
+	return READ_ONCE(gb->revoked) ? -ENODEV : 0;
+}
+
+static int gdrpeer_dmabuf_end_cpu_access(struct dma_buf *dmabuf,
+					 enum dma_data_direction dir)
+{
+	return 0;
+}
+
 static void gdrpeer_dmabuf_release(struct dma_buf *dmabuf)
 {
 	struct gdrpeer_dmabuf *gb = dmabuf->priv;
 	struct gdrpeer_region *r = gb->region;
 
 	WARN_ON(atomic_read(&gb->pins));
+	WARN_ON(gb->vaddr);	/* the core vunmaps before it releases */
 	if (r->ops && r->ops->unexport)
 		r->ops->unexport(r, dmabuf);
 	atomic64_dec(&r->cnt->exports);
@@ -438,6 +545,12 @@ static const struct dma_buf_ops gdrpeer_dmabuf_ops = {
 	.map_dma_buf = gdrpeer_dmabuf_map,
 	.unmap_dma_buf = gdrpeer_dmabuf_unmap,
 	.mmap = gdrpeer_dmabuf_mmap,
+#ifdef GDRPEER_HAVE_DMABUF_VMAP
+	.vmap = gdrpeer_dmabuf_vmap,
+	.vunmap = gdrpeer_dmabuf_vunmap,
+#endif
+	.begin_cpu_access = gdrpeer_dmabuf_begin_cpu_access,
+	.end_cpu_access = gdrpeer_dmabuf_end_cpu_access,
 	.release = gdrpeer_dmabuf_release,
 };
 
@@ -497,6 +610,10 @@ void gdrpeer_dmabuf_revoke(struct dma_buf *dmabuf)
 #else
 	dma_buf_move_notify(dmabuf);
 #endif
+	/* importers have dropped their vmap in move_notify (see the top) */
+	if (READ_ONCE(gb->vaddr))
+		pr_warn("revoked %llu bytes while a kernel mapping (vmap) of them is still held: an importer ignored move_notify or holds no dynamic attachment\n",
+			gb->length);
 	dma_resv_unlock(dmabuf->resv);
 
 	/* every CPU mapping of the dma-buf goes through its file */

@@ -54,6 +54,7 @@ struct gdrpeer_counters {
 	atomic64_t exports;
 	atomic64_t attachments;
 	atomic64_t active_maps;
+	atomic64_t vmaps;		/* kernel CPU mappings (dma_buf_vmap) */
 };
 
 /*

@@ -85,6 +85,7 @@ GDRPEER_COUNTER_ATTR(alloc_bytes);
 GDRPEER_COUNTER_ATTR(exports);
 GDRPEER_COUNTER_ATTR(attachments);
 GDRPEER_COUNTER_ATTR(active_maps);
+GDRPEER_COUNTER_ATTR(vmaps);
 
 static struct kobj_attribute bdf_attr = __ATTR_RO(bdf);
 static struct kobj_attribute bar_attr = __ATTR_RO(bar);
@@ -103,6 +104,7 @@ static struct attribute *gdrpeer_device_attrs[] = {
 	&exports_attr.attr,
 	&attachments_attr.attr,
 	&active_maps_attr.attr,
+	&vmaps_attr.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(gdrpeer_device);
