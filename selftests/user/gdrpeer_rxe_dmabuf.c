@@ -586,7 +586,8 @@ static int cmd_demo(void)
 	struct lb l;
 	char sha[65];
 
-	gmem_alloc(&g, 1 << 20, 0);
+	/* past the 1 MiB that `gdrpeer verify` used before it in the demo */
+	gmem_alloc(&g, 1 << 20, 4 << 20);
 	lb_open(&l, n);
 	mr = reg_dmabuf(&l, g.dmabuf, 0, 3 * n, 0);
 	printf("ibv_reg_dmabuf_mr on a gdrpeer dma-buf: lkey %#x, BAR offset %#llx\n",
