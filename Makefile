@@ -21,7 +21,7 @@ PYTEST_ARGS ?=
 DEBS := build-essential make cmake pkg-config clang libclang-rt-14-dev kmod cpio xz-utils zstd \
 	dwarves bc flex bison libelf-dev sparse debootstrap \
 	qemu-system-x86 busybox-static pciutils iproute2 \
-	rdma-core ibverbs-utils ibverbs-providers libibverbs-dev \
+	rdma-core ibverbs-utils ibverbs-providers libibverbs-dev perftest \
 	libpci-dev libcli11-dev nlohmann-json3-dev googletest libgtest-dev libgmock-dev \
 	libbenchmark-dev hwloc libhwloc-dev graphviz python3 python3-pytest \
 	dpkg-dev patch meson ninja-build libglib2.0-dev libpixman-1-dev libfdt-dev
