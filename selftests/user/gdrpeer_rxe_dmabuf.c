@@ -218,10 +218,25 @@ static void qp_connect(struct ibv_qp *qp, uint32_t dest_qpn,
 	a.ah_attr.grh.sgid_index = 0;
 	a.ah_attr.grh.hop_limit = 1;
 	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		die("QP to RTR: %s", strerror(errno));
+	/*
+	 * Right after the link comes up the link-local GID's address may
+	 * still be tentative (IPv6 DAD): RTR fails with ETIMEDOUT or
+	 * ENETUNREACH for a moment.  Retry for up to 10 s.
+	 */
+	for (int tries = 0;; tries++) {
+		int ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
+					IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+					IBV_QP_RQ_PSN |
+					IBV_QP_MAX_DEST_RD_ATOMIC |
+					IBV_QP_MIN_RNR_TIMER);
+
+		if (!ret)
+			break;
+		ret = ret > 0 ? ret : errno;
+		if ((ret != ETIMEDOUT && ret != ENETUNREACH) || tries >= 100)
+			die("QP to RTR: %s", strerror(ret));
+		usleep(100000);
+	}
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
 	a.timeout = 14;
