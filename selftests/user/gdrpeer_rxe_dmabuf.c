@@ -9,9 +9,14 @@
  *
  *   BAR PATTERN <name> <bar offset> <length> <seed>   bytes = pattern(seed)
  *   BAR U64 <name> <bar offset> <value>               one little-endian u64
- *   BAR HOST <name> <bar offset> <length>              untouched since boot
- *                                                     (what the host wrote)
+ *   BAR HOST <name> <bar offset> <length>              what the host wrote
  *   BAR READ <name> <bar offset> <length> <sha256 of what RDMA READ returned>
+ *
+ * "What the host wrote": gdrpeer clears memory it hands out, so the tool
+ * asks the host (tests/emunode/softroce.py HostFill, watching the BAR
+ * file while the guest runs) to write its bytes into a range after
+ * allocating it: a header (HOST_FILL_MAGIC, BAR offset, length) at the
+ * range's start, which the host overwrites with its bytes.
  *   BAR POISON <name> <bar offset> <length>            all NVSTUB_POISON_BYTE
  *   BAR SEQMAX <name> <bar offset> <length> <n>        every 64-byte slot is
  *	untouched since boot or eight copies of a u64 in 1..n (WRITE loop)
@@ -418,6 +423,29 @@ static void copy_from_bar(uint8_t *dst, const volatile uint8_t *src, size_t n)
 
 static uint32_t seed_base;
 
+#define HOST_FILL_MAGIC "GDRPEER HOST FILL PLEASE"	/* 24 bytes */
+
+/* Asks the host to fill BAR [bar, +len) (mapped at @cpu) and waits for it. */
+static void host_fill(volatile uint8_t *cpu, uint64_t bar, uint64_t len)
+{
+	uint8_t hdr[40];
+
+	memcpy(hdr, HOST_FILL_MAGIC, 24);
+	memcpy(hdr + 24, &bar, 8);
+	memcpy(hdr + 32, &len, 8);
+	copy_to_bar(cpu, hdr, sizeof(hdr));
+	for (int i = 0; i < 600; i++) {
+		uint8_t now[24];
+
+		copy_from_bar(now, cpu, sizeof(now));
+		if (memcmp(now, HOST_FILL_MAGIC, 24))
+			return;
+		usleep(50000);
+	}
+	die("the host did not fill BAR offset %#" PRIx64 " within 30 s (is the node run with softroce.HostFill?)",
+	    bar);
+}
+
 /*
  * One MR over dma-buf [mr_off, +len) of the allocation; the iova is an
  * arbitrary value unlike the offset, so iova arithmetic is exercised too.
@@ -456,7 +484,8 @@ static void traffic_case(struct lb *l, struct gmem *g, const char *name,
 		printf("%s: RDMA WRITE of %zu bytes: every byte right (CPU view)\n", name, q);
 	printf("BAR PATTERN %s-write %" PRIu64 " %zu %u\n", name, bar, q, sw);
 
-	/* RDMA READ of MR [q, 2q), which nobody wrote since boot */
+	/* RDMA READ of MR [q, 2q), which the host fills first */
+	host_fill(g->cpu + mr_off + q, bar + q, q);
 	memset(l->host, 0, q);
 	st = op(l, IBV_WR_RDMA_READ, l->host, (uint32_t)q, l->host_mr->lkey,
 		iova + q, mr->rkey, 0, 0, "RDMA READ");
@@ -555,6 +584,7 @@ static int cmd_traffic(void)
 	/* a WRITE whose last 8 bytes fall past the MR's end */
 	off = 10 * 64 << 10;
 	mr = reg_dmabuf(&l, g.dmabuf, off, 4096, 0x200000);
+	host_fill(g.cpu + off, g.a.bar_offset + off, 8192);
 	fill(l.host, 64, 99);
 	st = op(&l, IBV_WR_RDMA_WRITE, l.host, 64, l.host_mr->lkey,
 		0x200000 + 4096 - 56, mr->rkey, 0, 0, "overrun WRITE");
@@ -564,7 +594,7 @@ static int cmd_traffic(void)
 	else
 		printf("overrun: WRITE 8 bytes past the MR's end: %s\n",
 		       ibv_wc_status_str(st));
-	/* the MR and the page after it stay what the host wrote at boot */
+	/* the MR and the page after it stay what the host wrote */
 	printf("BAR HOST overrun %" PRIu64 " %d\n", (uint64_t)(g.a.bar_offset + off), 8192);
 	ibv_dereg_mr(mr);
 	lb_close(&l);	/* the QP is in error after the remote access error */
@@ -627,6 +657,7 @@ static int cmd_demo(void)
 		st = wait_one(&l, "SEND");
 	printf("SEND %zu bytes into a receive on the MR: %s\n", n, ibv_wc_status_str(st));
 	printf("BAR PATTERN send %llu %zu 2\n", (unsigned long long)g.a.bar_offset + n, n);
+	host_fill(g.cpu + 2 * n, g.a.bar_offset + 2 * n, n);
 	st = op(&l, IBV_WR_RDMA_READ, l.host, n, l.host_mr->lkey, 2 * n,
 		mr->rkey, 0, 0, "RDMA READ");
 	sha256_hex(l.host, n, sha);

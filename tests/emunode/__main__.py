@@ -62,7 +62,8 @@ def _demo(args):
                 qemu=args.qemu)
     cmds = DEMO_COMMANDS + (DEMO_DMABUF_COMMANDS if rxe == "dmabuf" else []) + DEMO_END
     fill = softroce.host_fill(DEMO_BAR_FILL)
-    res = node.run(cmds, timeout=args.timeout, bar_init=fill if rxe == "dmabuf" else b"")
+    res = node.run(cmds, timeout=args.timeout, bar_init=fill if rxe == "dmabuf" else b"",
+                   bar_host=softroce.HostFill(fill) if rxe == "dmabuf" else None)
     _print_results(res)
     if rxe != "dmabuf":
         print(f"-- no RDMA traffic into device memory on kernel {args.kernel}: {why}")

@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -86,12 +87,14 @@ class Node:
         self.bar_mib, self.rxe, self.log = bar_mib, rxe, log
 
     def run(self, commands, timeout=600, cmd_timeout=None, allow_problems=False, files=None,
-            extra_cmdline=(), bar_init=b""):
+            extra_cmdline=(), bar_init=b"", bar_host=None):
         """Boot, run `commands` in order (one `sh` script each), power off, return RunResult.
 
         `files` maps guest paths (e.g. "/in/pattern") to bytes placed there before the commands
         run; `extra_cmdline` adds kernel command-line words; `bar_init` bytes are written at the
-        start of the GPU BAR backing file before the guest boots (the rest reads zero).
+        start of the GPU BAR backing file before the guest boots (the rest reads zero);
+        `bar_host(bar_path, stop_event)` runs in a thread while the guest runs (the host acting
+        on the BAR file during the run, e.g. softroce.HostFill).
 
         Raises GuestError (with the console log) when the guest does not finish, the RDMA stack
         does not come up, or — unless allow_problems — its kernel log has a BUG/WARNING/Oops or
@@ -135,14 +138,22 @@ class Node:
         start = time.monotonic()
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT)
+        stop, helper = threading.Event(), None
+        if bar_host is not None:
+            helper = threading.Thread(target=bar_host, args=(bar, stop), daemon=True)
+            helper.start()
         try:
             qout, _ = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             proc.kill()
             qout, _ = proc.communicate()
+            stop.set()
             raise GuestError(f"guest ({self._what(qemu)}) did not finish within {timeout} s; "
                              f"logs in {work}", _read(console))
         seconds = time.monotonic() - start
+        if helper is not None:
+            stop.set()
+            helper.join()
         con = _read(console)
         if proc.returncode != 0:
             raise GuestError(f"QEMU exited with {proc.returncode} ({self._what(qemu)}): "

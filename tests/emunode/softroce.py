@@ -36,7 +36,8 @@ from .paths import cache_dir
 HERE = Path(__file__).resolve().parent
 
 # Kernel name -> the rxe patch for that kernel family.
-KERNEL_PATCHES = {"6.1": "rxe-dmabuf-6.1.patch", "6.12": "rxe-dmabuf-6.12.patch"}
+KERNEL_PATCHES = {"6.1": "rxe-dmabuf-6.1.patch", "6.12": "rxe-dmabuf-6.12.patch",
+                  "7.2": "rxe-dmabuf-7.2.patch"}
 UNSUPPORTED = {"5.10": "ibv_reg_dmabuf_mr needs Linux 5.12 or later (no REG_DMABUF_MR uAPI, no "
                        "reg_user_mr_dmabuf in 5.10)"}
 
@@ -161,9 +162,15 @@ def ensure_module(kernel_name, log=print):
         if vermagic.split()[0] != kernel.release:
             raise HarnessError(f"the rdma_rxe built for {kernel.release} says vermagic "
                                f"'{vermagic}': headers and image disagree")
-        tmp = base / "rdma_rxe.ko.tmp"
-        _run(["strip", "--strip-debug", "-o", str(tmp), str(work / "rdma_rxe.ko")], "strip rdma_rxe.ko")
-        tmp.rename(ko)
+        # the toolchain that built it strips it (the host's binutils may not know 7.2's ELF)
+        strip = ["strip", "--strip-debug", "-o"]
+        if inside:
+            _run(["chroot", str(root), *strip, f"{inside}/rdma_rxe.stripped", f"{inside}/rdma_rxe.ko"],
+                 "strip rdma_rxe.ko in the chroot")
+        else:
+            _run([*strip, str(work / "rdma_rxe.stripped"), str(work / "rdma_rxe.ko")], "strip rdma_rxe.ko")
+        shutil.copy2(work / "rdma_rxe.stripped", base / "rdma_rxe.ko.tmp")
+        (base / "rdma_rxe.ko.tmp").rename(ko)
         shutil.rmtree(work, ignore_errors=True)
         return ko
     finally:
@@ -248,6 +255,36 @@ def host_fill(length):
     return b"".join(hashlib.sha256(b"gdrpeer host %d" % i).digest() for i in range(length // 32))
 
 
+# The guest asks the host to write its bytes into gdrpeer memory *after* allocating it (gdrpeer
+# clears what it hands out): it writes this header at the start of the range, then waits until
+# the host has overwritten it with host_fill()'s bytes for those BAR offsets.
+HOST_FILL_MAGIC = b"GDRPEER HOST FILL PLEASE"   # 24 bytes, then u64 BAR offset, u64 length
+
+
+class HostFill:
+    """Node.run(bar_host=HostFill(fill)): while the guest runs, answers every host-fill
+    request found in the BAR file by writing fill[off:off + len] there (len <= 16 MiB)."""
+
+    def __init__(self, fill):
+        self.fill = fill
+        self.answered = []
+
+    def __call__(self, bar_path, stop):
+        import mmap
+        with open(bar_path, "r+b") as f, mmap.mmap(f.fileno(), 0) as m:
+            while not stop.wait(0.2):
+                pos = m.find(HOST_FILL_MAGIC)
+                while pos >= 0:
+                    off = int.from_bytes(m[pos + 24:pos + 32], "little")
+                    n = int.from_bytes(m[pos + 32:pos + 40], "little")
+                    if off == pos and 40 <= n and off + n <= len(self.fill):
+                        m[off:off + n] = self.fill[off:off + n]
+                        self.answered.append((off, n))
+                    else:  # not a request of ours: never loop on it
+                        m[pos] = 0
+                    pos = m.find(HOST_FILL_MAGIC, pos + 1)
+
+
 def pattern(length, seed):
     """pattern(seed) of gdrpeer_rxe_dmabuf.c: byte i = ((i * 2654435761 + seed) mod 2^32) >> 13."""
     return bytes((((i * 2654435761 + seed) & 0xFFFFFFFF) >> 13) & 0xFF for i in range(length))
@@ -281,12 +318,12 @@ def check_bar(output, bar_path, fill):
             n = int(f[4])
             ok = data[off:off + n] == fill[off:off + n] and off + n <= len(fill)
             what = f"{name}: {n} bytes at BAR offset {off:#x} " + (
-                "still hold what the host wrote before boot" if ok else "changed since boot")
+                "still hold what the host wrote there" if ok else "changed since the host wrote them")
         elif kind == "READ":
             n, sha = int(f[4]), f[5]
             ok = off + n <= len(fill) and hashlib.sha256(fill[off:off + n]).hexdigest() == sha
             what = f"{name}: RDMA READ of {n} bytes at BAR offset {off:#x} returned " + (
-                "exactly what the host wrote there before boot" if ok else "other bytes than the host wrote")
+                "exactly what the host wrote there before the READ" if ok else "other bytes than the host wrote")
         elif kind == "POISON":
             n = int(f[4])
             region = data[off:off + n]
@@ -300,7 +337,9 @@ def check_bar(output, bar_path, fill):
             for s in range(off, off + n, 64):
                 slot = data[s:s + 64]
                 words = {int.from_bytes(slot[i:i + 8], "little") for i in range(0, 64, 8)}
-                if slot != fill[s:s + 64] and not (len(words) == 1 and 1 <= min(words) <= last):
+                # untouched (zero, or what was there at boot) or a WRITE numbered 1..last
+                if slot not in (fill[s:s + 64], bytes(64)) and \
+                        not (len(words) == 1 and 1 <= min(words) <= last):
                     bad.append(s)
             ok = not bad
             what = f"{name}: " + ("no 64-byte slot holds a WRITE numbered after the revoke" if ok else
