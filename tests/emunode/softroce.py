@@ -165,7 +165,8 @@ def ensure_module(kernel_name, log=print):
         # the toolchain that built it strips it (the host's binutils may not know 7.2's ELF)
         strip = ["strip", "--strip-debug", "-o"]
         if inside:
-            _run(["chroot", str(root), *strip, f"{inside}/rdma_rxe.stripped", f"{inside}/rdma_rxe.ko"],
+            _run(["chroot", str(root), "x86_64-linux-gnu-" + strip[0], *strip[1:],
+                  f"{inside}/rdma_rxe.stripped", f"{inside}/rdma_rxe.ko"],
                  "strip rdma_rxe.ko in the chroot")
         else:
             _run([*strip, str(work / "rdma_rxe.stripped"), str(work / "rdma_rxe.ko")], "strip rdma_rxe.ko")
