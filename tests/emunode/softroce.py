@@ -170,6 +170,7 @@ def ensure_module(kernel_name, log=print):
                  "strip rdma_rxe.ko in the chroot")
         else:
             _run([*strip, str(work / "rdma_rxe.stripped"), str(work / "rdma_rxe.ko")], "strip rdma_rxe.ko")
+        base.mkdir(parents=True, exist_ok=True)
         shutil.copy2(work / "rdma_rxe.stripped", base / "rdma_rxe.ko.tmp")
         (base / "rdma_rxe.ko.tmp").rename(ko)
         shutil.rmtree(work, ignore_errors=True)
