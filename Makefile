@@ -21,7 +21,7 @@ PYTEST_ARGS ?=
 DEBS := build-essential make cmake pkg-config clang libclang-rt-14-dev kmod cpio xz-utils zstd \
 	dwarves bc flex bison libelf-dev sparse debootstrap \
 	qemu-system-x86 busybox-static pciutils iproute2 \
-	rdma-core ibverbs-utils ibverbs-providers libibverbs-dev \
+	rdma-core ibverbs-utils ibverbs-providers libibverbs-dev perftest \
 	libpci-dev libcli11-dev nlohmann-json3-dev googletest libgtest-dev libgmock-dev \
 	libbenchmark-dev hwloc libhwloc-dev graphviz python3 python3-pytest \
 	dpkg-dev patch meson ninja-build libglib2.0-dev libpixman-1-dev libfdt-dev
@@ -116,12 +116,17 @@ test: deps guest vm-qemu
 	VM_KERNEL=$(VM_KERNEL) GDRPEER_BIN=$(BUILD)/bin/gdrpeer PYTHONPATH=$(CURDIR)/tests \
 		$(PYTHON) -m pytest -ra tests $(PYTEST_ARGS)
 
-# Every guest kernel: build the modules for 5.10, 6.1, 6.12 and 7.2, boot each, load gdrpeer.
+# Every guest kernel: build the modules for 5.10, 6.1, 6.12 and 7.2, boot each, load gdrpeer;
+# then real verbs traffic into gdrpeer memory on the other kernels the dma-buf rxe follows
+# (6.1 runs in `make test`).
 ALL_KERNELS := 5.10 6.1 6.12 7.2
-test-kernels: deps
+RXE_DMABUF_KERNELS := 6.12 7.2
+test-kernels: deps userspace selftests
 	for k in $(ALL_KERNELS); do $(EMUNODE) build --kernel $$k || exit 1; done
 	GDRPEER_ALL_KERNELS=1 PYTHONPATH=$(CURDIR)/tests $(PYTHON) -m pytest -ra tests/test_kernels.py \
 		tests/test_nvidia.py -k "kernels"
+	for k in $(RXE_DMABUF_KERNELS); do VM_KERNEL=$$k PYTHONPATH=$(CURDIR)/tests \
+		$(PYTHON) -m pytest -ra tests/test_rxe_dmabuf.py || exit 1; done
 
 clean:
 	rm -rf $(BUILD)/userspace $(BUILD)/fuzz $(BUILD)/kcheck $(BUILD)/bin $(BUILD)/kmod $(BUILD)/runs

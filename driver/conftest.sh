@@ -87,6 +87,24 @@ void conftest(struct dma_buf *d);
 void conftest(struct dma_buf *d) { dma_buf_invalidate_mappings(d); }
 EOF
 
+# Kernel CPU access for importers (dma_buf_ops.vmap): a struct iosys_map
+# since 5.18, a struct dma_buf_map 5.11..5.17, a plain pointer before.
+probe dma_buf_vmap_iosys_map <<'EOF'
+#include <linux/dma-buf.h>
+#include <linux/iosys-map.h>
+int conftest(struct dma_buf *d, struct iosys_map *m);
+int conftest(struct dma_buf *d, struct iosys_map *m) { return 0; }
+const struct dma_buf_ops conftest_ops = { .vmap = conftest };
+EOF
+
+probe dma_buf_vmap_dma_buf_map <<'EOF'
+#include <linux/dma-buf.h>
+#include <linux/dma-buf-map.h>
+int conftest(struct dma_buf *d, struct dma_buf_map *m);
+int conftest(struct dma_buf *d, struct dma_buf_map *m) { return 0; }
+const struct dma_buf_ops conftest_ops = { .vmap = conftest };
+EOF
+
 probe dma_map_resource <<'EOF'
 #include <linux/dma-mapping.h>
 dma_addr_t conftest(struct device *d);

@@ -21,6 +21,16 @@
  *   can take back at any time (a callback pin) is therefore refused to
  *   pinned importers; memory that goes only with its device may be pinned,
  *   and unbinding the device then waits until the pinned importer lets go.
+ * - vmap gives kernel CPU access (importers that copy with the CPU, such
+ *   as the test bed's soft-RoCE): the range ioremap'ed write-combined,
+ *   handed out as I/O memory, at most one mapping per dma-buf (the core
+ *   shares it between vmap users), counted in the "vmaps" gauge.
+ *   Contract: an importer that holds a vmap must hold a dynamic
+ *   attachment, and its move_notify / invalidate_mappings must stop every
+ *   access and dma_buf_vunmap() before returning (the reservation lock is
+ *   held there, as dma_buf_vunmap needs since 6.2); revocation waits for
+ *   the vmap to go like it waits for sg tables, and says so in the kernel
+ *   log while it waits.  vmap of revoked memory is refused (-ENODEV).
  * - The dma-buf holds a region reference until its release.
  *
  * Lock order (outermost first), all may sleep:
@@ -28,7 +38,9 @@
  *   held to walk or change it, never across an importer call)
  *   dma-buf reservation lock -> importer's locks (move_notify)
  *   mmap_lock (fault) -> gdrpeer_region.memory_lock (read)
- * map/unmap run under the reservation lock and take none of ours.
+ * map/unmap run under the reservation lock and take none of ours; so do
+ * vmap/vunmap (the reservation lock since 6.2, the dma-buf's own lock
+ * before), which read @revoked with READ_ONCE like map does.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": dmabuf: " fmt
 
@@ -39,6 +51,7 @@
 #include <linux/fcntl.h>
 #include <linux/file.h>
 #include <linux/wait.h>
+#include <linux/io.h>
 #include <linux/module.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
@@ -58,6 +71,9 @@ struct gdrpeer_dmabuf {
 	atomic_t pins;
 	atomic_t maps;			/* live importer sg tables */
 	wait_queue_head_t unmapped;	/* woken when @maps drops to 0 */
+	void __iomem *vaddr;		/* the vmap, NULL when none; set and
+					 * cleared by vmap/vunmap, which the
+					 * dma-buf core serializes */
 };
 
 static struct gdrpeer_counters *dmabuf_cnt(struct dma_buf *dmabuf)
@@ -442,12 +458,104 @@ static int gdrpeer_dmabuf_mmap(struct dma_buf *dmabuf,
 	return 0;
 }
 
+#ifdef GDRPEER_HAVE_DMABUF_VMAP
+struct gdrpeer_contig_ctx {
+	phys_addr_t start;
+	phys_addr_t next;
+	bool started;
+	bool split;
+};
+
+static int gdrpeer_contig_piece(void *ctx, phys_addr_t phys, u64 len)
+{
+	struct gdrpeer_contig_ctx *c = ctx;
+
+	if (!c->started) {
+		c->start = phys;
+		c->started = true;
+	} else if (phys != c->next) {
+		c->split = true;
+	}
+	c->next = phys + len;
+	return 0;
+}
+
+/*
+ * Kernel CPU access to the exported range: called by the dma-buf core for
+ * the first vmap user only (under the reservation lock since 6.2, under
+ * the dma-buf's own lock before).  One physically contiguous range only:
+ * ioremap_wc cannot stitch BAR pieces, which only a fragmented nvidia pin
+ * has (refused with a log line).
+ */
+static int gdrpeer_dmabuf_vmap(struct dma_buf *dmabuf,
+			       struct gdrpeer_iosys_map *map)
+{
+	struct gdrpeer_dmabuf *gb = dmabuf->priv;
+	struct gdrpeer_contig_ctx c = {};
+	void __iomem *va;
+
+	/* revoke sets @revoked before it takes the reservation lock */
+	if (READ_ONCE(gb->region->revoked)) {
+		pr_warn_ratelimited("vmap of %llu bytes refused: the memory was revoked (freed by its owner or its device removed)\n",
+				    gb->length);
+		return -ENODEV;
+	}
+	gdrpeer_for_each_piece(gb, U64_MAX, gdrpeer_contig_piece, &c);
+	if (!c.started || c.split) {
+		pr_warn_ratelimited("vmap of %llu bytes refused: the memory is not one physically contiguous range\n",
+				    gb->length);
+		return -EOPNOTSUPP;
+	}
+	va = ioremap_wc(c.start, gb->length);
+	if (!va)
+		return -ENOMEM;
+	gb->vaddr = va;
+	gdrpeer_iosys_map_set_vaddr_iomem(map, va);
+	atomic64_inc(&dmabuf_cnt(dmabuf)->vmaps);
+	return 0;
+}
+
+/* Called by the dma-buf core when the last vmap user is gone. */
+static void gdrpeer_dmabuf_vunmap(struct dma_buf *dmabuf,
+				  struct gdrpeer_iosys_map *map)
+{
+	struct gdrpeer_dmabuf *gb = dmabuf->priv;
+
+	if (WARN_ON(!gb->vaddr || gb->vaddr != map->vaddr_iomem))
+		return;
+	iounmap(gb->vaddr);
+	WRITE_ONCE(gb->vaddr, NULL);
+	atomic64_dec(&dmabuf_cnt(dmabuf)->vmaps);
+	wake_up_all(&gb->unmapped);
+}
+#endif /* GDRPEER_HAVE_DMABUF_VMAP */
+
+/*
+ * DMA_BUF_IOCTL_SYNC and in-kernel CPU access brackets: the memory is
+ * mapped write-combined everywhere, so there is no cache to maintain; what
+ * the caller learns here is whether the memory is still there.
+ */
+static int gdrpeer_dmabuf_begin_cpu_access(struct dma_buf *dmabuf,
+					   enum dma_data_direction dir)
+{
+	struct gdrpeer_dmabuf *gb = dmabuf->priv;
+
+	return READ_ONCE(gb->region->revoked) ? -ENODEV : 0;
+}
+
+static int gdrpeer_dmabuf_end_cpu_access(struct dma_buf *dmabuf,
+					 enum dma_data_direction dir)
+{
+	return 0;
+}
+
 static void gdrpeer_dmabuf_release(struct dma_buf *dmabuf)
 {
 	struct gdrpeer_dmabuf *gb = dmabuf->priv;
 	struct gdrpeer_region *r = gb->region;
 
 	WARN_ON(atomic_read(&gb->pins) || atomic_read(&gb->maps));
+	WARN_ON(gb->vaddr);	/* the core vunmaps before it releases */
 	mutex_lock(&r->exports_lock);
 	list_del(&gb->node);
 	mutex_unlock(&r->exports_lock);
@@ -465,6 +573,12 @@ static const struct dma_buf_ops gdrpeer_dmabuf_ops = {
 	.map_dma_buf = gdrpeer_dmabuf_map,
 	.unmap_dma_buf = gdrpeer_dmabuf_unmap,
 	.mmap = gdrpeer_dmabuf_mmap,
+#ifdef GDRPEER_HAVE_DMABUF_VMAP
+	.vmap = gdrpeer_dmabuf_vmap,
+	.vunmap = gdrpeer_dmabuf_vunmap,
+#endif
+	.begin_cpu_access = gdrpeer_dmabuf_begin_cpu_access,
+	.end_cpu_access = gdrpeer_dmabuf_end_cpu_access,
 	.release = gdrpeer_dmabuf_release,
 };
 
@@ -553,10 +667,12 @@ static void gdrpeer_dmabuf_revoke_one(struct gdrpeer_dmabuf *gb)
 	 * one keeps its mapping until it detaches, and the memory must not
 	 * be given back before.
 	 */
-	while (!wait_event_timeout(gb->unmapped, !atomic_read(&gb->maps),
+	while (!wait_event_timeout(gb->unmapped, !atomic_read(&gb->maps) &&
+				   !READ_ONCE(gb->vaddr),
 				   GDRPEER_REVOKE_WARN_SECS * HZ))
-		pr_warn("revoked dma-buf: still waiting for %d importer mapping(s) (%d pinned) to go before the memory is given back\n",
-			atomic_read(&gb->maps), atomic_read(&gb->pins));
+		pr_warn("revoked dma-buf: still waiting for %d importer mapping(s) (%d pinned)%s to go before the memory is given back\n",
+			atomic_read(&gb->maps), atomic_read(&gb->pins),
+			READ_ONCE(gb->vaddr) ? " and a kernel vmap" : "");
 }
 
 /*

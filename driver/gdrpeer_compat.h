@@ -72,4 +72,21 @@ static inline void gdrpeer_resv_wait_all(struct dma_resv *resv)
 #endif
 }
 
+/*
+ * dma_buf_ops.vmap hands out a struct iosys_map since 5.18 and a struct
+ * dma_buf_map (same fields) from 5.11; before that it returned a pointer
+ * and gdrpeer offers no vmap (no kernel there has dma-buf memory regions).
+ */
+#if defined(GDRPEER_HAVE_DMA_BUF_VMAP_IOSYS_MAP)
+#include <linux/iosys-map.h>
+#define GDRPEER_HAVE_DMABUF_VMAP 1
+#define gdrpeer_iosys_map iosys_map
+#define gdrpeer_iosys_map_set_vaddr_iomem iosys_map_set_vaddr_iomem
+#elif defined(GDRPEER_HAVE_DMA_BUF_VMAP_DMA_BUF_MAP)
+#include <linux/dma-buf-map.h>
+#define GDRPEER_HAVE_DMABUF_VMAP 1
+#define gdrpeer_iosys_map dma_buf_map
+#define gdrpeer_iosys_map_set_vaddr_iomem dma_buf_map_set_vaddr_iomem
+#endif
+
 #endif /* GDRPEER_COMPAT_H */

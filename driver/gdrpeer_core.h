@@ -73,6 +73,7 @@ struct gdrpeer_counters {
 	atomic64_t attachments;
 	atomic64_t active_maps;
 	atomic64_t revoked;		/* live regions whose memory is gone */
+	atomic64_t vmaps;		/* kernel CPU mappings (dma_buf_vmap) */
 };
 
 /*
@@ -93,8 +94,6 @@ struct gdrpeer_region_ops {
 	struct sg_table *(*map)(struct gdrpeer_region *r,
 				struct dma_buf_attachment *a, u64 offset,
 				u64 len, u64 max_seg);
-	/* the dma-buf exported from @r is being released */
-	void (*unexport)(struct gdrpeer_region *r, struct dma_buf *dmabuf);
 	/* last reference gone: give the memory back and free @r */
 	void (*release)(struct gdrpeer_region *r);
 };

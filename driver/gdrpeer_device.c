@@ -89,6 +89,7 @@ GDRPEER_COUNTER_ATTR(exports);
 GDRPEER_COUNTER_ATTR(attachments);
 GDRPEER_COUNTER_ATTR(active_maps);
 GDRPEER_COUNTER_ATTR(revoked);
+GDRPEER_COUNTER_ATTR(vmaps);
 
 static struct kobj_attribute bdf_attr = __ATTR_RO(bdf);
 static struct kobj_attribute bar_attr = __ATTR_RO(bar);
@@ -108,6 +109,7 @@ static struct attribute *gdrpeer_device_attrs[] = {
 	&attachments_attr.attr,
 	&active_maps_attr.attr,
 	&revoked_attr.attr,
+	&vmaps_attr.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(gdrpeer_device);

@@ -800,6 +800,7 @@ NVP_GAUGE(revoked, &nvp_revoked);
 NVP_GAUGE(exports, &nvp_cnt.exports);
 NVP_GAUGE(attachments, &nvp_cnt.attachments);
 NVP_GAUGE(active_maps, &nvp_cnt.active_maps);
+NVP_GAUGE(vmaps, &nvp_cnt.vmaps);
 NVP_GAUGE(dma_mappings, &nvp_dma_mappings);
 NVP_GAUGE(callbacks, &nvp_callbacks);
 
@@ -821,6 +822,7 @@ static struct attribute *nvp_attrs[] = {
 	&exports_attr.attr,
 	&attachments_attr.attr,
 	&active_maps_attr.attr,
+	&vmaps_attr.attr,
 	&dma_mappings_attr.attr,
 	&callbacks_attr.attr,
 	NULL,

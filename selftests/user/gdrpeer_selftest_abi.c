@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <assert.h>
+#include <linux/dma-buf.h>
 #include <stddef.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -222,6 +223,7 @@ GP_TEST_F(gp, export_dmabuf_fd)
 
 GP_TEST_F(gp, dmabuf_mmap_same_memory)
 {
+	struct dma_buf_sync sync = { DMA_BUF_SYNC_START | DMA_BUF_SYNC_RW };
 	struct gdrpeer_alloc a;
 	uint64_t size = 4 * self->page;
 	uint8_t *p, *d;
@@ -238,7 +240,11 @@ GP_TEST_F(gp, dmabuf_mmap_same_memory)
 	p[3 * self->page - 1] = 0xa5;
 	EXPECT_EQ(0x5a, d[0]);
 	EXPECT_EQ(0xa5, d[2 * self->page - 1]);
+	/* write-combined everywhere: the CPU access brackets just succeed */
+	EXPECT_EQ(0, gp_ioctl(dfd, DMA_BUF_IOCTL_SYNC, &sync));
 	d[1] = 0x77;
+	sync.flags = DMA_BUF_SYNC_END | DMA_BUF_SYNC_RW;
+	EXPECT_EQ(0, gp_ioctl(dfd, DMA_BUF_IOCTL_SYNC, &sync));
 	EXPECT_EQ(0x77, p[self->page + 1]);
 	EXPECT_EQ(0, munmap(d, 2 * self->page));
 	EXPECT_EQ(0, close(dfd));

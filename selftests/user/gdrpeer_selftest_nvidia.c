@@ -22,6 +22,7 @@
  */
 #define _GNU_SOURCE
 
+#include <linux/dma-buf.h>
 #include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
@@ -616,9 +617,13 @@ GP_TEST_F(nv, cpu_mapping_is_write_combining)
 		TH_LOG("pte bits %#llx", (unsigned long long)q.prot);
 }
 
-/* CPU mappings are zapped: the next access is SIGBUS, new mmaps -ENODEV. */
+/*
+ * CPU mappings are zapped: the next access is SIGBUS, new mmaps -ENODEV,
+ * and DMA_BUF_IOCTL_SYNC (begin_cpu_access) says ENODEV.
+ */
 GP_TEST_F(nv, free_zaps_cpu_mapping_sigbus)
 {
+	struct dma_buf_sync sync = { DMA_BUF_SYNC_START | DMA_BUF_SYNC_RW };
 	volatile uint8_t *p;
 	uint8_t v = 0;
 	uint64_t va;
@@ -634,8 +639,10 @@ GP_TEST_F(nv, free_zaps_cpu_mapping_sigbus)
 	ASSERT_EQ(0, guarded_write(p + GPU_PAGE + 5, 0xa7));
 	ASSERT_EQ(0, guarded_read(p + GPU_PAGE + 5, &v));
 	EXPECT_EQ(0xa7, v);
+	EXPECT_EQ(0, gp_ioctl(dfd, DMA_BUF_IOCTL_SYNC, &sync));
 
 	ASSERT_EQ(0, gp_nvstub_free(self->nv, va));
+	EXPECT_EQ(-ENODEV, gp_ioctl(dfd, DMA_BUF_IOCTL_SYNC, &sync));
 	EXPECT_EQ(-1, guarded_read(p + GPU_PAGE + 5, &v))
 		TH_LOG("read after free did not fault (got %#x)", v);
 	EXPECT_EQ(-1, guarded_read(p, &v));

@@ -25,6 +25,8 @@ HOST_TOOLS = {
     "ibv_devinfo": "ibverbs-utils", "ibv_devices": "ibverbs-utils",
     "ibv_rc_pingpong": "ibverbs-utils",
 }
+# Taken when the host has them (benchmarks only): perftest, the reference RDMA benchmark.
+OPTIONAL_HOST_TOOLS = {"ib_write_bw": "perftest", "ib_read_bw": "perftest", "ib_send_lat": "perftest"}
 HOST_DATA = [
     "/usr/share/misc/pci.ids",
     "/etc/libibverbs.d/rxe.driver",
@@ -121,6 +123,10 @@ def base_archive(kernel):
         if p is None:
             raise HarnessError(f"'{tool}' not found on this host: install Debian's {pkg} (make deps)")
         tools[tool] = p
+    for tool in OPTIONAL_HOST_TOOLS:
+        p = _which(tool)
+        if p is not None:
+            tools[tool] = p
     providers = sorted(Path("/").glob(RXE_PROVIDER_GLOB.lstrip("/")))
     if not providers:
         raise HarnessError("rdma-core's rxe provider (librxe-rdmav*.so) not found: install "

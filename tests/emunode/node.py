@@ -6,10 +6,11 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 import time
 from pathlib import Path
 
-from . import initramfs, kernels
+from . import initramfs, kernels, softroce
 from . import qemu as qemus
 from . import topology as topo
 from .errors import GuestError, HarnessError
@@ -65,7 +66,10 @@ class Node:
 
     def __init__(self, kernel=kernels.DEFAULT_KERNEL, topology="switch", iommu="translated",
                  bar_mib=64, rxe=True, log=print, qemu=None):
-        """`qemu`: None (the host's qemu-system-x86_64, what every test uses), the name of a
+        """`rxe`: True (Debian's rdma_rxe, rxe0 on eth0), False (no rxe0), or "dmabuf" (the test
+        bed's dma-buf capable rxe from emunode.softroce, module and userspace provider, in place
+        of Debian's; refused on kernels it cannot follow, with the reason).
+        `qemu`: None (the host's qemu-system-x86_64, what every test uses), the name of a
         cached build from emunode.qemu ("acs": switch downstream ports with ACS), or a
         emunode.qemu.Qemu(binary, datadir) for any other binary and its -L data directory."""
         topo.check(topology, iommu)
@@ -75,15 +79,22 @@ class Node:
         if kernel not in kernels.SUITES:
             raise HarnessError(f"unknown kernel '{kernel}': choose one of "
                                f"{', '.join(kernels.known_kernels())}")
+        if rxe not in (True, False, "dmabuf"):
+            raise HarnessError(f"rxe={rxe!r}: choose True (Debian's rxe), False or 'dmabuf'")
+        if rxe == "dmabuf" and softroce.supported(kernel):
+            raise HarnessError(f"no dma-buf rxe on kernel {kernel}: {softroce.supported(kernel)}")
         self.kernel_name, self.topology, self.iommu = kernel, topology, iommu
         self.bar_mib, self.rxe, self.log = bar_mib, rxe, log
 
     def run(self, commands, timeout=600, cmd_timeout=None, allow_problems=False, files=None,
-            extra_cmdline=()):
+            extra_cmdline=(), bar_init=b"", bar_host=None):
         """Boot, run `commands` in order (one `sh` script each), power off, return RunResult.
 
         `files` maps guest paths (e.g. "/in/pattern") to bytes placed there before the commands
-        run; `extra_cmdline` adds kernel command-line words.
+        run; `extra_cmdline` adds kernel command-line words; `bar_init` bytes are written at the
+        start of the GPU BAR backing file before the guest boots (the rest reads zero);
+        `bar_host(bar_path, stop_event)` runs in a thread while the guest runs (the host acting
+        on the BAR file during the run, e.g. softroce.HostFill).
 
         Raises GuestError (with the console log) when the guest does not finish, the RDMA stack
         does not come up, or — unless allow_problems — its kernel log has a BUG/WARNING/Oops or
@@ -97,15 +108,22 @@ class Node:
         work = runs / f"{time.strftime('%Y%m%d-%H%M%S')}-{self.kernel_name}-{self.topology}-{self.iommu}-{os.getpid()}-{time.monotonic_ns() % 100000}"
         work.mkdir()
         bar = work / "gpu-bar.bin"
+        if len(bar_init) > self.bar_mib << 20:
+            raise HarnessError(f"bar_init of {len(bar_init)} bytes does not fit the {self.bar_mib} MiB BAR")
         with open(bar, "wb") as f:
+            f.write(bar_init)
             f.truncate(self.bar_mib << 20)
         env = {"GDRPEER_TOPOLOGY": self.topology, "GDRPEER_IOMMU": self.iommu,
                "GDRPEER_BAR_MIB": str(self.bar_mib), "GDRPEER_KERNEL": self.kernel_name,
                "EMUNODE_RXE": "1" if self.rxe else "0",
+               "GDRPEER_RXE": "dmabuf" if self.rxe == "dmabuf" else "stock" if self.rxe else "none",
                "GDRPEER_DATA_DIR": "/gdrpeer/topology"}
         if cmd_timeout:
             env["EMUNODE_CMD_TIMEOUT"] = str(int(cmd_timeout))
-        initrd = initramfs.initrd_for_run(kernel, list(commands), env, work, files or {})
+        files = dict(files or {})
+        if self.rxe == "dmabuf":
+            files.update(softroce.guest_files(self.kernel_name, log=self.log))
+        initrd = initramfs.initrd_for_run(kernel, list(commands), env, work, files)
         margs, cmdline = topo.qemu_args(self.topology, self.iommu, bar, self.bar_mib)
         console, results = work / "console.log", work / "results.log"
         # no_timer_check: under a loaded host TCG can miss the IO-APIC timer check and panic.
@@ -120,14 +138,22 @@ class Node:
         start = time.monotonic()
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT)
+        stop, helper = threading.Event(), None
+        if bar_host is not None:
+            helper = threading.Thread(target=bar_host, args=(bar, stop), daemon=True)
+            helper.start()
         try:
             qout, _ = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             proc.kill()
             qout, _ = proc.communicate()
+            stop.set()
             raise GuestError(f"guest ({self._what(qemu)}) did not finish within {timeout} s; "
                              f"logs in {work}", _read(console))
         seconds = time.monotonic() - start
+        if helper is not None:
+            stop.set()
+            helper.join()
         con = _read(console)
         if proc.returncode != 0:
             raise GuestError(f"QEMU exited with {proc.returncode} ({self._what(qemu)}): "

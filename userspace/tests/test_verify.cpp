@@ -202,6 +202,17 @@ TEST(VerifyExplain, DmabufOnRxeIsUnsupportedSoftwareDevice) {
   EXPECT_TRUE(contains(f.reason, "EOPNOTSUPP")) << f.reason;
 }
 
+TEST(VerifyExplain, DmabufMrNeedsLinux512) {
+  const std::string old = v::dmabuf_mr_kernel_problem("5.10.0-33-amd64");
+  EXPECT_EQ(old, "ibv_reg_dmabuf_mr does not exist before Linux 5.12 (this kernel is "
+                 "5.10.0-33-amd64): no RDMA device can register dma-buf memory here");
+  EXPECT_FALSE(v::dmabuf_mr_kernel_problem("5.11.22").empty());
+  EXPECT_TRUE(v::dmabuf_mr_kernel_problem("5.12.0").empty());
+  EXPECT_TRUE(v::dmabuf_mr_kernel_problem("6.1.0-56-amd64").empty());
+  EXPECT_TRUE(v::dmabuf_mr_kernel_problem("7.2.13+deb14-amd64").empty());
+  EXPECT_TRUE(v::dmabuf_mr_kernel_problem("garbage").empty());
+}
+
 TEST(VerifyExplain, DmabufOnHardwareWithoutSupport) {
   FakeSource gpu(v::SourceKind::cuda);
   v::RdmaDevice hw;

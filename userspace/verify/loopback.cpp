@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include <stdexcept>
 #include <thread>
 #include <sys/resource.h>
+#include <sys/utsname.h>
 
 #include "gdrpeer/gdrpeer.hpp"
 #include "verbs_api.hpp"
@@ -486,12 +488,25 @@ void Loopback::bench(ComboResult& res) {
 
 }  // namespace
 
+std::string dmabuf_mr_kernel_problem(const std::string& release) {
+  int major = 0, minor = 0;
+  if (std::sscanf(release.c_str(), "%d.%d", &major, &minor) != 2) return {};
+  if (major > 5 || (major == 5 && minor >= 12)) return {};
+  return "ibv_reg_dmabuf_mr does not exist before Linux 5.12 (this kernel is " + release +
+         "): no RDMA device can register dma-buf memory here";
+}
+
 RegistrationFailure explain_registration_failure(int err, Method method, const RdmaDevice& device,
                                                  const MemorySource& target) {
   const std::string call = method_name(method);
   const std::string what = call + " on " + memory_words(target) + " failed with " +
                            errno_name(err) + " (" + std::strerror(err) + ")";
   if (method == Method::dmabuf) {
+    utsname u{};
+    if (::uname(&u) == 0) {
+      const std::string old = dmabuf_mr_kernel_problem(u.release);
+      if (!old.empty()) return {Outcome::unsupported, old + "; " + what};
+    }
     if (err == EOPNOTSUPP || err == ENOSYS || err == EPROTONOSUPPORT) {
       if (device.software)
         return {Outcome::unsupported,

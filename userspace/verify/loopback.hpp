@@ -36,4 +36,8 @@ struct RegistrationFailure {
 RegistrationFailure explain_registration_failure(int err, Method method, const RdmaDevice& device,
                                                  const MemorySource& target);
 
+// Why no ibv_reg_dmabuf_mr can work on a kernel of this release ("5.10.0-33-amd64"): dma-buf
+// memory regions (the REG_DMABUF_MR uverbs method) arrived in Linux 5.12. Empty when it can.
+std::string dmabuf_mr_kernel_problem(const std::string& release);
+
 }  // namespace gdrpeer::verify
