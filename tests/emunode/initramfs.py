@@ -125,7 +125,7 @@ def base_archive(kernel):
     if not providers:
         raise HarnessError("rdma-core's rxe provider (librxe-rdmav*.so) not found: install "
                            "Debian's ibverbs-providers (make deps)")
-    key = hashlib.sha256(repr((BASE_FORMAT, kernel.release, GUEST_MODULES,
+    key = hashlib.sha256(repr((BASE_FORMAT, kernel.release, kernel.build_id, GUEST_MODULES,
                                sorted(map(str, tools.values())))).encode()).hexdigest()[:12]
     out = cache_dir() / "initramfs" / f"base-{kernel.name}-{key}.cpio.gz"
     if out.exists():

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from . import initramfs, kernels
+from .debugkernel import debug_kernels
 from . import qemu as qemus
 from . import topology as topo
 from .errors import GuestError, HarnessError
@@ -72,9 +73,9 @@ class Node:
         if isinstance(qemu, str) and qemu not in qemus.known_qemus():
             raise HarnessError(f"unknown QEMU '{qemu}': choose one of {', '.join(qemus.known_qemus())}")
         self.qemu = qemu
-        if kernel not in kernels.SUITES:
+        if not kernels.is_known(kernel):
             raise HarnessError(f"unknown kernel '{kernel}': choose one of "
-                               f"{', '.join(kernels.known_kernels())}")
+                               f"{', '.join(kernels.known_kernels() + debug_kernels())}")
         self.kernel_name, self.topology, self.iommu = kernel, topology, iommu
         self.bar_mib, self.rxe, self.log = bar_mib, rxe, log
 
