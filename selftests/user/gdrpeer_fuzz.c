@@ -188,17 +188,35 @@ static void account(enum op op, int ret, const int *allowed,
 
 /* ---- files ----------------------------------------------------------------- */
 
-/* lock a random slot of one of @kinds for reading; NULL if it is empty */
+/*
+ * A random file slot locked for reading: any slot (NULL when it is empty)
+ * or, with @want_kind, the first slot of that kind from a random start.
+ */
 static struct file_slot *grab_file(uint64_t *s, int want_kind)
 {
-	struct file_slot *f = &files[below(s, NFILES)];
+	unsigned int i, start = below(s, NFILES);
 
-	pthread_rwlock_rdlock(&f->lock);
-	if (f->kind == K_EMPTY || (want_kind && f->kind != want_kind)) {
+	for (i = 0; i < (want_kind ? NFILES : 1); i++) {
+		struct file_slot *f = &files[(start + i) % NFILES];
+
+		pthread_rwlock_rdlock(&f->lock);
+		if (f->kind != K_EMPTY && (!want_kind || f->kind == want_kind))
+			return f;
 		pthread_rwlock_unlock(&f->lock);
-		return NULL;
 	}
-	return f;
+	return NULL;
+}
+
+/* the handle table entries of @fd are no longer usable (closed) */
+static void forget_handles(int fd)
+{
+	unsigned int i;
+
+	pthread_mutex_lock(&table_lock);
+	for (i = 0; i < NHANDLES; i++)
+		if (handles[i].fd == fd)
+			handles[i].valid = 0;
+	pthread_mutex_unlock(&table_lock);
 }
 
 /* put a new fd in an empty slot, or close it when none is free */
@@ -242,6 +260,8 @@ static void op_close(uint64_t *s)
 
 	pthread_rwlock_wrlock(&f->lock);
 	if (f->kind != K_EMPTY) {
+		if (f->kind == K_GDRPEER)
+			forget_handles(f->fd);
 		account(OP_CLOSE, close(f->fd) ? -errno : 0, SET(EIO), NULL, "close");
 		f->kind = K_EMPTY;
 		f->fd = -1;
@@ -320,6 +340,17 @@ static struct handle_slot pick_handle(uint64_t *s, int fd)
 	}
 	pthread_mutex_unlock(&table_lock);
 	return h;
+}
+
+static void forget_handle(uint64_t handle, int fd)
+{
+	unsigned int i;
+
+	pthread_mutex_lock(&table_lock);
+	for (i = 0; i < NHANDLES; i++)
+		if (handles[i].handle == handle && handles[i].fd == fd)
+			handles[i].valid = 0;
+	pthread_mutex_unlock(&table_lock);
 }
 
 static uint64_t fuzz_size(uint64_t *s, uint64_t bar)
@@ -456,6 +487,8 @@ static void op_ioctl(uint64_t *s, enum op op, uint64_t bar)
 	snprintf(what, sizeof(what), "fd kind %d%s cmd %#lx", f->kind,
 		 f->rdonly ? " rdonly" : "", cmd);
 	account(op, ret, allowed, f, what);
+	if (!ret && cmd == GDRPEER_IOCTL_FREE)
+		forget_handle(u.fr.handle, f->fd);
 	if (!ret && op == OP_ALLOC && cmd == GDRPEER_IOCTL_ALLOC)
 		add_handle(&u.alloc, u.alloc.size, f->fd);
 	if (!ret && cmd == GDRPEER_IOCTL_EXPORT) {
@@ -650,6 +683,12 @@ static void op_edu(uint64_t *s, enum op op)
 	if (edu_fd < 0)
 		return;
 	pthread_mutex_lock(&table_lock);
+	if (op == OP_EDU_DMA) { /* a DMA wants a live import: the first from slot on */
+		unsigned int i;
+
+		for (i = 0; i < NIMPORTS && !imports[slot]; i++)
+			slot = (slot + 1) % NIMPORTS;
+	}
 	id = imports[slot];
 	size = import_size[slot];
 	pthread_mutex_unlock(&table_lock);

@@ -16,10 +16,19 @@ from . import topology as topo
 from .errors import GuestError, HarnessError
 from .paths import build_dir
 
-# Kernel log lines that fail a run: the guest must never pass with one of these.
+# Kernel log lines that fail a run: the guest must never pass with one of these. The second
+# half is what the debug kernel's checkers print (lockdep, KFENCE, DMA-API debug, debugobjects);
+# their start-up lines ("DMA-API: preallocated ...", "kfence: initialized") are not reports,
+# but a checker that switched itself off ("DMA-API: debugging out of memory", "turning off the
+# locking correctness validator") is: the rest of the run would go unchecked.
 PROBLEM = re.compile(r"(\bBUG:|\bWARNING:|\bOops\b|Kernel panic|general protection fault|"
                      r"UBSAN:|KASAN:|soft lockup|hung_task|blocked for more than|"
-                     r"RCU detected stall|refcount_t:|list_(add|del) corruption)")
+                     r"RCU detected stall|refcount_t:|list_(add|del) corruption|"
+                     r"possible circular locking|possible recursive locking|inconsistent lock state|"
+                     r"possible irq lock inversion|suspicious RCU usage|lock held when returning|"
+                     r"trying to register non-static key|locking correctness validator|"
+                     r"sleeping function called from invalid context|KFENCE:|ODEBUG:|"
+                     r"DMA-API: (?!preallocated \d+ debug entries|debugging enabled by kernel config))")
 # Taint flags allowed in the guest: O (out-of-tree module, bit 12) and E (unsigned, bit 13).
 ALLOWED_TAINT = (1 << 12) | (1 << 13)
 TAINT_LETTERS = "PFSRMBUDAWCIOELKXTN"
