@@ -186,6 +186,7 @@ def overlay_archive(kernel, commands, env, dest, files):
     cpio, seen = Cpio(), set()
     init = (Path(__file__).parent / "guest_init.sh").read_bytes()
     cpio.file("init", init, 0o755)
+    cpio.file("usr/bin/emunode-host", (Path(__file__).parent / "emunode-host.sh").read_bytes(), 0o755)
     cpio.file("etc/emunode-env", "".join(f"export {k}='{v}'\n" for k, v in env.items()).encode())
     for i, cmd in enumerate(commands):
         cpio.file(f"etc/emunode-cmd/{i:04d}", cmd.encode())
