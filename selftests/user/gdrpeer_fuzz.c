@@ -926,9 +926,12 @@ static void *churn_main(void *arg)
 	int err;
 
 	while (!atomic_load(&stop_churn)) {
-		struct timespec ts = { 0, (long)(20 + below(&c->state, 180)) * 1000000L };
+		/* mostly bound (0.3-1 s), briefly away (10-100 ms): the workers get to use it */
+		long bound_ms = 300 + (long)below(&c->state, 700);
+		struct timespec bound = { bound_ms / 1000, (bound_ms % 1000) * 1000000L };
+		struct timespec ts = { 0, (long)(10 + below(&c->state, 90)) * 1000000L };
 
-		nanosleep(&ts, NULL);
+		nanosleep(&bound, NULL);
 		if (c->pci_driver && one_in(&c->state, 3)) {
 			snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/remove", c->bdf);
 			err = sysfs_write(path, "1");

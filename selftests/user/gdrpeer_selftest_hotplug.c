@@ -33,17 +33,17 @@
 #define PCI_DRIVER_DIR "/sys/bus/pci/drivers/gdrpeer"
 #define SIZE (64 * 1024)
 
-static sigjmp_buf bus_env;
+static sigjmp_buf hotplug_bus_env;
 
 static void on_sigbus(int sig)
 {
-	siglongjmp(bus_env, 1);
+	siglongjmp(hotplug_bus_env, 1);
 }
 
 /* 1 when reading (or writing) *p raised SIGBUS */
 static int touch_faults(volatile uint64_t *p, int write_it)
 {
-	if (sigsetjmp(bus_env, 1))
+	if (sigsetjmp(hotplug_bus_env, 1))
 		return 1;
 	if (write_it)
 		*p = 0x1234;
@@ -197,14 +197,20 @@ int main(void)
 	close(buf);
 	close(fd);
 	status = system("emunode-host device_add gpu");
-	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/driver_override", bdf);
 	ret = status == 0 && wait_present(bdf, 1, 30) ? 0 : -1;
+	/* sysfs shows the function before the PCI core has finished adding it */
+	sleep(2);
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/driver", bdf);
+	if (!ret && access(path, F_OK) == 0)
+		ret = -2;	/* it must come back unbound */
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/driver_override", bdf);
 	if (!ret)
 		ret = sysfs_write(path, "gdrpeer");
 	if (!ret)
 		ret = sysfs_write(PCI_DRIVER_DIR "/bind", bdf);
-	ksft_test_result(!ret, "device_add, driver_override, bind: %s\n",
-			 ret < 0 ? "device did not come back" : strerror(ret));
+	ksft_test_result(!ret, "device_add, comes back unbound, driver_override, bind: %s\n",
+			 ret == -1 ? "device did not come back" :
+			 ret == -2 ? "already bound after re-plug" : strerror(ret));
 
 	fd = open(GDRPEER_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 	hca = open(EDU_HCA_DEVICE_PATH, O_RDWR | O_CLOEXEC);
