@@ -43,9 +43,11 @@ for d in {' '.join(DELAYS)}; do
 	fi
 	pid=$!
 	sleep $d
-	kill -9 $pid 2>/dev/null && k=killed || k=finished
+	kill -9 $pid 2>/dev/null
 	wait $pid
 	rc=$?
+	# by the status, not by kill's: a process that has just exited can still be signalled
+	[ $rc = 137 ] && k=killed || k=finished
 	g=""
 	for f in {GAUGES}; do g="$g $f=$(cat $dev/$f)"; done
 	g="$g free=$(cat $dev/free_bytes) size=$(cat $dev/bar_size)"
@@ -82,11 +84,10 @@ def test_every_iteration_ran_and_most_were_killed(run):
     assert load.status == 0, load.output
     rows = iterations(loop.output)
     assert [r[0] for r in rows] == list(range(1, ITERATIONS + 1)), loop.output[-3000:]
-    killed = [r for r in rows if r[2] == "killed"]
-    # SIGKILL shows as exit status 137 in the shell
-    assert all(r[3] == 137 for r in killed), [r for r in killed if r[3] != 137]
-    # the export loop never ends by itself: every one of those must have been killed
+    # the export loop never ends by itself: every one of those must have been killed (SIGKILL
+    # shows as status 137 in the shell), and some verify runs too
     assert all(r[2] == "killed" for r in rows if r[1] == "export"), loop.output[-3000:]
+    assert any(r[2] == "killed" for r in rows if r[1] == "verify"), loop.output[-3000:]
 
 
 def test_gauges_zero_after_every_kill(run):
