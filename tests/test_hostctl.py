@@ -2,8 +2,13 @@
 unix sockets: no boot. The real thing is exercised by test_hotplug.py."""
 
 import json
+import shutil
 import socket
+import tempfile
 import threading
+from pathlib import Path
+
+import pytest
 
 from emunode.hostctl import HostControl
 
@@ -42,8 +47,16 @@ class FakeQemu(threading.Thread):
             send({"return": {}})
 
 
-def test_requests_become_qmp_commands_and_replies(tmp_path):
-    qmp_path, ctl_path = tmp_path / "qmp.sock", tmp_path / "ctl.sock"
+@pytest.fixture
+def sockdir():
+    # unix socket paths are limited to 108 bytes: a short folder, not pytest's tmp_path
+    d = Path(tempfile.mkdtemp(prefix="hostctl-"))
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_requests_become_qmp_commands_and_replies(sockdir):
+    qmp_path, ctl_path = sockdir / "qmp.sock", sockdir / "ctl.sock"
     qemu = FakeQemu(qmp_path)
     qemu.start()
     ctl_srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
