@@ -5,6 +5,8 @@
 #   make demo            the main job on the emulated node (VM_KERNEL=6.1 by default)
 #   make test            the whole test suite (host unit tests + emulated node, VM_KERNEL)
 #   make test-kernels    boot all four guest kernels (5.10 6.1 6.12 7.2) and load gdrpeer.ko
+#   make test-debug      the driver's campaign on the debug kernel (KASAN, lockdep, ...): selftests,
+#                        race tests, 1,000,000-op fuzzer, hot-unplug, kill -9 (builds it once)
 #   make kernel-check    W=1 + sparse build of the kernel code against VM_KERNEL's headers
 
 VM_KERNEL ?= 6.1
@@ -128,6 +130,25 @@ test-kernels: deps userspace selftests
 	for k in $(RXE_DMABUF_KERNELS); do VM_KERNEL=$$k PYTHONPATH=$(CURDIR)/tests \
 		$(PYTHON) -m pytest -ra tests/test_rxe_dmabuf.py || exit 1; done
 
+# The debug guest kernel (Debian's linux-source-6.1 of the stock image's version, KASAN, KFENCE,
+# lockdep, DEBUG_ATOMIC_SLEEP, DMA_API_DEBUG, DEBUG_OBJECTS; tests/emunode/debug-kernel.config),
+# built once with nice into build/cache/kernels/6.1-debug. Its cold build is long on 2 cores
+# (docs/driver.md, "Reliability campaign"), so it is not part of `make test`.
+DEBUG_KERNEL := 6.1-debug
+DEBUG_TESTS  := tests/test_driver.py tests/test_nvidia.py tests/test_fuzz.py tests/test_hotplug.py \
+	tests/test_kill.py
+FUZZ_OPS_DEBUG ?= 1000000
+debug-kernel:
+	$(EMUNODE) fetch --kernel $(DEBUG_KERNEL)
+
+# Zero KASAN/KFENCE/lockdep/DMA-API/ODEBUG/WARN reports is the bar: Node.run fails a boot whose
+# kernel log has one.
+test-debug: deps userspace selftests debug-kernel
+	$(EMUNODE) build --kernel $(DEBUG_KERNEL)
+	VM_KERNEL=$(DEBUG_KERNEL) GDRPEER_FUZZ_OPS=$(FUZZ_OPS_DEBUG) GDRPEER_BIN=$(BUILD)/bin/gdrpeer \
+		PYTHONPATH=$(CURDIR)/tests $(PYTHON) -m pytest -ra $(DEBUG_TESTS) -k "not other_kernels" \
+		$(PYTEST_ARGS)
+
 clean:
 	rm -rf $(BUILD)/userspace $(BUILD)/fuzz $(BUILD)/kcheck $(BUILD)/bin $(BUILD)/kmod $(BUILD)/runs
 
@@ -135,4 +156,4 @@ distclean:
 	rm -rf $(BUILD)
 
 .PHONY: all help deps module modules modules-stage vm-modules vm-kernel vm-qemu userspace selftests \
-	guest demo test test-kernels fuzz kernel-check clean distclean
+	guest demo test test-kernels test-debug debug-kernel fuzz kernel-check clean distclean

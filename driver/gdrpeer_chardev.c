@@ -221,6 +221,10 @@ static int gdrpeer_ioc_query(struct gdrpeer_file *gf, void *arg)
 	r = gdrpeer_lookup(gf, handle);
 	if (!r)
 		return -ENOENT;
+	if (gdrpeer_region_revoked(r)) {
+		gdrpeer_region_put(r);
+		return -ENODEV;
+	}
 	memset(q, 0, sizeof(*q));
 	q->handle = handle;
 	q->size = r->size;

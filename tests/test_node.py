@@ -223,3 +223,27 @@ def test_unknown_names_raise_harness_error():
         Node("4.19")
     with pytest.raises(HarnessError, match="unknown topology"):
         Node("6.1", "ring")
+
+
+@pytest.mark.parametrize("line,problem", [
+    ("WARNING: possible circular locking dependency detected", True),
+    ("BUG: KASAN: slab-use-after-free in gdrpeer_release+0x1c/0x80 [gdrpeer]", True),
+    ("BUG: KFENCE: out-of-bounds read in gdrpeer_ioctl+0x2a/0x300", True),
+    ("KFENCE: use-after-free read in foo", True),
+    ("DMA-API: pci 0000:00:05.0: device driver failed to check map error", True),
+    ("DMA-API: debugging out of memory - disabling", True),
+    ("ODEBUG: free active (active state 0) object: 0000 object type: timer_list", True),
+    ("inconsistent {SOFTIRQ-ON-W} -> {IN-SOFTIRQ-W} usage.", False),
+    ("WARNING: inconsistent lock state", True),
+    ("BUG: sleeping function called from invalid context at mm/slab.h:742", True),
+    ("turning off the locking correctness validator.", True),
+    ("=============================", False),
+    ("DMA-API: preallocated 65536 debug entries", False),
+    ("DMA-API: debugging enabled by kernel config", False),
+    ("kfence: initialized - using 2097152 bytes for 255 objects at 0x(____ptrval____)", False),
+    ("gdrpeer: 0000:03:00.0 BAR2 bound as device 0", False),
+])
+def test_kernel_report_lines(line, problem):
+    """The lines the debug kernel's checkers print fail a run; their start-up lines do not."""
+    from emunode.node import PROBLEM
+    assert bool(PROBLEM.search(line)) == problem

@@ -124,10 +124,17 @@ struct gdrpeer_list_devices {
  * in:  device (index), size (bytes, multiple of page_size, > 0), flags (0).
  * out: handle, mmap_offset (see "mmap" below), bar_offset (offset of the
  *      memory inside the BAR, for diagnostics and tests).
- * Errors: -ENODEV unknown device; -EINVAL size 0 / not page multiple /
- * unknown flags / reserved not 0; -E2BIG size larger than the BAR;
- * -ENOMEM no contiguous free range of that size right now.
- * The memory is physically contiguous within the BAR.
+ * Errors: -ENODEV unknown device (or one being unbound); -EINVAL size 0 /
+ * not page multiple / unknown flags / reserved not 0; -E2BIG size larger
+ * than the BAR; -ENOMEM no contiguous free range of that size right now;
+ * -EBADF the file is not open for writing.
+ * The memory is physically contiguous within the BAR and reads as zeros:
+ * it is cleared before it is handed out.
+ *
+ * Revocation: when the device goes (unbind, PCI remove, hot-unplug, a
+ * fatal PCI error), every use of its memory is revoked: CPU mappings fault
+ * with SIGBUS, dma-buf importers are invalidated, and EXPORT, QUERY and
+ * mmap of the handle answer -ENODEV; FREE still drops it.
  */
 struct gdrpeer_alloc {
 	__u32 device;		/* in */
@@ -145,7 +152,8 @@ struct gdrpeer_alloc {
  * The handle is gone at once.  The memory returns to the device when the
  * last user of it is gone too: dma-bufs exported from it, their
  * attachments/mappings, and mmap()s of the handle keep it reserved.
- * Errors: -ENOENT unknown, already freed or foreign handle.
+ * Errors: -ENOENT unknown, already freed or foreign handle; -EBADF the
+ * file is not open for writing.
  */
 struct gdrpeer_free {
 	__u64 handle;		/* in */
@@ -162,9 +170,10 @@ struct gdrpeer_free {
  * The dma-buf keeps the memory reserved until its last reference and
  * mapping are gone, whatever happens to the handle.  Importers must be
  * peer-to-peer capable.  mmap() of the dma-buf fd maps the exported range.
- * Errors: -ENOENT bad handle; -EINVAL length 0, unaligned, beyond the
- * allocation, unknown flags or reserved not 0; -EOVERFLOW offset + length
- * wraps around.
+ * Errors: -ENOENT bad handle; -ENODEV its memory was revoked; -EINVAL
+ * length 0, unaligned, beyond the allocation, unknown flags or reserved
+ * not 0; -EOVERFLOW offset + length wraps around; -EBADF the file is not
+ * open for writing.
  */
 struct gdrpeer_export {
 	__u64 handle;		/* in */
@@ -179,7 +188,8 @@ struct gdrpeer_export {
  * GDRPEER_IOCTL_QUERY - describe a handle.
  *
  * in:  handle.  out: everything else.
- * Errors: -ENOENT bad handle; -EINVAL reserved not 0.
+ * Errors: -ENOENT bad handle; -ENODEV its memory was revoked; -EINVAL
+ * reserved not 0.
  */
 struct gdrpeer_query {
 	__u64 handle;		/* in */
@@ -218,9 +228,11 @@ struct gdrpeer_query {
  * exit, context teardown) the dma-buf is revoked: importers are told
  * (move_notify / invalidate_mappings), CPU mappings are zapped (a later
  * access gets SIGBUS), and new attachments, maps and mmaps fail with
- * -ENODEV.  The fd stays valid until closed.
+ * -ENODEV.  The fd stays valid until closed.  Because of that, a callback
+ * pin is not pinned for importers that would ignore the revocation
+ * (ib_umem_dmabuf_get_pinned: their registration fails with -EOPNOTSUPP).
  * Persistent pins: the memory stays pinned across cudaFree until the
- * dma-buf is released.
+ * dma-buf is released.  A file not open for writing gets -EBADF.
  *
  * Errors: -EINVAL va or length not 64 KiB multiples, length 0, both
  * GDRPEER_PIN_* flags, unknown flags or reserved not 0, or (from the

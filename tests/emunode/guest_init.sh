@@ -14,6 +14,7 @@ mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 mkdir -p /dev/pts /tmp /out && mount -t devpts devpts /dev/pts
 mount -t tmpfs tmpfs /tmp
 stty -F /dev/ttyS1 raw -echo 2>/dev/null
+stty -F /dev/ttyS2 raw -echo 2>/dev/null  # emunode-host's channel to the harness
 exec 3>/dev/ttyS1
 
 record() { # kind name status file

@@ -131,7 +131,7 @@ def base_archive(kernel):
     if not providers:
         raise HarnessError("rdma-core's rxe provider (librxe-rdmav*.so) not found: install "
                            "Debian's ibverbs-providers (make deps)")
-    key = hashlib.sha256(repr((BASE_FORMAT, kernel.release, GUEST_MODULES,
+    key = hashlib.sha256(repr((BASE_FORMAT, kernel.release, kernel.build_id, GUEST_MODULES,
                                sorted(map(str, tools.values())))).encode()).hexdigest()[:12]
     out = cache_dir() / "initramfs" / f"base-{kernel.name}-{key}.cpio.gz"
     if out.exists():
@@ -192,6 +192,7 @@ def overlay_archive(kernel, commands, env, dest, files):
     cpio, seen = Cpio(), set()
     init = (Path(__file__).parent / "guest_init.sh").read_bytes()
     cpio.file("init", init, 0o755)
+    cpio.file("usr/bin/emunode-host", (Path(__file__).parent / "emunode-host.sh").read_bytes(), 0o755)
     cpio.file("etc/emunode-env", "".join(f"export {k}='{v}'\n" for k, v in env.items()).encode())
     for i, cmd in enumerate(commands):
         cpio.file(f"etc/emunode-cmd/{i:04d}", cmd.encode())

@@ -44,6 +44,7 @@ class Kernel:
     vmlinuz: Path
     moddir: Path       # <root>/lib/modules/<release> (holds modules.dep)
     kdir: Path         # headers tree to build out-of-tree modules against
+    build_id: str = "" # what a locally built kernel was built from (debugkernel's cache key)
 
     @property
     def config(self):
@@ -142,8 +143,17 @@ def _lock(path):
     return fd
 
 
+def is_known(name):
+    from .debugkernel import DEBUG_KERNELS
+    return name in SUITES or name in DEBUG_KERNELS
+
+
 def ensure_kernel(name=DEFAULT_KERNEL, log=print):
-    """Fetch and unpack kernel `name` once; later calls read the cached manifest."""
+    """Fetch and unpack kernel `name` once; later calls read the cached manifest. A debug
+    kernel name ("6.1-debug") builds that kernel once (emunode.debugkernel)."""
+    from .debugkernel import DEBUG_KERNELS, ensure_debug_kernel
+    if name in DEBUG_KERNELS:
+        return ensure_debug_kernel(name, log=log)
     if name not in SUITES:
         raise HarnessError(f"unknown kernel '{name}': choose one of {', '.join(known_kernels())}")
     base = cache_dir() / "kernels" / name

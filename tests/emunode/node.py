@@ -6,20 +6,32 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from pathlib import Path
 
 from . import initramfs, kernels, softroce
+from .debugkernel import debug_kernels
 from . import qemu as qemus
 from . import topology as topo
 from .errors import GuestError, HarnessError
+from .hostctl import HostControl
 from .paths import build_dir
 
-# Kernel log lines that fail a run: the guest must never pass with one of these.
+# Kernel log lines that fail a run: the guest must never pass with one of these. The second
+# half is what the debug kernel's checkers print (lockdep, KFENCE, DMA-API debug, debugobjects);
+# their start-up lines ("DMA-API: preallocated ...", "kfence: initialized") are not reports,
+# but a checker that switched itself off ("DMA-API: debugging out of memory", "turning off the
+# locking correctness validator") is: the rest of the run would go unchecked.
 PROBLEM = re.compile(r"(\bBUG:|\bWARNING:|\bOops\b|Kernel panic|general protection fault|"
                      r"UBSAN:|KASAN:|soft lockup|hung_task|blocked for more than|"
-                     r"RCU detected stall|refcount_t:|list_(add|del) corruption)")
+                     r"RCU detected stall|refcount_t:|list_(add|del) corruption|"
+                     r"possible circular locking|possible recursive locking|inconsistent lock state|"
+                     r"possible irq lock inversion|suspicious RCU usage|lock held when returning|"
+                     r"trying to register non-static key|locking correctness validator|"
+                     r"sleeping function called from invalid context|KFENCE:|ODEBUG:|"
+                     r"DMA-API: (?!preallocated \d+ debug entries|debugging enabled by kernel config))")
 # Taint flags allowed in the guest: O (out-of-tree module, bit 12) and E (unsigned, bit 13).
 ALLOWED_TAINT = (1 << 12) | (1 << 13)
 TAINT_LETTERS = "PFSRMBUDAWCIOELKXTN"
@@ -47,6 +59,8 @@ class RunResult:
     workdir: Path
     seconds: float
     qemu: str = "system"     # which QEMU booted it (Qemu.describe())
+    # what the guest asked the host to do (emunode-host): (seconds, request, reply)
+    host_events: list = dataclasses.field(default_factory=list)
 
     def problems(self):
         """BUG/WARNING/Oops lines and taints other than out-of-tree/unsigned; [] when clean."""
@@ -65,26 +79,28 @@ class Node:
     """One emulated GPU + RDMA node: a kernel, a topology and an IOMMU mode."""
 
     def __init__(self, kernel=kernels.DEFAULT_KERNEL, topology="switch", iommu="translated",
-                 bar_mib=64, rxe=True, log=print, qemu=None):
+                 bar_mib=64, rxe=True, log=print, qemu=None, native_hotplug=False):
         """`rxe`: True (Debian's rdma_rxe, rxe0 on eth0), False (no rxe0), or "dmabuf" (the test
         bed's dma-buf capable rxe from emunode.softroce, module and userspace provider, in place
         of Debian's; refused on kernels it cannot follow, with the reason).
         `qemu`: None (the host's qemu-system-x86_64, what every test uses), the name of a
         cached build from emunode.qemu ("acs": switch downstream ports with ACS), or a
-        emunode.qemu.Qemu(binary, datadir) for any other binary and its -L data directory."""
+        emunode.qemu.Qemu(binary, datadir) for any other binary and its -L data directory.
+        `native_hotplug`: the guest's pciehp (not ACPI) handles hot-unplug/plug of the slots."""
         topo.check(topology, iommu)
         if isinstance(qemu, str) and qemu not in qemus.known_qemus():
             raise HarnessError(f"unknown QEMU '{qemu}': choose one of {', '.join(qemus.known_qemus())}")
         self.qemu = qemu
-        if kernel not in kernels.SUITES:
+        if not kernels.is_known(kernel):
             raise HarnessError(f"unknown kernel '{kernel}': choose one of "
-                               f"{', '.join(kernels.known_kernels())}")
+                               f"{', '.join(kernels.known_kernels() + debug_kernels())}")
         if rxe not in (True, False, "dmabuf"):
             raise HarnessError(f"rxe={rxe!r}: choose True (Debian's rxe), False or 'dmabuf'")
         if rxe == "dmabuf" and softroce.supported(kernel):
             raise HarnessError(f"no dma-buf rxe on kernel {kernel}: {softroce.supported(kernel)}")
         self.kernel_name, self.topology, self.iommu = kernel, topology, iommu
         self.bar_mib, self.rxe, self.log = bar_mib, rxe, log
+        self.native_hotplug = native_hotplug
 
     def run(self, commands, timeout=600, cmd_timeout=None, allow_problems=False, files=None,
             extra_cmdline=(), bar_init=b"", bar_host=None):
@@ -124,7 +140,8 @@ class Node:
         if self.rxe == "dmabuf":
             files.update(softroce.guest_files(self.kernel_name, log=self.log))
         initrd = initramfs.initrd_for_run(kernel, list(commands), env, work, files)
-        margs, cmdline = topo.qemu_args(self.topology, self.iommu, bar, self.bar_mib)
+        margs, cmdline = topo.qemu_args(self.topology, self.iommu, bar, self.bar_mib,
+                                        self.native_hotplug)
         console, results = work / "console.log", work / "results.log"
         # no_timer_check: under a loaded host TCG can miss the IO-APIC timer check and panic.
         append = " ".join(["console=ttyS0", "panic=-1", "loglevel=6", "nokaslr", "no_timer_check",
@@ -132,8 +149,14 @@ class Node:
         argv = [*qemu_argv, *margs, "-kernel", str(kernel.vmlinuz), "-initrd", str(initrd),
                 "-append", append,
                 "-chardev", f"file,id=con,path={console}", "-serial", "chardev:con",
-                "-chardev", f"file,id=res,path={results}", "-serial", "chardev:res",
-                "-monitor", "none"]
+                "-chardev", f"file,id=res,path={results}", "-serial", "chardev:res"]
+        # QMP and the guest's request channel (ttyS2) on unix sockets: a short folder of their
+        # own, as a socket path is limited to 108 bytes and the work folder can be deeper.
+        sockdir = Path(tempfile.mkdtemp(prefix="emunode-"))
+        qmp_sock, ctl_sock = sockdir / "qmp.sock", sockdir / "ctl.sock"
+        argv += ["-chardev", f"socket,id=ctl,path={ctl_sock},server=on,wait=off",
+                 "-serial", "chardev:ctl",
+                 "-qmp", f"unix:{qmp_sock},server=on,wait=off", "-monitor", "none"]
         (work / "qemu.cmd").write_text(" ".join(argv) + "\n")
         start = time.monotonic()
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -142,6 +165,9 @@ class Node:
         if bar_host is not None:
             helper = threading.Thread(target=bar_host, args=(bar, stop), daemon=True)
             helper.start()
+        host = HostControl(qmp_sock, ctl_sock, {"gpu": {"device": topo.gpu_device(self.topology),
+                                     "backend": topo.gpu_backend(bar, self.bar_mib)}}, self.log)
+        host.start()
         try:
             qout, _ = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -150,10 +176,18 @@ class Node:
             stop.set()
             raise GuestError(f"guest ({self._what(qemu)}) did not finish within {timeout} s; "
                              f"logs in {work}", _read(console))
+        finally:
+            host.join(timeout=10)
+            shutil.rmtree(sockdir, ignore_errors=True)
         seconds = time.monotonic() - start
         if helper is not None:
             stop.set()
             helper.join()
+        if host.error:
+            self.log(f"emunode: {host.error}")
+        if host.events:
+            (work / "host-events.log").write_text(
+                "".join(f"{t} {req} -> {rep}\n" for t, req, rep in host.events))
         con = _read(console)
         if proc.returncode != 0:
             raise GuestError(f"QEMU exited with {proc.returncode} ({self._what(qemu)}): "
@@ -170,7 +204,7 @@ class Node:
         dmesg = records.get(("dmesg", "kernel"), (con.encode(), 0))[0].decode(errors="replace")
         files = {name: data for (kind, name), (data, _) in records.items() if kind == "file"}
         res = RunResult(self.kernel_name, self.topology, self.iommu, results_list, setup, dmesg,
-                        con, taint, bar, files, work, seconds, qemu.describe())
+                        con, taint, bar, files, work, seconds, qemu.describe(), list(host.events))
         (work / "dmesg.log").write_text(dmesg)
         if setup.status != 0:
             raise GuestError(f"the node's RDMA stack did not come up ({self._what(qemu)}):\n"

@@ -26,8 +26,11 @@ def check(topology, iommu):
         raise HarnessError(f"unknown IOMMU mode '{iommu}': choose one of {', '.join(IOMMU_MODES)}")
 
 
-def qemu_args(topology, iommu, bar_file, bar_mib):
-    """Machine, IOMMU and device arguments (not kernel, initrd, serial ports)."""
+def qemu_args(topology, iommu, bar_file, bar_mib, native_hotplug=False):
+    """Machine, IOMMU and device arguments (not kernel, initrd, serial ports).
+
+    native_hotplug: QEMU's q35 hands PCIe hotplug to ACPI (acpiphp) by default; with this the
+    firmware leaves it to the OS, so the guest's pciehp driver handles device_del/device_add."""
     check(topology, iommu)
     if bar_mib < 1 or bar_mib & (bar_mib - 1):
         raise HarnessError(f"BAR size {bar_mib} MiB is not a power of two")
@@ -39,6 +42,8 @@ def qemu_args(topology, iommu, bar_file, bar_mib):
             "-object", "memory-backend-ram,id=ram1,size=1G",
             "-numa", "node,nodeid=0,cpus=0,memdev=ram0",
             "-numa", "node,nodeid=1,cpus=1,memdev=ram1"]
+    if native_hotplug:
+        args += ["-global", "ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off"]
     cmdline = []
     if iommu == "off":
         cmdline.append("intel_iommu=off")
@@ -58,17 +63,35 @@ def qemu_args(topology, iommu, bar_file, bar_mib):
                  "-device", "x3130-upstream,id=up1,bus=rp1",
                  "-device", "xio3130-downstream,id=dn1,bus=up1,chassis=2,slot=0",
                  "-device", "xio3130-downstream,id=dn2,bus=up1,chassis=3,slot=1"]
-        gpu += ["ivshmem-plain,memdev=gpubar,bus=dn1"]
+        gpu += [_device(gpu_device(topology))]
         nic += ["e1000e,netdev=n0,bus=dn2,mac=52:54:00:00:00:01"]
     elif topology == "rootports":
         args += ["-device", "pcie-root-port,id=rp1,bus=pcie.0,addr=0x10,chassis=1,slot=1",
                  "-device", "pcie-root-port,id=rp2,bus=pcie.0,addr=0x11,chassis=2,slot=2"]
-        gpu += ["ivshmem-plain,memdev=gpubar,bus=rp1"]
+        gpu += [_device(gpu_device(topology))]
         nic += ["e1000e,netdev=n0,bus=rp2,mac=52:54:00:00:00:01"]
     else:  # twobridges
         args += ["-device", "pcie-root-port,id=rp1,bus=pcie.0,addr=0x10,chassis=1,slot=1",
                  "-device", "pxb-pcie,id=pxb1,bus_nr=0x80,numa_node=1,bus=pcie.0,addr=0x12",
                  "-device", "pcie-root-port,id=rp2,bus=pxb1,chassis=2,slot=2"]
-        gpu += ["ivshmem-plain,memdev=gpubar,bus=rp1"]
+        gpu += [_device(gpu_device(topology))]
         nic += ["e1000e,netdev=n0,bus=rp2,mac=52:54:00:00:00:01"]
     return args + gpu + nic + edu, cmdline
+
+
+def gpu_device(topology):
+    """QEMU device properties of the "GPU" (id "gpu"): what device_add takes to plug it back
+    after a device_del (the memory backend "gpubar" outlives the device)."""
+    check(topology, "off")
+    return {"driver": "ivshmem-plain", "id": "gpu", "memdev": "gpubar",
+            "bus": "dn1" if topology == "switch" else "rp1"}
+
+
+def gpu_backend(bar_file, bar_mib):
+    """object-add arguments of the GPU BAR's memory backend (the host file, shared)."""
+    return {"qom-type": "memory-backend-file", "id": "gpubar", "mem-path": str(bar_file),
+            "size": bar_mib << 20, "share": True}
+
+
+def _device(props):
+    return ",".join([props["driver"]] + [f"{k}={v}" for k, v in props.items() if k != "driver"])

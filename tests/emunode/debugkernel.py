@@ -1,0 +1,172 @@
+"""The debug guest kernel "6.1-debug": Debian's linux-source-6.1 built with KASAN, KFENCE,
+lockdep, DEBUG_ATOMIC_SLEEP, DMA_API_DEBUG and DEBUG_OBJECTS, trimmed to what the node uses.
+
+The source is the very version of the stock 6.1 guest image (read from the image's own version
+string); if bookworm's index no longer carries that linux-source-6.1, the build fails and says
+so rather than build a different kernel. The config is allnoconfig plus debug-kernel.config
+(only what the node uses is built), and every line of that file must hold after olddefconfig. The build is
+kept under build/cache/kernels/6.1-debug/ keyed by source version + config + compiler, built
+once with `nice`; out-of-tree modules build against the built tree itself.
+"""
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from . import kernels
+from .errors import HarnessError
+from .errors import run_checked as _run
+from .paths import cache_dir
+
+HERE = Path(__file__).resolve().parent
+FRAGMENT = HERE / "debug-kernel.config"
+# debug kernel name -> the stock Debian kernel whose source version it is built from
+DEBUG_KERNELS = {"6.1-debug": "6.1"}
+BUILD_FORMAT = 2  # bump when the build steps change what ends up in the tree
+
+
+def debug_kernels():
+    return sorted(DEBUG_KERNELS)
+
+
+def stock_version(stock):
+    """Debian's package version of a stock kernel ("6.1.192-2"), from the version string that
+    every bzImage carries uncompressed in its setup header ("... Debian 6.1.192-2 (...)")."""
+    m = re.search(rb"#\d+ SMP[^\0]*? Debian (\d+\.\d+\.\d+-[\w.+~]+)", stock.vmlinuz.read_bytes()[:65536])
+    if not m:
+        raise HarnessError(f"cannot read the Debian version out of {stock.vmlinuz}")
+    return m.group(1).decode()
+
+
+def _gcc_version():
+    return _run(["gcc", "--version"], "gcc --version").splitlines()[0]
+
+
+def _key(version):
+    text = repr((BUILD_FORMAT, version, FRAGMENT.read_text(), _gcc_version()))
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def ensure_debug_kernel(name, log=print):
+    """Build (once) and return the debug kernel `name` as a kernels.Kernel."""
+    stock = kernels.ensure_kernel(DEBUG_KERNELS[name], log=log)
+    version = stock_version(stock)
+    key = _key(version)
+    base = cache_dir() / "kernels" / name
+    manifest = base / "manifest.json"
+    fd = kernels._lock(base / ".lock")
+    try:
+        info = json.loads(manifest.read_text()) if manifest.exists() else {}
+        if info.get("key") != key:
+            if info:
+                log(f"emunode: {name} cache is for another source/config ({info.get('key')}); rebuilding")
+            manifest.unlink(missing_ok=True)
+            info = _build(name, stock, version, key, base, log)
+            manifest.write_text(json.dumps(info, indent=1) + "\n")
+    finally:
+        os.close(fd)
+    k = kernels.Kernel(name=name, release=info["release"], root=base / "root", vmlinuz=base / "vmlinuz",
+                       moddir=base / "root/lib/modules" / info["release"], kdir=base / "src",
+                       build_id=key)
+    for p in (k.vmlinuz, k.moddir / "modules.dep", k.kdir / "Makefile", k.kdir / "Module.symvers"):
+        if not p.exists():
+            raise HarnessError(f"kernel {name} cache is incomplete ({p} missing): remove {base} and retry")
+    return k
+
+
+def _source_tarball(stock, version, dl, log):
+    """linux-source-6.1 of exactly `version`, unpacked from its .deb; the tarball's path."""
+    series = stock.name  # "6.1"
+    pkg = f"linux-source-{series}"
+    tarball = dl / f"{pkg}-{version}.tar.xz"
+    if tarball.exists():
+        return tarball
+    dl.mkdir(parents=True, exist_ok=True)
+    apt = kernels._Apt(series)
+    apt.update()
+    for old in dl.glob(f"{pkg}_*.deb"):
+        old.unlink()
+    log(f"emunode: fetching {pkg}={version} (the version of the stock {series} guest image)")
+    try:
+        apt.download([f"{pkg}={version}"], dl)
+    except HarnessError as e:
+        raise HarnessError(f"{pkg} {version}, the version of the stock {series} guest image "
+                           f"{stock.release}, cannot be downloaded ({e}); refusing to build another "
+                           "version: refetch the stock kernel (remove its cache folder) so both match") from e
+    deb = next(dl.glob(f"{pkg}_*.deb"))
+    tmp = dl / "linux-source-unpack"
+    shutil.rmtree(tmp, ignore_errors=True)
+    _run(["dpkg-deb", "-x", str(deb), str(tmp)], f"unpacking {deb.name}")
+    inner = next(tmp.glob(f"usr/src/{pkg}.tar.*"))
+    shutil.move(str(inner), tarball)
+    shutil.rmtree(tmp)
+    deb.unlink()
+    return tarball
+
+
+def _check_config(config):
+    """Every line of the fragment must hold in the final .config; the lines that do not."""
+    have = {}
+    for line in config.read_text().splitlines():
+        m = re.match(r"^(CONFIG_\w+)=(.*)$", line) or re.match(r"^# (CONFIG_\w+) is not set$", line)
+        if m:
+            have[m.group(1)] = m.group(2) if m.lastindex == 2 else "n"
+    bad = []
+    for line in FRAGMENT.read_text().splitlines():
+        m = re.match(r"^(CONFIG_\w+)=(.*)$", line) or re.match(r"^# (CONFIG_\w+) is not set$", line)
+        if not m:
+            continue
+        want = m.group(2) if m.lastindex == 2 else "n"
+        got = have.get(m.group(1), "n")
+        if got != want:
+            bad.append(f"{m.group(1)}={want} (got {got})")
+    return bad
+
+
+def _build(name, stock, version, key, base, log):
+    started = time.monotonic()
+    tarball = _source_tarball(stock, version, base / "source", log)
+    src, root = base / "src", base / "root"
+    if root.exists():
+        shutil.rmtree(root)
+    marker = src / ".gdrpeer-source"
+    make = ["nice", "make", "-C", str(src), f"-j{os.cpu_count() or 1}", "CC=gcc"]
+    if marker.exists() and marker.read_text() == version:
+        # the same source, unpacked before: back to pristine (config and every output gone)
+        log(f"emunode: cleaning {src} (make mrproper)")
+        _run([*make, "mrproper"], f"{name}: make mrproper")
+    else:
+        if src.exists():
+            shutil.rmtree(src)
+        src.mkdir(parents=True)
+        log(f"emunode: unpacking {tarball.name} into {src}")
+        _run(["tar", "-xf", str(tarball), "-C", str(src), "--strip-components=1"],
+             f"unpacking {tarball.name}")
+        marker.write_text(version)
+    mk = (src / "Makefile").read_text()
+    tree = ".".join(re.search(rf"^{v} = (\d+)", mk, re.M).group(1) for v in ("VERSION", "PATCHLEVEL", "SUBLEVEL"))
+    if tree != version.split("-")[0]:
+        raise HarnessError(f"linux-source tree is {tree}, the stock image is {version}: not building a mismatch")
+
+    _run([*make, "allnoconfig", f"KCONFIG_ALLCONFIG={FRAGMENT}"], f"{name}: make allnoconfig")
+    _run([*make, "olddefconfig"], f"{name}: make olddefconfig")
+    bad = _check_config(src / ".config")
+    if bad:
+        raise HarnessError(f"{name}: Kconfig dropped options of {FRAGMENT.name}: {', '.join(bad)}")
+    log(f"emunode: building {name} ({version}, config {key}) with nice; this takes a long time once")
+    _run([*make, "bzImage", "modules"], f"{name}: building the kernel")
+    depmod = shutil.which("depmod") or "/sbin/depmod"
+    _run([*make, "modules_install", f"INSTALL_MOD_PATH={root}", f"DEPMOD={depmod}"],
+         f"{name}: modules_install")
+    release = _run(["make", "-s", "-C", str(src), "kernelrelease"], "make kernelrelease").strip()
+    shutil.copy2(src / "arch/x86/boot/bzImage", base / "vmlinuz")
+    took = round(time.monotonic() - started)
+    log(f"emunode: {name} = {release} built in {took} s")
+    return {"name": name, "release": release, "key": key, "source_version": version,
+            "stock_release": stock.release, "build_seconds": took,
+            "cpus": os.cpu_count()}

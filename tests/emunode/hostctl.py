@@ -1,0 +1,181 @@
+"""The host side of a running node: QEMU's QMP monitor, and a channel on which a guest command
+asks the host to act on the machine mid-run (hot-unplug and re-plug of the "GPU").
+
+Every run starts QEMU with `-qmp unix:<sock>,server=on,wait=off` and a third serial port
+(guest ttyS2) on a unix socket. The guest writes one request line on ttyS2,
+
+    @@EMUNODE-HOST device_del gpu
+    @@EMUNODE-HOST device_add gpu
+
+and the host answers with one line, `@@EMUNODE-HOST-REPLY ok ...` or `@@EMUNODE-HOST-REPLY
+error <why>`. device_del returns once QEMU reports DEVICE_DELETED, i.e. once the guest's
+pciehp has powered the slot off and the device is gone; device_add returns once QEMU has
+plugged it (the guest then enumerates it on its own, a second or so later). The guest's side
+is /usr/bin/emunode-host (emunode-host.sh). Every action is logged in RunResult.host_events.
+"""
+
+import json
+import socket
+import threading
+import time
+
+REQUEST = "@@EMUNODE-HOST "
+REPLY = "@@EMUNODE-HOST-REPLY "
+
+
+class QmpError(Exception):
+    pass
+
+
+class Qmp:
+    """A minimal QMP client: capabilities negotiation, commands, events."""
+
+    def __init__(self, path, timeout=30):
+        self.sock = _connect(path, timeout)
+        self.file = self.sock.makefile("rwb")
+        self.events = []
+        greeting = self._read(timeout)
+        if "QMP" not in greeting:
+            raise QmpError(f"not a QMP greeting: {greeting}")
+        self.execute("qmp_capabilities")
+
+    def _read(self, timeout):
+        self.sock.settimeout(timeout)
+        line = self.file.readline()
+        if not line:
+            raise QmpError("QMP connection closed")
+        return json.loads(line)
+
+    def execute(self, command, timeout=30, **arguments):
+        msg = {"execute": command}
+        if arguments:
+            msg["arguments"] = arguments
+        self.file.write(json.dumps(msg).encode() + b"\n")
+        self.file.flush()
+        deadline = time.monotonic() + timeout
+        while True:
+            r = self._read(max(0.1, deadline - time.monotonic()))
+            if "event" in r:
+                self.events.append(r)
+            elif "error" in r:
+                raise QmpError(f"{command}: {r['error'].get('desc', r['error'])}")
+            elif "return" in r:
+                return r["return"]
+
+    def wait_event(self, name, timeout, **data):
+        """The first event `name` whose data has the given items (queued or still to come)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for ev in self.events:
+                if ev["event"] == name and all(ev.get("data", {}).get(k) == v for k, v in data.items()):
+                    self.events.remove(ev)
+                    return ev
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise QmpError(f"no {name} event {data or ''} within {timeout} s")
+            try:
+                r = self._read(left)
+            except socket.timeout:
+                continue
+            if "event" in r:
+                self.events.append(r)
+
+    def close(self):
+        try:
+            self.file.close()
+            self.sock.close()
+        except OSError:
+            pass
+
+
+def _connect(path, timeout):
+    deadline = time.monotonic() + timeout
+    while True:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect(str(path))
+            return s
+        except (FileNotFoundError, ConnectionRefusedError):
+            s.close()
+            if time.monotonic() > deadline:
+                raise QmpError(f"cannot connect to {path} within {timeout} s")
+            time.sleep(0.05)
+
+
+class HostControl(threading.Thread):
+    """Serves the guest's requests on the control socket with QMP until QEMU exits.
+
+    `plug_devices` maps a name the guest uses ("gpu") to {"device": device_add arguments
+    (driver, id, bus, ...), "backend": object-add arguments of its memory backend or None};
+    device_del takes the same name as the QEMU id."""
+
+    def __init__(self, qmp_path, ctl_path, plug_devices, log):
+        super().__init__(daemon=True)
+        self.qmp_path, self.ctl_path = qmp_path, ctl_path
+        self.plug_devices = plug_devices
+        self.log = log
+        self.events = []          # (seconds since start, request, reply)
+        self.plugs = 0
+        self.error = None
+        self.start_time = time.monotonic()
+
+    def run(self):
+        try:
+            self.qmp = Qmp(self.qmp_path)
+            ctl = _connect(self.ctl_path, 30)
+        except (OSError, QmpError) as e:
+            self.error = f"host control could not start: {e}"
+            return
+        buf = b""
+        with ctl:
+            while True:
+                try:
+                    data = ctl.recv(4096)
+                except OSError:
+                    break
+                if not data:
+                    break
+                buf += data
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    text = line.decode(errors="replace").strip()
+                    i = text.find(REQUEST)
+                    if i < 0:
+                        continue
+                    request = text[i + len(REQUEST):].strip()
+                    reply = self._serve(request)
+                    self.events.append((round(time.monotonic() - self.start_time, 2), request, reply))
+                    try:
+                        ctl.sendall((REPLY + reply + "\n").encode())
+                    except OSError:
+                        return
+        self.qmp.close()
+
+    def _serve(self, request):
+        words = request.split()
+        if len(words) != 2 or words[0] not in ("device_del", "device_add"):
+            return f"error unknown request '{request}' (device_del|device_add NAME)"
+        verb, name = words
+        if name not in self.plug_devices:
+            return f"error unknown device '{name}' (known: {', '.join(self.plug_devices)})"
+        try:
+            if verb == "device_del":
+                started = time.monotonic()
+                self.qmp.execute("device_del", id=name)
+                # pciehp: attention button, 5 s blink, power off, then QEMU drops the device
+                self.qmp.wait_event("DEVICE_DELETED", 120, device=name)
+                return f"ok deleted {name} after {time.monotonic() - started:.1f} s"
+            device = dict(self.plug_devices[name]["device"])
+            backend = self.plug_devices[name].get("backend")
+            if backend:
+                # QEMU 7.2 aborts re-plugging a device onto the memory backend it had before
+                # (qemu_ram_set_idstr assertion): each plug gets a new backend object over the
+                # same shared file, so the memory's contents carry over.
+                self.plugs += 1
+                backend = dict(backend, id=f"{backend['id']}-{self.plugs}")
+                self.qmp.execute("object-add", **backend)
+                device["memdev"] = backend["id"]
+            self.qmp.execute("device_add", **device)
+            return f"ok added {name}"
+        except (OSError, QmpError) as e:
+            return f"error {e}"
