@@ -43,6 +43,8 @@ static int ptebits_walk(struct mm_struct *mm, struct ptebits_query *q)
 
 	if (follow_pte(mm, q->addr, &ptep, &ptl))
 		return -EFAULT;
+	/* follow_pte() returned with *ptl held; say so to sparse */
+	__acquire(ptl);
 	pte = *ptep;
 	pte_unmap_unlock(ptep, ptl);
 	q->prot = pgprot_val(pte_pgprot(pte));
