@@ -146,11 +146,19 @@ topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const top
       }
       topo::InputFile f(p, scratch);
       std::string_view b = f.bytes();
-      switch (topo::detect_format(b)) {
+      std::string unpacked;  // a .bz2 input's contents
+      topo::InputFormat format = topo::detect_format(b);
+      if (format == topo::InputFormat::Bzip2) {
+        unpacked = topo::bunzip2(b, p);
+        b = unpacked;
+        format = topo::detect_format(b);
+        if (format == topo::InputFormat::Bzip2) format = topo::InputFormat::Unknown;
+      }
+      switch (format) {
         case topo::InputFormat::SnapshotTar: {
           auto fs = topo::make_tar_source(std::string(b), p);
           t = topo::parse_sysfs(*fs, p);
-          t.format = "snapshot";
+          t.format = unpacked.empty() ? "snapshot" : "hwloc-gather-topology";
           break;
         }
         case topo::InputFormat::HwlocXml: t = topo::parse_hwloc_xml(b, p); break;

@@ -130,6 +130,14 @@ std::string who_list(const std::vector<std::string>& who) {
   return s;
 }
 
+// nvidia-smi's NV# cells: GPU pairs NVLink connects, both orders.
+std::map<std::pair<int, int>, std::string> nvlink_cells(const Report& r) {
+  std::map<std::pair<int, int>, std::string> out;
+  for (const auto& p : r.pairs)
+    if (p.nvlink.linked) out[{p.a, p.b}] = out[{p.b, p.a}] = nvlink_cell(p.nvlink);
+  return out;
+}
+
 }  // namespace
 
 std::string render_matrix(const Report& r, bool include_nvme) {
@@ -141,20 +149,22 @@ std::string render_matrix(const Report& r, bool include_nvme) {
   cols.insert(cols.end(), r.nics.begin(), r.nics.end());
   if (include_nvme) cols.insert(cols.end(), r.nvmes.begin(), r.nvmes.end());
   if (!cols.empty()) {
+    const auto nv = nvlink_cells(r);
     o << "\n" << pad("", 8);
     for (int c : cols) o << pad(r.labels[c], 8);
     o << pad("NUMA", 6) << "BDF\n";
     for (int a : cols) {
       o << pad(r.labels[a], 8);
       for (int b : cols) {
-        const char* cell = a == b ? " X" : to_string(r.path_class(a, b));
-        o << pad(cell, 8);
+        auto it = nv.find({a, b});
+        o << pad(a == b ? " X" : it != nv.end() ? std::string_view(it->second) : std::string_view(to_string(r.path_class(a, b))), 8);
       }
       const Device& d = t.devices[a];
       o << pad(d.numa >= 0 ? std::to_string(d.numa) : "?", 6) << d.bdf << "\n";
     }
     o << "\nLegend: PIX = at most one PCIe bridge (switch), PXB = several bridges, PHB = through a PCIe host bridge,\n"
          "        NODE = between host bridges of one NUMA node, SYS = across the NUMA interconnect\n";
+    if (!nv.empty()) o << "        NV# = a bonded set of # NVLinks (NV: count not in this input); the Pairs class is the PCIe path\n";
   }
   if (!r.gpus.empty() && !r.pairs.empty()) {
     std::vector<int> vcols = r.gpus;
@@ -262,7 +272,7 @@ std::string render_json(const Report& r) {
                  {"family", t.cpu.family}, {"model", t.cpu.model}, {"sockets", t.cpu.sockets}};
   node["numa_nodes"] = t.numa_nodes;
   node["iommu"] = to_string(t.iommu);
-  node["virtual_machine"] = t.cpu.hypervisor || t.placeholder_switches;
+  node["virtual_machine"] = r.virtual_machine;
   node["dmi"] = {{"vendor", t.dmi_vendor}, {"product", t.dmi_product}};
   if (t.sw.inspected) {
     node["software"] = {{"kernel", t.sw.kernel_release}, {"modules_of_interest", json::array()},
@@ -318,9 +328,13 @@ std::string render_json(const Report& r) {
   std::vector<int> cols = r.gpus;
   cols.insert(cols.end(), r.nics.begin(), r.nics.end());
   for (int c : cols) labels.push_back(r.labels[c]);
+  const auto nv = nvlink_cells(r);
   for (int a : cols) {
     json row = json::array();
-    for (int b : cols) row.push_back(a == b ? "X" : to_string(r.path_class(a, b)));
+    for (int b : cols) {
+      auto it = nv.find({a, b});
+      row.push_back(a == b ? "X" : it != nv.end() ? it->second : to_string(r.path_class(a, b)));
+    }
     matrix.push_back(row);
   }
   j["matrix"] = {{"labels", labels}, {"classes", matrix}};
@@ -335,6 +349,9 @@ std::string render_json(const Report& r) {
     e["cuda_case"] = to_string(p.path.cuda);
     e["nccl_gdr_default"] = p.path.nccl_gdr;
     e["verdict"] = to_string(p.verdict);
+    if (p.nvlink.linked)
+      e["nvlink"] = {{"links", p.nvlink.links}, {"via", p.nvlink.via_switch ? "nvswitch" : "direct"},
+                     {"bandwidth_mbps", p.nvlink.bandwidth_mbps}, {"inferred", p.nvlink.inferred}};
     json fs = json::array();
     for (const auto& f : p.findings)
       fs.push_back({{"rule", f.rule}, {"severity", f.severity == Verdict::Optimal ? "note" : to_string(f.severity)}, {"reason", f.reason}, {"fix", f.fix}});
