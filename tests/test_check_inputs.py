@@ -323,3 +323,14 @@ def test_bare_metal_is_not_a_vm():
     j = check(KINDS / "h200-nccl-nvswitch.xml")
     assert j["node"]["virtual_machine"] is False
     assert not any(n["rule"] == "platform-virtual" for n in j["notes"])
+
+
+# ---- output --------------------------------------------------------------------------------------
+
+def test_json_stays_valid_with_bytes_that_are_not_utf8(tmp_path):
+    f = tmp_path / "latin1.txt"
+    f.write_bytes(b"-[0000:00]-+-01.0-[01]----00.0  NVIDIA Corporation GH100 \xe9\xff\n"
+                  b"           \\-02.0-[02]----00.0  Mellanox Technologies MT2910 Family [ConnectX-7] \x01\n")
+    j = check(f)
+    names = [d["name"] for d in j["devices"]]
+    assert names == ["NVIDIA Corporation GH100 \ufffd\ufffd", "Mellanox Technologies MT2910 Family [ConnectX-7] \x01"]
