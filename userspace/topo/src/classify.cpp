@@ -110,17 +110,16 @@ bool is_nvidia(const Device& d) { return d.ids_known ? d.vendor == 0x10de : d.na
 
 }  // namespace
 
-NvLinkPath nvlink_between(const Topology& t, int a, int b) {
+bool nvswitch_on_pci_bus(const Topology& t) {
+  return std::any_of(t.devices.begin(), t.devices.end(), is_nvswitch);
+}
+
+NvLinkPath nvlink_between(const Topology& t, int a, int b, bool nvswitch_on_bus) {
   NvLinkPath p;
   if (t.nvlinks.empty()) {
     // No link list, but NVSwitches on the PCI bus (HGX/DGX baseboards): their NVIDIA GPUs
     // reach each other through the switch fabric.
-    if (!is_nvidia(t.devices[a]) || !is_nvidia(t.devices[b])) return p;
-    for (const auto& d : t.devices)
-      if (is_nvswitch(d)) {
-        p.linked = p.via_switch = p.inferred = true;
-        return p;
-      }
+    if (nvswitch_on_bus && is_nvidia(t.devices[a]) && is_nvidia(t.devices[b])) p.linked = p.via_switch = p.inferred = true;
     return p;
   }
   int direct_ab = 0, direct_ba = 0, switch_a = 0, switch_b = 0;

@@ -461,7 +461,7 @@ std::optional<uint16_t> Knowledge::vendor_from_name(std::string_view name) const
 
 std::string Knowledge::virtual_hardware(const Topology& t) const {
   for (const auto& d : t.devices)
-    if (id_listed(virtual_ids, d) || contains_any(d.name, virtual_name_patterns)) {
+    if (d.ids_known ? id_listed(virtual_ids, d) : contains_any(d.name, virtual_name_patterns)) {
       std::string what = d.name;
       if (d.ids_known) {
         char ids[16];

@@ -166,7 +166,12 @@ Topology parse_hwloc_xml(std::string_view text, const std::string& name) {
   bool osdev_mask = false;
   // NVLink (hwloc's NVML backend): a "NVLinkBandwidth" distances matrix over GPU
   // OS devices and NVSwitch ports, objects named by gp_index.
-  std::unordered_map<uint64_t, std::pair<int, bool>> gp_objects;  // gp_index -> device, is an NVSwitch
+  struct GpObject {
+    std::string_view gp_index;  // as written; read as a number only when a matrix needs it
+    int device;
+    bool nvswitch;
+  };
+  std::vector<GpObject> gp_objects;  // PCI devices and the OS devices under them
   struct NvMatrix {
     std::vector<std::pair<uint64_t, bool>> objs;  // gp_index, known object type (OSDev/PCIDev)
     std::vector<uint64_t> values;
@@ -351,8 +356,7 @@ Topology parse_hwloc_xml(std::string_view text, const std::string& name) {
           t.notes.push_back(name + ":" + std::to_string(r.line()) + ": duplicate PCI device " + d.bdf + ": the first object with this address is used");
         }
         f.device = seen->second;
-        if (std::string_view gp; r.attr("gp_index", gp))
-          gp_objects[std::strtoull(std::string(gp).c_str(), nullptr, 10)] = {f.device, nvswitch};
+        if (std::string_view gp; r.attr("gp_index", gp)) gp_objects.push_back({gp, f.device, nvswitch});
       }
     } else if (type == "OSDev") {
       // OpenFabrics (type 3) marks an RDMA device; CoProcessor "CUDA" a GPU.
@@ -362,8 +366,7 @@ Topology parse_hwloc_xml(std::string_view text, const std::string& name) {
       r.attr("name", nm);
       for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
         if (it->device < 0) continue;
-        if (std::string_view gp; r.attr("gp_index", gp))
-          gp_objects[std::strtoull(std::string(gp).c_str(), nullptr, 10)] = {it->device, false};
+        if (std::string_view gp; r.attr("gp_index", gp)) gp_objects.push_back({gp, it->device, false});
         Device& d = t.devices[it->device];
         const long types = std::atol(std::string(ot).c_str());
         const bool rdma = osdev_mask ? (types & (1 << 5)) != 0 : ot == "3";
@@ -376,7 +379,11 @@ Topology parse_hwloc_xml(std::string_view text, const std::string& name) {
     stack.push_back(f);
   }
   if (!root_seen) throw InputError(name, 1, "expected <topology> (hwloc XML)");
-  for (const NvMatrix& m : nv) nvlinks_from_matrix(t, m.objs, m.values, gp_objects, name, m.line);
+  if (!nv.empty()) {
+    std::unordered_map<uint64_t, std::pair<int, bool>> by_gp;  // gp_index -> device, is an NVSwitch
+    for (const auto& o : gp_objects) by_gp[std::strtoull(std::string(o.gp_index).c_str(), nullptr, 10)] = {o.device, o.nvswitch};
+    for (const NvMatrix& m : nv) nvlinks_from_matrix(t, m.objs, m.values, by_gp, name, m.line);
+  }
   t.cpu.sockets = packages;
   t.numa_nodes = numa_objects;
   t.finalize();

@@ -45,6 +45,18 @@ bool kernel_version_known(const std::string& rel) {
   return std::sscanf(rel.c_str(), "%d.%d", &a, &b) == 2;
 }
 
+// "NVIDIA driver 580.65.06 (open kernel module)" from /proc/driver/nvidia/version's first line.
+std::string nvidia_driver_summary(const std::string& line) {
+  if (line.empty()) return "NVIDIA driver: /proc/driver/nvidia/version not in this input";
+  std::string version;
+  std::istringstream words(line);
+  for (std::string w; words >> w;)
+    if (version.empty() && !w.empty() && std::isdigit(static_cast<unsigned char>(w[0])) && w.find('.') != std::string::npos) version = w;
+  const bool open = line.find("Open Kernel Module") != std::string::npos;
+  return "NVIDIA driver " + (version.empty() ? std::string("(version not read)") : version) + " (" +
+         (open ? "open" : "proprietary") + " kernel module)";
+}
+
 enum class PairKind { GpuNic, GpuGpu, GpuNvme };
 
 class Checker {
@@ -494,13 +506,14 @@ Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt) {
   c.labels_ = rep.labels;
   c.nics_ = rep.nics;
   c.rep_ = &rep;
+  const bool nvswitch_on_bus = opt.gpu_gpu && rep.gpus.size() > 1 && t.nvlinks.empty() && nvswitch_on_pci_bus(t);
   auto run = [&](int a, int b, PairKind kind) {
     PairResult r;
     r.a = a;
     r.b = b;
     r.findings.reserve(4);  // most pairs get 1-3 findings: one allocation, no regrowth
     r.path = classify(t, a, b, k);
-    if (kind == PairKind::GpuGpu) r.nvlink = nvlink_between(t, a, b);
+    if (kind == PairKind::GpuGpu) r.nvlink = nvlink_between(t, a, b, nvswitch_on_bus);
     const size_t ia = static_cast<size_t>(rep.slot[a]), ib = static_cast<size_t>(rep.slot[b]);
     rep.classes[ia * m + ib] = rep.classes[ib * m + ia] = static_cast<signed char>(r.path.cls);
     r.label_a = rep.labels[a];
@@ -531,6 +544,12 @@ Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt) {
   if (!t.sw.inspected)
     note("software-unknown", "software stack (nvidia, nvidia_peermem, dma-buf) not inspected for " + t.format + " input");
   if (t.sw.inspected && !t.sw.cuda_error.empty()) note("software-cuda", "CUDA probe: " + t.sw.cuda_error);
+  if (t.format == "sysfs" && !t.sw.cuda_probed) {  // live: what --cuda would add
+    bool nvidia = false;
+    for (int g : rep.gpus) nvidia = nvidia || (t.devices[g].ids_known && t.devices[g].vendor == 0x10de);
+    if (nvidia) note("software-cuda", nvidia_driver_summary(t.sw.nvidia_version) +
+                                          "; CUDA's GPU_DIRECT_RDMA_SUPPORTED and DMA_BUF_SUPPORTED not asked (gdrpeer check --cuda asks; loading CUDA takes ~0.2 s)");
+  }
   for (const auto& g : t.sw.cuda)
     note("software-cuda", "CUDA on " + g.bdf + ": GPU_DIRECT_RDMA_SUPPORTED=" + std::to_string(g.gdr_supported) +
                               " DMA_BUF_SUPPORTED=" + std::to_string(g.dmabuf_supported));

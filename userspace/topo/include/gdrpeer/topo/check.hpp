@@ -40,7 +40,9 @@ struct NvLinkPath {
 };
 
 PathInfo classify(const Topology& t, int a, int b, const Knowledge& k);
-NvLinkPath nvlink_between(const Topology& t, int a, int b);
+// nvswitch_on_bus: nvswitch_on_pci_bus(t), computed once per node.
+bool nvswitch_on_pci_bus(const Topology& t);
+NvLinkPath nvlink_between(const Topology& t, int a, int b, bool nvswitch_on_bus);
 // "NV12", "NV" (count unknown), or "" when not linked: nvidia-smi's matrix cell.
 std::string nvlink_cell(const NvLinkPath& l);
 const char* to_string(PathClass c);
