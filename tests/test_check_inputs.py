@@ -246,6 +246,8 @@ def test_numa_from_local_cpulist_when_numa_node_is_missing(tmp_path, node_dirs):
     assert p["class"] == "SYS", p  # NODE before: the missing numa_node read as "same node"
     assert [d["numa"] for d in j["devices"]] == [0, 1]
     assert any("local_cpulist" in n["text"] for n in j["notes"])
+    # The copy has no /sys/kernel/iommu_groups (hwloc-gather-topology copies none): unknown, not off.
+    assert j["node"]["iommu"] == "unknown" and any(n["rule"] == "iommu-unknown" for n in j["notes"])
 
 
 def test_no_kernel_version_is_a_note_not_blocked(tmp_path):

@@ -394,7 +394,9 @@ Topology parse_sysfs(FileSource& fs, const std::string& name) {
   }
   // Node-wide IOMMU mode.
   t.iommu_known_per_device = groups && !groups->empty();
-  if (!groups || groups->empty()) {
+  if (!groups && fs.describe() != "/") {
+    t.iommu = IommuMode::Unknown;  // a copy without /sys/kernel/iommu_groups (hwloc-gather-topology's) says nothing
+  } else if (!groups || groups->empty()) {
     t.iommu = IommuMode::Off;
   } else {
     bool translating = false, identity = false;
