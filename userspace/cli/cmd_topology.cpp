@@ -88,8 +88,8 @@ void add_input_options(CLI::App* c, InputOptions& in) {
   c->add_option("--nvme", in.nvmes, "Same as --role NVME=BDF");
   c->add_option("--data-dir", in.data_dir, "Rule data directory (default: $GDRPEER_DATA_DIR, the installed share dir, the source tree's topology/)");
   c->add_flag("--cuda", in.cuda,
-              "Live mode: also ask the CUDA driver (dlopen libcuda, cuInit) whether each GPU supports GPUDirect RDMA and dma-buf; "
-              "without it the driver's version and flavour come from /proc/driver/nvidia");
+              "Live mode: also ask the CUDA driver (dlopen libcuda, cuInit) whether each GPU supports GPUDirect RDMA and dma-buf, "
+              "and NVML (libnvidia-ml) for the GPUs' active NVLinks; without it the driver's version and flavour come from /proc/driver/nvidia");
   c->add_flag("--no-cuda", in.no_cuda, "Do not ask the CUDA driver (the default; kept for scripts)");
 }
 
@@ -184,7 +184,12 @@ topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const top
   for (const auto& b : in.nics) topo::apply_role_override(t, "NIC=" + b);
   for (const auto& b : in.nvmes) topo::apply_role_override(t, "NVME=" + b);
   // Loading the CUDA driver is most of a live check's time (docs/benchmarks.md): only on request.
-  if (live && in.cuda && !in.no_cuda && has_nvidia_gpu(t)) topo::probe_cuda(t.sw);
+  if (live && in.cuda && !in.no_cuda && has_nvidia_gpu(t)) {
+    topo::probe_cuda(t.sw);
+    const std::string nvml = topo::probe_nvlink(t);
+    t.notes.push_back(nvml.empty() ? "NVLink from NVML: " + std::to_string(t.nvlinks.size()) + " active GPU link group(s)"
+                                   : "NVLink not asked: " + nvml);
+  }
   return t;
 }
 
