@@ -24,7 +24,7 @@ DEBS := build-essential make cmake pkg-config clang libclang-rt-14-dev kmod cpio
 	dwarves bc flex bison libelf-dev sparse debootstrap \
 	qemu-system-x86 busybox-static pciutils iproute2 \
 	rdma-core ibverbs-utils ibverbs-providers libibverbs-dev perftest \
-	libpci-dev libcli11-dev nlohmann-json3-dev googletest libgtest-dev libgmock-dev \
+	libpci-dev libbz2-dev libcli11-dev nlohmann-json3-dev googletest libgtest-dev libgmock-dev \
 	libbenchmark-dev hwloc libhwloc-dev graphviz python3 python3-pytest \
 	dpkg-dev patch meson ninja-build libglib2.0-dev libpixman-1-dev libfdt-dev
 # (the last line builds tests/emunode's "acs" QEMU: switch downstream ports with ACS)

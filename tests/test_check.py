@@ -345,6 +345,7 @@ PLAIN_FORMS = [
     ["--pairs", "gpu-nic", "--pairs", "all", P4D], ["-j", "0", P4D], ["-j", "2000", P4D],
     ["-j", "01", P4D], ["-j", "-1", P4D], ["--hwloc"], ["--hwloc", P4D, "--hwloc"],
     ["--sysfs-root", REPO / "no-such-dir"], [REF / "h100-node-snapshot.tar", "--no-cuda"],
+    [REF / "h100-node-snapshot.tar", "--cuda"],
     ["--bogus", P4D], [P4D, "check"],
 ]
 

@@ -48,7 +48,8 @@ struct InputOptions {
   std::vector<std::string> roles;
   std::vector<std::string> gpus, nics, nvmes;
   std::string data_dir;
-  bool no_cuda = false;
+  bool no_cuda = false;  // snapshot: do not record the CUDA driver's answers
+  bool cuda = false;     // live check/topo: ask the CUDA driver (loading it costs ~200 ms)
 };
 
 struct CheckFlags {
@@ -86,7 +87,10 @@ void add_input_options(CLI::App* c, InputOptions& in) {
   c->add_option("--nic", in.nics, "Same as --role NIC=BDF");
   c->add_option("--nvme", in.nvmes, "Same as --role NVME=BDF");
   c->add_option("--data-dir", in.data_dir, "Rule data directory (default: $GDRPEER_DATA_DIR, the installed share dir, the source tree's topology/)");
-  c->add_flag("--no-cuda", in.no_cuda, "Do not dlopen libcuda to ask for GPUDirect RDMA / dma-buf support (live mode)");
+  c->add_flag("--cuda", in.cuda,
+              "Live mode: also ask the CUDA driver (dlopen libcuda, cuInit) whether each GPU supports GPUDirect RDMA and dma-buf, "
+              "and NVML (libnvidia-ml) for the GPUs' active NVLinks; without it the driver's version and flavour come from /proc/driver/nvidia");
+  c->add_flag("--no-cuda", in.no_cuda, "Do not ask the CUDA driver (the default; kept for scripts)");
 }
 
 std::vector<NodeSpec> node_specs(const InputOptions& in) {
@@ -146,11 +150,19 @@ topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const top
       }
       topo::InputFile f(p, scratch);
       std::string_view b = f.bytes();
-      switch (topo::detect_format(b)) {
+      std::string unpacked;  // a .bz2 input's contents
+      topo::InputFormat format = topo::detect_format(b);
+      if (format == topo::InputFormat::Bzip2) {
+        unpacked = topo::bunzip2(b, p);
+        b = unpacked;
+        format = topo::detect_format(b);
+        if (format == topo::InputFormat::Bzip2) format = topo::InputFormat::Unknown;
+      }
+      switch (format) {
         case topo::InputFormat::SnapshotTar: {
           auto fs = topo::make_tar_source(std::string(b), p);
           t = topo::parse_sysfs(*fs, p);
-          t.format = "snapshot";
+          t.format = unpacked.empty() ? "snapshot" : "hwloc-gather-topology";
           break;
         }
         case topo::InputFormat::HwlocXml: t = topo::parse_hwloc_xml(b, p); break;
@@ -171,7 +183,13 @@ topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const top
   for (const auto& b : in.gpus) topo::apply_role_override(t, "GPU=" + b);
   for (const auto& b : in.nics) topo::apply_role_override(t, "NIC=" + b);
   for (const auto& b : in.nvmes) topo::apply_role_override(t, "NVME=" + b);
-  if (live && !in.no_cuda && has_nvidia_gpu(t)) topo::probe_cuda(t.sw);
+  // Loading the CUDA driver is most of a live check's time (docs/benchmarks.md): only on request.
+  if (live && in.cuda && !in.no_cuda && has_nvidia_gpu(t)) {
+    topo::probe_cuda(t.sw);
+    const std::string nvml = topo::probe_nvlink(t);
+    t.notes.push_back(nvml.empty() ? "NVLink from NVML: " + std::to_string(t.nvlinks.size()) + " active GPU link group(s)"
+                                   : "NVLink not asked: " + nvml);
+  }
   return t;
 }
 
@@ -455,6 +473,7 @@ bool parse_check_plain(int argc, char** argv, InputOptions& in, CheckFlags& f) {
                  : a == "--fleet"     ? &f.fleet
                  : a == "--with-nvme" ? &f.nvme
                  : a == "--no-cuda"   ? &in.no_cuda
+                 : a == "--cuda"      ? &in.cuda
                                       : nullptr;
     if (flag) {
       *flag = true;

@@ -2,5 +2,5 @@
 #include "gdrpeer/topo/parsers.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  return fuzz_one(data, size, [](const std::string& t) { gdrpeer::topo::parse_nccl_xml(t, "fuzz"); });
+  return fuzz_one(data, size, [](const std::string& t) { return gdrpeer::topo::parse_nccl_xml(t, "fuzz"); });
 }

@@ -7,6 +7,6 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return fuzz_one(data, size, [](const std::string& t) {
     auto fs = gdrpeer::topo::make_tar_source(t, "fuzz.tar");
-    gdrpeer::topo::parse_sysfs(*fs, "fuzz.tar");
+    return gdrpeer::topo::parse_sysfs(*fs, "fuzz.tar");
   });
 }

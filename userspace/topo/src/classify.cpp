@@ -99,6 +99,70 @@ PathInfo classify(const Topology& t, int a, int b, const Knowledge& k) {
   return p;
 }
 
+namespace {
+
+bool is_nvswitch(const Device& d) {
+  return (d.ids_known && d.vendor == 0x10de && d.class_known && (d.class_code >> 8) == 0x0680) ||
+         d.name.find("NVSwitch") != std::string::npos;
+}
+
+bool is_nvidia(const Device& d) { return d.ids_known ? d.vendor == 0x10de : d.name.find("NVIDIA") != std::string::npos; }
+
+}  // namespace
+
+bool nvswitch_on_pci_bus(const Topology& t) {
+  return std::any_of(t.devices.begin(), t.devices.end(), is_nvswitch);
+}
+
+NvLinkPath nvlink_between(const Topology& t, int a, int b, bool nvswitch_on_bus) {
+  NvLinkPath p;
+  if (t.nvlinks.empty()) {
+    // No link list, but NVSwitches on the PCI bus (HGX/DGX baseboards): their NVIDIA GPUs
+    // reach each other through the switch fabric.
+    if (nvswitch_on_bus && is_nvidia(t.devices[a]) && is_nvidia(t.devices[b])) p.linked = p.via_switch = p.inferred = true;
+    return p;
+  }
+  int direct_ab = 0, direct_ba = 0, switch_a = 0, switch_b = 0;
+  bool any_ab = false, any_a_switch = false, any_b_switch = false;
+  uint64_t bw_ab = 0, bw_ba = 0, sbw_a = 0, sbw_b = 0;
+  for (const auto& l : t.nvlinks) {
+    const bool to_b = l.peer == b || (l.peer < 0 && l.peer_bdf == t.devices[b].bdf);
+    const bool to_a = l.peer == a || (l.peer < 0 && l.peer_bdf == t.devices[a].bdf);
+    if (l.gpu == a && !l.peer_is_switch && to_b) {
+      any_ab = true;
+      direct_ab += l.links;
+      bw_ab += l.bandwidth_mbps;
+    } else if (l.gpu == b && !l.peer_is_switch && to_a) {
+      any_ab = true;
+      direct_ba += l.links;
+      bw_ba += l.bandwidth_mbps;
+    } else if (l.gpu == a && l.peer_is_switch) {
+      any_a_switch = true;
+      switch_a += l.links;
+      sbw_a += l.bandwidth_mbps;
+    } else if (l.gpu == b && l.peer_is_switch) {
+      any_b_switch = true;
+      switch_b += l.links;
+      sbw_b += l.bandwidth_mbps;
+    }
+  }
+  if (any_ab) {
+    p.linked = true;
+    p.links = std::max(direct_ab, direct_ba);
+    p.bandwidth_mbps = std::max(bw_ab, bw_ba);
+  } else if (any_a_switch && any_b_switch) {
+    p.linked = p.via_switch = true;
+    p.links = std::min(switch_a, switch_b);
+    p.bandwidth_mbps = std::min(sbw_a, sbw_b);
+  }
+  return p;
+}
+
+std::string nvlink_cell(const NvLinkPath& l) {
+  if (!l.linked) return "";
+  return l.links > 0 ? "NV" + std::to_string(l.links) : "NV";
+}
+
 const char* to_string(PathClass c) {
   switch (c) {
     case PathClass::PIX: return "PIX";

@@ -6,6 +6,8 @@ namespace gdrpeer::topo {
 
 InputFormat detect_format(std::string_view b) {
   if (b.size() >= 512 && b.substr(257, 5) == "ustar") return InputFormat::SnapshotTar;
+  if (b.size() >= 10 && b.substr(0, 3) == "BZh" && b[3] >= '1' && b[3] <= '9' && b.substr(4, 6) == "\x31\x41\x59\x26\x53\x59")
+    return InputFormat::Bzip2;  // hwloc-gather-topology's NODE.tar.bz2 (block header magic 0x314159265359)
   size_t i = 0;
   if (b.substr(0, 3) == "\xEF\xBB\xBF") i = 3;
   for (;;) {
@@ -39,6 +41,7 @@ const char* to_string(InputFormat f) {
     case InputFormat::Lspci: return "lspci";
     case InputFormat::HwlocXml: return "hwloc";
     case InputFormat::NcclXml: return "nccl-xml";
+    case InputFormat::Bzip2: return "bzip2";
     case InputFormat::Unknown: break;
   }
   return "unknown";

@@ -1,6 +1,7 @@
 #include "gdrpeer/topo/knowledge.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <stdexcept>
@@ -122,6 +123,32 @@ std::vector<std::string> strings(const JsonValue& j, const char* key, const Wher
   return out;
 }
 
+// "ids": ["vvvv", "vvvv:dddd", ...]
+std::vector<std::pair<uint16_t, std::optional<uint16_t>>> id_list(const JsonValue& j, const Where& where) {
+  std::vector<std::pair<uint16_t, std::optional<uint16_t>>> out;
+  for (const auto& id : strings(j, "ids", where)) {
+    const size_t colon = id.find(':');
+    JsonValue v;
+    v.kind = Kind::String;
+    v.text = id.substr(0, colon);
+    const uint16_t vendor = hex16(v, where);
+    std::optional<uint16_t> device;
+    if (colon != std::string::npos) {
+      v.text = id.substr(colon + 1);
+      device = hex16(v, where);
+    }
+    out.emplace_back(vendor, device);
+  }
+  return out;
+}
+
+bool id_listed(const std::vector<std::pair<uint16_t, std::optional<uint16_t>>>& ids, const Device& d) {
+  if (!d.ids_known) return false;
+  for (const auto& [v, dev] : ids)
+    if (d.vendor == v && (!dev || d.device == *dev)) return true;
+  return false;
+}
+
 }  // namespace
 
 bool contains_any(std::string_view hay, const std::vector<std::string>& needles) {
@@ -202,6 +229,15 @@ Knowledge Knowledge::load(const std::string& dir) {
     k.gpu_name_include = strings(*g, "include", Where{w});
     k.gpu_name_exclude = strings(*g, "exclude", Where{w});
   }
+  if (const JsonValue* g = dev.find("bmc_vga")) {
+    k.bmc_vga_ids = id_list(*g, Where{w, "bmc_vga"});
+    k.bmc_vga_name_patterns = strings(*g, "name_patterns", Where{w, "bmc_vga"});
+  }
+  if (const JsonValue* g = dev.find("virtual_hardware")) {
+    k.virtual_ids = id_list(*g, Where{w, "virtual_hardware"});
+    k.virtual_name_patterns = strings(*g, "name_patterns", Where{w, "virtual_hardware"});
+  }
+  k.not_rdma_name_patterns = strings(dev, "not_rdma_name_patterns", Where{w});
   if (const JsonValue* g = dev.find("nvme_name_patterns")) {
     k.nvme_name_include = strings(*g, "include", Where{w});
     k.nvme_name_exclude = strings(*g, "exclude", Where{w});
@@ -423,19 +459,38 @@ std::optional<uint16_t> Knowledge::vendor_from_name(std::string_view name) const
   return std::nullopt;
 }
 
+std::string Knowledge::virtual_hardware(const Topology& t) const {
+  for (const auto& d : t.devices)
+    if (d.ids_known ? id_listed(virtual_ids, d) : contains_any(d.name, virtual_name_patterns)) {
+      std::string what = d.name;
+      if (d.ids_known) {
+        char ids[16];
+        std::snprintf(ids, sizeof ids, "%04x:%04x", d.vendor, d.device);
+        what += std::string(what.empty() ? "" : " ") + "[" + ids + "]";
+      }
+      return d.bdf + (what.empty() ? "" : " " + what);
+    }
+  return "";
+}
+
 void assign_roles(Topology& t, const Knowledge& k) {
   for (auto& d : t.devices) {
     if (d.role_overridden || d.is_bridge) continue;
     if (d.role != Role::None) continue;  // the input said so (NCCL <gpu>/<nic>)
     std::optional<uint16_t> vendor = d.ids_known ? std::optional<uint16_t>(d.vendor) : k.vendor_from_name(d.name);
     bool gpu_vendor = vendor && std::find(k.gpu_vendors.begin(), k.gpu_vendors.end(), *vendor) != k.gpu_vendors.end();
-    // GPU
+    // GPU; a BMC's VGA console (ASPEED, Matrox, ATI ES1000) is a display function but not one.
+    const bool bmc = contains_any(d.name, k.bmc_vga_name_patterns) || id_listed(k.bmc_vga_ids, d);
+    if (bmc) continue;
     if (d.class_known) {
       if (d.base_class() == 0x03 && gpu_vendor) d.role = Role::GPU;
     } else if (gpu_vendor && contains_any(d.name, k.gpu_name_include) && !contains_any(d.name, k.gpu_name_exclude)) {
       d.role = Role::GPU;
     }
     if (d.role != Role::None) continue;
+    // InfiniBand HCAs come as network controllers (0x0207) or, older ones, as the
+    // serial-bus class InfiniBand (0x0c06).
+    const bool network_class = d.class_known && (d.base_class() == 0x02 || (d.class_code >> 8) == 0x0c06);
     // RDMA NIC: a bound RDMA device, an id rule, or (without ids) a name pattern.
     bool nic = !d.rdma_name.empty();
     if (!nic && d.ids_known) {
@@ -446,14 +501,17 @@ void assign_roles(Topology& t, const Knowledge& k) {
           if ((d.device & mask) != (*r.id.device & mask)) continue;
         }
         if (!r.devices.empty() && std::find(r.devices.begin(), r.devices.end(), d.device) == r.devices.end()) continue;
-        if (r.base_class && d.class_known && d.base_class() != *r.base_class) continue;
+        if (r.base_class && d.class_known && d.base_class() != *r.base_class && !(*r.base_class == 0x02 && network_class)) continue;
         if (r.base_class && !d.class_known && !contains_any(d.name, k.rdma_name_patterns)) continue;
         nic = true;
         break;
       }
     }
     if (!nic && !d.ids_known && contains_any(d.name, k.rdma_name_patterns)) nic = true;
-    if (nic && d.class_known && d.base_class() != 0x02) nic = false;  // e.g. BlueField DMA/bridge functions
+    if (nic && d.class_known && !network_class) nic = false;  // e.g. BlueField DMA/bridge functions
+    // BlueField's SoC Management Interface (rshim) carries no RDMA; in lspci -tv text, which
+    // has no classes, only its name tells (a bound RDMA device still makes a function a NIC).
+    if (nic && d.rdma_name.empty() && contains_any(d.name, k.not_rdma_name_patterns)) nic = false;
     if (nic) {
       d.role = Role::NIC;
       continue;

@@ -6,7 +6,7 @@
 #include <bit>
 #include <cstdlib>
 #include <string>
-#include <unordered_set>
+#include <unordered_map>
 
 #include "gdrpeer/topo/errors.hpp"
 #include "gdrpeer/topo/parsers.hpp"
@@ -118,6 +118,36 @@ uint64_t bdf_key(const std::string& bdf) {
   return k;
 }
 
+// A GPU's row of the NVLinkBandwidth matrix: a non-zero value to another GPU is a
+// direct NVLink, to an NVSwitch port a link into the switch fabric. The diagonal
+// and objects outside the PCI tree (POWER CPU ports) are skipped.
+void nvlinks_from_matrix(Topology& t, const std::vector<std::pair<uint64_t, bool>>& objs, const std::vector<uint64_t>& values,
+                         const std::unordered_map<uint64_t, std::pair<int, bool>>& gp_objects, const std::string& name, long line) {
+  const size_t n = objs.size();
+  if (n == 0 || values.size() != n * n)
+    throw InputError(name, line, "expected an NVLinkBandwidth matrix of " + std::to_string(n) + "x" + std::to_string(n) + " values, found " +
+                                     std::to_string(values.size()));
+  t.nvlink_known = true;
+  std::vector<std::pair<int, bool>> dev(n, {-1, false});
+  for (size_t i = 0; i < n; ++i) {
+    auto it = gp_objects.find(objs[i].first);
+    if (objs[i].second && it != gp_objects.end()) dev[i] = it->second;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (dev[i].first < 0 || dev[i].second) continue;  // rows of GPUs only
+    for (size_t j = 0; j < n; ++j) {
+      if (j == i || dev[j].first < 0 || dev[j].first == dev[i].first || values[i * n + j] == 0) continue;
+      NvLink l;
+      l.gpu = dev[i].first;
+      l.peer = dev[j].first;
+      l.peer_bdf = t.devices[static_cast<size_t>(l.peer)].bdf;
+      l.peer_is_switch = dev[j].second;
+      l.bandwidth_mbps = values[i * n + j];
+      t.nvlinks.push_back(std::move(l));
+    }
+  }
+}
+
 }  // namespace
 
 Topology parse_hwloc_xml(std::string_view text, const std::string& name) {
@@ -130,7 +160,25 @@ Topology parse_hwloc_xml(std::string_view text, const std::string& name) {
   int numa_objects = 0, packages = 0;
   // Duplicate check without a scan per device, keyed by the normalized address's
   // hex digits and length (no string hashing, no string per node).
-  std::unordered_set<uint64_t> bdfs;
+  std::unordered_map<uint64_t, int> bdfs;  // -> device index
+  // hwloc 3 writes an OS device's types as a bit mask (OpenFabrics 1<<5, network
+  // 1<<4); hwloc 2 as one number (OpenFabrics 3, network 2).
+  bool osdev_mask = false;
+  // NVLink (hwloc's NVML backend): a "NVLinkBandwidth" distances matrix over GPU
+  // OS devices and NVSwitch ports, objects named by gp_index.
+  struct GpObject {
+    std::string_view gp_index;  // as written; read as a number only when a matrix needs it
+    int device;
+    bool nvswitch;
+  };
+  std::vector<GpObject> gp_objects;  // PCI devices and the OS devices under them
+  struct NvMatrix {
+    std::vector<std::pair<uint64_t, bool>> objs;  // gp_index, known object type (OSDev/PCIDev)
+    std::vector<uint64_t> values;
+    long line = 0;
+  };
+  std::vector<NvMatrix> nv;
+  bool in_nv = false;
   std::string_view last_ns;
   int last_node = -1;
   for (;;) {
@@ -138,13 +186,20 @@ Topology parse_hwloc_xml(std::string_view text, const std::string& name) {
     if (ev == XmlReader::Event::Eof) break;
     if (ev == XmlReader::Event::End) {
       if (!stack.empty()) stack.pop_back();
+      if (r.tag() == "distances2" || r.tag() == "distances2hetero") in_nv = false;
       continue;
     }
     std::string_view tag = r.tag();
     if (!root_seen) {
       if (tag != "topology") r.fail("expected <topology> (hwloc XML), found <" + std::string(tag) + ">");
       root_seen = true;
-      stack.push_back({});
+      std::string_view version;
+      osdev_mask = r.attr("version", version) && std::atoi(std::string(version).c_str()) >= 3;
+      // hwloc 3 writes the machine-wide infos (OSRelease, Architecture) at the root.
+      Frame root;
+      root.type = tag;
+      root.is_machine = true;
+      stack.push_back(root);
       continue;
     }
     Frame f;
@@ -178,8 +233,40 @@ Topology parse_hwloc_xml(std::string_view text, const std::string& name) {
       stack.push_back(f);
       continue;
     }
+    if (tag == "distances2" || tag == "distances2hetero") {
+      in_nv = r.attr_str("name") == "NVLinkBandwidth";
+      if (in_nv) {
+        nv.emplace_back();
+        nv.back().line = r.line();
+      }
+      stack.push_back(f);
+      continue;
+    }
+    if (in_nv && (tag == "indexes" || tag == "u64values") && stack.size() >= 2) {
+      // "35 36 ..." (distances2, gp indexing) or "OSDev:35 PCIDev:12 ..." (distances2hetero).
+      std::string_view body = r.text();
+      size_t p = 0;
+      while (p < body.size()) {
+        while (p < body.size() && (body[p] == ' ' || body[p] == '\n' || body[p] == '\t' || body[p] == '\r')) ++p;
+        size_t e = p;
+        while (e < body.size() && body[e] != ' ' && body[e] != '\n' && body[e] != '\t' && body[e] != '\r') ++e;
+        if (e == p) break;
+        std::string_view tok = body.substr(p, e - p);
+        p = e;
+        size_t colon = tok.find(':');
+        std::string_view num = colon == std::string_view::npos ? tok : tok.substr(colon + 1);
+        char* end = nullptr;
+        const std::string n(num);
+        const unsigned long long v = std::strtoull(n.c_str(), &end, 10);
+        if (n.empty() || *end) r.fail("expected a number in <" + std::string(tag) + ">, found \"" + std::string(tok) + "\"");
+        if (tag == "indexes") nv.back().objs.emplace_back(v, colon == std::string_view::npos || tok.substr(0, colon) == "OSDev" || tok.substr(0, colon) == "PCIDev");
+        else if (nv.back().values.size() < (1u << 20)) nv.back().values.push_back(v);
+      }
+      stack.push_back(f);
+      continue;
+    }
     if (tag != "object") {
-      stack.push_back(f);  // page_type, distances, userdata...: not needed
+      stack.push_back(f);  // page_type, other distances, userdata...: not needed
       continue;
     }
     std::string_view type;
@@ -258,9 +345,18 @@ Topology parse_hwloc_xml(std::string_view text, const std::string& name) {
           }
           d.host_bridge = parent_hb;
         }
-        if (!bdfs.insert(bdf_key(d.bdf)).second) r.fail("duplicate PCI device " + d.bdf);
-        t.devices.push_back(std::move(d));
-        f.device = static_cast<int>(t.devices.size() - 1);
+        std::string_view sub;
+        const bool nvswitch = r.attr("subtype", sub) && sub == "NVSwitch";
+        auto [seen, fresh] = bdfs.try_emplace(bdf_key(d.bdf), static_cast<int>(t.devices.size()));
+        if (fresh) {
+          t.devices.push_back(std::move(d));
+        } else {
+          // hwloc loads such a file with a warning; so does this: the first object
+          // stands, what nests in the second (devices, OS devices) is placed under it.
+          t.notes.push_back(name + ":" + std::to_string(r.line()) + ": duplicate PCI device " + d.bdf + ": the first object with this address is used");
+        }
+        f.device = seen->second;
+        if (std::string_view gp; r.attr("gp_index", gp)) gp_objects.push_back({gp, f.device, nvswitch});
       }
     } else if (type == "OSDev") {
       // OpenFabrics (type 3) marks an RDMA device; CoProcessor "CUDA" a GPU.
@@ -270,15 +366,24 @@ Topology parse_hwloc_xml(std::string_view text, const std::string& name) {
       r.attr("name", nm);
       for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
         if (it->device < 0) continue;
+        if (std::string_view gp; r.attr("gp_index", gp)) gp_objects.push_back({gp, it->device, false});
         Device& d = t.devices[it->device];
-        if (ot == "3") d.rdma_name = std::string(nm);
-        if (ot == "2" && d.net_name.empty()) d.net_name = std::string(nm);
+        const long types = std::atol(std::string(ot).c_str());
+        const bool rdma = osdev_mask ? (types & (1 << 5)) != 0 : ot == "3";
+        const bool net = osdev_mask ? (types & (1 << 4)) != 0 : ot == "2";
+        if (rdma) d.rdma_name = std::string(nm);
+        if (net && d.net_name.empty()) d.net_name = std::string(nm);
         break;
       }
     }
     stack.push_back(f);
   }
   if (!root_seen) throw InputError(name, 1, "expected <topology> (hwloc XML)");
+  if (!nv.empty()) {
+    std::unordered_map<uint64_t, std::pair<int, bool>> by_gp;  // gp_index -> device, is an NVSwitch
+    for (const auto& o : gp_objects) by_gp[std::strtoull(std::string(o.gp_index).c_str(), nullptr, 10)] = {o.device, o.nvswitch};
+    for (const NvMatrix& m : nv) nvlinks_from_matrix(t, m.objs, m.values, by_gp, name, m.line);
+  }
   t.cpu.sockets = packages;
   t.numa_nodes = numa_objects;
   t.finalize();

@@ -4,6 +4,7 @@
 // works; together they give the fullest model. Shell transcripts and markdown
 // reports are accepted too: only the output after a "$ ... lspci ..." prompt
 // (and numactl/lscpu outputs) is read, everything else is prose.
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <map>
@@ -48,6 +49,7 @@ constexpr ClassName kClassNames[] = {
     {"Encryption controller", 0x108000},     {"USB controller", 0x0c0300},
     {"SMBus", 0x0c0500},                     {"Serial bus controller", 0x0c8000},
     {"Non-Essential Instrumentation", 0x130000}, {"Signal processing controller", 0x118000},
+    {"InfiniBand", 0x0c0600},
 };
 
 class LspciParser {
@@ -56,6 +58,7 @@ class LspciParser {
 
   void parse_input(const TextInput& in) {
     name_ = in.name;
+    root_seen_ = false;
     std::vector<Line> lines;
     size_t b = 0;
     long no = 1;
@@ -105,16 +108,41 @@ class LspciParser {
   std::map<int, std::tuple<unsigned, unsigned, int, int>> cols_;  // column -> domain, bus, parent, hb
   std::map<std::string, bool> placed_;
   int current_ = -1;  // device of the current verbose block
+  bool root_seen_ = false;  // a "[dddd:bb]" root line was read
   int base_indent_ = -1;
 
   [[noreturn]] void fail(long line, const std::string& what) { throw InputError(name_, line, what); }
 
   static bool is_prompt(std::string_view l) {
     size_t p = l.find("$ ");
+    if (p != std::string_view::npos) {
+      // "$ cmd" at line start, or "user@host:~$ cmd"
+      return p == 0 || l.substr(0, p).find(' ') == std::string_view::npos || l[p - 1] == '$' ||
+             l.substr(0, p).find('@') != std::string_view::npos;
+    }
+    // root's prompt: "root@host:~# cmd", or "# lspci ..." (a bare '#' only before lspci:
+    // elsewhere it is a markdown heading or a comment).
+    p = l.find("# ");
     if (p == std::string_view::npos) return false;
-    // "$ cmd" at line start, or "user@host:~$ cmd"
-    return p == 0 || l.substr(0, p).find(' ') == std::string_view::npos || l[p - 1] == '$' ||
-           l.substr(0, p).find('@') != std::string_view::npos;
+    std::string_view before = l.substr(0, p);
+    if (before.find(' ') != std::string_view::npos) return false;
+    return before.find('@') != std::string_view::npos || (p == 0 && l.substr(2, 5) == "lspci") ||
+           (!before.empty() && before.find(':') != std::string_view::npos && l.find("lspci", p) != std::string_view::npos);
+  }
+
+  // What a paste adds around lspci's output: an elision ("...", "[...]", "…").
+  static bool is_elision(std::string_view ts) { return ts == "..." || ts == "[...]" || ts == "\xe2\x80\xa6" || ts == "(...)"; }
+
+  // Lines tools print before or among lspci's output ("pcilib: Cannot open ...",
+  // "lspci: Unable to load libkmod resources", "Warning: ..."): "word: text".
+  static bool is_tool_noise(std::string_view s) {
+    size_t n = 0;
+    while (n < s.size() && (std::isalpha(static_cast<unsigned char>(s[n])) || s[n] == '_' || s[n] == '-')) ++n;
+    if (n == 0 || n + 1 >= s.size() || s[n] != ':' || s[n + 1] != ' ') return starts_with(s, "[sudo] ");  // sudo's prompt
+    // Not a -vvv header ("00:1f.0 ...") nor a hex-looking BDF start.
+    bool hex = true;
+    for (size_t i = 0; i < n; ++i) hex = hex && hex_digit(s[i]) >= 0;
+    return !hex;
   }
 
   void parse_transcript(const std::vector<Line>& lines) {
@@ -151,6 +179,12 @@ class LspciParser {
         current_ = -1;
         continue;
       }
+      if (is_elision(trim(s))) continue;
+      if ((sec == Sec::Tree || sec == Sec::Verbose) && starts_with(s, "[sudo] ")) continue;  // sudo's prompt
+      if ((sec == Sec::Tree || sec == Sec::Verbose) && is_tool_noise(s)) {
+        t.notes.push_back(name_ + ":" + std::to_string(l.no) + ": not lspci output, skipped: " + std::string(trim(s).substr(0, 80)));
+        continue;
+      }
       switch (sec) {
         case Sec::None: break;
         case Sec::Tree:
@@ -168,10 +202,27 @@ class LspciParser {
   }
 
   void parse_plain(const std::vector<Line>& lines) {
+    // A block pasted from a document or docstring is indented as a whole: the
+    // indentation every line shares is not lspci's.
+    size_t common = std::string_view::npos;
+    for (const auto& l : lines) {
+      std::string_view s = l.text;
+      if (trim(s).empty() || is_elision(trim(s))) continue;
+      size_t sp = 0;
+      while (sp < s.size() && s[sp] == ' ') ++sp;
+      common = std::min(common, sp);
+    }
+    if (common == std::string_view::npos) common = 0;
     for (const auto& l : lines) {
       std::string_view s = l.text;
       if (trim(s).empty()) {
         current_ = -1;
+        continue;
+      }
+      if (is_elision(trim(s))) continue;
+      s.remove_prefix(std::min(common, s.size()));
+      if (is_tool_noise(s)) {
+        t.notes.push_back(name_ + ":" + std::to_string(l.no) + ": not lspci output, skipped: " + std::string(trim(s).substr(0, 80)));
         continue;
       }
       char c = s[0];
@@ -243,14 +294,13 @@ class LspciParser {
       if (i < n && s[i] == '[') {
         top = true;
       } else {
-        auto it = cols_.find(static_cast<int>(col));
-        if (it == cols_.end()) fail(no, "expected this tree branch to line up under a parent's '+' (column " + std::to_string(col + 1) + ")");
-        ctx = it->second;
+        ctx = branch_parent(col, no);
       }
     } else {
       fail(no, "expected a tree connector (+-, \\-, |) or [domain:bus]");
     }
     if (top) {
+      root_seen_ = true;
       // [dddd:bb]
       if (i >= n || s[i] != '[') fail(no, "expected [domain:bus] at the top of the tree");
       size_t close = s.find(']', i);
@@ -302,6 +352,30 @@ class LspciParser {
       i = close + 1;
       if (!children(s, i, no, ctx)) return;
     }
+  }
+
+  // The device a branch at `col` hangs from: the '+' in that column above it. A
+  // paste may shift a line by one column (a tab, an edited line): the neighbouring
+  // column is taken, with a note. A fragment cut below the "-[dddd:bb]-" root line
+  // starts with branches of an unnamed root bus: it is read as one, with a note.
+  std::tuple<unsigned, unsigned, int, int> branch_parent(size_t col, long no) {
+    auto it = cols_.find(static_cast<int>(col));
+    if (it != cols_.end()) return it->second;
+    for (int off : {-1, 1}) {
+      auto near = cols_.find(static_cast<int>(col) + off);
+      if (near == cols_.end()) continue;
+      t.notes.push_back(name_ + ":" + std::to_string(no) + ": tree branch one column off its parent's '+': read as under it");
+      return near->second;
+    }
+    if (!root_seen_) {
+      const int hb = t.host_bridge_index("0000:00");
+      std::tuple<unsigned, unsigned, int, int> ctx{0, 0, -1, hb};
+      cols_[static_cast<int>(col)] = ctx;
+      root_seen_ = true;
+      t.notes.push_back(name_ + ":" + std::to_string(no) + ": tree without its [domain:bus] root line: the top branches are read as on root bus 0000:00");
+      return ctx;
+    }
+    fail(no, "expected this tree branch to line up under a parent's '+' (column " + std::to_string(col + 1) + ")");
   }
 
   // After "]" of a host bridge or bridge: "-+-" (several children, the first

@@ -117,6 +117,24 @@ Topology parse_nccl_xml(std::string_view text, const std::string& name) {
       if (d.is_bridge) d.port = PortType::Unknown;
       t.devices.push_back(std::move(d));
       f.device = static_cast<int>(t.devices.size() - 1);
+    } else if (tag == "nvlink") {
+      // <nvlink target="BDF" count="N" tclass="0x068000"> inside <gpu>: to another GPU, to an
+      // NVSwitch (class 0x0680, "other bridge"), or to a CPU (POWER9), which is not a GPU peer path.
+      int gpu = -1;
+      if (stack.size() >= 2 && stack.back().tag == "gpu") gpu = parent_dev;
+      std::string_view a;
+      unsigned long tclass = 0;
+      if (gpu >= 0 && (!r.attr("tclass", a) || hex_attr(a, tclass))) {
+        NvLink l;
+        l.gpu = gpu;
+        l.peer_bdf = r.attr_str("target");
+        l.peer_is_switch = (tclass >> 8) == 0x0680;
+        l.links = std::atoi(r.attr_str("count").c_str());
+        const bool to_gpu = tclass == 0 || (tclass >> 16) == 0x03;
+        if (l.peer_is_switch || to_gpu) t.nvlinks.push_back(std::move(l));
+      } else if (gpu >= 0) {
+        r.fail("expected a hex class like 0x068000 in tclass=\"" + std::string(a) + "\"");
+      }
     } else if (tag == "gpu" || tag == "nic" || tag == "net") {
       // A <nic> straight under <cpu> (no PCI device, e.g. a virtual NIC) has no path to judge.
       if (parent_dev >= 0) {
@@ -135,6 +153,11 @@ Topology parse_nccl_xml(std::string_view text, const std::string& name) {
     if (d.base_class() == 0x03) d.role = Role::GPU;
     else if (d.base_class() == 0x02) d.role = Role::NIC;
   }
+  // NVLink peers by address, now that every <pci> is known. (A file without any
+  // <nvlink> may be a provider's hand-written one that leaves NVLink out: unknown.)
+  for (auto& l : t.nvlinks)
+    if (auto bdf = parse_bdf(l.peer_bdf)) l.peer = t.find(*bdf);
+  t.nvlink_known = !t.nvlinks.empty();
   t.numa_nodes = cpus;
   t.cpu.sockets = 0;
   // NCCL switch nodes stay "unknown" so finalize() does not re-type them.

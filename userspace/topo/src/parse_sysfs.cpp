@@ -1,5 +1,6 @@
 // Live sysfs (or a copy/snapshot of it). Reads only what the rules need; every
 // path read here is what `gdrpeer snapshot` captures.
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <cstring>
@@ -43,6 +44,62 @@ std::string resolve(const std::string& dir, const std::string& target) {
   for (auto& p : parts) out += "/" + p;
   return out.empty() ? "/" : out;
 }
+
+// A set of CPUs from a cpulist ("0-23,48-71") or a cpumask ("ffffff,00000000",
+// 32-bit words, most significant first), as sysfs writes them; empty when malformed.
+using CpuSet = std::vector<bool>;
+constexpr size_t kMaxCpus = 1 << 16;
+
+CpuSet parse_cpulist(const std::string& s) {
+  CpuSet set;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    char* e = nullptr;
+    unsigned long lo = std::strtoul(item.c_str(), &e, 10), hi = lo;
+    if (e == item.c_str()) return {};
+    if (*e == '-') {
+      const char* h = e + 1;
+      hi = std::strtoul(h, &e, 10);
+      if (e == h) return {};
+    }
+    if (*e || hi < lo || hi >= kMaxCpus) return {};
+    if (set.size() <= hi) set.resize(hi + 1);
+    for (unsigned long c = lo; c <= hi; ++c) set[c] = true;
+  }
+  return set;
+}
+
+CpuSet parse_cpumask(const std::string& s) {
+  std::vector<std::string> words;
+  std::stringstream ss(s);
+  std::string w;
+  while (std::getline(ss, w, ',')) words.push_back(w);
+  if (words.size() * 32 > kMaxCpus) return {};
+  CpuSet set(words.size() * 32);
+  for (size_t i = 0; i < words.size(); ++i) {
+    char* e = nullptr;
+    unsigned long v = std::strtoul(words[i].c_str(), &e, 16);
+    if (words[i].empty() || *e) return {};
+    const size_t base = (words.size() - 1 - i) * 32;
+    for (size_t b = 0; b < 32; ++b) set[base + b] = (v >> b) & 1;
+  }
+  return set;
+}
+
+// Without trailing unset CPUs, so that a list and a mask of one set compare equal.
+CpuSet trimmed_set(CpuSet set) {
+  while (!set.empty() && !set.back()) set.pop_back();
+  return set;
+}
+
+bool intersects(const CpuSet& a, const CpuSet& b) {
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i)
+    if (a[i] && b[i]) return true;
+  return false;
+}
+
+bool empty_set(const CpuSet& a) { return std::find(a.begin(), a.end(), true) == a.end(); }
 
 std::string basename_of(const std::string& p) {
   size_t s = p.rfind('/');
@@ -159,6 +216,55 @@ double parse_speed(const std::string& s) {
   return e == s.c_str() ? 0 : v;
 }
 
+// Devices whose numa_node file is missing (copies of /sys made with cp or tar
+// that skipped it): hwloc places them by their local CPUs, and so does this.
+// A device's CPUs meeting exactly one node's CPUs are that node's; without node
+// directories, devices with pairwise disjoint CPU sets are on distinct nodes,
+// numbered in order of appearance. Anything else stays unknown.
+void locality_from_cpus(Topology& t, const std::map<size_t, CpuSet>& local, const std::map<int, CpuSet>& nodes) {
+  if (local.empty()) return;
+  int placed = 0;
+  if (!nodes.empty()) {
+    for (const auto& [i, cpus] : local) {
+      int found = -1, count = 0;
+      for (const auto& [n, ncpus] : nodes)
+        if (intersects(cpus, ncpus)) {
+          found = n;
+          ++count;
+        }
+      if (count == 1) {
+        t.devices[i].numa = found;
+        ++placed;
+      }
+    }
+  } else {
+    std::vector<const CpuSet*> distinct;
+    bool disjoint = true;
+    for (const auto& [i, cpus] : local) {
+      if (empty_set(cpus)) {
+        disjoint = false;
+        break;
+      }
+      bool seen = false;
+      for (const CpuSet* d : distinct) {
+        if (*d == cpus) seen = true;
+        else if (intersects(*d, cpus)) disjoint = false;
+      }
+      if (!seen) distinct.push_back(&cpus);
+    }
+    if (disjoint && distinct.size() > 1) {
+      for (const auto& [i, cpus] : local)
+        for (size_t n = 0; n < distinct.size(); ++n)
+          if (intersects(*distinct[n], cpus)) t.devices[i].numa = static_cast<int>(n);
+      placed = static_cast<int>(local.size());
+      if (t.numa_nodes == 0) t.numa_nodes = static_cast<int>(distinct.size());
+    }
+  }
+  if (placed > 0)
+    t.notes.push_back("numa_node missing for " + std::to_string(local.size()) + " device(s): NUMA node of " + std::to_string(placed) +
+                      " taken from their local CPUs (local_cpulist/local_cpus)" + (nodes.empty() ? ", numbered by first appearance" : ""));
+}
+
 }  // namespace
 
 Topology parse_sysfs(FileSource& fs, const std::string& name) {
@@ -204,6 +310,7 @@ Topology parse_sysfs(FileSource& fs, const std::string& name) {
     raws.push_back(std::move(r));
   }
   std::map<int, std::string> group_types;
+  std::map<size_t, CpuSet> local_cpus;  // device index -> local CPUs, where numa_node is missing
   auto groups = fs.list("/sys/kernel/iommu_groups");
   for (const auto& raw : raws) {
     Device d;
@@ -231,7 +338,13 @@ Topology parse_sysfs(FileSource& fs, const std::string& name) {
     bool cok = true;
     d.class_code = static_cast<uint32_t>(hex("class", cok));
     d.class_known = cok;
-    if (auto n = rd("numa_node")) d.numa = std::atoi(trimmed(*n).c_str());
+    if (auto n = rd("numa_node")) {
+      d.numa = std::atoi(trimmed(*n).c_str());
+    } else if (auto l = rd("local_cpulist")) {
+      local_cpus[t.devices.size()] = trimmed_set(parse_cpulist(trimmed(*l)));  // numa_node missing: locality from the CPUs
+    } else if (auto m = rd("local_cpus")) {
+      local_cpus[t.devices.size()] = trimmed_set(parse_cpumask(trimmed(*m)));
+    }
     if (auto v = rd("max_link_speed")) d.link_cap.speed_gts = parse_speed(trimmed(*v));
     if (auto v = rd("max_link_width")) d.link_cap.width = std::atoi(trimmed(*v).c_str());
     if (auto v = rd("current_link_speed")) d.link_sta.speed_gts = parse_speed(trimmed(*v));
@@ -281,7 +394,9 @@ Topology parse_sysfs(FileSource& fs, const std::string& name) {
   }
   // Node-wide IOMMU mode.
   t.iommu_known_per_device = groups && !groups->empty();
-  if (!groups || groups->empty()) {
+  if (!groups && fs.describe() != "/") {
+    t.iommu = IommuMode::Unknown;  // a copy without /sys/kernel/iommu_groups (hwloc-gather-topology's) says nothing
+  } else if (!groups || groups->empty()) {
     t.iommu = IommuMode::Off;
   } else {
     bool translating = false, identity = false;
@@ -308,6 +423,7 @@ Topology parse_sysfs(FileSource& fs, const std::string& name) {
   if (auto c = fs.read("/proc/cmdline", 65536)) sw.cmdline = trimmed(*c);
   if (auto r = fs.read("/proc/sys/kernel/osrelease", 4096)) sw.kernel_release = trimmed(*r);
   if (auto m = fs.read("/proc/modules", 1 << 20)) {
+    sw.modules_known = true;
     std::stringstream ss(*m);
     std::string line;
     while (std::getline(ss, line)) {
@@ -315,6 +431,12 @@ Topology parse_sysfs(FileSource& fs, const std::string& name) {
       if (sp != std::string::npos && sp > 0) sw.modules.push_back(line.substr(0, sp));
     }
   }
+  // A copy of /sys without /proc still names the loaded (and built-in) modules.
+  if (!sw.modules_known)
+    if (auto mods = fs.list("/sys/module")) {
+      sw.modules_known = true;
+      sw.modules = *mods;
+    }
   if (auto v = fs.read("/proc/driver/nvidia/version", 4096)) {
     std::string s = *v;
     sw.nvidia_version = trimmed(s.substr(0, s.find('\n')));
@@ -332,12 +454,19 @@ Topology parse_sysfs(FileSource& fs, const std::string& name) {
   // rules match it as the product. Read only when DMI gave none.
   if (t.dmi_product.empty())
     if (auto v = fs.read("/proc/device-tree/model", 4096)) t.dmi_product = trimmed(v->substr(0, v->find('\0')));
+  std::map<int, CpuSet> node_cpus;
   if (auto nodes = fs.list("/sys/devices/system/node")) {
     int n = 0;
     for (const auto& e : *nodes)
-      if (e.rfind("node", 0) == 0 && e.size() > 4 && std::isdigit(static_cast<unsigned char>(e[4]))) ++n;
+      if (e.rfind("node", 0) == 0 && e.size() > 4 && std::isdigit(static_cast<unsigned char>(e[4]))) {
+        ++n;
+        if (!local_cpus.empty())
+          if (auto l = fs.read("/sys/devices/system/node/" + e + "/cpulist", 65536))
+            node_cpus[std::atoi(e.c_str() + 4)] = parse_cpulist(trimmed(*l));
+      }
     t.numa_nodes = n;
   }
+  locality_from_cpus(t, local_cpus, node_cpus);
   if (auto ci = fs.read("/proc/cpuinfo", 8 << 20)) {
     std::stringstream ss(*ci);
     std::string line;

@@ -11,9 +11,8 @@
 #include <tuple>
 #include <type_traits>
 
-#include <nlohmann/json.hpp>
-
 #include "gdrpeer/topo/check.hpp"
+#include "json_writer.hpp"
 
 namespace gdrpeer::topo {
 
@@ -130,6 +129,14 @@ std::string who_list(const std::vector<std::string>& who) {
   return s;
 }
 
+// nvidia-smi's NV# cells: GPU pairs NVLink connects, both orders.
+std::map<std::pair<int, int>, std::string> nvlink_cells(const Report& r) {
+  std::map<std::pair<int, int>, std::string> out;
+  for (const auto& p : r.pairs)
+    if (p.nvlink.linked) out[{p.a, p.b}] = out[{p.b, p.a}] = nvlink_cell(p.nvlink);
+  return out;
+}
+
 }  // namespace
 
 std::string render_matrix(const Report& r, bool include_nvme) {
@@ -141,20 +148,22 @@ std::string render_matrix(const Report& r, bool include_nvme) {
   cols.insert(cols.end(), r.nics.begin(), r.nics.end());
   if (include_nvme) cols.insert(cols.end(), r.nvmes.begin(), r.nvmes.end());
   if (!cols.empty()) {
+    const auto nv = nvlink_cells(r);
     o << "\n" << pad("", 8);
     for (int c : cols) o << pad(r.labels[c], 8);
     o << pad("NUMA", 6) << "BDF\n";
     for (int a : cols) {
       o << pad(r.labels[a], 8);
       for (int b : cols) {
-        const char* cell = a == b ? " X" : to_string(r.path_class(a, b));
-        o << pad(cell, 8);
+        auto it = nv.find({a, b});
+        o << pad(a == b ? " X" : it != nv.end() ? std::string_view(it->second) : std::string_view(to_string(r.path_class(a, b))), 8);
       }
       const Device& d = t.devices[a];
       o << pad(d.numa >= 0 ? std::to_string(d.numa) : "?", 6) << d.bdf << "\n";
     }
     o << "\nLegend: PIX = at most one PCIe bridge (switch), PXB = several bridges, PHB = through a PCIe host bridge,\n"
          "        NODE = between host bridges of one NUMA node, SYS = across the NUMA interconnect\n";
+    if (!nv.empty()) o << "        NV# = a bonded set of # NVLinks (NV: count not in this input); the Pairs class is the PCIe path\n";
   }
   if (!r.gpus.empty() && !r.pairs.empty()) {
     std::vector<int> vcols = r.gpus;
@@ -250,111 +259,141 @@ std::string render_summary_line(const Report& r) {
 }
 
 std::string render_json(const Report& r) {
-  using nlohmann::json;
+  // Keys in byte order within each object (the layout nlohmann's dump(2) gave; see json_writer.hpp).
   const Topology& t = *r.topo;
-  json j;
-  j["schema"] = "gdrpeer-check";
-  j["version"] = 1;
-  json node;
-  node["source"] = t.source;
-  node["format"] = t.format;
-  node["cpu"] = {{"arch", t.cpu.arch}, {"vendor", t.cpu.vendor}, {"model_name", t.cpu.model_name},
-                 {"family", t.cpu.family}, {"model", t.cpu.model}, {"sockets", t.cpu.sockets}};
-  node["numa_nodes"] = t.numa_nodes;
-  node["iommu"] = to_string(t.iommu);
-  node["virtual_machine"] = t.cpu.hypervisor || t.placeholder_switches;
-  node["dmi"] = {{"vendor", t.dmi_vendor}, {"product", t.dmi_product}};
-  if (t.sw.inspected) {
-    node["software"] = {{"kernel", t.sw.kernel_release}, {"modules_of_interest", json::array()},
-                        {"memory_peers", t.sw.memory_peers}, {"nvidia_version", t.sw.nvidia_version}};
-    for (const char* m : {"nvidia", "nvidia_peermem", "nv_peer_mem", "gdrpeer", "ib_core", "ib_uverbs", "mlx5_ib", "rdma_rxe"})
-      if (t.sw.has_module(m)) node["software"]["modules_of_interest"].push_back(m);
-    // What the CUDA driver itself says per GPU (live mode or a snapshot that recorded it);
-    // -1 means the attribute could not be read.
-    if (t.sw.cuda_probed) {
-      json cuda = {{"error", t.sw.cuda_error}, {"gpus", json::array()}};
-      for (const auto& g : t.sw.cuda)
-        cuda["gpus"].push_back({{"bdf", g.bdf}, {"gpu_direct_rdma_supported", g.gdr_supported},
-                                {"dma_buf_supported", g.dmabuf_supported}});
-      node["software"]["cuda"] = cuda;
-    }
-  }
-  j["node"] = node;
-  json devs = json::array();
+  detail::JsonWriter j(4096 + 700 * r.pairs.size() + 900 * (r.gpus.size() + r.nics.size() + r.nvmes.size()));
+  const auto severity = [](Verdict v) { return v == Verdict::Optimal ? "note" : to_string(v); };
+  j.begin_object();
+
+  j.key("devices").begin_array();
   std::vector<int> all = r.gpus;
   all.insert(all.end(), r.nics.begin(), r.nics.end());
   all.insert(all.end(), r.nvmes.begin(), r.nvmes.end());
   for (int i : all) {
     const Device& d = t.devices[i];
-    json e;
-    e["label"] = r.labels[i];
-    e["bdf"] = d.bdf;
-    e["role"] = to_string(d.role);
-    e["role_overridden"] = d.role_overridden;
-    e["vendor"] = d.ids_known ? json("0x" + hex4(d.vendor)) : json(nullptr);
-    e["device"] = d.ids_known ? json("0x" + hex4(d.device)) : json(nullptr);
+    j.begin_object();
+    j.key("bars").begin_array();
+    for (const auto& b : d.bars)
+      j.begin_object().key("index").value(b.index).key("is64").value(b.is64).key("prefetchable").value(b.prefetchable)
+          .key("size").value(static_cast<unsigned long long>(b.size)).end_object();
+    j.end_array();
+    j.key("bdf").value(d.bdf);
     char cls[16];
     std::snprintf(cls, sizeof cls, "0x%06x", d.class_code);
-    e["class"] = d.class_known ? json(cls) : json(nullptr);
-    e["name"] = d.name;
-    e["numa"] = d.numa;
-    e["host_bridge"] = d.host_bridge >= 0 ? json(t.host_bridges[d.host_bridge].name) : json(nullptr);
-    json path = json::array();
-    for (int p = d.parent; p >= 0; p = t.devices[p].parent) path.push_back({{"bdf", t.devices[p].bdf}, {"port", to_string(t.devices[p].port)}});
-    e["upstream"] = path;
-    e["link_cap"] = {{"gts", d.link_cap.speed_gts}, {"width", d.link_cap.width}};
-    e["link_status"] = {{"gts", d.link_sta.speed_gts}, {"width", d.link_sta.width}};
-    json bars = json::array();
-    for (const auto& b : d.bars) bars.push_back({{"index", b.index}, {"size", b.size}, {"is64", b.is64}, {"prefetchable", b.prefetchable}});
-    e["bars"] = bars;
-    e["iommu_group"] = d.iommu_group;
-    e["iommu_type"] = d.iommu_type;
-    e["rdma_name"] = d.rdma_name;
-    e["driver"] = d.driver;
-    devs.push_back(e);
+    j.key("class");
+    d.class_known ? j.value(cls) : j.null();
+    j.key("device");
+    d.ids_known ? j.value("0x" + hex4(d.device)) : j.null();
+    j.key("driver").value(d.driver);
+    j.key("host_bridge");
+    d.host_bridge >= 0 ? j.value(t.host_bridges[d.host_bridge].name) : j.null();
+    j.key("iommu_group").value(d.iommu_group);
+    j.key("iommu_type").value(d.iommu_type);
+    j.key("label").value(r.labels[i]);
+    j.key("link_cap").begin_object().key("gts").value(d.link_cap.speed_gts).key("width").value(d.link_cap.width).end_object();
+    j.key("link_status").begin_object().key("gts").value(d.link_sta.speed_gts).key("width").value(d.link_sta.width).end_object();
+    j.key("name").value(d.name);
+    j.key("numa").value(d.numa);
+    j.key("rdma_name").value(d.rdma_name);
+    j.key("role").value(to_string(d.role));
+    j.key("role_overridden").value(d.role_overridden);
+    j.key("upstream").begin_array();
+    for (int p = d.parent; p >= 0; p = t.devices[p].parent)
+      j.begin_object().key("bdf").value(t.devices[p].bdf).key("port").value(to_string(t.devices[p].port)).end_object();
+    j.end_array();
+    j.key("vendor");
+    d.ids_known ? j.value("0x" + hex4(d.vendor)) : j.null();
+    j.end_object();
   }
-  j["devices"] = devs;
-  json labels = json::array(), matrix = json::array();
+  j.end_array();
+
   std::vector<int> cols = r.gpus;
   cols.insert(cols.end(), r.nics.begin(), r.nics.end());
-  for (int c : cols) labels.push_back(r.labels[c]);
+  const auto nv = nvlink_cells(r);
+  j.key("matrix").begin_object();
+  j.key("classes").begin_array();
   for (int a : cols) {
-    json row = json::array();
-    for (int b : cols) row.push_back(a == b ? "X" : to_string(r.path_class(a, b)));
-    matrix.push_back(row);
+    j.begin_array();
+    for (int b : cols) {
+      auto it = nv.find({a, b});
+      j.value(a == b ? std::string_view("X") : it != nv.end() ? std::string_view(it->second) : std::string_view(to_string(r.path_class(a, b))));
+    }
+    j.end_array();
   }
-  j["matrix"] = {{"labels", labels}, {"classes", matrix}};
-  json pairs = json::array();
-  for (const auto& p : r.pairs) {
-    json e;
-    e["a"] = p.label_a;
-    e["b"] = p.label_b;
-    e["a_bdf"] = t.devices[p.a].bdf;
-    e["b_bdf"] = t.devices[p.b].bdf;
-    e["class"] = to_string(p.path.cls);
-    e["cuda_case"] = to_string(p.path.cuda);
-    e["nccl_gdr_default"] = p.path.nccl_gdr;
-    e["verdict"] = to_string(p.verdict);
-    json fs = json::array();
-    for (const auto& f : p.findings)
-      fs.push_back({{"rule", f.rule}, {"severity", f.severity == Verdict::Optimal ? "note" : to_string(f.severity)}, {"reason", f.reason}, {"fix", f.fix}});
-    e["findings"] = fs;
-    pairs.push_back(e);
+  j.end_array();
+  j.key("labels").begin_array();
+  for (int c : cols) j.value(r.labels[c]);
+  j.end_array();
+  j.end_object();
+
+  j.key("node").begin_object();
+  j.key("cpu").begin_object().key("arch").value(t.cpu.arch).key("family").value(t.cpu.family).key("model").value(t.cpu.model)
+      .key("model_name").value(t.cpu.model_name).key("sockets").value(t.cpu.sockets).key("vendor").value(t.cpu.vendor).end_object();
+  j.key("dmi").begin_object().key("product").value(t.dmi_product).key("vendor").value(t.dmi_vendor).end_object();
+  j.key("format").value(t.format);
+  j.key("iommu").value(to_string(t.iommu));
+  j.key("numa_nodes").value(t.numa_nodes);
+  if (t.sw.inspected) {
+    j.key("software").begin_object();
+    // What the CUDA driver itself says per GPU (live mode or a snapshot that recorded it);
+    // -1 means the attribute could not be read.
+    if (t.sw.cuda_probed) {
+      j.key("cuda").begin_object().key("error").value(t.sw.cuda_error).key("gpus").begin_array();
+      for (const auto& g : t.sw.cuda)
+        j.begin_object().key("bdf").value(g.bdf).key("dma_buf_supported").value(g.dmabuf_supported)
+            .key("gpu_direct_rdma_supported").value(g.gdr_supported).end_object();
+      j.end_array().end_object();
+    }
+    j.key("kernel").value(t.sw.kernel_release);
+    j.key("memory_peers").begin_array();
+    for (const auto& m : t.sw.memory_peers) j.value(m);
+    j.end_array();
+    j.key("modules_of_interest").begin_array();
+    for (const char* m : {"nvidia", "nvidia_peermem", "nv_peer_mem", "gdrpeer", "ib_core", "ib_uverbs", "mlx5_ib", "rdma_rxe"})
+      if (t.sw.has_module(m)) j.value(m);
+    j.end_array();
+    j.key("nvidia_version").value(t.sw.nvidia_version);
+    j.end_object();
   }
-  j["pairs"] = pairs;
-  json notes = json::array();
+  j.key("source").value(t.source);
+  j.key("virtual_machine").value(r.virtual_machine);
+  j.end_object();
+
   // Node-wide findings: "severity" note for remarks, or the verdict of a node problem (which
   // counts in summary.worst and the exit code); "fix" where there is one.
+  j.key("notes").begin_array();
   for (const auto& f : r.node_findings)
-    notes.push_back({{"rule", f.rule}, {"text", f.reason},
-                     {"severity", f.severity == Verdict::Optimal ? "note" : to_string(f.severity)}, {"fix", f.fix}});
-  j["notes"] = notes;
-  std::map<Verdict, int> counts;
-  for (const auto& p : r.pairs) ++counts[p.verdict];
-  j["summary"] = {{"worst", to_string(r.worst)}, {"exit_code", r.exit_code()}, {"pairs", r.pairs.size()},
-                  {"optimal", counts[Verdict::Optimal]}, {"degraded", counts[Verdict::Degraded]},
-                  {"unreliable", counts[Verdict::Unreliable]}, {"blocked", counts[Verdict::Blocked]}};
-  return j.dump(2) + "\n";
+    j.begin_object().key("fix").value(f.fix).key("rule").value(f.rule).key("severity").value(severity(f.severity)).key("text").value(f.reason).end_object();
+  j.end_array();
+
+  j.key("pairs").begin_array();
+  for (const auto& p : r.pairs) {
+    j.begin_object();
+    j.key("a").value(p.label_a).key("a_bdf").value(t.devices[p.a].bdf).key("b").value(p.label_b).key("b_bdf").value(t.devices[p.b].bdf);
+    j.key("class").value(to_string(p.path.cls)).key("cuda_case").value(to_string(p.path.cuda));
+    j.key("findings").begin_array();
+    for (const auto& f : p.findings)
+      j.begin_object().key("fix").value(f.fix).key("reason").value(f.reason).key("rule").value(f.rule).key("severity").value(severity(f.severity)).end_object();
+    j.end_array();
+    j.key("nccl_gdr_default").value(p.path.nccl_gdr);
+    if (p.nvlink.linked)
+      j.key("nvlink").begin_object().key("bandwidth_mbps").value(static_cast<unsigned long long>(p.nvlink.bandwidth_mbps))
+          .key("inferred").value(p.nvlink.inferred).key("links").value(p.nvlink.links)
+          .key("via").value(p.nvlink.via_switch ? "nvswitch" : "direct").end_object();
+    j.key("verdict").value(to_string(p.verdict));
+    j.end_object();
+  }
+  j.end_array();
+
+  j.key("schema").value("gdrpeer-check");
+  int counts[4] = {0, 0, 0, 0};
+  for (const auto& p : r.pairs) ++counts[static_cast<int>(p.verdict)];
+  j.key("summary").begin_object().key("blocked").value(counts[3]).key("degraded").value(counts[1]).key("exit_code").value(r.exit_code())
+      .key("optimal").value(counts[0]).key("pairs").value(static_cast<unsigned long long>(r.pairs.size())).key("unreliable").value(counts[2])
+      .key("worst").value(to_string(r.worst)).end_object();
+  j.key("version").value(1);
+  j.end_object();
+  return j.take() + "\n";
 }
 
 std::string render_dot(const Report& r) {

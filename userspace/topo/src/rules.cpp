@@ -1,6 +1,7 @@
 // The rules: from a classified pair to findings (reason + pasteable fix) and a
 // verdict. Each rule has a stable id (shown in output, accepted by --skip).
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <map>
 #include <sstream>
@@ -39,6 +40,23 @@ bool kernel_at_least(const std::string& rel, int maj, int min) {
   return a > maj || (a == maj && b >= min);
 }
 
+bool kernel_version_known(const std::string& rel) {
+  int a = 0, b = 0;
+  return std::sscanf(rel.c_str(), "%d.%d", &a, &b) == 2;
+}
+
+// "NVIDIA driver 580.65.06 (open kernel module)" from /proc/driver/nvidia/version's first line.
+std::string nvidia_driver_summary(const std::string& line) {
+  if (line.empty()) return "NVIDIA driver: /proc/driver/nvidia/version not in this input";
+  std::string version;
+  std::istringstream words(line);
+  for (std::string w; words >> w;)
+    if (version.empty() && !w.empty() && std::isdigit(static_cast<unsigned char>(w[0])) && w.find('.') != std::string::npos) version = w;
+  const bool open = line.find("Open Kernel Module") != std::string::npos;
+  return "NVIDIA driver " + (version.empty() ? std::string("(version not read)") : version) + " (" +
+         (open ? "open" : "proprietary") + " kernel module)";
+}
+
 enum class PairKind { GpuNic, GpuGpu, GpuNvme };
 
 class Checker {
@@ -55,8 +73,9 @@ class Checker {
       }
     rcname_ = rc_ ? rc_->name : (t.cpu.model_name.empty() ? "this CPU" : t.cpu.model_name);
     dmi_ = t.dmi_vendor + " " + t.dmi_product;
+    emulated_ = k.virtual_hardware(t);
     virtual_ = t.cpu.hypervisor || t.placeholder_switches ||
-               (!t.dmi_vendor.empty() && contains_any(t.dmi_vendor, k.cloud_dmi_vendors));
+               (!t.dmi_vendor.empty() && contains_any(t.dmi_vendor, k.cloud_dmi_vendors)) || !emulated_.empty();
     // A platform rule's CPU/DMI/arch fields are per node: matched once here, not per pair.
     platform_node_.reserve(k.platforms.size());
     for (const auto& p : k.platforms) {
@@ -90,11 +109,17 @@ class Checker {
   const RootComplex* rc_ = nullptr;
   std::vector<GpuFamilyMatch> families_;  // per device index (GPUs only)
   std::string rcname_, dmi_;  // per node, used per pair
+  std::string emulated_;      // an emulated PCI function that gives the VM away, "" if none
   bool grace_ = false, virtual_ = false;
 
   void pair(PairResult& r, PairKind kind) {
     const Device& a = t_.devices[r.a];
     const Device& b = t_.devices[r.b];
+    if (kind == PairKind::GpuGpu && r.nvlink.linked) {
+      nvlink_rules(r);
+      for (const auto& f : r.findings) r.verdict = std::max(r.verdict, f.severity);
+      return;
+    }
     path_rules(r, kind);
     acs_rules(r);
     iommu_rules(r, a);
@@ -106,6 +131,20 @@ class Checker {
     platform_rules(r, kind, r.a);
     if (kind == PairKind::GpuGpu) platform_rules(r, kind, r.b);  // either GPU's family limits P2P
     for (const auto& f : r.findings) r.verdict = std::max(r.verdict, f.severity);
+  }
+
+  // GPU peer-to-peer over NVLink does not take the PCIe path: the PCIe rules (path,
+  // ACS, IOMMU, BAR1, root complex and platform P2P limits) do not apply to it.
+  void nvlink_rules(PairResult& r) {
+    const NvLinkPath& l = r.nvlink;
+    std::string how = l.links > 0 ? std::to_string(l.links) + " bonded NVLinks (NV" + std::to_string(l.links) + ")" : "NVLink";
+    if (l.bandwidth_mbps > 0) how += ", " + std::to_string(l.bandwidth_mbps / 1000) + " GB/s";
+    std::string why = "peer-to-peer goes over " + how + (l.via_switch ? " through NVSwitch" : ", GPU to GPU") + ", not over the PCIe path (" +
+                      to_string(r.path.cls) + ")";
+    if (l.inferred) why += "; inferred from the NVSwitch devices in the PCI tree (HGX/DGX baseboard), check with nvidia-smi topo -m";
+    add(r.findings, "path-nvlink", Verdict::Optimal, why, "");
+    link_check(r, r.a);
+    link_check(r, r.b);
   }
 
   void path_rules(PairResult& r, PairKind kind) {
@@ -158,14 +197,20 @@ class Checker {
     if (cs == "unsupported") v = kind == PairKind::GpuGpu ? Verdict::Blocked : Verdict::Unreliable;
     std::string fix;
     if (kind == PairKind::GpuNic) {
-      int gpu = r.a;
+      // The closest NIC (PIX before PXB before PHB before NODE), the first by index among equals.
+      int gpu = r.a, best = -1;
+      PathClass best_class = PathClass::SYS;
       for (int n : nics_) {
         PathClass q = rep_->path_class(gpu, n);
-        if (q != PathClass::SYS) {
-          fix = "# use " + label(n) + " (" + t_.devices[n].bdf + (t_.devices[n].rdma_name.empty() ? "" : ", " + t_.devices[n].rdma_name) +
-                ", " + to_string(q) + ") for " + r.label_a + " instead, e.g. NCCL_IB_HCA or the rank's NIC binding";
-          break;
+        if (q < best_class) {
+          best = n;
+          best_class = q;
         }
+      }
+      if (best >= 0) {
+        const Device& n = t_.devices[best];
+        fix = "# use " + label(best) + " (" + n.bdf + (n.rdma_name.empty() ? "" : ", " + n.rdma_name) + ", " + to_string(best_class) +
+              ") for " + r.label_a + " instead, e.g. NCCL_IB_HCA or the rank's NIC binding";
       }
       if (fix.empty()) fix = "# put a NIC on NUMA node " + std::to_string(t_.devices[gpu].numa) + " (the GPU's socket)";
     } else if (kind == PairKind::GpuGpu) {
@@ -296,6 +341,12 @@ class Checker {
     const Software& sw = t_.sw;
     if (!sw.inspected) return;
     bool nvidia = g.ids_known && g.vendor == 0x10de;
+    if (!sw.modules_known) {
+      add(r.findings, "software-unknown", Verdict::Optimal,
+          "the loaded kernel modules are not in this input (no /proc/modules or /sys/module): driver and peer-memory state unknown",
+          "lsmod | grep -E 'nvidia|peer|gdrpeer'   # on the node");
+      return;
+    }
     if (nvidia && !sw.has_module("nvidia")) {
       add(r.findings, "software-driver", Verdict::Blocked, "the nvidia kernel module is not loaded", "modprobe nvidia");
       return;
@@ -303,14 +354,20 @@ class Checker {
     bool peer = sw.has_module("nvidia_peermem") || sw.has_module("nv_peer_mem") || !sw.memory_peers.empty();
     bool open = sw.nvidia_version.find("Open Kernel Module") != std::string::npos;
     bool new_kernel = kernel_at_least(sw.kernel_release, 5, 12);
-    bool dmabuf = new_kernel && (sw.has_module("gdrpeer") || (nvidia && open) || (!nvidia && g.vendor == 0x1002 && sw.has_module("amdgpu")));
+    const bool dmabuf_exporter = sw.has_module("gdrpeer") || (nvidia && open) || (!nvidia && g.vendor == 0x1002 && sw.has_module("amdgpu"));
+    bool dmabuf = new_kernel && dmabuf_exporter;
     for (const auto& c : sw.cuda)
       if (c.bdf == g.bdf) {
         if (c.gdr_supported == 0)
           add(r.findings, "software-cuda", Verdict::Blocked, "CUDA reports GPU_DIRECT_RDMA_SUPPORTED=0 for " + g.bdf, "");
         if (c.dmabuf_supported == 0) dmabuf = dmabuf && sw.has_module("gdrpeer");
       }
-    if (!peer && !dmabuf) {
+    if (!peer && !dmabuf && dmabuf_exporter && !kernel_version_known(sw.kernel_release)) {
+      // Without a kernel version the dma-buf path (Linux >= 5.12) is unknown, not absent.
+      add(r.findings, "software-peer-memory", Verdict::Optimal,
+          "no peer-memory client (nvidia_peermem, nv_peer_mem or MOFED memory_peers); the kernel version is not in this input, so whether the dma-buf path (Linux >= 5.12) is there is unknown",
+          "uname -r   # on the node; below 5.12: " + std::string(nvidia ? "modprobe nvidia_peermem" : "modprobe amdgpu or gdrpeer"));
+    } else if (!peer && !dmabuf) {
       std::string why = "no peer-memory client (nvidia_peermem, nv_peer_mem or MOFED memory_peers) and no dma-buf path (";
       why += new_kernel ? (nvidia ? "needs the open NVIDIA kernel module or gdrpeer" : "needs gdrpeer") : "kernel " + sw.kernel_release + " < 5.12";
       why += ")";
@@ -449,12 +506,14 @@ Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt) {
   c.labels_ = rep.labels;
   c.nics_ = rep.nics;
   c.rep_ = &rep;
+  const bool nvswitch_on_bus = opt.gpu_gpu && rep.gpus.size() > 1 && t.nvlinks.empty() && nvswitch_on_pci_bus(t);
   auto run = [&](int a, int b, PairKind kind) {
     PairResult r;
     r.a = a;
     r.b = b;
     r.findings.reserve(4);  // most pairs get 1-3 findings: one allocation, no regrowth
     r.path = classify(t, a, b, k);
+    if (kind == PairKind::GpuGpu) r.nvlink = nvlink_between(t, a, b, nvswitch_on_bus);
     const size_t ia = static_cast<size_t>(rep.slot[a]), ib = static_cast<size_t>(rep.slot[b]);
     rep.classes[ia * m + ib] = rep.classes[ib * m + ia] = static_cast<signed char>(r.path.cls);
     r.label_a = rep.labels[a];
@@ -485,6 +544,12 @@ Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt) {
   if (!t.sw.inspected)
     note("software-unknown", "software stack (nvidia, nvidia_peermem, dma-buf) not inspected for " + t.format + " input");
   if (t.sw.inspected && !t.sw.cuda_error.empty()) note("software-cuda", "CUDA probe: " + t.sw.cuda_error);
+  if (t.format == "sysfs" && !t.sw.cuda_probed) {  // live: what --cuda would add
+    bool nvidia = false;
+    for (int g : rep.gpus) nvidia = nvidia || (t.devices[g].ids_known && t.devices[g].vendor == 0x10de);
+    if (nvidia) note("software-cuda", nvidia_driver_summary(t.sw.nvidia_version) +
+                                          "; CUDA's GPU_DIRECT_RDMA_SUPPORTED and DMA_BUF_SUPPORTED not asked (gdrpeer check --cuda asks; loading CUDA takes ~0.2 s)");
+  }
   for (const auto& g : t.sw.cuda)
     note("software-cuda", "CUDA on " + g.bdf + ": GPU_DIRECT_RDMA_SUPPORTED=" + std::to_string(g.gdr_supported) +
                               " DMA_BUF_SUPPORTED=" + std::to_string(g.dmabuf_supported));
@@ -495,6 +560,21 @@ Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt) {
              : "CPU " + (t.cpu.model_name.empty() ? t.cpu.vendor + " family " + std::to_string(t.cpu.family) + " model " + std::to_string(t.cpu.model) : t.cpu.model_name) +
                    " is not in topology/root_complexes.json: root-complex P2P quality unknown");
   for (const auto& n : t.notes) note("input", n);
+  if (!t.nvlink_known) {
+    // GPU pairs judged on PCIe alone where NVLink may carry the traffic: say so.
+    bool pcie_problem = false;
+    for (const auto& p : rep.pairs)
+      pcie_problem = pcie_problem || (!p.nvlink.linked && p.verdict != Verdict::Optimal && t.devices[p.a].role == Role::GPU &&
+                                      t.devices[p.b].role == Role::GPU &&
+                                      (t.devices[p.a].ids_known ? t.devices[p.a].vendor == 0x10de : t.devices[p.a].name.find("NVIDIA") != std::string::npos));
+    if (pcie_problem)
+      note("nvlink-unknown", "NVLink is not in this input (" + t.format +
+                                 "): GPU-GPU verdicts judge the PCIe path; GPUs that NVLink or NVSwitch connect do peer-to-peer over it instead (nvidia-smi topo -m shows NV#)");
+  }
+  rep.virtual_machine = c.virtual_;
+  if (!c.emulated_.empty())
+    note("platform-virtual", "virtual machine: " + c.emulated_ +
+                                 " is emulated hardware; BIOS, ACS and kernel settings named in fixes belong to the host, which the provider controls");
   c.node_platform_rules(rep);
   return rep;
 }

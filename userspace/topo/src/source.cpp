@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <bzlib.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -131,10 +133,34 @@ uint64_t octal(const char* p, size_t n, bool& ok) {
 
 std::string cstr(const char* p, size_t n) { return std::string(p, strnlen(p, n)); }
 
+// hwloc-gather-topology archives hold the copied file system in one folder named
+// after the node ("node1/sys/...", "node1/proc/..."); gdrpeer snapshots hold it at
+// the top. The folder's name when every entry is inside one that has a sys/, else "".
+std::string single_top_folder(const std::vector<TarEntry>& entries) {
+  std::string top;
+  bool has_sys = false;
+  for (const auto& e : entries) {
+    std::string_view p = e.path;
+    const size_t slash = p.find('/');
+    std::string_view first = p.substr(0, slash);
+    if (first.empty() || first == "sys" || first == "proc") return "";
+    if (top.empty()) top = first;
+    else if (first != top) return "";
+    has_sys = has_sys || (slash != std::string_view::npos && p.substr(slash + 1, 4) == "sys/");
+  }
+  return has_sys ? top : "";
+}
+
 class TarSource : public FileSource {
  public:
   TarSource(const std::string& bytes, std::string name) : name_(std::move(name)) {
-    for (auto& e : parse_tar(bytes, name_)) {
+    std::vector<TarEntry> entries = parse_tar(bytes, name_);
+    const std::string top = single_top_folder(entries);
+    for (auto& e : entries) {
+      if (!top.empty()) {
+        if (e.path.size() <= top.size() + 1) continue;  // the folder itself
+        e.path.erase(0, top.size() + 1);
+      }
       std::string p = "/" + e.path;
       while (p.size() > 1 && p.back() == '/') p.pop_back();
       // Register every parent directory so list() sees implied folders.
@@ -401,6 +427,31 @@ std::optional<std::vector<std::string>> RecordingSource::list(const std::string&
 std::vector<TarEntry> RecordingSource::entries() const {
   std::vector<TarEntry> out;
   for (const auto& [p, e] : seen_) out.push_back(e);  // map order puts parents first
+  return out;
+}
+
+std::string bunzip2(std::string_view bytes, const std::string& name, size_t max_bytes) {
+  bz_stream z{};
+  if (BZ2_bzDecompressInit(&z, 0, 0) != BZ_OK) throw InputError(name, 0, "cannot start bzip2 decompression");
+  std::string out;
+  z.next_in = const_cast<char*>(bytes.data());  // bzlib's interface is not const; it only reads
+  z.avail_in = static_cast<unsigned>(std::min<size_t>(bytes.size(), UINT32_MAX));
+  int rc = BZ_OK;
+  while (rc == BZ_OK) {
+    if (out.size() >= max_bytes) {
+      BZ2_bzDecompressEnd(&z);
+      throw InputError(name, 0, "expected at most " + std::to_string(max_bytes >> 20) + " MiB once decompressed");
+    }
+    const size_t have = out.size();
+    out.resize(have + (1 << 20));
+    z.next_out = out.data() + have;
+    z.avail_out = 1 << 20;
+    rc = BZ2_bzDecompress(&z);
+    out.resize(have + (1 << 20) - z.avail_out);
+    if (rc == BZ_OK && z.avail_in == 0 && z.avail_out != 0) rc = BZ_UNEXPECTED_EOF;
+  }
+  BZ2_bzDecompressEnd(&z);
+  if (rc != BZ_STREAM_END) throw InputError(name, 0, "expected a complete bzip2 stream (bzlib error " + std::to_string(rc) + ")");
   return out;
 }
 

@@ -127,6 +127,12 @@ std::string XmlReader::attr_str(std::string_view name) const {
   return xml_decode(raw, *this);
 }
 
+std::string_view XmlReader::text() const {
+  if (pending_end_) return {};
+  const size_t e = s_.find('<', pos_);
+  return s_.substr(pos_, e == std::string_view::npos ? std::string_view::npos : e - pos_);
+}
+
 XmlReader::Event XmlReader::next() {
   if (pending_end_) {
     pending_end_ = false;

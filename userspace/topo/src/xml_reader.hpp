@@ -31,6 +31,10 @@ class XmlReader {
   [[noreturn]] void fail_at(size_t pos, const std::string& what) const;
   const std::string& name() const { return name_; }
   long line_of(size_t pos) const;
+  long line() const { return line_of(tag_pos_); }  // of the current element
+  // Raw character data right after the current start tag, up to the next markup
+  // (hwloc's <indexes> and <u64values>); empty after a self-closing tag.
+  std::string_view text() const;
 
  private:
   void skip_ws();

@@ -448,22 +448,20 @@ std::string hwloc_doc(const std::vector<std::string>& pcidevs) {
 // The duplicate-address check (numeric keys of the normalized address) finds the
 // same duplicates as comparing the strings did, and names the second object's line.
 TEST(HwlocFastPaths, DuplicateAddressesAsBefore) {
-  auto error_of = [](const std::vector<std::string>& devs) -> std::string {
-    try {
-      parse_hwloc_xml(hwloc_doc(devs), "t.xml");
-    } catch (const InputError& e) {
-      return e.what();
-    }
-    return "";
+  // A second object with one address is read with a note (as hwloc loads it with a warning).
+  auto note_of = [](const std::vector<std::string>& devs) -> std::string {
+    std::string notes;
+    for (const auto& n : parse_hwloc_xml(hwloc_doc(devs), "t.xml").notes) notes += n + "\n";
+    return notes;
   };
-  EXPECT_EQ(error_of({R"(pci_busid="0000:10:00.0")", R"(pci_busid="0000:10:00.1")", R"(pci_busid="0001:10:00.0")",
-                      R"(pci_busid="10000:10:00.0")", R"(pci_busid="0000:11:00.0")"}),
+  EXPECT_EQ(note_of({R"(pci_busid="0000:10:00.0")", R"(pci_busid="0000:10:00.1")", R"(pci_busid="0001:10:00.0")",
+                     R"(pci_busid="10000:10:00.0")", R"(pci_busid="0000:11:00.0")"}),
             "");
-  std::string e = error_of({R"(pci_busid="0000:10:00.0")", R"(pci_busid="0000:10:01.0")", R"(pci_busid="0000:10:00.0")"});
+  std::string e = note_of({R"(pci_busid="0000:10:00.0")", R"(pci_busid="0000:10:01.0")", R"(pci_busid="0000:10:00.0")"});
   EXPECT_NE(e.find("t.xml:7: duplicate PCI device 0000:10:00.0"), std::string::npos) << e;
-  e = error_of({R"(pci_busid="0000:10:1C.0")", R"(pci_busid="0000:10:1c.0")"});  // same address, other case
+  e = note_of({R"(pci_busid="0000:10:1C.0")", R"(pci_busid="0000:10:1c.0")"});  // same address, other case
   EXPECT_NE(e.find("duplicate PCI device 0000:10:1c.0"), std::string::npos) << e;
-  e = error_of({R"(pci_busid="0001a:10:00.0")", R"(pci_busid="001a:10:00.0")"});  // one domain, 5 and 4 digits
+  e = note_of({R"(pci_busid="0001a:10:00.0")", R"(pci_busid="001a:10:00.0")"});  // one domain, 5 and 4 digits
   EXPECT_NE(e.find("duplicate PCI device"), std::string::npos) << e;
 }
 

@@ -30,7 +30,21 @@ struct PathInfo {
   std::vector<int> ports_a, ports_b;  // bridges strictly below the meeting point
 };
 
+// NVLink between two GPUs, as the input states it (or infers it from NVSwitches in the PCI tree).
+struct NvLinkPath {
+  bool linked = false;
+  bool via_switch = false;
+  bool inferred = false;  // from NVSwitch devices in the PCI tree, not from a link list
+  int links = 0;          // nvidia-smi's NV#; 0 unknown
+  uint64_t bandwidth_mbps = 0;
+};
+
 PathInfo classify(const Topology& t, int a, int b, const Knowledge& k);
+// nvswitch_on_bus: nvswitch_on_pci_bus(t), computed once per node.
+bool nvswitch_on_pci_bus(const Topology& t);
+NvLinkPath nvlink_between(const Topology& t, int a, int b, bool nvswitch_on_bus);
+// "NV12", "NV" (count unknown), or "" when not linked: nvidia-smi's matrix cell.
+std::string nvlink_cell(const NvLinkPath& l);
 const char* to_string(PathClass c);
 const char* to_string(CudaCase c);
 
@@ -48,6 +62,7 @@ struct PairResult {
   int a = -1, b = -1;  // device indices
   std::string label_a, label_b;
   PathInfo path;
+  NvLinkPath nvlink;  // GPU-GPU pairs only
   Verdict verdict = Verdict::Optimal;
   std::vector<Finding> findings;
 };
@@ -65,6 +80,7 @@ struct Report {
   std::vector<PairResult> pairs;
   std::vector<Finding> node_findings;  // node-wide remarks (severity Optimal = note)
   Verdict worst = Verdict::Optimal;
+  bool virtual_machine = false;  // hypervisor flag, cloud DMI, provider file or emulated PCI functions
   int exit_code() const;  // 0 optimal, 1 degraded/unreliable, 2 blocked
   // Path class between two labelled devices (GPU, NIC, NVMe; a != b). Each
   // pair is classified once: check() fills the table for the pairs it checks,

@@ -10,6 +10,10 @@
 namespace gdrpeer::topo {
 
 void probe_cuda(Software& sw);
+// Ask NVML (dlopen'ed libnvidia-ml.so.1) for each GPU's active NVLinks and where they
+// lead (another GPU or an NVSwitch): adds them to t.nvlinks. Live mode, with --cuda.
+// Returns "" or why NVML could not be asked (the caller notes it).
+std::string probe_nvlink(Topology& t);
 // The probe's answers as the text file a snapshot carries ("gdrpeer-snapshot/cuda-probe").
 std::string cuda_probe_text(const Software& sw);
 // Parse that text back (used by the sysfs parser for snapshots).

@@ -95,6 +95,16 @@ struct Knowledge {
   std::vector<std::string> rdma_name_patterns;
   std::vector<std::string> gpu_name_include, gpu_name_exclude;
   std::vector<std::string> nvme_name_include, nvme_name_exclude;
+  // Display functions that are a BMC's console, not a GPU ("vvvv" or "vvvv:dddd"),
+  // and names of network functions that carry no RDMA (BlueField's SoC management port).
+  std::vector<std::pair<uint16_t, std::optional<uint16_t>>> bmc_vga_ids;
+  std::vector<std::string> bmc_vga_name_patterns, not_rdma_name_patterns;
+  // PCI functions only a hypervisor presents (virtio, QEMU's bridges and chipsets).
+  std::vector<std::pair<uint16_t, std::optional<uint16_t>>> virtual_ids;
+  std::vector<std::string> virtual_name_patterns;
+
+  // "BDF (what)" of the first emulated PCI function, "" on bare metal (as far as the PCI tree tells).
+  std::string virtual_hardware(const Topology& t) const;
 
   // Loads every file; throws DataError naming the file on malformed data.
   static Knowledge load(const std::string& dir);

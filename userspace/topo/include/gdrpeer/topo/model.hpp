@@ -120,6 +120,7 @@ enum class IommuMode { Unknown, Off, Identity, Translating, Mixed };
 struct Software {
   bool inspected = false;  // true for live sysfs / snapshots
   std::vector<std::string> modules;
+  bool modules_known = false;  // /proc/modules (or /sys/module) was in the input
   std::vector<std::string> memory_peers;  // /sys/kernel/mm/memory_peers/*
   bool memory_peers_dir = false;
   std::string kernel_release;
@@ -137,6 +138,18 @@ struct Software {
   std::vector<CudaGpu> cuda;
 };
 
+// One NVLink connection an input states: from a GPU to another GPU or to an
+// NVSwitch. GPU-GPU peer traffic between two GPUs linked directly, or both
+// linked to NVSwitches, goes over NVLink, not over the PCIe path.
+struct NvLink {
+  int gpu = -1;            // device index of the GPU end
+  int peer = -1;           // device index of the other end, -1 when it is not in the PCI tree
+  std::string peer_bdf;    // the other end's address as the input gives it
+  bool peer_is_switch = false;
+  int links = 0;           // bonded links (nvidia-smi's NV#); 0 unknown
+  uint64_t bandwidth_mbps = 0;  // hwloc's NVLinkBandwidth value; 0 unknown
+};
+
 struct Topology {
   std::string source;  // file or directory the model came from
   std::string format;  // "sysfs", "snapshot", "lspci", "hwloc", "nccl-xml"
@@ -151,6 +164,8 @@ struct Topology {
   bool placeholder_switches = false;  // NCCL topology files with ffff:ff:xx.x switches
   int numa_nodes = 0;                 // 0 = unknown
   std::vector<std::string> notes;     // parser remarks worth showing the operator
+  std::vector<NvLink> nvlinks;
+  bool nvlink_known = false;          // the input tells NVLink (even that there is none)
 
   int find(const std::string& bdf) const;
   // Add or find a host bridge by name; returns its index.

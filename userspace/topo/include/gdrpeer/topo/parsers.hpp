@@ -30,7 +30,7 @@ Topology parse_hwloc_xml(std::string_view text, const std::string& name);
 // NCCL topology XML (NCCL_TOPO_DUMP_FILE output and NCCL_TOPO_FILE inputs).
 Topology parse_nccl_xml(std::string_view text, const std::string& name);
 
-enum class InputFormat { Unknown, SysfsDir, SnapshotTar, Lspci, HwlocXml, NcclXml };
+enum class InputFormat { Unknown, SysfsDir, SnapshotTar, Lspci, HwlocXml, NcclXml, Bzip2 };
 // Guess the format of a file's contents (a directory is SysfsDir, decided by the caller).
 InputFormat detect_format(std::string_view bytes);
 const char* to_string(InputFormat f);

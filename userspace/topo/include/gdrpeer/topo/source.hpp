@@ -77,7 +77,13 @@ struct TarEntry {
 std::vector<TarEntry> parse_tar(const std::string& bytes, const std::string& name);
 std::string write_tar(const std::vector<TarEntry>& entries);
 
+// A tar archive as gdrpeer snapshot writes it, or as hwloc-gather-topology does
+// (everything inside one folder named after the node: read as if it were the top).
 std::unique_ptr<FileSource> make_tar_source(const std::string& bytes, const std::string& name);
+
+// A bzip2 stream decompressed (hwloc-gather-topology writes NODE.tar.bz2); throws
+// InputError naming `name` when it is corrupt, truncated or larger than max_bytes.
+std::string bunzip2(std::string_view bytes, const std::string& name, size_t max_bytes = size_t{1} << 30);
 
 // Forwards to `inner` and remembers every path it answered, to write a snapshot.
 class RecordingSource : public FileSource {
