@@ -151,7 +151,7 @@ def main():
         return 0
 
     t0 = time.monotonic()
-    scratch = Scratch(Path(args.build), args.jobs)
+    scratch = Scratch(Path(args.build).resolve(), args.jobs)
     scratch.prepare()
     log(f"mutation: building the unmutated tests in {scratch.build}")
     ok, out = scratch.build_targets(scratch.targets())

@@ -666,3 +666,115 @@ TEST(TruthBars, Bar1SizeAgainstTheTableThresholdAndBarFlags) {
 
 }  // namespace
 }  // namespace gdrpeer::topo
+
+namespace gdrpeer::topo {
+namespace {
+
+// ---- roles: only network-class functions are RDMA NICs ----------------------
+
+TEST(TruthRoles, RdmaNicsAreNetworkClassFunctionsOfKnownIds) {
+  // devices.json: a NIC is a function of an RDMA NIC id (or bound to an RDMA device) whose
+  // PCI class is network (0x02); the other functions of the same chips (BlueField's DMA
+  // engine and management functions, EFA's non-network functions) are not.
+  struct Case {
+    uint16_t vendor, device;
+    uint32_t cls;
+    const char* rdma_name;
+    Role want;
+  };
+  const Case cases[] = {
+      {0x15b3, 0x1021, 0x020700, "", Role::NIC},        // ConnectX-7, InfiniBand class
+      {0x15b3, 0x1021, 0x020000, "", Role::NIC},        // ConnectX-7, Ethernet class
+      {0x15b3, 0xc2d5, 0x080100, "", Role::None},       // BlueField DMA function
+      {0x1d0f, 0xefa1, 0x020000, "", Role::NIC},        // EFA (device mask efa0/fff0)
+      {0x1d0f, 0xefa1, 0x088000, "", Role::None},       // same id, system peripheral class
+      {0x1d0f, 0xec20, 0x020000, "", Role::None},       // ENA: Ethernet, not RDMA
+      {0x14e4, 0x1750, 0x020000, "", Role::NIC},        // Broadcom Thor (bnxt_re)
+      {0x14e4, 0x1750, 0x088000, "", Role::None},
+      {0x8086, 0x1234, 0x020000, "rdmap1s0", Role::NIC},  // bound to an RDMA device
+      {0x8086, 0x1234, 0x088000, "rdmap1s0", Role::None},
+      {0x10de, 0x2330, 0x030200, "", Role::GPU},
+      {0x10de, 0x22a3, 0x068000, "", Role::None},       // NVSwitch: bridge-class, not a GPU
+  };
+  for (const auto& c : cases) {
+    Topology t;
+    t.format = "test";
+    Device d;
+    d.bdf = "0000:01:00.0";
+    d.host_bridge = t.host_bridge_index("0000:01");
+    d.ids_known = d.class_known = true;
+    d.vendor = c.vendor;
+    d.device = c.device;
+    d.class_code = c.cls;
+    d.rdma_name = c.rdma_name;
+    t.devices.push_back(d);
+    t.finalize();
+    assign_roles(t, kb());
+    char what[64];
+    std::snprintf(what, sizeof what, "%04x:%04x class %06x %s", c.vendor, c.device, c.cls, c.rdma_name);
+    EXPECT_EQ(t.devices[0].role, c.want) << what;
+  }
+}
+
+// ---- hwloc: NUMA locality of host bridges, both XML layouts ------------------
+
+std::string hwloc_node(bool hwloc2) {
+  // Node 0: GPU under root port 00:01.0, NIC A under host bridge 40; node 1: NIC B under host bridge 80.
+  auto io = [](const char* hb, const char* rp, const char* dev, const char* type) {
+    return std::string("<object type=\"Bridge\" bridge_type=\"0-1\" depth=\"0\" bridge_pci=\"0000:[") + hb + "]\">\n"
+           "<object type=\"Bridge\" bridge_type=\"1-1\" depth=\"1\" bridge_pci=\"0000:[" + hb + "]\" pci_busid=\"" + rp +
+           "\" pci_type=\"0604 [1022:14ab] [0000:0000] 00\" pci_link_speed=\"0.000000\">\n"
+           "<object type=\"PCIDev\" pci_busid=\"" + dev + "\" pci_type=\"" + type + "\" pci_link_speed=\"31.5\"/>\n"
+           "</object>\n</object>\n";
+  };
+  const std::string gpu = io("01-01", "0000:00:01.0", "0000:01:00.0", "0302 [10de:2330] [10de:16c1] a1");
+  const std::string nic_a = io("41-41", "0000:40:01.0", "0000:41:00.0", "0207 [15b3:1021] [15b3:0041] 00");
+  const std::string nic_b = io("81-81", "0000:80:01.0", "0000:81:00.0", "0207 [15b3:1021] [15b3:0041] 00");
+  std::string x = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  if (hwloc2) {
+    // hwloc 2: NUMA nodes are memory children; I/O hangs below the package.
+    x += "<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n<topology version=\"2.0\">\n"
+         "<object type=\"Machine\" os_index=\"0\" cpuset=\"0x0000000f\" nodeset=\"0x00000003\">\n"
+         "<object type=\"Package\" os_index=\"0\" cpuset=\"0x00000003\" nodeset=\"0x00000001\">\n"
+         "<object type=\"NUMANode\" os_index=\"0\" cpuset=\"0x00000003\" nodeset=\"0x00000001\"/>\n" +
+         gpu + nic_a +
+         "</object>\n<object type=\"Package\" os_index=\"1\" cpuset=\"0x0000000c\" nodeset=\"0x00000002\">\n"
+         "<object type=\"NUMANode\" os_index=\"1\" cpuset=\"0x0000000c\" nodeset=\"0x00000002\"/>\n" +
+         nic_b + "</object>\n</object>\n</topology>\n";
+  } else {
+    // hwloc 1: the NUMA node encloses its package and its I/O.
+    x += "<!DOCTYPE topology SYSTEM \"hwloc.dtd\">\n<topology>\n"
+         "<object type=\"Machine\" os_index=\"0\" cpuset=\"0x0000000f\" nodeset=\"0x00000003\">\n"
+         "<object type=\"NUMANode\" os_index=\"0\" cpuset=\"0x00000003\" nodeset=\"0x00000001\">\n"
+         "<object type=\"Package\" os_index=\"0\" cpuset=\"0x00000003\" nodeset=\"0x00000001\"/>\n" +
+         gpu + nic_a +
+         "</object>\n<object type=\"NUMANode\" os_index=\"1\" cpuset=\"0x0000000c\" nodeset=\"0x00000002\">\n"
+         "<object type=\"Package\" os_index=\"1\" cpuset=\"0x0000000c\" nodeset=\"0x00000002\"/>\n" +
+         nic_b + "</object>\n</object>\n</topology>\n";
+  }
+  return x;
+}
+
+TEST(TruthHwloc, HostBridgesTakeTheNumaNodeTheyHangBelowInBothLayouts) {
+  for (bool hwloc2 : {true, false}) {
+    SCOPED_TRACE(hwloc2 ? "hwloc 2" : "hwloc 1");
+    Topology t = parse_hwloc_xml(hwloc_node(hwloc2), "node.xml");
+    assign_roles(t, kb());
+    EXPECT_EQ(t.numa_nodes, 2);
+    const int gpu = t.find("0000:01:00.0"), a = t.find("0000:41:00.0"), b = t.find("0000:81:00.0");
+    ASSERT_TRUE(gpu >= 0 && a >= 0 && b >= 0);
+    EXPECT_EQ(t.devices[gpu].role, Role::GPU);
+    EXPECT_EQ(t.devices[a].role, Role::NIC);
+    EXPECT_EQ(t.host_bridges[t.devices[t.devices[gpu].parent].host_bridge].numa, 0);
+    EXPECT_EQ(t.host_bridges[t.devices[t.devices[b].parent].host_bridge].numa, 1);
+    PathInfo node = classify(t, gpu, a, kb());
+    EXPECT_EQ(node.cls, PathClass::NODE);
+    EXPECT_FALSE(node.numa_guessed);
+    EXPECT_EQ(classify(t, gpu, b, kb()).cls, PathClass::SYS);
+    EXPECT_EQ(classify(t, b, gpu, kb()).cls, PathClass::SYS);
+    EXPECT_EQ(classify(t, a, b, kb()).cls, PathClass::SYS);
+  }
+}
+
+}  // namespace
+}  // namespace gdrpeer::topo

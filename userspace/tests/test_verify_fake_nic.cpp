@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -33,6 +34,7 @@ struct Faults {
   int reg_dmabuf_errno = 0;  // ibv_reg_dmabuf_mr fails with this errno
   Op bad_status = Op::none;  // this operation completes with IBV_WC_REM_ACCESS_ERR
   Op lost = Op::none;        // this operation never completes
+  Op dropped = Op::none;     // this operation completes successfully and moves no data
   int post_send_errno = 0;
   int modify_errno = 0;      // ibv_modify_qp to RTS fails with this errno
   bool no_cq = false;        // ibv_create_cq fails (ENOMEM)
@@ -48,6 +50,7 @@ struct FakeNic {
   ibv_cq cq{};
   ibv_qp qp[2]{};
   std::vector<std::unique_ptr<ibv_mr>> mrs;
+  std::map<uint32_t, int> access;  // per key: the access flags it was registered with
   std::deque<ibv_wc> completions;
   struct Recv {
     uint64_t wr_id, addr;
@@ -55,12 +58,15 @@ struct FakeNic {
   };
   std::deque<Recv> receives;
   int registrations = 0;  // of ibv_reg_mr: the first is the memory under test
+  uint64_t dmabuf_offset = ~0ull;  // what ibv_reg_dmabuf_mr was given
+  size_t dmabuf_length = 0;
   int open_mrs = 0, open_qps = 0;
   bool cq_open = false, pd_open = false, ctx_open = false;
 };
 FakeNic* nic = nullptr;
 
 void deliver(Op op, uint8_t* dst, const uint8_t* src, size_t len) {
+  if (nic->faults.dropped == op) return;
   std::memcpy(dst, src, len);
   if (nic->faults.corrupt == op && nic->faults.corrupt_at < len) dst[nic->faults.corrupt_at] ^= 0x5a;
 }
@@ -75,6 +81,20 @@ void complete(Op op, uint64_t wr_id, ibv_wc_opcode opcode, uint32_t len) {
   nic->completions.push_back(wc);
 }
 
+// The memory region a key names, and whether it grants `access` (as an HCA checks rkeys and lkeys).
+bool allowed(uint32_t key, int access) {
+  for (const auto& mr : nic->mrs)
+    if (mr->rkey == key) return (nic->access[key] & access) == access;
+  return false;
+}
+
+void refuse(uint64_t wr_id) {
+  ibv_wc wc{};
+  wc.wr_id = wr_id;
+  wc.status = IBV_WC_REM_ACCESS_ERR;
+  nic->completions.push_back(wc);
+}
+
 int fake_post_send(ibv_qp*, ibv_send_wr* wr, ibv_send_wr** bad) {
   if (nic->faults.post_send_errno) {
     *bad = wr;
@@ -86,10 +106,18 @@ int fake_post_send(ibv_qp*, ibv_send_wr* wr, ibv_send_wr** bad) {
     auto* remote = reinterpret_cast<uint8_t*>(wr->wr.rdma.remote_addr);
     switch (wr->opcode) {
       case IBV_WR_RDMA_WRITE:
+        if (!allowed(wr->wr.rdma.rkey, IBV_ACCESS_REMOTE_WRITE)) {
+          refuse(wr->wr_id);
+          break;
+        }
         deliver(Op::write, remote, local, len);
         complete(Op::write, wr->wr_id, IBV_WC_RDMA_WRITE, len);
         break;
       case IBV_WR_RDMA_READ:
+        if (!allowed(wr->wr.rdma.rkey, IBV_ACCESS_REMOTE_READ) || !allowed(wr->sg_list[0].lkey, IBV_ACCESS_LOCAL_WRITE)) {
+          refuse(wr->wr_id);
+          break;
+        }
         deliver(Op::read, local, remote, len);
         complete(Op::read, wr->wr_id, IBV_WC_RDMA_READ, len);
         break;
@@ -123,13 +151,14 @@ int fake_poll_cq(ibv_cq*, int n, ibv_wc* wc) {
   return got;
 }
 
-ibv_mr* new_mr(void* addr, size_t len) {
+ibv_mr* new_mr(void* addr, size_t len, int access) {
   auto mr = std::make_unique<ibv_mr>();
   mr->context = &nic->ctx;
   mr->pd = &nic->pd;
   mr->addr = addr;
   mr->length = len;
   mr->lkey = mr->rkey = static_cast<uint32_t>(0x100 + nic->mrs.size());
+  nic->access[mr->lkey] = access;
   nic->mrs.push_back(std::move(mr));
   ++nic->open_mrs;
   return nic->mrs.back().get();
@@ -160,19 +189,21 @@ const v::verbs::Api& fake_api() {
       nic->pd_open = false;
       return 0;
     };
-    a.reg_mr = [](ibv_pd*, void* addr, size_t len, int) -> ibv_mr* {
+    a.reg_mr = [](ibv_pd*, void* addr, size_t len, int access) -> ibv_mr* {
       if (nic->registrations++ == 0 && nic->faults.reg_errno) {
         errno = nic->faults.reg_errno;
         return nullptr;
       }
-      return new_mr(addr, len);
+      return new_mr(addr, len, access);
     };
-    a.reg_dmabuf_mr = [](ibv_pd*, uint64_t, size_t len, uint64_t iova, int, int) -> ibv_mr* {
+    a.reg_dmabuf_mr = [](ibv_pd*, uint64_t offset, size_t len, uint64_t iova, int, int access) -> ibv_mr* {
+      nic->dmabuf_offset = offset;
+      nic->dmabuf_length = len;
       if (nic->faults.reg_dmabuf_errno) {
         errno = nic->faults.reg_dmabuf_errno;
         return nullptr;
       }
-      return new_mr(reinterpret_cast<void*>(iova), len);
+      return new_mr(reinterpret_cast<void*>(iova), len, access);
     };
     a.dereg_mr = [](ibv_mr*) {
       --nic->open_mrs;
@@ -271,6 +302,8 @@ class FakeNicTest : public ::testing::Test {
   std::unique_ptr<FakeNic> nic_;
 };
 
+constexpr uint64_t kDmabufOffset = 3 * 4096;  // where the memory under test starts in its dma-buf
+
 // Memory under test in this process; `device` pretends it is device memory (a
 // gdrpeer BAR or GPU memory) for the registration rules, and may offer a dma-buf.
 class Buffer final : public v::MemorySource {
@@ -278,7 +311,7 @@ class Buffer final : public v::MemorySource {
   Buffer(size_t n, v::SourceKind k, bool with_dmabuf) : bytes_(n), kind_(k) {
     size_ = n;
     address_ = bytes_.data();
-    if (with_dmabuf) dmabuf_ = v::DmaBufRef{-1, 0};
+    if (with_dmabuf) dmabuf_ = v::DmaBufRef{-1, kDmabufOffset};
     else dmabuf_problem_ = "no dma-buf in this test";
   }
   v::SourceKind kind() const override { return kind_; }
@@ -318,7 +351,41 @@ TEST_F(FakeNicTest, CorrectHardwarePasses) {
       EXPECT_EQ(r.transfers[1].op, "RDMA READ");
       EXPECT_EQ(r.transfers[2].op, "SEND");
       EXPECT_EQ(v::exit_code_for({r}), v::kExitPass);
+      if (method == v::Method::dmabuf) {
+        EXPECT_EQ(nic->dmabuf_offset, kDmabufOffset);  // the memory's place in its dma-buf
+        EXPECT_EQ(nic->dmabuf_length, 4096u);
+      }
+      TearDown();
+      SetUp();
     }
+}
+
+TEST_F(FakeNicTest, ATransferThatMovesNothingFails) {
+  // The NIC reports success and leaves the destination as it was: the checker fills every
+  // destination with bytes that differ from what should arrive, so this cannot pass.
+  const std::pair<Op, const char*> ops[] = {{Op::write, "RDMA WRITE"}, {Op::read, "RDMA READ"}, {Op::send, "SEND"}};
+  for (const auto& [op, name] : ops) {
+    SCOPED_TRACE(name);
+    SetUp();
+    nic->faults.dropped = op;
+    Buffer target(4096, v::SourceKind::host, false);
+    auto r = loopback(target);
+    EXPECT_EQ(r.outcome, v::Outcome::fail) << r.reason;
+    EXPECT_TRUE(contains(r.reason, std::string(name) + ": 4096 of 4096 bytes differ")) << r.reason;
+    TearDown();
+  }
+  SetUp();
+}
+
+TEST_F(FakeNicTest, TheTargetIsRegisteredForWhatTheNicDoesToIt) {
+  // An HCA refuses an RDMA READ or WRITE whose memory region lacks the remote right: the
+  // fake does too, so a registration without it shows up as a failed transfer.
+  Buffer target(4096, v::SourceKind::host, false);
+  auto r = loopback(target);
+  EXPECT_EQ(r.outcome, v::Outcome::pass) << r.reason;
+  ASSERT_FALSE(nic->mrs.empty());
+  const int want = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  EXPECT_EQ(nic->access[nic->mrs[0]->rkey], want);
 }
 
 TEST_F(FakeNicTest, OneWrongByteInAnyTransferFails) {
