@@ -17,6 +17,7 @@ LSPCI = "userspace/topo/src/parse_lspci.cpp"
 HWLOC = "userspace/topo/src/parse_hwloc.cpp"
 NCCL = "userspace/topo/src/parse_nccl.cpp"
 KNOWLEDGE = "userspace/topo/src/knowledge.cpp"
+RENDER = "userspace/topo/src/render.cpp"
 LOOPBACK = "userspace/verify/loopback.cpp"
 ENGINE = "userspace/verify/engine.cpp"
 LIB = "userspace/lib/gdrpeer.cpp"
@@ -146,6 +147,13 @@ MUTANTS = [
     Mutant("roles-nic-any-class", KNOWLEDGE,
            "if (nic && d.class_known && d.base_class() != 0x02) nic = false;", "",
            TOPO, "BlueField DMA/bridge functions become RDMA NICs"),
+    # ---- outputs ----------------------------------------------------------------------------
+    Mutant("render-json-gdr-beyond-pxb", RENDER,
+           'e["nccl_gdr_default"] = p.path.nccl_gdr;', 'e["nccl_gdr_default"] = p.path.cls != PathClass::SYS;',
+           TOPO, "JSON says NCCL's GDR is on for PHB and NODE pairs"),
+    Mutant("render-text-gdr-pix-only", RENDER,
+           'pad(p.path.nccl_gdr ? "on" : "off", 10)', 'pad(p.path.cls == PathClass::PIX ? "on" : "off", 10)',
+           TOPO, "the text table says NCCL's GDR is off for PXB pairs"),
     # ---- verify -----------------------------------------------------------------------------
     Mutant("verify-read-compares-source", LOOPBACK,
            'compare("RDMA READ", dst, pattern.data(), n)', 'compare("RDMA READ", src, pattern.data(), n)',

@@ -12,6 +12,7 @@ import argparse
 import filecmp
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -202,8 +203,10 @@ def main():
 
     total = time.monotonic() - t0
     judged = len(results) + len(survived)
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     log(f"mutation: {len(results)}/{judged} mutants killed, {len(survived)} survived, "
-        f"{len(errors)} errors in the list; {total:.0f} s in all ({t_base:.0f} s baseline build)")
+        f"{len(errors)} errors in the list; {total:.0f} s in all ({t_base:.0f} s baseline build), "
+        f"{ru.ru_utime + ru.ru_stime:.0f} s of CPU time in builds and tests")
     for e in errors:
         log(f"  list error: {e}")
     return 1 if survived or errors else 0

@@ -16,6 +16,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
+#include <sstream>
 #include <map>
 #include <stdexcept>
 #include <nlohmann/json.hpp>
@@ -360,6 +362,16 @@ TEST(TruthClass, EveryClassGivesNcclDefaultCudaCaseAndPathRule) {
     EXPECT_EQ((*e)["class"], to_string(w.cls));
     EXPECT_EQ((*e)["nccl_gdr_default"], w.gdr);
     EXPECT_EQ((*e)["cuda_case"], to_string(w.cuda));
+    EXPECT_EQ((*e)["verdict"], to_string(p->verdict));
+    // And so does the text table: class, CUDA case, NCCL GDR on/off, verdict.
+    const std::string text = render_matrix(r, false);
+    const std::string row = "  " + p->label_a + " - " + p->label_b + " ";
+    const size_t at = text.find(row);
+    ASSERT_NE(at, std::string::npos) << text;
+    std::istringstream cells(text.substr(at + row.size(), text.find('\n', at) - at - row.size()));
+    std::vector<std::string> got{std::istream_iterator<std::string>(cells), std::istream_iterator<std::string>()};
+    const std::vector<std::string> want{to_string(w.cls), to_string(w.cuda), w.gdr ? "on" : "off", to_string(p->verdict)};
+    EXPECT_EQ(got, want) << text;
   }
   EXPECT_EQ(r.exit_code(), 1);
 }
