@@ -20,6 +20,7 @@
 #include <sstream>
 #include <map>
 #include <stdexcept>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "gdrpeer/topo/check.hpp"
@@ -785,6 +786,66 @@ TEST(TruthHwloc, HostBridgesTakeTheNumaNodeTheyHangBelowInBothLayouts) {
     EXPECT_EQ(classify(t, gpu, b, kb()).cls, PathClass::SYS);
     EXPECT_EQ(classify(t, b, gpu, kb()).cls, PathClass::SYS);
     EXPECT_EQ(classify(t, a, b, kb()).cls, PathClass::SYS);
+  }
+}
+
+}  // namespace
+}  // namespace gdrpeer::topo
+
+namespace gdrpeer::topo {
+namespace {
+
+// ---- pair kinds: GPU-GPU and GPU-NVMe beyond the switch ------------------------
+
+TEST(TruthRules, GpuGpuAndGpuNvmeThroughTheRootComplexAndAcrossSockets) {
+  // Two GPUs and an NVMe drive on root ports of node 0, a GPU and a drive on node 1.
+  // A root complex known good for P2P (EPYC Genoa) leaves GPU-GPU and GPU-NVMe PHB
+  // pairs optimal (NCCL's GDR level concerns NICs only); across sockets they are degraded.
+  // With a CPU the tables do not know, the PHB pairs are degraded: P2P there is unverified.
+  for (bool known_cpu : {true, false}) {
+    SCOPED_TRACE(known_cpu ? "EPYC Genoa" : "unknown CPU");
+    Builder b;
+    b.node.numa_nodes = 2;
+    if (!known_cpu) b.node.cpuinfo = "vendor_id\t: HygonGenuine\ncpu family\t: 24\nmodel\t\t: 1\nmodel name\t: Hygon C86 7285\n";
+    std::string g0 = b.endpoint_below(b.root_port(0x00, 1), true);
+    std::string g1 = b.endpoint_below(b.root_port(0x00, 2), true);
+    std::string g2 = b.endpoint_below(b.root_port(0x80, 1, 1), true, 1);
+    auto nvme = [&](const std::string& port, int numa) {
+      std::string a = Builder::addr(0, b.secondary(port), 0);
+      b.add(a, port, 0x144d, 0xa80a, 0x010802, testing::kEndpoint, -1, numa);
+      return a;
+    };
+    std::string d0 = nvme(b.root_port(0x00, 3), 0);
+    std::string d1 = nvme(b.root_port(0x80, 2, 1), 1);
+    Topology t = from_fake(b.node);
+    CheckOptions o;
+    o.gpu_nvme = true;
+    Report r = check(t, kb(), o);
+    auto pair = [&](const std::string& x, const std::string& y) -> const PairResult& {
+      for (const auto& p : r.pairs)
+        if (t.devices[p.a].bdf == x && t.devices[p.b].bdf == y) return p;
+      throw std::runtime_error("no pair " + x + " " + y);
+    };
+    const Verdict phb = known_cpu ? Verdict::Optimal : Verdict::Degraded;
+    for (const auto& [x, y] : {std::pair{g0, g1}, std::pair{g0, d0}}) {
+      SCOPED_TRACE(x + " - " + y);
+      const PairResult& p = pair(x, y);
+      EXPECT_EQ(p.path.cls, PathClass::PHB);
+      EXPECT_FALSE(p.path.nccl_gdr);
+      EXPECT_EQ(p.verdict, phb);
+      EXPECT_EQ(has_rule(p, "path-root-complex"), !known_cpu);
+    }
+    for (const auto& [x, y, fix] : {std::tuple{g0, g2, "keep P2P peers on one socket"},
+                                    std::tuple{g0, d1, "place the NVMe drive on the GPU's socket (NUMA node 0)"}}) {
+      SCOPED_TRACE(x + " - " + y);
+      const PairResult& p = pair(x, y);
+      EXPECT_EQ(p.path.cls, PathClass::SYS);
+      EXPECT_EQ(p.verdict, Verdict::Degraded);
+      const Finding* f = finding(p, "path-sys");
+      ASSERT_TRUE(f);
+      EXPECT_NE(f->fix.find(fix), std::string::npos) << f->fix;
+    }
+    EXPECT_EQ(pair(g0, d0).label_b, "NVME0");
   }
 }
 
