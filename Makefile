@@ -7,6 +7,7 @@
 #   make test-kernels    boot all four guest kernels (5.10 6.1 6.12 7.2) and load gdrpeer.ko
 #   make test-debug      the driver's campaign on the debug kernel (KASAN, lockdep, ...): selftests,
 #                        race tests, 1,000,000-op fuzzer, hot-unplug, kill -9 (builds it once)
+#   make test-mutants    plant each bug of tests/mutation/mutants.py; every one must fail a host test
 #   make kernel-check    W=1 + sparse build of the kernel code against VM_KERNEL's headers
 
 VM_KERNEL ?= 6.1
@@ -113,10 +114,17 @@ demo: deps guest
 
 test: deps guest vm-qemu
 	cd $(BUILD)/userspace && ctest --output-on-failure -j$(JOBS)
+	$(MAKE) test-mutants
 	$(MAKE) fuzz
 	$(MAKE) kernel-check
 	VM_KERNEL=$(VM_KERNEL) GDRPEER_BIN=$(BUILD)/bin/gdrpeer PYTHONPATH=$(CURDIR)/tests \
 		$(PYTHON) -m pytest -ra tests $(PYTEST_ARGS)
+
+# Mutation check (host only): each bug listed in tests/mutation/mutants.py is planted in a scratch
+# copy of the sources (build/mutants), rebuilt incrementally at -O0, and the fast host tests run;
+# a bug no test notices, or a list entry whose code is gone, fails the target. docs/tests.md.
+test-mutants: deps
+	$(PYTHON) tests/mutation/run.py --build $(BUILD)/mutants --jobs $(JOBS)
 
 # Every guest kernel: build the modules for 5.10, 6.1, 6.12 and 7.2, boot each, load gdrpeer;
 # then real verbs traffic into gdrpeer memory on the other kernels the dma-buf rxe follows
@@ -150,10 +158,11 @@ test-debug: deps userspace selftests debug-kernel
 		$(PYTEST_ARGS)
 
 clean:
-	rm -rf $(BUILD)/userspace $(BUILD)/fuzz $(BUILD)/kcheck $(BUILD)/bin $(BUILD)/kmod $(BUILD)/runs
+	rm -rf $(BUILD)/userspace $(BUILD)/fuzz $(BUILD)/kcheck $(BUILD)/bin $(BUILD)/kmod $(BUILD)/runs \
+		$(BUILD)/mutants
 
 distclean:
 	rm -rf $(BUILD)
 
 .PHONY: all help deps module modules modules-stage vm-modules vm-kernel vm-qemu userspace selftests \
-	guest demo test test-kernels test-debug debug-kernel fuzz kernel-check clean distclean
+	guest demo test test-kernels test-debug debug-kernel test-mutants fuzz kernel-check clean distclean

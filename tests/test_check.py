@@ -19,6 +19,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 REF = REPO / "topology" / "reference"
 EXPECTED = sorted((REF / "expected").glob("*.json"))
+# docs/check.md, "Outputs and exit codes": anything else (a signal, an abort) is a crash.
+EXIT_CODES = {0, 1, 2, 64, 65, 66, 73}
 
 
 def gdrpeer_bin():
@@ -32,7 +34,8 @@ def run(*args, check_rc=None):
     env = dict(os.environ, GDRPEER_DATA_DIR=str(REPO / "topology"))
     p = subprocess.run([gdrpeer_bin(), *map(str, args)], capture_output=True, text=True, errors="replace",
                        env=env, timeout=120)
-    assert p.returncode >= 0, f"gdrpeer killed by signal {-p.returncode}: {p.stderr}"
+    assert p.returncode in EXIT_CODES, (f"gdrpeer exited {p.returncode} (not one of docs/check.md's "
+                                        f"exit codes {sorted(EXIT_CODES)}): {p.stderr}")
     if check_rc is not None:
         assert p.returncode == check_rc, f"rc={p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}"
     return p
@@ -118,6 +121,40 @@ def test_p4d_nccl_file_groups_two_gpus_and_a_nic_per_switch():
         g0, g1, nic = f"0000:{bus}:1c.0", f"0000:{bus}:1d.0", f"0000:{bus}:1b.0"
         assert by[(g0, nic)] == "PIX" and by[(g1, nic)] == "PIX" and by[(g0, g1)] == "PIX"
     assert by[("0000:10:1c.0", "0000:90:1b.0")] == "SYS"
+
+
+def test_azure_ndv4_every_gpu_has_its_own_gdr_nic():
+    """Microsoft Learn, ND A100 v4 series: eight A100 GPUs, "each GPU within the VM is provided with its
+    own dedicated, topology-agnostic 200 GB/s NVIDIA Mellanox HDR InfiniBand connection" that supports
+    GPU Direct RDMA: eight NICs, and each GPU has a NIC of its own with NCCL's GDR on."""
+    rc, j = check_json(REF / "azure-ndv4-topo.xml")
+    gpus = [d["label"] for d in j["devices"] if d["role"] == "gpu"]
+    nics = [d["label"] for d in j["devices"] if d["role"] == "nic"]
+    assert len(gpus) == 8 and len(nics) == 8
+    gdr = {g: {p["b"] for p in j["pairs"] if p["a"] == g and p["b"].startswith("NIC") and p["nccl_gdr_default"]}
+           for g in gpus}
+    # A distinct NIC per GPU: a matching of GPUs to GDR-on NICs exists (searched; 8 x 8 is small).
+    def match(i, used):
+        return i == len(gpus) or any(match(i + 1, used | {n}) for n in gdr[gpus[i]] - used)
+    assert match(0, frozenset()), gdr
+
+
+TRUTH_KINDS = {"independent", "partly independent", "regression baseline"}
+
+
+@pytest.mark.parametrize("exp", EXPECTED, ids=[e.name[:-5] for e in EXPECTED])
+def test_golden_files_say_where_their_truth_comes_from(exp):
+    """Each expected file states whether its classes come from a source other than gdrpeer (checked
+    against that source by the named tests) or are gdrpeer's own output kept as a regression baseline."""
+    e = json.loads(exp.read_text())
+    assert e["classes_truth"] in TRUTH_KINDS and e["verdicts_truth"] in TRUTH_KINDS
+    assert e["classes_source"].strip() and e["verdicts_source"].strip()
+    if e["classes_truth"] == "regression baseline":
+        assert e["classes_checked_by"] == []
+    else:
+        assert e["classes_checked_by"], f"{exp.name}: independent truth without a test that checks it"
+        for name in e["classes_checked_by"]:
+            assert callable(globals().get(name)), f"{exp.name}: no test {name} in {__file__}"
 
 
 def test_fleet_one_line_per_node_and_worst_exit():
@@ -348,6 +385,11 @@ PLAIN_FORMS = [
     [REF / "h100-node-snapshot.tar", "--cuda"],
     ["--bogus", P4D], [P4D, "check"],
 ]
+# Exit code of each form above (docs/check.md). `--nic` is greedy: in the --gpu/--nic form it takes
+# the dump too, so live sysfs is read and has no such GPU (64); `check` after a dump is a second input.
+PLAIN_FORM_EXIT = [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1,
+                   64, 64, 64, 64, 64, 1, 64, 64, 64, 66, 0, 64, 65]
+assert len(PLAIN_FORM_EXIT) == len(PLAIN_FORMS)
 
 
 @pytest.mark.parametrize("form", PLAIN_FORMS, ids=lambda f: " ".join(Path(str(a)).name for a in f) or "none")
@@ -356,4 +398,12 @@ def test_plain_command_line_reads_as_cli11_does(form):
     plain = run("check", "--data-dir", data, *form)
     cli11 = run("check", f"--data-dir={data}", *form)
     assert (plain.returncode, plain.stdout, plain.stderr) == (cli11.returncode, cli11.stdout, cli11.stderr)
-    assert plain.returncode >= 0
+    # Both readers agree; and what they agree on is what the form means: a report (0/1 from the
+    # dumps' verdicts, pinned by test_reference_verdicts), a usage error (64, stderr only), a missing
+    # (66) or malformed (65) input.
+    want = PLAIN_FORM_EXIT[PLAIN_FORMS.index(form)]
+    assert plain.returncode == want, (plain.returncode, plain.stderr)
+    if want == 64:
+        assert plain.stdout == "" and plain.stderr.strip(), plain.stdout
+    elif want in (0, 1):
+        assert plain.stdout.strip() and plain.stderr == "", plain.stderr

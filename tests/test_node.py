@@ -36,7 +36,10 @@ PROBE = {
     "numa": 'for d in $GDRPEER_GPU_BDF $GDRPEER_NIC_BDF; do '
             'echo "$d $(cat /sys/bus/pci/devices/$d/numa_node)"; done',
     "rxe": "ibv_devinfo -d rxe0",
-    "rc_loopback": "ibv_rc_pingpong -d rxe0 -g 0 -n 100 >/tmp/server.log 2>&1 & sleep 1; "
+    # The client starts once the server listens on its TCP port (18515 = 0x4853), not after a sleep.
+    "rc_loopback": "ibv_rc_pingpong -d rxe0 -g 0 -n 100 >/tmp/server.log 2>&1 & "
+                   "for i in $(seq 300); do cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | "
+                   "grep -q ':4853 [0-9A-F:]* 0A ' && break; sleep 0.1; done; "
                    "ibv_rc_pingpong -d rxe0 -g 0 -n 100 127.0.0.1; rc=$?; wait $!; src=$?; "
                    "echo '--- server'; cat /tmp/server.log; [ $rc = 0 ] && [ $src = 0 ]",
     # Write the pattern into BAR2 (memory decoding is off until a driver enables it).

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <string>
 
+#include "gdrpeer.h"  // GDRPEER_PROVIDER_*, GDRPEER_CAP_*
 #include "gdrpeer/gdrpeer.hpp"
 
 using gdrpeer::Device;
@@ -166,4 +167,47 @@ TEST(LibRaii, DefaultBufferRefusesWork) {
   EXPECT_THROW(b.export_dmabuf(), Error);
   EXPECT_THROW(b.query(), Error);
   EXPECT_NO_THROW(b.free());  // nothing to free
+}
+
+// What the driver's answers look like in words (the CLI and verify print these).
+TEST(LibInfo, BdfProviderCapsAndAbiInWords) {
+  gdrpeer::DeviceInfo d;
+  d.pci_domain = 0x10000;
+  d.pci_bus = 0xe0;
+  d.pci_dev = 0x1f;
+  d.pci_func = 7;
+  EXPECT_EQ(d.bdf(), "10000:e0:1f.7");
+  d.pci_domain = 0;
+  d.pci_bus = 1;
+  d.pci_dev = 0;
+  d.pci_func = 0;
+  EXPECT_EQ(d.bdf(), "0000:01:00.0");
+  d.provider = GDRPEER_PROVIDER_PCIBAR;
+  EXPECT_EQ(d.provider_name(), "pcibar");
+  d.provider = GDRPEER_PROVIDER_NVIDIA;
+  EXPECT_EQ(d.provider_name(), "nvidia");
+  d.provider = 7;
+  EXPECT_EQ(d.provider_name(), "provider 7");
+
+  gdrpeer::DriverInfo info;
+  info.caps = GDRPEER_CAP_DMABUF;
+  EXPECT_TRUE(info.can_export_dmabuf());
+  EXPECT_FALSE(info.can_mmap());
+  info.caps = GDRPEER_CAP_MMAP;
+  EXPECT_FALSE(info.can_export_dmabuf());
+  EXPECT_TRUE(info.can_mmap());
+  info.abi_version = (1u << 16) | 2u;
+  EXPECT_EQ(info.abi_string(), "1.2");
+  info.abi_version = (3u << 16);
+  EXPECT_EQ(info.abi_string(), "3.0");
+}
+
+TEST(LibArgs, DescribeBytesEveryUnit) {
+  EXPECT_EQ(gdrpeer::describe_bytes(0), "0 bytes");
+  EXPECT_EQ(gdrpeer::describe_bytes(1023), "1023 bytes");
+  EXPECT_EQ(gdrpeer::describe_bytes(1024), "1 KiB (1024 bytes)");
+  EXPECT_EQ(gdrpeer::describe_bytes(3ull << 30), "3 GiB (3221225472 bytes)");
+  EXPECT_EQ(gdrpeer::describe_bytes(1ull << 40), "1 TiB (1099511627776 bytes)");
+  EXPECT_EQ(gdrpeer::describe_bytes(2048ull << 40), "2048 TiB (2251799813685248 bytes)");
+  EXPECT_EQ(gdrpeer::describe_bytes((1ull << 30) + 4096), "1048580 KiB (1073745920 bytes)");
 }

@@ -36,6 +36,7 @@ struct FakeFn {
   int cap_speed = 4, cap_width = 16, sta_speed = 4, sta_width = 16;  // codes: 1=2.5 .. 5=32 GT/s
   bool acs = false;
   uint16_t acs_cap = 0x7f, acs_ctl = 0;
+  bool aer_before_acs = false;    // ACS second in the extended list, after AER (as on most ports)
   int numa = 0;
   int iommu_group = -1;
   std::string resource;           // sysfs "resource" text
@@ -71,9 +72,11 @@ inline std::string config_space(const FakeFn& f) {
     put32(0x4c, static_cast<uint32_t>(f.cap_speed) | (static_cast<uint32_t>(f.cap_width) << 4));
     put16(0x52, static_cast<uint32_t>(f.sta_speed) | (static_cast<uint32_t>(f.sta_width) << 4));
     if (f.acs) {
-      put32(0x100, 0x000d | (1u << 16));  // ACS, version 1, end of list
-      put16(0x104, f.acs_cap);
-      put16(0x106, f.acs_ctl);
+      const size_t at = f.aer_before_acs ? 0x148 : 0x100;
+      if (f.aer_before_acs) put32(0x100, 0x0001 | (1u << 16) | (0x148u << 20));  // AER -> ACS
+      put32(at, 0x000d | (1u << 16));  // ACS, version 1, end of list
+      put16(at + 4, f.acs_cap);
+      put16(at + 6, f.acs_ctl);
     }
   }
   return c;
@@ -96,6 +99,8 @@ struct FakeNode {
   std::string cpuinfo = "vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC 9374F\nphysical id\t: 0\n";
   std::string osrelease = "6.8.0\n";
   std::string nvidia_version;
+  std::vector<std::string> memory_peers;  // MOFED peer-memory clients (/sys/kernel/mm/memory_peers/*)
+  int numa_nodes = 0;                     // /sys/devices/system/node/node*; 0: no such folder
 
   std::vector<TarEntry> entries() const {
     std::vector<TarEntry> e;
@@ -130,6 +135,9 @@ struct FakeNode {
     file("/proc/sys/kernel/osrelease", osrelease);
     file("/proc/cmdline", "root=/dev/sda1\n");
     if (!nvidia_version.empty()) file("/proc/driver/nvidia/version", nvidia_version);
+    for (const auto& p : memory_peers) e.push_back({TarEntry::Type::Directory, "sys/kernel/mm/memory_peers/" + p, ""});
+    for (int i = 0; i < numa_nodes; ++i)
+      e.push_back({TarEntry::Type::Directory, "sys/devices/system/node/node" + std::to_string(i), ""});
     return e;
   }
 };

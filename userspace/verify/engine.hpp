@@ -14,6 +14,10 @@
 
 namespace gdrpeer::verify {
 
+namespace verbs {
+struct Api;
+}
+
 struct VerifyOptions {
   std::vector<SourceKind> sources;  // empty: every source this node has
   std::vector<std::string> devices;  // "rxe0" or "rxe0:1"; empty: every device, all ports
@@ -25,6 +29,7 @@ struct VerifyOptions {
   std::vector<size_t> bench_sizes;
   double bench_seconds = 0.2;
   std::function<void(const std::string&)> progress;  // may be empty
+  const verbs::Api* api = nullptr;  // tests: a fake libibverbs; nullptr: the real library
 };
 
 struct SourceReport {

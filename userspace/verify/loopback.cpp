@@ -563,7 +563,7 @@ ComboResult run_loopback(const RdmaDevice& device, const PortInfo& port, MemoryS
   res.port = port.port;
   res.method = method;
   std::string why;
-  const verbs::Api* api = verbs::load(&why);
+  const verbs::Api* api = opt.api != nullptr ? opt.api : verbs::load(&why);
   if (api == nullptr) {
     res.outcome = Outcome::unsupported;
     res.reason = why;

@@ -13,6 +13,10 @@
 
 namespace gdrpeer::verify {
 
+namespace verbs {
+struct Api;
+}
+
 struct LoopbackOptions {
   uint64_t seed = 1;
   int timeout_ms = 10000;  // per completion
@@ -20,6 +24,7 @@ struct LoopbackOptions {
   std::vector<size_t> bench_sizes;
   double bench_seconds = 0.2;  // per measurement
   std::function<void(const std::string&)> progress;  // may be empty
+  const verbs::Api* api = nullptr;  // libibverbs entry points; nullptr: load the real library
 };
 
 // Registers `target` with `method` on (device, port), runs RDMA WRITE into it,

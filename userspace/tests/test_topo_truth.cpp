@@ -1,0 +1,853 @@
+// The checker against independent truth, category by category, on synthetic
+// sysfs trees (and lspci text) built here:
+//  - path classes by nvidia-smi's definitions (PIX: at most one PCIe switch;
+//    PXB: several, not through the host bridge; PHB: through one host bridge;
+//    NODE: between host bridges of one NUMA node; SYS: across sockets), for
+//    every depth of either device, both argument orders and both roles;
+//  - NCCL's default GDR level (on up to PXB, off beyond) and CUDA's three
+//    cases, for every class;
+//  - ACS: each of the seven control bits alone, on every port of the peer
+//    path (PCIe base spec: Request Redirect, Completion Redirect and Egress
+//    Control send peer traffic up to the root complex; the other four do not);
+//  - IOMMU group types as kernels name them (DMA on 5.x, DMA-FQ on 6.x,
+//    identity, mixed): translating groups block, identity does not;
+//  - unknown NUMA on either side; the software and root-complex rules.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <iterator>
+#include <sstream>
+#include <map>
+#include <stdexcept>
+#include <tuple>
+#include <nlohmann/json.hpp>
+
+#include "gdrpeer/topo/check.hpp"
+#include "gdrpeer/topo/knowledge.hpp"
+#include "gdrpeer/topo/parsers.hpp"
+#include "gdrpeer/topo/source.hpp"
+#include "test_topo_support.hpp"
+
+namespace gdrpeer::topo {
+namespace {
+
+using testing::FakeFn;
+using testing::FakeNode;
+
+const Knowledge& kb() {
+  static Knowledge k = Knowledge::load(testing::data_dir());
+  return k;
+}
+
+Topology from_fake(const FakeNode& n) {
+  auto fs = make_tar_source(write_tar(n.entries()), "fake.tar");
+  Topology t = parse_sysfs(*fs, "fake.tar");
+  assign_roles(t, kb());
+  return t;
+}
+
+constexpr uint16_t kPlx = 0x10b5;  // PLX/Broadcom PEX 9797: a switch NCCL does not flatten
+
+// A synthetic node built port by port; bus numbers are handed out in order.
+struct Builder {
+  FakeNode node;
+  std::map<std::string, std::string> path;  // BDF -> sysfs directory
+  int next_bus = 1;
+
+  Builder() { node.modules = "nvidia 1 0 - Live 0x0\nnvidia_peermem 1 0 - Live 0x0\nib_core 1 0 - Live 0x0\n"; }
+
+  FakeFn& add(const std::string& bdf, const std::string& parent, uint16_t vendor, uint16_t device,
+              uint32_t cls, int port_type, int secondary, int numa) {
+    FakeFn f;
+    f.bdf = bdf;
+    f.sysfs_path = (parent.empty() ? "/sys/devices/pci" + bdf.substr(0, 7) : path.at(parent)) + "/" + bdf;
+    f.vendor = vendor;
+    f.device = device;
+    f.class_code = cls;
+    f.port_type = port_type;
+    f.secondary_bus = secondary;
+    f.numa = numa;
+    path[bdf] = f.sysfs_path;
+    node.fns.push_back(f);
+    return node.fns.back();
+  }
+  static std::string addr(int domain, int bus, int dev) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%04x:%02x:%02x.0", domain, bus, dev);
+    return b;
+  }
+  // A root port on host bridge `root_bus` (0x00, 0x80, ...); returns its BDF.
+  std::string root_port(int root_bus, int dev, int numa = 0) {
+    std::string b = addr(0, root_bus, dev);
+    int sec = root_bus + next_bus++;
+    add(b, "", 0x1022, 0x14ab, 0x060400, testing::kRootPort, sec, numa);
+    return b;
+  }
+  int secondary(const std::string& bridge) const {
+    for (const auto& f : node.fns)
+      if (f.bdf == bridge) return f.secondary_bus;
+    ADD_FAILURE() << "no bridge " << bridge;
+    return 0;
+  }
+  // A switch below `port`: its upstream port and `dsps` downstream ports; returns the downstream BDFs.
+  std::vector<std::string> switch_below(const std::string& port, int dsps, int numa = 0) {
+    std::string usp = addr(0, secondary(port), 0);
+    // Buses come from a wide counter so that nested switches never collide.
+    int inner = 0x10 * next_bus++ + 1;
+    add(usp, port, kPlx, 0x9797, 0x060400, testing::kUpstream, inner, numa);
+    std::vector<std::string> out;
+    for (int i = 0; i < dsps; ++i) {
+      std::string d = addr(0, inner, i);
+      add(d, usp, kPlx, 0x9797, 0x060400, testing::kDownstream, 0x10 * next_bus++ + 2, numa).acs = true;
+      out.push_back(d);
+    }
+    return out;
+  }
+  std::string endpoint_below(const std::string& port, bool gpu, int numa = 0) {
+    std::string b = addr(0, secondary(port), 0);
+    if (gpu) {
+      add(b, port, 0x10de, 0x2330, 0x030200, testing::kEndpoint, -1, numa).resource =
+          "0x00000000f8000000 0x00000000f8ffffff 0x0000000000040200\n"
+          "0x0000100000000000 0x0000100fffffffff 0x000000000014220c\n";
+    } else {
+      add(b, port, 0x15b3, 0x1021, 0x020700, testing::kEndpoint, -1, numa);
+    }
+    return b;
+  }
+  FakeFn& fn(const std::string& bdf) {
+    for (auto& f : node.fns)
+      if (f.bdf == bdf) return f;
+    throw std::runtime_error("no function " + bdf);
+  }
+};
+
+const PairResult& only_pair(const Report& r) {
+  EXPECT_EQ(r.pairs.size(), 1u);
+  return r.pairs.at(0);
+}
+
+bool has_rule(const PairResult& p, const std::string& rule) {
+  return std::any_of(p.findings.begin(), p.findings.end(), [&](const Finding& f) { return f.rule == rule; });
+}
+
+const Finding* finding(const PairResult& p, const std::string& rule) {
+  for (const auto& f : p.findings)
+    if (f.rule == rule) return &f;
+  return nullptr;
+}
+
+// ---- classes: switch depth on either side ---------------------------------
+
+// Below one root port, one switch; on each of two of its downstream ports a
+// chain of `extra_a` / `extra_b` further switches, then an endpoint. nvidia-smi:
+// PIX when both endpoints sit on downstream ports of that one switch, PXB as
+// soon as either side crosses a second switch.
+struct Branches {
+  Builder b;
+  std::string a, b_end;
+  std::vector<std::string> below_a, below_b;  // downstream ports below the meeting switch's upstream port
+  std::string meeting_usp, root;
+};
+
+Branches branches(int extra_a, int extra_b, bool gpu_on_a) {
+  Branches x;
+  x.root = x.b.root_port(0, 1);
+  auto top = x.b.switch_below(x.root, 2);
+  x.meeting_usp = Builder::addr(0, x.b.secondary(x.root), 0);
+  auto chain = [&](std::string port, int extra, std::vector<std::string>& below) {
+    below.push_back(port);
+    for (int i = 0; i < extra; ++i) {
+      port = x.b.switch_below(port, 1)[0];
+      below.push_back(port);
+    }
+    return port;
+  };
+  std::string pa = chain(top[0], extra_a, x.below_a);
+  std::string pb = chain(top[1], extra_b, x.below_b);
+  x.a = x.b.endpoint_below(pa, gpu_on_a);
+  x.b_end = x.b.endpoint_below(pb, !gpu_on_a);
+  return x;
+}
+
+TEST(TruthClass, SwitchDepthOnEitherSideBothOrdersBothRoles) {
+  for (int ea = 0; ea <= 2; ++ea)
+    for (int eb = 0; eb <= 2; ++eb)
+      for (bool gpu_on_a : {true, false}) {
+        SCOPED_TRACE("extra switches a=" + std::to_string(ea) + " b=" + std::to_string(eb) +
+                     (gpu_on_a ? " GPU on a" : " GPU on b"));
+        Branches x = branches(ea, eb, gpu_on_a);
+        Topology t = from_fake(x.b.node);
+        const PathClass want = ea == 0 && eb == 0 ? PathClass::PIX : PathClass::PXB;
+        const int ia = t.find(x.a), ib = t.find(x.b_end);
+        ASSERT_GE(ia, 0);
+        ASSERT_GE(ib, 0);
+        EXPECT_EQ(classify(t, ia, ib, kb()).cls, want);
+        EXPECT_EQ(classify(t, ib, ia, kb()).cls, want);
+        Report r = check(t, kb(), CheckOptions{});
+        const PairResult& p = only_pair(r);
+        EXPECT_EQ(p.path.cls, want);
+        EXPECT_TRUE(p.path.nccl_gdr);
+        EXPECT_EQ(p.verdict, Verdict::Optimal) << (p.findings.empty() ? "" : p.findings[0].reason);
+        EXPECT_EQ(r.exit_code(), 0);
+        // The matrix says the same from either row.
+        EXPECT_EQ(r.path_class(ia, ib), want);
+        EXPECT_EQ(r.path_class(ib, ia), want);
+      }
+}
+
+TEST(TruthClass, SwitchOnOneRootPortDeviceOnAnotherIsPhbBothWays) {
+  for (bool gpu_behind_switch : {true, false}) {
+    Builder b;
+    std::string rp1 = b.root_port(0, 1), rp2 = b.root_port(0, 2);
+    auto dsp = b.switch_below(rp1, 1);
+    std::string x = b.endpoint_below(dsp[0], gpu_behind_switch);
+    std::string y = b.endpoint_below(rp2, !gpu_behind_switch);
+    Topology t = from_fake(b.node);
+    EXPECT_EQ(classify(t, t.find(x), t.find(y), kb()).cls, PathClass::PHB);
+    EXPECT_EQ(classify(t, t.find(y), t.find(x), kb()).cls, PathClass::PHB);
+  }
+}
+
+TEST(TruthClass, TwoLevelBroadcomIsOneSwitchOnlyWhenBothLevelsAreBroadcom) {
+  // NCCL flattens Broadcom PEX Gen4/Gen5 two-level switches (both levels of the
+  // family); an inner Broadcom switch under a PLX switch stays two switches.
+  auto build = [](uint16_t outer_vendor, uint16_t outer_device, uint16_t outer_sd, bool gpu_deep) {
+    Topology t;
+    t.format = "test";
+    int hb = t.host_bridge_index("0000:00");
+    auto add = [&](const std::string& bdf, int parent, PortType pt, bool bridge, Role role, uint16_t v, uint16_t d, uint16_t sd) {
+      Device x;
+      x.bdf = bdf;
+      x.parent = parent;
+      x.host_bridge = parent < 0 ? hb : -1;
+      x.port = pt;
+      x.is_bridge = bridge;
+      x.role = role;
+      x.ids_known = true;
+      x.vendor = v;
+      x.device = d;
+      x.subsys_vendor = v;
+      x.subsys_device = sd;
+      t.devices.push_back(x);
+      return static_cast<int>(t.devices.size() - 1);
+    };
+    int rp = add("0000:00:01.0", -1, PortType::RootPort, true, Role::None, 0x1022, 1, 0);
+    int ua = add("0000:01:00.0", rp, PortType::SwitchUpstream, true, Role::None, outer_vendor, outer_device, outer_sd);
+    int da = add("0000:02:00.0", ua, PortType::SwitchDownstream, true, Role::None, outer_vendor, outer_device, outer_sd);
+    int da2 = add("0000:02:01.0", ua, PortType::SwitchDownstream, true, Role::None, outer_vendor, outer_device, outer_sd);
+    int ub = add("0000:03:00.0", da, PortType::SwitchUpstream, true, Role::None, 0x1000, 0xc010, 0xa064);
+    int db = add("0000:04:00.0", ub, PortType::SwitchDownstream, true, Role::None, 0x1000, 0xc010, 0xa064);
+    add("0000:05:00.0", db, PortType::Endpoint, false, gpu_deep ? Role::GPU : Role::NIC, 0x10de, 0x2330, 0);
+    add("0000:06:00.0", da2, PortType::Endpoint, false, gpu_deep ? Role::NIC : Role::GPU, 0x15b3, 0x1021, 0);
+    t.finalize();
+    return t;
+  };
+  for (bool gpu_deep : {true, false}) {
+    Topology both = build(0x1000, 0xc010, 0xa064, gpu_deep);
+    EXPECT_EQ(classify(both, both.find("0000:05:00.0"), both.find("0000:06:00.0"), kb()).cls, PathClass::PIX);
+    EXPECT_EQ(classify(both, both.find("0000:06:00.0"), both.find("0000:05:00.0"), kb()).cls, PathClass::PIX);
+    Topology mixed = build(kPlx, 0x9797, 0x9797, gpu_deep);
+    EXPECT_EQ(classify(mixed, mixed.find("0000:05:00.0"), mixed.find("0000:06:00.0"), kb()).cls, PathClass::PXB);
+    EXPECT_EQ(classify(mixed, mixed.find("0000:06:00.0"), mixed.find("0000:05:00.0"), kb()).cls, PathClass::PXB);
+  }
+}
+
+// ---- NUMA: NODE vs SYS, known or not on either side ------------------------
+
+struct NumaCase {
+  int gpu, nic, nodes;
+  PathClass cls;
+  bool guessed;
+};
+
+TEST(TruthNuma, TwoHostBridgesEveryCombinationOfKnownAndUnknown) {
+  const NumaCase cases[] = {
+      {0, 0, 2, PathClass::NODE, false},  {1, 1, 2, PathClass::NODE, false},
+      {0, 1, 2, PathClass::SYS, false},   {1, 0, 2, PathClass::SYS, false},
+      {-1, 1, 2, PathClass::NODE, true},  {1, -1, 2, PathClass::NODE, true},
+      {-1, 0, 2, PathClass::NODE, true},  {0, -1, 2, PathClass::NODE, true},
+      {-1, -1, 2, PathClass::NODE, true}, {-1, 0, 1, PathClass::NODE, false},
+      {0, -1, 1, PathClass::NODE, false}, {-1, -1, 0, PathClass::NODE, true},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE("GPU numa " + std::to_string(c.gpu) + ", NIC numa " + std::to_string(c.nic) + ", " +
+                 std::to_string(c.nodes) + " nodes");
+    Builder b;
+    b.node.numa_nodes = c.nodes;
+    std::string g = b.endpoint_below(b.root_port(0x00, 1, c.gpu), true, c.gpu);
+    std::string n = b.endpoint_below(b.root_port(0x80, 1, c.nic), false, c.nic);
+    Topology t = from_fake(b.node);
+    ASSERT_EQ(t.numa_nodes, c.nodes);
+    for (auto [x, y] : {std::pair{g, n}, std::pair{n, g}}) {
+      PathInfo p = classify(t, t.find(x), t.find(y), kb());
+      EXPECT_EQ(p.cls, c.cls);
+      EXPECT_EQ(p.numa_guessed, c.guessed);
+    }
+    Report r = check(t, kb(), CheckOptions{});
+    const PairResult& p = only_pair(r);
+    // EPYC Genoa (the fake's CPU): a good root complex, slow across sockets -- degraded either way.
+    EXPECT_EQ(p.verdict, Verdict::Degraded);
+    if (c.cls == PathClass::SYS) {
+      ASSERT_TRUE(finding(p, "path-sys"));
+      EXPECT_FALSE(has_rule(p, "path-root-complex"));
+    } else {
+      const Finding* f = finding(p, "path-root-complex");
+      ASSERT_TRUE(f);
+      EXPECT_NE(f->reason.find("(NODE)"), std::string::npos) << f->reason;
+      EXPECT_EQ(f->reason.find("could be SYS") != std::string::npos, c.guessed) << f->reason;
+    }
+  }
+}
+
+// ---- every class: NCCL's GDR default, CUDA's case, the path rule -----------
+
+TEST(TruthClass, EveryClassGivesNcclDefaultCudaCaseAndPathRule) {
+  // GPU0 and five NICs, one per class:
+  // on the GPU's switch (PIX), one switch further (PXB), on another root port (PHB),
+  // on another host bridge of node 0 (NODE), on node 1 (SYS). In BDF order the PHB
+  // NIC is NIC0: the nearest NIC that the SYS pair's fix names.
+  Builder b;
+  b.node.numa_nodes = 2;
+  std::string rp = b.root_port(0x00, 1);
+  auto dsp = b.switch_below(rp, 3);
+  std::string gpu = b.endpoint_below(dsp[0], true);
+  std::string pix = b.endpoint_below(dsp[1], false);
+  std::string pxb = b.endpoint_below(b.switch_below(dsp[2], 1)[0], false);
+  std::string phb = b.endpoint_below(b.root_port(0x00, 2), false);
+  std::string node = b.endpoint_below(b.root_port(0x40, 1), false);
+  std::string sys = b.endpoint_below(b.root_port(0x80, 1, 1), false, 1);
+  Topology t = from_fake(b.node);
+  Report r = check(t, kb(), CheckOptions{});
+  nlohmann::json j = nlohmann::json::parse(render_json(r));
+  struct Want {
+    std::string nic;
+    PathClass cls;
+    bool gdr;
+    CudaCase cuda;
+    const char* rule;  // the path finding, "" for none
+  };
+  const Want wants[] = {
+      {pix, PathClass::PIX, true, CudaCase::SwitchOnly, ""},
+      {pxb, PathClass::PXB, true, CudaCase::SwitchOnly, ""},
+      {phb, PathClass::PHB, false, CudaCase::RootComplex, "path-root-complex"},
+      {node, PathClass::NODE, false, CudaCase::RootComplex, "path-root-complex"},
+      {sys, PathClass::SYS, false, CudaCase::CpuInterconnect, "path-sys"},
+  };
+  ASSERT_EQ(r.pairs.size(), 5u);
+  for (const auto& w : wants) {
+    SCOPED_TRACE(std::string(to_string(w.cls)) + " " + w.nic);
+    const PairResult* p = nullptr;
+    for (const auto& x : r.pairs)
+      if (t.devices[x.b].bdf == w.nic) p = &x;
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->path.cls, w.cls);
+    EXPECT_EQ(p->path.nccl_gdr, w.gdr);
+    EXPECT_EQ(p->path.cuda, w.cuda);
+    const bool switched = w.cls == PathClass::PIX || w.cls == PathClass::PXB;
+    EXPECT_EQ(p->verdict, switched ? Verdict::Optimal : Verdict::Degraded);
+    if (*w.rule) {
+      const Finding* f = finding(*p, w.rule);
+      ASSERT_TRUE(f);
+      EXPECT_EQ(f->severity, Verdict::Degraded);
+      if (w.cls != PathClass::SYS) EXPECT_NE(f->fix.find("NCCL_NET_GDR_LEVEL=PHB"), std::string::npos) << f->fix;
+      else EXPECT_NE(f->fix.find("use NIC0"), std::string::npos) << f->fix;  // the GPU's better NIC
+    } else {
+      EXPECT_TRUE(p->findings.empty()) << p->findings[0].rule;
+    }
+    // The JSON carries the same, for both values of nccl_gdr_default.
+    const nlohmann::json* e = nullptr;
+    for (const auto& x : j["pairs"])
+      if (x["b_bdf"] == w.nic) e = &x;
+    ASSERT_TRUE(e);
+    EXPECT_EQ((*e)["class"], to_string(w.cls));
+    EXPECT_EQ((*e)["nccl_gdr_default"], w.gdr);
+    EXPECT_EQ((*e)["cuda_case"], to_string(w.cuda));
+    EXPECT_EQ((*e)["verdict"], to_string(p->verdict));
+    // And so does the text table: class, CUDA case, NCCL GDR on/off, verdict.
+    const std::string text = render_matrix(r, false);
+    const std::string row = "  " + p->label_a + " - " + p->label_b + " ";
+    const size_t at = text.find(row);
+    ASSERT_NE(at, std::string::npos) << text;
+    std::istringstream cells(text.substr(at + row.size(), text.find('\n', at) - at - row.size()));
+    std::vector<std::string> got{std::istream_iterator<std::string>(cells), std::istream_iterator<std::string>()};
+    const std::vector<std::string> want{to_string(w.cls), to_string(w.cuda), w.gdr ? "on" : "off", to_string(p->verdict)};
+    EXPECT_EQ(got, want) << text;
+  }
+  EXPECT_EQ(r.exit_code(), 1);
+}
+
+TEST(TruthRules, RootComplexQualityDecidesTheVerdictBeyondTheSwitch) {
+  // Broadwell-EP (family 6 model 79): P2P through the root complex is poor and
+  // not carried across QPI (root_complexes.json, from NVIDIA's and Intel's notes).
+  Builder b;
+  b.node.numa_nodes = 2;
+  b.node.cpuinfo = "vendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 79\nmodel name\t: Intel(R) Xeon(R) CPU E5-2698 v4\n";
+  std::string gpu = b.endpoint_below(b.root_port(0x00, 1), true);
+  std::string gpu2 = b.endpoint_below(b.root_port(0x80, 1, 1), true, 1);
+  std::string phb = b.endpoint_below(b.root_port(0x00, 2), false);
+  std::string sys = b.endpoint_below(b.root_port(0x80, 2, 1), false, 1);
+  Topology t = from_fake(b.node);
+  Report r = check(t, kb(), CheckOptions{});
+  auto pair = [&](const std::string& x, const std::string& y) -> const PairResult& {
+    for (const auto& p : r.pairs)
+      if (t.devices[p.a].bdf == x && t.devices[p.b].bdf == y) return p;
+    throw std::runtime_error("no pair " + x + " " + y);
+  };
+  EXPECT_EQ(pair(gpu, phb).path.cls, PathClass::PHB);
+  EXPECT_EQ(pair(gpu, phb).verdict, Verdict::Unreliable);
+  EXPECT_EQ(pair(gpu, sys).path.cls, PathClass::SYS);
+  EXPECT_EQ(pair(gpu, sys).verdict, Verdict::Unreliable);
+  EXPECT_EQ(pair(gpu, gpu2).path.cls, PathClass::SYS);
+  EXPECT_EQ(pair(gpu, gpu2).verdict, Verdict::Blocked);  // GPU P2P across QPI: not supported
+  EXPECT_EQ(r.exit_code(), 2);
+}
+
+// ---- ACS: each control bit alone, on each port of the path -----------------
+
+struct AcsBit {
+  uint16_t bit;
+  const char* lspci;  // the flag's name in lspci -vvv
+  bool redirects;
+};
+const AcsBit kAcsBits[] = {
+    {acs::kSourceValidation, "SrcValid", false}, {acs::kTranslationBlocking, "TransBlk", false},
+    {acs::kRequestRedirect, "ReqRedir", true},   {acs::kCompletionRedirect, "CmpltRedir", true},
+    {acs::kUpstreamForwarding, "UpstreamFwd", false}, {acs::kEgressControl, "EgressCtrl", true},
+    {acs::kDirectTranslated, "DirectTrans", false},
+};
+
+void expect_acs_verdict(const Topology& t, const AcsBit& bit, bool on_path, const std::string& port) {
+  Report r = check(t, kb(), CheckOptions{});
+  const PairResult& p = only_pair(r);
+  const bool redirected = bit.redirects && on_path;
+  EXPECT_EQ(has_rule(p, "acs-redirect"), redirected);
+  EXPECT_EQ(p.verdict, redirected ? Verdict::Unreliable : Verdict::Optimal);
+  EXPECT_EQ(r.exit_code(), redirected ? 1 : 0);
+  if (const Finding* f = finding(p, "acs-redirect")) {
+    EXPECT_NE(f->reason.find(std::string(bit.lspci) + "+"), std::string::npos) << f->reason;
+    EXPECT_NE(f->reason.find(port), std::string::npos) << f->reason;
+    EXPECT_NE(f->fix.find("setpci -s " + port), std::string::npos) << f->fix;
+  }
+}
+
+TEST(TruthAcs, EachControlBitAloneOnEveryPortOfASwitchPath) {
+  for (int ea : {0, 1})
+    for (const auto& bit : kAcsBits) {
+      Branches x = branches(ea, 0, true);
+      std::vector<std::pair<std::string, bool>> ports;  // port, on the peer path
+      for (const auto& p : x.below_a) ports.emplace_back(p, true);
+      for (const auto& p : x.below_b) ports.emplace_back(p, true);
+      ports.emplace_back(x.meeting_usp, false);  // the meeting switch's upstream port: traffic turns below it
+      ports.emplace_back(x.root, false);         // above the switch: not on the path
+      for (const auto& [port, on_path] : ports)
+        for (bool aer_first : {false, true}) {
+          SCOPED_TRACE(std::string(bit.lspci) + " on " + port + (aer_first ? " (after AER)" : "") +
+                       " extra switches " + std::to_string(ea));
+          Branches y = branches(ea, 0, true);
+          FakeFn& f = y.b.fn(port);
+          f.acs = true;
+          f.aer_before_acs = aer_first;
+          f.acs_ctl = bit.bit;
+          Topology t = from_fake(y.b.node);
+          const Device& d = t.devices[t.find(port)];
+          ASSERT_TRUE(d.acs_present);
+          ASSERT_EQ(d.acs_ctl, bit.bit);
+          expect_acs_verdict(t, bit, on_path, port);
+        }
+    }
+}
+
+TEST(TruthAcs, EveryRedirectBitFromLspciText) {
+  // The same switch as lspci -vvv prints it: bus numbers give the tree, ACSCtl the bits.
+  for (const auto& bit : kAcsBits)
+    for (int port : {0, 1}) {
+      SCOPED_TRACE(std::string(bit.lspci) + " on downstream port " + std::to_string(port));
+      auto flags = [&](int which) {
+        std::string s;
+        for (const auto& b : kAcsBits)
+          s += std::string(b.lspci) + (b.bit == bit.bit && which == port ? "+ " : "- ");
+        s.pop_back();
+        return s;
+      };
+      auto bridge = [](const std::string& bdf, int pri, int sec, const char* type) {
+        char b[256];
+        std::snprintf(b, sizeof b,
+                      "%s PCI bridge [0604]: PLX Technology, Inc. PEX 9797 [10b5:9797]\n"
+                      "\tBus: primary=%02x, secondary=%02x, subordinate=%02x, sec-latency=0\n"
+                      "\tCapabilities: [68] Express (v2) %s, MSI 00\n",
+                      bdf.c_str(), pri, sec, sec, type);
+        return std::string(b);
+      };
+      std::string vvv = bridge("00:01.0", 0, 1, "Root Port (Slot+)") + "\n" +
+                        bridge("01:00.0", 1, 2, "Upstream Port") + "\n";
+      for (int i = 0; i < 2; ++i)
+        vvv += bridge("02:0" + std::to_string(i) + ".0", 2, 3 + i, "Downstream Port (Slot+)") +
+               "\tCapabilities: [f24 v1] Access Control Services\n\t\tACSCap:\tSrcValid+ TransBlk+ ReqRedir+ "
+               "CmpltRedir+ UpstreamFwd+ EgressCtrl+ DirectTrans+\n\t\tACSCtl:\t" + flags(i) + "\n\n";
+      vvv += "03:00.0 3D controller [0302]: NVIDIA Corporation GH100 [H100 PCIe] [10de:2331] (rev a1)\n\n"
+             "04:00.0 Infiniband controller [0207]: Mellanox Technologies MT2910 Family [ConnectX-7] [15b3:1021]\n";
+      Topology t = parse_lspci({{"vvv.txt", vvv}});
+      assign_roles(t, kb());
+      const std::string dsp = port == 0 ? "0000:02:00.0" : "0000:02:01.0";
+      ASSERT_GE(t.find(dsp), 0);
+      EXPECT_EQ(t.devices[t.find(dsp)].acs_ctl, bit.bit);
+      Report r = check(t, kb(), CheckOptions{});
+      const PairResult& p = only_pair(r);
+      EXPECT_EQ(p.path.cls, PathClass::PIX);
+      EXPECT_EQ(has_rule(p, "acs-redirect"), bit.redirects);
+      EXPECT_EQ(p.verdict >= Verdict::Unreliable, bit.redirects);
+    }
+}
+
+TEST(TruthAcs, UnknownAcsIsANoteNotAVerdict) {
+  // A port whose config space was not readable past 256 bytes (non-root read): ACS unknown.
+  Branches x = branches(0, 0, true);
+  Topology t = from_fake(x.b.node);
+  Device& d = t.devices[t.find(x.below_b[0])];
+  d.acs_known = false;
+  d.acs_present = false;
+  Report r = check(t, kb(), CheckOptions{});
+  const PairResult& p = only_pair(r);
+  const Finding* f = finding(p, "acs-unknown");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->severity, Verdict::Optimal);
+  EXPECT_NE(f->reason.find(x.below_b[0]), std::string::npos);
+  EXPECT_EQ(p.verdict, Verdict::Optimal);
+}
+
+TEST(TruthAcs, SkipByRuleIdAndByGroup) {
+  Branches x = branches(0, 0, true);
+  x.b.fn(x.below_b[0]).acs_ctl = acs::kRequestRedirect;
+  Topology t = from_fake(x.b.node);
+  EXPECT_EQ(check(t, kb(), CheckOptions{}).worst, Verdict::Unreliable);
+  for (const char* skip : {"acs-redirect", "acs"}) {
+    CheckOptions o;
+    o.skip = {skip};
+    Report r = check(t, kb(), o);
+    EXPECT_EQ(r.worst, Verdict::Optimal) << skip;
+    EXPECT_FALSE(has_rule(only_pair(r), "acs-redirect")) << skip;
+  }
+  CheckOptions other;
+  other.skip = {"link", "iommu-translating"};
+  EXPECT_EQ(check(t, kb(), other).worst, Verdict::Unreliable);
+}
+
+// ---- IOMMU group types -----------------------------------------------------
+
+struct IommuCase {
+  const char* gpu_type;  // "" : no groups at all
+  const char* nic_type;
+  IommuMode mode;
+  bool gpu_translating, nic_translating;
+};
+
+TEST(TruthIommu, GroupTypesDmaDmaFqIdentityAndMixed) {
+  const IommuCase cases[] = {
+      {"", "", IommuMode::Off, false, false},
+      {"DMA", "DMA", IommuMode::Translating, true, true},
+      {"DMA-FQ", "DMA-FQ", IommuMode::Translating, true, true},
+      {"DMA", "DMA-FQ", IommuMode::Translating, true, true},
+      {"identity", "identity", IommuMode::Identity, false, false},
+      {"DMA-FQ", "identity", IommuMode::Mixed, true, false},
+      {"identity", "DMA", IommuMode::Mixed, false, true},
+      {"identity", "DMA-FQ", IommuMode::Mixed, false, true},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(std::string("GPU group ") + c.gpu_type + ", NIC group " + c.nic_type);
+    FakeNode n = testing::switch_node();
+    if (*c.gpu_type) {
+      for (auto& f : n.fns) f.iommu_group = f.bdf == "0000:03:00.0" ? 11 : f.bdf == "0000:04:00.0" ? 12 : 13;
+      n.groups = {{11, c.gpu_type}, {12, c.nic_type}, {13, c.nic_type}};
+    }
+    Topology t = from_fake(n);
+    EXPECT_EQ(t.iommu, c.mode);
+    Report r = check(t, kb(), CheckOptions{});
+    const PairResult& p = only_pair(r);
+    const bool blocked = c.gpu_translating || c.nic_translating;
+    EXPECT_EQ(p.verdict, blocked ? Verdict::Blocked : Verdict::Optimal);
+    EXPECT_EQ(r.exit_code(), blocked ? 2 : 0);
+    // One finding per translating device, naming its group, its address and the group type.
+    std::vector<std::string> reasons;
+    for (const auto& f : p.findings)
+      if (f.rule == "iommu-translating") reasons.push_back(f.reason);
+    EXPECT_EQ(reasons.size(), static_cast<size_t>(c.gpu_translating) + static_cast<size_t>(c.nic_translating));
+    auto named = [&](const std::string& what) {
+      return std::any_of(reasons.begin(), reasons.end(), [&](const std::string& s) { return s.find(what) != std::string::npos; });
+    };
+    EXPECT_EQ(named("IOMMU group 11 of 0000:03:00.0 is translating (type " + std::string(c.gpu_type) + ")"), c.gpu_translating);
+    EXPECT_EQ(named("IOMMU group 12 of 0000:04:00.0 is translating (type " + std::string(c.nic_type) + ")"), c.nic_translating);
+    // The node note names the mode.
+    const std::string mode = to_string(c.mode);
+    EXPECT_TRUE(std::any_of(r.node_findings.begin(), r.node_findings.end(), [&](const Finding& f) {
+      return f.rule == "iommu-mode" && f.reason == "IOMMU: " + mode + " (kernel command line: root=/dev/sda1)";
+    })) << mode;
+  }
+}
+
+// ---- software stack -------------------------------------------------------
+
+TEST(TruthSoftware, PeerMemoryClientOrDmaBufPath) {
+  struct Case {
+    const char* what;
+    std::string modules;
+    std::vector<std::string> peers;
+    std::string kernel;
+    std::string nvidia_version;
+    Verdict verdict;
+    const char* rule;  // expected software finding, "" none
+  };
+  const std::string open = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04\n";
+  const std::string closed = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.54.03\n";
+  const Case cases[] = {
+      {"nvidia_peermem", "nvidia 1 0 - Live 0x0\nnvidia_peermem 1 0 - Live 0x0\n", {}, "5.4.0", closed, Verdict::Optimal, ""},
+      {"nv_peer_mem", "nvidia 1 0 - Live 0x0\nnv_peer_mem 1 0 - Live 0x0\n", {}, "5.4.0", closed, Verdict::Optimal, ""},
+      {"MOFED memory_peers", "nvidia 1 0 - Live 0x0\n", {"nv_mem"}, "5.4.0", closed, Verdict::Optimal, ""},
+      {"no client, 5.11, open", "nvidia 1 0 - Live 0x0\n", {}, "5.11.0", open, Verdict::Blocked, "software-peer-memory"},
+      {"no client, 5.12, open", "nvidia 1 0 - Live 0x0\n", {}, "5.12.0", open, Verdict::Optimal, "software-peer-memory"},
+      {"no client, 6.8, closed", "nvidia 1 0 - Live 0x0\n", {}, "6.8.0", closed, Verdict::Blocked, "software-peer-memory"},
+      {"no client, 6.8, gdrpeer", "nvidia 1 0 - Live 0x0\ngdrpeer 1 0 - Live 0x0\n", {}, "6.8.0", closed, Verdict::Optimal, "software-peer-memory"},
+      {"no nvidia module", "nvidia_peermem 1 0 - Live 0x0\n", {}, "6.8.0", open, Verdict::Blocked, "software-driver"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.what);
+    FakeNode n = testing::switch_node();
+    n.modules = c.modules;
+    n.memory_peers = c.peers;
+    n.osrelease = c.kernel + "\n";
+    n.nvidia_version = c.nvidia_version;
+    Report r = check(from_fake(n), kb(), CheckOptions{});
+    const PairResult& p = only_pair(r);
+    EXPECT_EQ(p.verdict, c.verdict);
+    if (*c.rule) {
+      const Finding* f = finding(p, c.rule);
+      ASSERT_TRUE(f);
+      EXPECT_EQ(f->severity, c.verdict);
+    } else {
+      EXPECT_FALSE(has_rule(p, "software-peer-memory"));
+      EXPECT_FALSE(has_rule(p, "software-driver"));
+    }
+  }
+}
+
+// ---- links and BARs --------------------------------------------------------
+
+TEST(TruthLinks, TrainedWidthIsJudgedAgainstBothEndsOfTheLink) {
+  // A x16 NIC in a x8 slot (the downstream port's capability) trains at x8: nothing wrong.
+  FakeNode n = testing::switch_node();
+  for (auto& f : n.fns) {
+    if (f.bdf == "0000:02:01.0") f.cap_width = f.sta_width = 8;
+    if (f.bdf == "0000:04:00.0") f.sta_width = 8;
+  }
+  const PairResult p = only_pair(check(from_fake(n), kb(), CheckOptions{}));
+  EXPECT_FALSE(has_rule(p, "link-width"));
+  EXPECT_EQ(p.verdict, Verdict::Optimal);
+  // The same NIC at x4 in that x8 slot is downtrained; so is a NIC at 8 GT/s of 16.
+  for (auto& f : n.fns)
+    if (f.bdf == "0000:04:00.0") f.sta_width = 4;
+  const PairResult q = only_pair(check(from_fake(n), kb(), CheckOptions{}));
+  const Finding* w = finding(q, "link-width");
+  ASSERT_TRUE(w);
+  EXPECT_NE(w->reason.find("trained at x4 below its x8 capability"), std::string::npos) << w->reason;
+  FakeNode s = testing::switch_node();
+  for (auto& f : s.fns)
+    if (f.bdf == "0000:04:00.0") f.sta_speed = 3;
+  const PairResult sp = only_pair(check(from_fake(s), kb(), CheckOptions{}));
+  ASSERT_TRUE(finding(sp, "link-speed"));
+  EXPECT_EQ(finding(sp, "link-speed")->severity, Verdict::Degraded);
+}
+
+TEST(TruthBars, Bar1SizeAgainstTheTableThresholdAndBarFlags) {
+  // gpus.json bar1_min_mib: 1024. 256 MiB is small, 1 GiB is not.
+  ASSERT_EQ(kb().min_bar1_bytes, 1024ull << 20);
+  for (auto [end, small] : {std::pair{"0x000000000fffffff", true}, std::pair{"0x000000003fffffff", false}}) {
+    FakeNode n = testing::switch_node();
+    for (auto& f : n.fns)
+      if (f.bdf == "0000:03:00.0")
+        f.resource = "0x00000000f8000000 0x00000000f8ffffff 0x0000000000040200\n0x0000000000000000 " + std::string(end) +
+                     " 0x000000000014220c\n";
+    Topology t = from_fake(n);
+    const Device& g = t.devices[t.find("0000:03:00.0")];
+    ASSERT_EQ(g.bars.size(), 2u);
+    EXPECT_EQ(g.bars[0].index, 0);
+    EXPECT_FALSE(g.bars[0].prefetchable);  // flags 0x40200: memory, 32-bit, not prefetchable
+    EXPECT_FALSE(g.bars[0].is64);
+    EXPECT_TRUE(g.bars[1].prefetchable && g.bars[1].is64);
+    EXPECT_EQ(has_rule(only_pair(check(t, kb(), CheckOptions{})), "bar1-small"), small) << end;
+  }
+}
+
+}  // namespace
+}  // namespace gdrpeer::topo
+
+namespace gdrpeer::topo {
+namespace {
+
+// ---- roles: only network-class functions are RDMA NICs ----------------------
+
+TEST(TruthRoles, RdmaNicsAreNetworkClassFunctionsOfKnownIds) {
+  // devices.json: a NIC is a function of an RDMA NIC id (or bound to an RDMA device) whose
+  // PCI class is network (0x02); the other functions of the same chips (BlueField's DMA
+  // engine and management functions, EFA's non-network functions) are not.
+  struct Case {
+    uint16_t vendor, device;
+    uint32_t cls;
+    const char* rdma_name;
+    Role want;
+  };
+  const Case cases[] = {
+      {0x15b3, 0x1021, 0x020700, "", Role::NIC},        // ConnectX-7, InfiniBand class
+      {0x15b3, 0x1021, 0x020000, "", Role::NIC},        // ConnectX-7, Ethernet class
+      {0x15b3, 0xc2d5, 0x080100, "", Role::None},       // BlueField DMA function
+      {0x1d0f, 0xefa1, 0x020000, "", Role::NIC},        // EFA (device mask efa0/fff0)
+      {0x1d0f, 0xefa1, 0x088000, "", Role::None},       // same id, system peripheral class
+      {0x1d0f, 0xec20, 0x020000, "", Role::None},       // ENA: Ethernet, not RDMA
+      {0x14e4, 0x1750, 0x020000, "", Role::NIC},        // Broadcom Thor (bnxt_re)
+      {0x14e4, 0x1750, 0x088000, "", Role::None},
+      {0x8086, 0x1234, 0x020000, "rdmap1s0", Role::NIC},  // bound to an RDMA device
+      {0x8086, 0x1234, 0x088000, "rdmap1s0", Role::None},
+      {0x10de, 0x2330, 0x030200, "", Role::GPU},
+      {0x10de, 0x22a3, 0x068000, "", Role::None},       // NVSwitch: bridge-class, not a GPU
+  };
+  for (const auto& c : cases) {
+    Topology t;
+    t.format = "test";
+    Device d;
+    d.bdf = "0000:01:00.0";
+    d.host_bridge = t.host_bridge_index("0000:01");
+    d.ids_known = d.class_known = true;
+    d.vendor = c.vendor;
+    d.device = c.device;
+    d.class_code = c.cls;
+    d.rdma_name = c.rdma_name;
+    t.devices.push_back(d);
+    t.finalize();
+    assign_roles(t, kb());
+    char what[64];
+    std::snprintf(what, sizeof what, "%04x:%04x class %06x %s", c.vendor, c.device, c.cls, c.rdma_name);
+    EXPECT_EQ(t.devices[0].role, c.want) << what;
+  }
+}
+
+// ---- hwloc: NUMA locality of host bridges, both XML layouts ------------------
+
+std::string hwloc_node(bool hwloc2) {
+  // Node 0: GPU under root port 00:01.0, NIC A under host bridge 40; node 1: NIC B under host bridge 80.
+  auto io = [](const char* hb, const char* rp, const char* dev, const char* type) {
+    return std::string("<object type=\"Bridge\" bridge_type=\"0-1\" depth=\"0\" bridge_pci=\"0000:[") + hb + "]\">\n"
+           "<object type=\"Bridge\" bridge_type=\"1-1\" depth=\"1\" bridge_pci=\"0000:[" + hb + "]\" pci_busid=\"" + rp +
+           "\" pci_type=\"0604 [1022:14ab] [0000:0000] 00\" pci_link_speed=\"0.000000\">\n"
+           "<object type=\"PCIDev\" pci_busid=\"" + dev + "\" pci_type=\"" + type + "\" pci_link_speed=\"31.5\"/>\n"
+           "</object>\n</object>\n";
+  };
+  const std::string gpu = io("01-01", "0000:00:01.0", "0000:01:00.0", "0302 [10de:2330] [10de:16c1] a1");
+  const std::string nic_a = io("41-41", "0000:40:01.0", "0000:41:00.0", "0207 [15b3:1021] [15b3:0041] 00");
+  const std::string nic_b = io("81-81", "0000:80:01.0", "0000:81:00.0", "0207 [15b3:1021] [15b3:0041] 00");
+  std::string x = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  if (hwloc2) {
+    // hwloc 2: NUMA nodes are memory children; I/O hangs below the package.
+    x += "<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n<topology version=\"2.0\">\n"
+         "<object type=\"Machine\" os_index=\"0\" cpuset=\"0x0000000f\" nodeset=\"0x00000003\">\n"
+         "<object type=\"Package\" os_index=\"0\" cpuset=\"0x00000003\" nodeset=\"0x00000001\">\n"
+         "<object type=\"NUMANode\" os_index=\"0\" cpuset=\"0x00000003\" nodeset=\"0x00000001\"/>\n" +
+         gpu + nic_a +
+         "</object>\n<object type=\"Package\" os_index=\"1\" cpuset=\"0x0000000c\" nodeset=\"0x00000002\">\n"
+         "<object type=\"NUMANode\" os_index=\"1\" cpuset=\"0x0000000c\" nodeset=\"0x00000002\"/>\n" +
+         nic_b + "</object>\n</object>\n</topology>\n";
+  } else {
+    // hwloc 1: the NUMA node encloses its package and its I/O.
+    x += "<!DOCTYPE topology SYSTEM \"hwloc.dtd\">\n<topology>\n"
+         "<object type=\"Machine\" os_index=\"0\" cpuset=\"0x0000000f\" nodeset=\"0x00000003\">\n"
+         "<object type=\"NUMANode\" os_index=\"0\" cpuset=\"0x00000003\" nodeset=\"0x00000001\">\n"
+         "<object type=\"Package\" os_index=\"0\" cpuset=\"0x00000003\" nodeset=\"0x00000001\"/>\n" +
+         gpu + nic_a +
+         "</object>\n<object type=\"NUMANode\" os_index=\"1\" cpuset=\"0x0000000c\" nodeset=\"0x00000002\">\n"
+         "<object type=\"Package\" os_index=\"1\" cpuset=\"0x0000000c\" nodeset=\"0x00000002\"/>\n" +
+         nic_b + "</object>\n</object>\n</topology>\n";
+  }
+  return x;
+}
+
+TEST(TruthHwloc, HostBridgesTakeTheNumaNodeTheyHangBelowInBothLayouts) {
+  for (bool hwloc2 : {true, false}) {
+    SCOPED_TRACE(hwloc2 ? "hwloc 2" : "hwloc 1");
+    Topology t = parse_hwloc_xml(hwloc_node(hwloc2), "node.xml");
+    assign_roles(t, kb());
+    EXPECT_EQ(t.numa_nodes, 2);
+    const int gpu = t.find("0000:01:00.0"), a = t.find("0000:41:00.0"), b = t.find("0000:81:00.0");
+    ASSERT_TRUE(gpu >= 0 && a >= 0 && b >= 0);
+    EXPECT_EQ(t.devices[gpu].role, Role::GPU);
+    EXPECT_EQ(t.devices[a].role, Role::NIC);
+    EXPECT_EQ(t.host_bridges[t.devices[t.devices[gpu].parent].host_bridge].numa, 0);
+    EXPECT_EQ(t.host_bridges[t.devices[t.devices[b].parent].host_bridge].numa, 1);
+    PathInfo node = classify(t, gpu, a, kb());
+    EXPECT_EQ(node.cls, PathClass::NODE);
+    EXPECT_FALSE(node.numa_guessed);
+    EXPECT_EQ(classify(t, gpu, b, kb()).cls, PathClass::SYS);
+    EXPECT_EQ(classify(t, b, gpu, kb()).cls, PathClass::SYS);
+    EXPECT_EQ(classify(t, a, b, kb()).cls, PathClass::SYS);
+  }
+}
+
+}  // namespace
+}  // namespace gdrpeer::topo
+
+namespace gdrpeer::topo {
+namespace {
+
+// ---- pair kinds: GPU-GPU and GPU-NVMe beyond the switch ------------------------
+
+TEST(TruthRules, GpuGpuAndGpuNvmeThroughTheRootComplexAndAcrossSockets) {
+  // Two GPUs and an NVMe drive on root ports of node 0, a GPU and a drive on node 1.
+  // A root complex known good for P2P (EPYC Genoa) leaves GPU-GPU and GPU-NVMe PHB
+  // pairs optimal (NCCL's GDR level concerns NICs only); across sockets they are degraded.
+  // With a CPU the tables do not know, the PHB pairs are degraded: P2P there is unverified.
+  for (bool known_cpu : {true, false}) {
+    SCOPED_TRACE(known_cpu ? "EPYC Genoa" : "unknown CPU");
+    Builder b;
+    b.node.numa_nodes = 2;
+    if (!known_cpu) b.node.cpuinfo = "vendor_id\t: HygonGenuine\ncpu family\t: 24\nmodel\t\t: 1\nmodel name\t: Hygon C86 7285\n";
+    std::string g0 = b.endpoint_below(b.root_port(0x00, 1), true);
+    std::string g1 = b.endpoint_below(b.root_port(0x00, 2), true);
+    std::string g2 = b.endpoint_below(b.root_port(0x80, 1, 1), true, 1);
+    auto nvme = [&](const std::string& port, int numa) {
+      std::string a = Builder::addr(0, b.secondary(port), 0);
+      b.add(a, port, 0x144d, 0xa80a, 0x010802, testing::kEndpoint, -1, numa);
+      return a;
+    };
+    std::string d0 = nvme(b.root_port(0x00, 3), 0);
+    std::string d1 = nvme(b.root_port(0x80, 2, 1), 1);
+    Topology t = from_fake(b.node);
+    CheckOptions o;
+    o.gpu_nvme = true;
+    Report r = check(t, kb(), o);
+    auto pair = [&](const std::string& x, const std::string& y) -> const PairResult& {
+      for (const auto& p : r.pairs)
+        if (t.devices[p.a].bdf == x && t.devices[p.b].bdf == y) return p;
+      throw std::runtime_error("no pair " + x + " " + y);
+    };
+    const Verdict phb = known_cpu ? Verdict::Optimal : Verdict::Degraded;
+    for (const auto& [x, y] : {std::pair{g0, g1}, std::pair{g0, d0}}) {
+      SCOPED_TRACE(x + " - " + y);
+      const PairResult& p = pair(x, y);
+      EXPECT_EQ(p.path.cls, PathClass::PHB);
+      EXPECT_FALSE(p.path.nccl_gdr);
+      EXPECT_EQ(p.verdict, phb);
+      EXPECT_EQ(has_rule(p, "path-root-complex"), !known_cpu);
+    }
+    for (const auto& [x, y, fix] : {std::tuple{g0, g2, "keep P2P peers on one socket"},
+                                    std::tuple{g0, d1, "place the NVMe drive on the GPU's socket (NUMA node 0)"}}) {
+      SCOPED_TRACE(x + " - " + y);
+      const PairResult& p = pair(x, y);
+      EXPECT_EQ(p.path.cls, PathClass::SYS);
+      EXPECT_EQ(p.verdict, Verdict::Degraded);
+      const Finding* f = finding(p, "path-sys");
+      ASSERT_TRUE(f);
+      EXPECT_NE(f->fix.find(fix), std::string::npos) << f->fix;
+    }
+    EXPECT_EQ(pair(g0, d0).label_b, "NVME0");
+  }
+}
+
+}  // namespace
+}  // namespace gdrpeer::topo
