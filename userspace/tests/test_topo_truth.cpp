@@ -305,8 +305,8 @@ TEST(TruthNuma, TwoHostBridgesEveryCombinationOfKnownAndUnknown) {
 TEST(TruthClass, EveryClassGivesNcclDefaultCudaCaseAndPathRule) {
   // GPU0 and five NICs, one per class:
   // on the GPU's switch (PIX), one switch further (PXB), on another root port (PHB),
-  // on another host bridge of node 0 (NODE), on node 1 (SYS). In BDF order the PHB
-  // NIC is NIC0: the nearest NIC that the SYS pair's fix names.
+  // on another host bridge of node 0 (NODE), on node 1 (SYS). The SYS pair's fix
+  // names the GPU's closest NIC, the PIX one, not the first usable one by index.
   Builder b;
   b.node.numa_nodes = 2;
   std::string rp = b.root_port(0x00, 1);
@@ -351,7 +351,7 @@ TEST(TruthClass, EveryClassGivesNcclDefaultCudaCaseAndPathRule) {
       ASSERT_TRUE(f);
       EXPECT_EQ(f->severity, Verdict::Degraded);
       if (w.cls != PathClass::SYS) EXPECT_NE(f->fix.find("NCCL_NET_GDR_LEVEL=PHB"), std::string::npos) << f->fix;
-      else EXPECT_NE(f->fix.find("use NIC0"), std::string::npos) << f->fix;  // the GPU's better NIC
+      else EXPECT_NE(f->fix.find("(" + pix + ", PIX)"), std::string::npos) << f->fix;  // the closest NIC
     } else {
       EXPECT_TRUE(p->findings.empty()) << p->findings[0].rule;
     }
