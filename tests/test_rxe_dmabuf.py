@@ -59,12 +59,16 @@ def full_commands():
         # an unbound device may have left sysfs: its gauges are then gone with it
         "pcibar_gauges": f"if [ -d {DEV} ]; then {gauges(DEV)}; else echo device gone; fi",
         "unload": "rmmod gdrpeer && echo gdrpeer unloaded",
+        # before the stand-in, whose pages at BAR offset 0 the host checks for poison last
+        # ... and the function back (rescan) for the stand-in
+        "remove": f"insmod {M}/gdrpeer.ko pcibar=$GDRPEER_GPU_BDF && "
+                  "{ gdrpeer_rxe_dmabuf revoke-pcibar remove; s=$?; rmmod gdrpeer && "
+                  "echo gdrpeer unloaded; echo 1 > /sys/bus/pci/rescan; i=0; "
+                  "while [ $i -lt 100 ] && ! ls -d /sys/bus/pci/devices/*$GDRPEER_GPU_BDF "
+                  ">/dev/null 2>&1; do sleep 0.1; i=$((i+1)); done; exit $s; }",
         "nvidia": f"{nv_load} && gdrpeer_rxe_dmabuf revoke-nvidia",
         "nvidia_gauges": gauges(NV, "pins exports attachments active_maps vmaps"),
         "nvidia_unload": "rmmod gdrpeer && rmmod gdrpeer_nvstub_gpl && echo unloaded",
-        "remove": f"insmod {M}/gdrpeer.ko pcibar=$GDRPEER_GPU_BDF && "
-                  "{ gdrpeer_rxe_dmabuf revoke-pcibar remove; s=$?; rmmod gdrpeer && "
-                  "echo gdrpeer unloaded; exit $s; }",
         "rxe_unload": "rdma link delete rxe0 && rmmod rdma_rxe && ! test -e /sys/module/rdma_rxe && "
                       "echo rdma_rxe unloaded",
     }

@@ -815,7 +815,12 @@ static int cmd_revoke_pcibar(const char *how)
 		printf("SKIP: /sys/bus/pci/drivers/gdrpeer is absent: this gdrpeer is not the PCI driver of the BAR function, so unbind/remove cannot revoke yet\n");
 		return 4;
 	}
-	gmem_alloc(&g, len, 0);
+	/*
+	 * Each run's bytes get their own part of the BAR, so that what a later
+	 * command of the same boot allocates (and ALLOC clears) or the
+	 * stand-in poisons at BAR offset 0 leaves them for the host to check.
+	 */
+	gmem_alloc(&g, len, !strcmp(how, "unbind") ? 2u << 20 : 1u << 20);
 	if (gp_find_device(g.fd, &d))
 		die("no device");
 	if (!strcmp(how, "unbind")) {
