@@ -844,19 +844,6 @@ struct churn {
 	unsigned long unbinds, binds, removes, rescans, refused, bad;
 };
 
-/* 0 or errno of writing @val to @path */
-static int sysfs_write(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC), err = 0;
-
-	if (fd < 0)
-		return errno;
-	if (write(fd, val, strlen(val)) < 0)
-		err = errno;
-	close(fd);
-	return err;
-}
-
 static int device_present(const char *bdf)
 {
 	char path[128];
@@ -908,12 +895,12 @@ static void churn_bind(struct churn *c)
 	if (c->pci_driver && one_in(&c->state, 2)) {
 		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/driver_override",
 			 c->bdf);
-		err = sysfs_write(path, "gdrpeer");
+		err = gp_write_file(path, "gdrpeer");
 		churn_result(c, "driver_override", err, SET(ENODEV, ENOENT));
-		err = sysfs_write(PCI_DRIVER_DIR "/bind", c->bdf);
+		err = gp_write_file(PCI_DRIVER_DIR "/bind", c->bdf);
 		churn_result(c, "pci bind", err, SET(EBUSY, ENODEV, EEXIST));
 	} else {
-		err = sysfs_write(GDRPEER_SYSFS "/pcibar_bind", c->bdf);
+		err = gp_write_file(GDRPEER_SYSFS "/pcibar_bind", c->bdf);
 		churn_result(c, "pcibar_bind", err, SET(EBUSY, ENODEV, EEXIST));
 	}
 	c->binds += !err;
@@ -934,11 +921,11 @@ static void *churn_main(void *arg)
 		nanosleep(&bound, NULL);
 		if (c->pci_driver && one_in(&c->state, 3)) {
 			snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/remove", c->bdf);
-			err = sysfs_write(path, "1");
+			err = gp_write_file(path, "1");
 			churn_result(c, "remove", err, SET(ENOENT));
 			c->removes += !err;
 			nanosleep(&ts, NULL);
-			err = sysfs_write("/sys/bus/pci/rescan", "1");
+			err = gp_write_file("/sys/bus/pci/rescan", "1");
 			churn_result(c, "rescan", err, SET(0));
 			c->rescans += !err;
 			if (!device_present(c->bdf)) {
@@ -947,12 +934,12 @@ static void *churn_main(void *arg)
 				continue;
 			}
 		} else if (c->pci_driver && one_in(&c->state, 2)) {
-			err = sysfs_write(PCI_DRIVER_DIR "/unbind", c->bdf);
+			err = gp_write_file(PCI_DRIVER_DIR "/unbind", c->bdf);
 			churn_result(c, "pci unbind", err, SET(ENODEV));
 			c->unbinds += !err;
 		} else {
 			/* the pcibar attribute: EBUSY while in use (before revocation existed) */
-			err = sysfs_write(GDRPEER_SYSFS "/pcibar_unbind", c->bdf);
+			err = gp_write_file(GDRPEER_SYSFS "/pcibar_unbind", c->bdf);
 			churn_result(c, "pcibar_unbind", err, SET(EBUSY, ENODEV));
 			c->unbinds += !err;
 		}
@@ -1171,7 +1158,7 @@ int main(int argc, char **argv)
 	release_everything();
 	if (churn && !device_bound(c.bdf)) {
 		if (!device_present(c.bdf))
-			sysfs_write("/sys/bus/pci/rescan", "1");
+			gp_write_file("/sys/bus/pci/rescan", "1");
 		churn_bind(&c);
 	}
 	bad = check_gauges();

@@ -2,7 +2,7 @@
 /*
  * Calls into the nvstub stand-in ("cuMemAlloc"/"cuMemFree") shared by the
  * selftests that use it, and its sysfs knobs.  Include after gdrpeer_test.h
- * (gp_ioctl, gp_read_num).
+ * (gp_ioctl, gp_read_num, gp_write_file).
  */
 #ifndef GDRPEER_NVSTUB_TEST_H
 #define GDRPEER_NVSTUB_TEST_H
@@ -59,16 +59,9 @@ static inline long long gp_nvstub_num(const char *name)
 static inline int gp_nvstub_set(const char *name, const char *val)
 {
 	char path[128];
-	int fd, ret = 0;
 
 	snprintf(path, sizeof(path), GP_NVSTUB_SYSFS "/%s", name);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (write(fd, val, strlen(val)) < 0)
-		ret = -errno;
-	close(fd);
-	return ret;
+	return -gp_write_file(path, val);
 }
 
 #endif /* GDRPEER_NVSTUB_TEST_H */

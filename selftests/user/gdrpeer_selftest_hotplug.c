@@ -52,18 +52,6 @@ static int touch_faults(volatile uint64_t *p, int write_it)
 	return 0;
 }
 
-static int sysfs_write(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC), err = 0;
-
-	if (fd < 0)
-		return errno;
-	if (write(fd, val, strlen(val)) < 0)
-		err = errno;
-	close(fd);
-	return err;
-}
-
 static int wait_present(const char *bdf, int want, int seconds)
 {
 	char path[128];
@@ -205,9 +193,9 @@ int main(void)
 		ret = -2;	/* it must come back unbound */
 	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/driver_override", bdf);
 	if (!ret)
-		ret = sysfs_write(path, "gdrpeer");
+		ret = gp_write_file(path, "gdrpeer");
 	if (!ret)
-		ret = sysfs_write(PCI_DRIVER_DIR "/bind", bdf);
+		ret = gp_write_file(PCI_DRIVER_DIR "/bind", bdf);
 	ksft_test_result(!ret, "device_add, comes back unbound, driver_override, bind: %s\n",
 			 ret == -1 ? "device did not come back" :
 			 ret == -2 ? "already bound after re-plug" : strerror(ret));

@@ -64,14 +64,6 @@ static long long edu_num(const char *name)
 	return gp_read_num(path);
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* Where files for the host go; NULL (nothing written) outside the node. */
 static const char *out_dir(void)
 {
@@ -816,11 +808,11 @@ GP_TEST_F(nv, process_exit_with_live_exports)
 	ASSERT_EQ(0, WEXITSTATUS(st)) TH_LOG("child failed at step %d",
 					      WEXITSTATUS(st));
 	/* exit releases synchronously; give a slow TCG guest some slack */
-	t0 = now_s();
-	while ((left = gauges_not_zero(_metadata, false)) && now_s() - t0 < 5)
+	t0 = gp_now_s();
+	while ((left = gauges_not_zero(_metadata, false)) && gp_now_s() - t0 < 5)
 		usleep(50000);
 	TH_LOG("gauges at 0 %.3f s after the child was reaped",
-	       now_s() - t0);
+	       gp_now_s() - t0);
 	EXPECT_EQ(0, gauges_not_zero(_metadata, true));
 	EXPECT_EQ(late, gp_nvstub_num("puts_after_callback"));
 }
@@ -841,7 +833,7 @@ static void *dma_thread_fn(void *arg)
 	struct dma_thread *t = arg;
 
 	t->ret = edu_import_dma(t->hca, t->id, 0, t->len, t->seed, &t->d);
-	t->t_end = now_s();
+	t->t_end = gp_now_s();
 	return NULL;
 }
 
@@ -877,9 +869,9 @@ GP_TEST_F(nv, free_while_dma_queued)
 	t.seed = 0xd0d0ull + getpid();
 	ASSERT_EQ(0, pthread_create(&th, NULL, dma_thread_fn, &t));
 	usleep(100000);
-	t_free0 = now_s();
+	t_free0 = gp_now_s();
 	r = gp_nvstub_free(self->nv, va);
-	t_free1 = now_s();
+	t_free1 = gp_now_s();
 	ASSERT_EQ(0, pthread_join(th, NULL));
 	ASSERT_EQ(0, r);
 
@@ -1182,7 +1174,7 @@ GP_TEST_F_TIMEOUT(nv, race_free_close_import_mmap_rmmod, 1200)
 		TH_LOG("edu not loaded: import ops become mmaps");
 	atomic_init(&r->workers_left, RACE_THREADS);
 
-	t0 = now_s();
+	t0 = gp_now_s();
 	ASSERT_EQ(0, pthread_create(&rm, NULL, race_rmmod_fn, r));
 	for (i = 0; i < RACE_THREADS; i++) {
 		w[i].r = r;
@@ -1207,7 +1199,7 @@ GP_TEST_F_TIMEOUT(nv, race_free_close_import_mmap_rmmod, 1200)
 		total += atomic_load(&r->ops[i]);
 	}
 	TH_LOG("%ld ops by %d threads in %.1f s; %ld SIGBUS on revoked mappings; %ld delete_module attempts refused",
-	       total, RACE_THREADS, now_s() - t0,
+	       total, RACE_THREADS, gp_now_s() - t0,
 	       atomic_load(&r->sigbus), atomic_load(&r->rmmod_tries));
 	/* a put racing a free callback is legal (NVIDIA serialises them) */
 	TH_LOG("put_pages that met a finished / running free callback: %lld / %lld",

@@ -35,25 +35,12 @@ FIXTURE(rv)
 	char bdf[32];
 };
 
-/* 0 or errno of writing @s to @path */
-static int sysfs_write(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY), err = 0;
-
-	if (fd < 0)
-		return errno;
-	if (write(fd, s, strlen(s)) < 0)
-		err = errno;
-	close(fd);
-	return err;
-}
-
 static int pci_attr_write(const char *bdf, const char *attr, const char *s)
 {
 	char path[256];
 
 	snprintf(path, sizeof(path), PCI_DEVICES "/%s/%s", bdf, attr);
-	return sysfs_write(path, s);
+	return gp_write_file(path, s);
 }
 
 static bool path_exists(const char *path)
@@ -63,21 +50,13 @@ static bool path_exists(const char *path)
 	return stat(path, &st) == 0;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* Wait up to @secs for @path to exist (@want) or not; true when it did. */
 static bool wait_path(const char *path, bool want, double secs)
 {
-	double end = now_s() + secs;
+	double end = gp_now_s() + secs;
 
 	while (path_exists(path) != want) {
-		if (now_s() > end)
+		if (gp_now_s() > end)
 			return false;
 		usleep(10000);
 	}
@@ -88,7 +67,7 @@ static bool wait_path(const char *path, bool want, double secs)
 static int rebind(FIXTURE_DATA(rv) *self)
 {
 	struct gp_dev d;
-	int err = sysfs_write(GDRPEER_SYSFS "/pcibar_bind", self->bdf);
+	int err = gp_write_file(GDRPEER_SYSFS "/pcibar_bind", self->bdf);
 
 	if (err)
 		return err;
@@ -191,7 +170,7 @@ GP_TEST_F(rv, pcibar_unbind_revokes_everything)
 	ASSERT_EQ(0, users_make(self, &u));
 	ASSERT_EQ(1, gp_sysfs(self->dev, "allocations"));
 	/* not refused (EBUSY) any more: the memory is taken back */
-	ASSERT_EQ(0, sysfs_write(GDRPEER_SYSFS "/pcibar_unbind", self->bdf));
+	ASSERT_EQ(0, gp_write_file(GDRPEER_SYSFS "/pcibar_unbind", self->bdf));
 	users_check_revoked(_metadata, self, &u);
 	/* the device is gone: no new allocation */
 	EXPECT_EQ(-ENODEV, gp_alloc(self->fd, self->dev, self->page, &b));
@@ -209,19 +188,19 @@ GP_TEST_F(rv, pci_driver_unbind_and_bind)
 	snprintf(path, sizeof(path), PCI_DEVICES "/%s/driver", self->bdf);
 	ASSERT_TRUE(path_exists(PCI_DRIVER)) TH_LOG("gdrpeer is no PCI driver");
 	ASSERT_EQ(0, users_make(self, &u));
-	ASSERT_EQ(0, sysfs_write(PCI_DRIVER "/unbind", self->bdf));
+	ASSERT_EQ(0, gp_write_file(PCI_DRIVER "/unbind", self->bdf));
 	EXPECT_FALSE(path_exists(path));
 	users_check_revoked(_metadata, self, &u);
 	EXPECT_EQ(-ENODEV, gp_find_device(self->fd, &d));
 	users_drop(&u);
 	/* the vfio-pci way back: driver_override, then bind */
 	ASSERT_EQ(0, pci_attr_write(self->bdf, "driver_override", "gdrpeer"));
-	ASSERT_EQ(0, sysfs_write(PCI_DRIVER "/bind", self->bdf));
+	ASSERT_EQ(0, gp_write_file(PCI_DRIVER "/bind", self->bdf));
 	ASSERT_EQ(0, gp_find_device(self->fd, &d));
 	self->dev = d.info.index;
 	EXPECT_EQ((long long)self->bar_size, gp_sysfs(self->dev, "free_bytes"));
 	/* pcibar_unbind clears only an override it set itself */
-	EXPECT_EQ(0, sysfs_write(GDRPEER_SYSFS "/pcibar_unbind", self->bdf));
+	EXPECT_EQ(0, gp_write_file(GDRPEER_SYSFS "/pcibar_unbind", self->bdf));
 	EXPECT_EQ(0, pci_attr_write(self->bdf, "driver_override", "\n"));
 	EXPECT_EQ(0, rebind(self));
 }
@@ -240,7 +219,7 @@ GP_TEST_F_TIMEOUT(rv, pci_remove_and_rescan, 60)
 	EXPECT_EQ(-ENODEV, gp_find_device(self->fd, &d));
 	EXPECT_EQ(0, gp_free(self->fd, u.a.handle));
 	users_drop(&u);
-	ASSERT_EQ(0, sysfs_write("/sys/bus/pci/rescan", "1"));
+	ASSERT_EQ(0, gp_write_file("/sys/bus/pci/rescan", "1"));
 	ASSERT_TRUE(wait_path(path, true, 10));
 	/* a new function: unbound until asked, then whole again */
 	EXPECT_EQ(-ENODEV, gp_find_device(self->fd, &d));
@@ -268,7 +247,7 @@ GP_TEST_F(rv, unbind_invalidates_dynamic_importer)
 	EXPECT_EQ(0, dma.mismatches);
 	EXPECT_EQ(1, gp_sysfs(self->dev, "active_maps"));
 
-	ASSERT_EQ(0, sysfs_write(GDRPEER_SYSFS "/pcibar_unbind", self->bdf));
+	ASSERT_EQ(0, gp_write_file(GDRPEER_SYSFS "/pcibar_unbind", self->bdf));
 	ASSERT_EQ(0, edu_state(hca, im.id, &st));
 	EXPECT_EQ(1, st.revoked);
 	EXPECT_EQ(0, st.nents);
@@ -309,10 +288,10 @@ GP_TEST_F_TIMEOUT(rv, unbind_waits_for_pinned_importer, 90)
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0)
-		_exit(sysfs_write(GDRPEER_SYSFS "/pcibar_unbind", self->bdf));
+		_exit(gp_write_file(GDRPEER_SYSFS "/pcibar_unbind", self->bdf));
 	/* the unbind has begun (the device left the registry) ... */
-	t0 = now_s();
-	while (!gp_find_device(self->fd, &d) && now_s() - t0 < 20)
+	t0 = gp_now_s();
+	while (!gp_find_device(self->fd, &d) && gp_now_s() - t0 < 20)
 		usleep(10000);
 	ASSERT_EQ(-ENODEV, gp_find_device(self->fd, &d));
 	/* ... and must still be waiting for the pinned mapping */

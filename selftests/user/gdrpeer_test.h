@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <gdrpeer.h>
@@ -271,6 +272,28 @@ static inline int guarded_read(volatile uint8_t *p, uint8_t *v)
 static inline int guarded_write(volatile uint8_t *p, uint8_t v)
 {
 	return guarded_access(p, &v, true);
+}
+
+/* 0 or errno of writing @val to the (sysfs) file @path */
+static inline int gp_write_file(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), err = 0;
+
+	if (fd < 0)
+		return errno;
+	if (write(fd, val, strlen(val)) < 0)
+		err = errno;
+	close(fd);
+	return err;
+}
+
+/* CLOCK_MONOTONIC in seconds */
+static inline double gp_now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 /* CPU physical start of BAR @bar of PCI device @bdf (0 on error) */
