@@ -640,6 +640,34 @@ static int edu_hca_ioc_import_state(struct edu_file *f,
 	return 0;
 }
 
+/* Pattern to a bus address nobody mapped for this call (see the header). */
+static int edu_hca_ioc_bus_dma(struct edu_hca *e, struct edu_hca_bus_dma *req)
+{
+	struct edu_hca_dma acc = { 0 };
+	u64 done = 0;
+	int ret = 0;
+
+	req->mismatches = 0;
+	req->transfers = 0;
+	if (req->reserved[0] || req->reserved[1] || req->flags || req->pad0 ||
+	    !req->bus_addr || req->bus_addr % 8 || !req->length ||
+	    req->length > EDU_HCA_MAX_LEN || req->length % 8 ||
+	    req->bus_addr > U64_MAX - req->length)
+		return -EINVAL;
+	while (done < req->length && !ret) {
+		u32 n = (u32)min_t(u64, req->length - done, EDU_HCA_CHUNK);
+
+		mutex_lock(&e->lock);
+		ret = edu_write_check(e, req->bus_addr + done, req->seed, done,
+				      n, &acc);
+		mutex_unlock(&e->lock);
+		done += n;
+	}
+	req->mismatches = acc.mismatches;
+	req->transfers = acc.transfers;
+	return ret;
+}
+
 static long edu_hca_ioctl(struct file *filp, unsigned int cmd,
 			  unsigned long arg)
 {
@@ -653,6 +681,7 @@ static long edu_hca_ioctl(struct file *filp, unsigned int cmd,
 		struct edu_hca_import_dma import_dma;
 		struct edu_hca_unimport unimport;
 		struct edu_hca_import_state state;
+		struct edu_hca_bus_dma bus_dma;
 	} u;
 	size_t size;
 	int ret;
@@ -664,6 +693,7 @@ static long edu_hca_ioctl(struct file *filp, unsigned int cmd,
 	case EDU_HCA_IOCTL_IMPORT_DMA:
 	case EDU_HCA_IOCTL_UNIMPORT:
 	case EDU_HCA_IOCTL_IMPORT_STATE:
+	case EDU_HCA_IOCTL_BUS_DMA:
 		size = _IOC_SIZE(cmd);
 		break;
 	default:
@@ -686,6 +716,9 @@ static long edu_hca_ioctl(struct file *filp, unsigned int cmd,
 		break;
 	case EDU_HCA_IOCTL_UNIMPORT:
 		ret = edu_hca_ioc_unimport(f, &u.unimport);
+		break;
+	case EDU_HCA_IOCTL_BUS_DMA:
+		ret = edu_hca_ioc_bus_dma(e, &u.bus_dma);
 		break;
 	default:
 		ret = edu_hca_ioc_import_state(f, &u.state);

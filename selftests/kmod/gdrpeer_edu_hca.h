@@ -156,6 +156,28 @@ struct edu_hca_import_state {
 	__u64 reserved[3];	/* must be 0 */
 };
 
+/*
+ * EDU_HCA_IOCTL_BUS_DMA: write the pattern of @seed to @length bytes at bus
+ * address @bus_addr with edu's DMA engine, read them back and compare, with
+ * no mapping made for the call.  For the test that an address an importer
+ * held once (edu_hca_import.first_dma, then EDU_HCA_IOCTL_UNIMPORT) no
+ * longer reaches the memory: under a translating IOMMU the DMA faults
+ * (DMAR fault in the kernel log; edu reports nothing, so the read-back
+ * differs: mismatches).  Without translation the address is physical and
+ * the bytes land wherever it points: root only, test nodes only.
+ * Errors: -EINVAL bad arguments, -ETIMEDOUT edu hung.
+ */
+struct edu_hca_bus_dma {
+	__u64 bus_addr;		/* in: 8-aligned, not 0 */
+	__u64 length;		/* in: multiple of 8, <= EDU_HCA_MAX_LEN */
+	__u64 seed;		/* in */
+	__u32 flags;		/* in: must be 0 */
+	__u32 pad0;		/* must be 0 */
+	__u64 mismatches;	/* out */
+	__u64 transfers;	/* out */
+	__u64 reserved[2];	/* must be 0 */
+};
+
 #define EDU_HCA_IOCTL_DMA _IOWR(EDU_HCA_MAGIC, 0x00, struct edu_hca_dma)
 #define EDU_HCA_IOCTL_BENCH _IOWR(EDU_HCA_MAGIC, 0x01, struct edu_hca_bench)
 #define EDU_HCA_IOCTL_IMPORT _IOWR(EDU_HCA_MAGIC, 0x02, struct edu_hca_import)
@@ -165,6 +187,8 @@ struct edu_hca_import_state {
 	_IOWR(EDU_HCA_MAGIC, 0x04, struct edu_hca_unimport)
 #define EDU_HCA_IOCTL_IMPORT_STATE \
 	_IOWR(EDU_HCA_MAGIC, 0x05, struct edu_hca_import_state)
+#define EDU_HCA_IOCTL_BUS_DMA \
+	_IOWR(EDU_HCA_MAGIC, 0x06, struct edu_hca_bus_dma)
 
 /*
  * sysfs, /sys/class/misc/gdrpeer_edu_hca/ (read-only):
