@@ -22,20 +22,25 @@ PROGRAMS = ["gdrpeer_selftest_abi", "gdrpeer_selftest_lifetime", "gdrpeer_selfte
             "gdrpeer_selftest_edu", "gdrpeer_selftest_revoke", "gdrpeer_selftest_rdma",
             "gdrpeer_edu_dma"]
 # Expected number of TAP tests of each kselftest program (all must run: none may skip here).
-KSELFTESTS = {"abi": 40, "lifetime": 8, "bind": 9, "edu": 8, "revoke": 8, "rdma": 3}
+KSELFTESTS = {"abi": 40, "lifetime": 8, "bind": 9, "edu": 9, "revoke": 8, "rdma": 3}
 
 FILL = 0x5A
 RNG = random.Random()          # seeded from the OS: a new pattern every run
 SIZE = 64 * 1024               # allocation
-EXP_OFF = RNG.randrange(0, 8) * 4096
-EXP_LEN = 32 * 1024
+EXP_OFF = RNG.randrange(0, 4) * 4096
+PART = 16 * 1024               # the exported range holds three parts, one per DMA run
+EXP_LEN = 3 * PART
 LEN = 5 * 1024                 # three edu chunks (2048 + 2048 + 1024)
-OFF = RNG.randrange(0, (EXP_LEN // 2 - LEN) // 8) * 8
-# The raw (negative) DMA goes to the same allocation in the same run, other bytes, so both
-# results stay visible in the BAR file (a new allocation would be cleared).
-RAW_OFF = EXP_LEN // 2 + RNG.randrange(0, (EXP_LEN // 2 - LEN) // 8) * 8
+OFF = RNG.randrange(0, (PART - LEN) // 8) * 8
+# The raw (negative) DMA and the stale-address DMA go to the same allocation in the same run,
+# other bytes, so all results stay visible in the BAR file (a new allocation would be cleared).
+RAW_OFF = PART + RNG.randrange(0, (PART - LEN) // 8) * 8
+STALE_LEN = 2048               # one edu chunk (gdrpeer_edu_dma)
+STALE_OFF = 2 * PART + RNG.randrange(0, (PART - STALE_LEN) // 8) * 8
 SEED = RNG.getrandbits(64)
 RAW_SEED = RNG.getrandbits(64)
+OLD_SEED = RNG.getrandbits(64)     # written while imported
+STALE_SEED = RNG.getrandbits(64)   # written to the same bus address after the unmap
 
 COMMANDS = {
     "load": "insmod /gdrpeer/modules/gdrpeer.ko pcibar=$GDRPEER_GPU_BDF && "
@@ -51,7 +56,7 @@ COMMANDS = {
     "revoke": "gdrpeer_selftest_revoke",
     "rdma": "gdrpeer_selftest_rdma",
     "dma": f"gdrpeer_edu_dma {SIZE} {EXP_OFF} {EXP_LEN} {OFF} {LEN} {SEED} {FILL} "
-           f"{RAW_OFF} {RAW_SEED}",
+           f"{RAW_OFF} {RAW_SEED} {STALE_OFF} {OLD_SEED} {STALE_SEED}",
     "counters": "cd /sys/class/gdrpeer/gdrpeer/devices/0 && for f in allocations alloc_bytes "
                 "exports attachments active_maps free_bytes bar_size; do echo $f=$(cat $f); done",
     "unload": "rmmod gdrpeer_ptebits && rmmod gdrpeer_edu_hca && rmmod gdrpeer && ! test -e /sys/module/gdrpeer && "
@@ -168,18 +173,62 @@ def test_edu_dma_to_unmapped_address(run):
         assert kv["raw_mismatches"] > LEN // 2
         assert data == bytes([FILL]) * LEN, "blocked DMA changed the BAR"
         page = kv["raw_addr"] & ~0xFFF
-        # 5.10: "[DMA Write] Request device [00:05.0] PASID ffffffff fault addr f4007000"
-        # 6.x:  "[DMA Write NO_PASID] Request device [00:05.0] fault addr 0xf4007000"
-        faults = re.findall(r"DMAR: \[DMA Write[^\]]*\] Request device \[[0-9a-f:.]+\]"
-                            r"[^\n]*? fault addr (?:0x)?([0-9a-f]+)", res.kernel_log)
-        assert page in [int(f, 16) for f in faults], \
-            f"no DMAR write fault at {page:#x}; faults: {faults}"
+        pages = dmar_write_fault_pages(res.kernel_log)
+        assert page in pages, f"no DMAR write fault at {page:#x}; faults at {pages}"
         assert kv["raw_first_dma"] != kv["raw_addr"]
     else:
         assert kv["raw_first_dma"] == kv["raw_addr"]  # identity: mapped address = physical
         assert kv["raw_mismatches"] == 0
         assert data == pattern(RAW_SEED, LEN)
         assert "DMAR: [DMA Write" not in res.kernel_log
+
+
+def dmar_write_fault_pages(kernel_log):
+    """Pages of the DMAR write faults in the log.
+    5.10: "[DMA Write] Request device [00:05.0] PASID ffffffff fault addr f4007000"
+    6.x:  "[DMA Write NO_PASID] Request device [00:05.0] fault addr 0xf4007000"
+    """
+    faults = re.findall(r"DMAR: \[DMA Write[^\]]*\] Request device \[[0-9a-f:.]+\]"
+                        r"[^\n]*? fault addr (?:0x)?([0-9a-f]+)", kernel_log)
+    return [int(f, 16) for f in faults]
+
+
+def test_importer_address_dies_with_its_mapping(run):
+    """After an importer unmaps, a DMA to the address it had must not reach the BAR.
+
+    edu imports the dma-buf, writes OLD_SEED's pattern through the mapping (one chunk, so few
+    DMAR faults: the kernel rate-limits their lines and QEMU's VT-d stops showing them after
+    a few in a row; the run goes before the raw one for the same reason), drops the import
+    (the exporter unmaps it), then writes STALE_SEED's pattern to the same bus address with no
+    mapping. Under translation the IOMMU blocks it: a DMAR write fault at that page, the
+    read-back differs, and the host file keeps OLD_SEED's bytes. (On kernels whose groups
+    read DMA-FQ the IOTLB flush is deferred to a 10 ms timer; edu's write starts ~100 ms into
+    the call, after its first transfer.) Without translation the old address is the BAR's
+    physical address: nothing can block it and the bytes land; only the importer keeping to
+    its unmap protects the memory. Asserting that too shows the DMA itself works, so the
+    translated result is the IOMMU's doing."""
+    mode, res, out = run
+    r = out["dma"]
+    assert r.status == 0, r.output
+    kv = keyvals(r.output)
+    assert kv["stale"] == 1 and kv["stale_off"] == STALE_OFF
+    assert kv["stale_old_mismatches"] == 0
+    assert kv["stale_transfers"] == 5              # one edu chunk: the fewest DMAR faults
+    at = kv["bar_offset"] + EXP_OFF + STALE_OFF
+    data = res.bar_path.read_bytes()
+    assert data[at - 8:at] == bytes([FILL]) * 8
+    assert data[at + STALE_LEN:at + STALE_LEN + 8] == bytes([FILL]) * 8
+    data = data[at:at + STALE_LEN]
+    if mode == "translated":
+        assert data == pattern(OLD_SEED, STALE_LEN), \
+            "a DMA to an unmapped importer address changed the BAR"
+        assert kv["stale_mismatches"] > STALE_LEN // 2
+        page = kv["stale_addr"] & ~0xFFF
+        pages = dmar_write_fault_pages(res.kernel_log)
+        assert page in pages, f"no DMAR write fault at {page:#x}; faults at {pages}"
+    else:
+        assert data == pattern(STALE_SEED, STALE_LEN), "the stale address is physical here: it lands"
+        assert kv["stale_mismatches"] == 0
 
 
 def test_counters_back_to_zero(run):

@@ -8,12 +8,19 @@
  * has gdrpeer_edu_hca.ko write the pattern of SEED at OFF (relative to the
  * dma-buf) and read it back.  With RAW_OFF and RAW_SEED, a second DMA of
  * the pattern of RAW_SEED goes to the buffer's raw physical address at
- * RAW_OFF instead of a mapped one (the negative test; same memory, so both
- * results stay visible to the host).  Prints key=value lines (raw_* for
- * the second DMA); the host then finds the bytes at bar_offset + exp_off +
- * off in the BAR file.
+ * RAW_OFF instead of a mapped one (the negative test; same memory, so all
+ * results stay visible to the host).  With STALE_OFF, OLD_SEED and
+ * STALE_SEED as well, a third run checks that an importer's address dies
+ * with its mapping: the dma-buf is imported (kept, one sg entry), edu
+ * writes EDU_HCA_CHUNK bytes of the pattern of OLD_SEED at STALE_OFF
+ * through it, the import is dropped (unmapped), and edu writes the pattern
+ * of STALE_SEED to the same bus address with no mapping
+ * (EDU_HCA_IOCTL_BUS_DMA).  Prints key=value
+ * lines (raw_* for the second DMA, stale_* for the third); the host then
+ * finds the bytes at bar_offset + exp_off + off in the BAR file.
  *
- * usage: gdrpeer_edu_dma SIZE EXP_OFF EXP_LEN OFF LEN SEED FILL [RAW_OFF RAW_SEED]
+ * usage: gdrpeer_edu_dma SIZE EXP_OFF EXP_LEN OFF LEN SEED FILL
+ *            [RAW_OFF RAW_SEED [STALE_OFF OLD_SEED STALE_SEED]]
  * Exit status: 0 when the run completed (mismatches are data, not errors),
  * 1 on any failure, with a message on stderr.
  */
@@ -33,6 +40,66 @@ static uint64_t num(const char *s)
 	return v;
 }
 
+/*
+ * The stale-address run (see the top).  Exits with a message on any
+ * failure before the stale DMA; its own outcome is data for the host.
+ */
+static void stale_run(int hca, int dfd, uint64_t off, uint64_t old_seed,
+		      uint64_t stale_seed)
+{
+	/* one edu chunk: the fewest DMAR faults (a write, a read) to look for */
+	const uint64_t len = EDU_HCA_CHUNK;
+	struct edu_hca_import_dma id;
+	struct edu_hca_unimport u;
+	struct edu_hca_bus_dma b;
+	struct edu_hca_import im;
+	int ret;
+
+	memset(&im, 0, sizeof(im));
+	im.dmabuf_fd = dfd;
+	im.max_seg = 1ull << 30;	/* one entry: byte off is first_dma + off */
+	ret = gp_ioctl(hca, EDU_HCA_IOCTL_IMPORT, &im);
+	if (ret || im.nents != 1) {
+		fprintf(stderr, "gdrpeer_edu_dma: stale: import: %s, %llu entries\n",
+			strerror(-ret), (unsigned long long)im.nents);
+		exit(1);
+	}
+	memset(&id, 0, sizeof(id));
+	id.id = im.id;
+	id.offset = off;
+	id.length = len;
+	id.seed = old_seed;
+	ret = gp_ioctl(hca, EDU_HCA_IOCTL_IMPORT_DMA, &id);
+	if (ret || id.mismatches) {
+		fprintf(stderr, "gdrpeer_edu_dma: stale: DMA while imported: %s, %llu mismatches\n",
+			strerror(-ret), (unsigned long long)id.mismatches);
+		exit(1);
+	}
+	memset(&u, 0, sizeof(u));
+	u.id = im.id;
+	ret = gp_ioctl(hca, EDU_HCA_IOCTL_UNIMPORT, &u);
+	if (ret) {
+		fprintf(stderr, "gdrpeer_edu_dma: stale: unimport: %s\n", strerror(-ret));
+		exit(1);
+	}
+	memset(&b, 0, sizeof(b));
+	b.bus_addr = im.first_dma + off;
+	b.length = len;
+	b.seed = stale_seed;
+	ret = gp_ioctl(hca, EDU_HCA_IOCTL_BUS_DMA, &b);
+	if (ret) {
+		fprintf(stderr, "gdrpeer_edu_dma: stale: EDU_HCA_IOCTL_BUS_DMA: %s\n",
+			strerror(-ret));
+		exit(1);
+	}
+	printf("stale=1\nstale_off=%llu\nstale_addr=%llu\nstale_old_mismatches=%llu\n"
+	       "stale_mismatches=%llu\nstale_transfers=%llu\n",
+	       (unsigned long long)off, (unsigned long long)b.bus_addr,
+	       (unsigned long long)id.mismatches,
+	       (unsigned long long)b.mismatches,
+	       (unsigned long long)b.transfers);
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t size, exp_off, exp_len, raw = 0;
@@ -42,11 +109,12 @@ int main(int argc, char **argv)
 	struct gp_dev d;
 	uint8_t *p;
 
-	if (argc != 8 && argc != 10) {
-		fprintf(stderr, "usage: gdrpeer_edu_dma SIZE EXP_OFF EXP_LEN OFF LEN SEED FILL [RAW_OFF RAW_SEED]\n");
+	if (argc != 8 && argc != 10 && argc != 13) {
+		fprintf(stderr, "usage: gdrpeer_edu_dma SIZE EXP_OFF EXP_LEN OFF LEN SEED FILL "
+			"[RAW_OFF RAW_SEED [STALE_OFF OLD_SEED STALE_SEED]]\n");
 		return 1;
 	}
-	raw_mode = argc == 10;
+	raw_mode = argc >= 10;
 	size = num(argv[1]);
 	exp_off = num(argv[2]);
 	exp_len = num(argv[3]);
@@ -96,6 +164,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "gdrpeer_edu_dma: EDU_HCA_IOCTL_DMA: %s\n", strerror(-ret));
 		return 1;
 	}
+	/*
+	 * Before the raw DMA: the kernel rate-limits DMAR fault lines and, with
+	 * QEMU's VT-d, stops showing them after a few in a row; the host looks
+	 * for the first fault of each run.
+	 */
+	if (argc == 13)
+		stale_run(hca, dfd, num(argv[10]), num(argv[11]), num(argv[12]));
 	memset(&rr, 0, sizeof(rr));
 	if (raw_mode) {
 		rr.dmabuf_fd = dfd;

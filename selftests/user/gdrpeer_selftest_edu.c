@@ -10,6 +10,7 @@
 
 #include "../kmod/gdrpeer_edu_hca.h"
 #include "gdrpeer_test.h"
+#include "gdrpeer_edu_test.h"
 #include "kselftest_harness.h"
 
 #define FILL 0x5a
@@ -272,6 +273,57 @@ GP_TEST_F(edu, raw_address_blocked_only_under_translation)
 		EXPECT_EQ(0, r.mismatches);
 		EXPECT_EQ(0, memcmp(p, want, len));
 	}
+	close(dfd);
+	EXPECT_EQ(0, munmap(p, size));
+	EXPECT_EQ(0, gp_free(self->fd, a.handle));
+}
+
+/*
+ * After the importer unmaps, the address it had must no longer reach the
+ * memory: under a translating IOMMU a DMA to it faults and the bytes
+ * written while it was mapped stay.  Without translation the address is
+ * the physical one and nothing can stop it: the test checks that it
+ * lands, so it knows the DMA itself works.  (tests/test_driver.py checks
+ * the same against the host's BAR file and the DMAR fault.)
+ */
+GP_TEST_F(edu, importer_address_dies_with_unmap)
+{
+	const char *mode = getenv("GDRPEER_IOMMU");
+	uint64_t size = self->page, len = 2048, old = 0x01d5eed, stale = 0x57a1e;
+	struct edu_hca_import_dma id;
+	struct edu_hca_import im;
+	struct edu_hca_bus_dma b;
+	struct gdrpeer_alloc a;
+	uint8_t want[2048];
+	uint8_t *p;
+	int dfd;
+
+	if (!mode)
+		SKIP(return, "GDRPEER_IOMMU not set: expectation unknown");
+	p = alloc_filled(_metadata, self, size, &a);
+	dfd = gp_export(self->fd, a.handle, 0, size);
+	ASSERT_LE(0, dfd);
+	ASSERT_EQ(0, edu_import(self->hca, dfd, 0, &im));
+	ASSERT_EQ(1, im.nents);
+	ASSERT_EQ(0, edu_import_dma(self->hca, im.id, 0, len, old, &id));
+	ASSERT_EQ(0, id.mismatches);
+	ASSERT_EQ(1, gp_sysfs(self->dev, "active_maps"));
+	ASSERT_EQ(0, edu_unimport(self->hca, im.id));
+	EXPECT_EQ(0, gp_sysfs(self->dev, "active_maps"));
+
+	memset(&b, 0, sizeof(b));
+	b.bus_addr = im.first_dma;
+	b.length = len;
+	b.seed = stale;
+	ASSERT_EQ(0, gp_ioctl(self->hca, EDU_HCA_IOCTL_BUS_DMA, &b));
+	if (!strcmp(mode, "translated")) {
+		gp_pattern(want, old, len);
+		EXPECT_LT(len / 2, b.mismatches);
+	} else {
+		gp_pattern(want, stale, len);
+		EXPECT_EQ(0, b.mismatches);
+	}
+	EXPECT_EQ(0, memcmp(p, want, len));
 	close(dfd);
 	EXPECT_EQ(0, munmap(p, size));
 	EXPECT_EQ(0, gp_free(self->fd, a.handle));
