@@ -116,6 +116,7 @@ struct users {
 
 static int users_make(FIXTURE_DATA(rv) *self, struct users *u)
 {
+	uint64_t off;
 	int err;
 
 	u->size = 4 * self->page;
@@ -130,7 +131,17 @@ static int users_make(FIXTURE_DATA(rv) *self, struct users *u)
 	if (u->dfd < 0)
 		return u->dfd;
 	u->dcpu = gp_mmap(u->dfd, u->size, MAP_SHARED, 0, &err);
-	return u->dcpu ? 0 : -err;
+	if (!u->dcpu)
+		return -err;
+	/*
+	 * Touch every page of the dma-buf mapping, so that its page table
+	 * entries exist: revocation must take them away, not only refuse
+	 * later faults.
+	 */
+	for (off = 0; off < u->size; off += self->page)
+		if (u->dcpu[off] != 0x5a)
+			return -EIO;
+	return 0;
 }
 
 /* After the device went: every use of @u fails the way it must. */
@@ -269,6 +280,7 @@ GP_TEST_F_TIMEOUT(rv, unbind_waits_for_pinned_importer, 90)
 {
 	struct edu_hca_import im;
 	struct gdrpeer_alloc a;
+	char wchan_path[64], wchan[128] = "";
 	int hca, dfd, status;
 	struct gp_dev d;
 	double t0;
@@ -287,15 +299,28 @@ GP_TEST_F_TIMEOUT(rv, unbind_waits_for_pinned_importer, 90)
 
 	pid = fork();
 	ASSERT_LE(0, pid);
-	if (pid == 0)
+	if (pid == 0) {
+		/* not the import's holder: an unbind that waits must not wait on itself */
+		close(hca);
 		_exit(gp_write_file(GDRPEER_SYSFS "/pcibar_unbind", self->bdf));
+	}
 	/* the unbind has begun (the device left the registry) ... */
 	t0 = gp_now_s();
 	while (!gp_find_device(self->fd, &d) && gp_now_s() - t0 < 20)
 		usleep(10000);
 	ASSERT_EQ(-ENODEV, gp_find_device(self->fd, &d));
-	/* ... and must still be waiting for the pinned mapping */
-	usleep(500000);
+	/*
+	 * ... and sleeps in gdrpeer's revocation (the kernel names the
+	 * function it sleeps in) until the pinned mapping goes; an unbind
+	 * that does not wait finishes instead.
+	 */
+	snprintf(wchan_path, sizeof(wchan_path), "/proc/%d/wchan", (int)pid);
+	t0 = gp_now_s();
+	while ((gp_read_line(wchan_path, wchan, sizeof(wchan)) ||
+		!strstr(wchan, "revoke")) && gp_now_s() - t0 < 20 &&
+	       !waitpid(pid, &status, WNOHANG))
+		usleep(10000);
+	ASSERT_NE(NULL, strstr(wchan, "revoke")) TH_LOG("unbind sleeps in '%s'", wchan);
 	ASSERT_EQ(0, waitpid(pid, &status, WNOHANG)) TH_LOG("unbind did not wait");
 	ASSERT_EQ(0, edu_unimport(hca, im.id));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
