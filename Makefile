@@ -8,6 +8,8 @@
 #   make test-debug      the driver's campaign on the debug kernel (KASAN, lockdep, ...): selftests,
 #                        race tests, 1,000,000-op fuzzer, hot-unplug, kill -9 (builds it once)
 #   make test-mutants    plant each bug of tests/mutation/mutants.py; every one must fail a host test
+#   make test-driver-mutants  plant each bug of tests/mutation/driver_mutants.py in gdrpeer.ko;
+#                        every one must fail a guest selftest (VM_KERNEL; not in make test)
 #   make kernel-check    W=1 + sparse build of the kernel code against VM_KERNEL's headers
 
 VM_KERNEL ?= 6.1
@@ -130,6 +132,12 @@ KILL_ITERATIONS ?= 30
 test-mutants: deps
 	$(PYTHON) tests/mutation/run.py --build $(BUILD)/mutants --jobs $(JOBS)
 
+# Guest-side mutation check: one gdrpeer.ko per bug of tests/mutation/driver_mutants.py, built in
+# build/driver-mutants/<kernel>, all loaded in turn in as few boots as possible, each running the
+# selftests that should notice it (docs/tests.md). Too slow for `make test` on 2 cores.
+test-driver-mutants: deps selftests vm-modules
+	$(PYTHON) tests/mutation/driver_run.py --kernel $(VM_KERNEL) --build $(BUILD)/driver-mutants
+
 # Every guest kernel: build the modules for 5.10, 6.1, 6.12 and 7.2, boot each, load gdrpeer;
 # then real verbs traffic into gdrpeer memory on the other kernels the dma-buf rxe follows
 # (6.1 runs in `make test`).
@@ -164,10 +172,10 @@ test-debug: deps userspace selftests debug-kernel
 
 clean:
 	rm -rf $(BUILD)/userspace $(BUILD)/fuzz $(BUILD)/kcheck $(BUILD)/bin $(BUILD)/kmod $(BUILD)/runs \
-		$(BUILD)/mutants
+		$(BUILD)/mutants $(BUILD)/driver-mutants
 
 distclean:
 	rm -rf $(BUILD)
 
 .PHONY: all help deps module modules modules-stage vm-modules vm-kernel vm-qemu userspace selftests \
-	guest demo test test-kernels test-debug debug-kernel test-mutants fuzz kernel-check clean distclean
+	guest demo test test-kernels test-debug debug-kernel test-mutants test-driver-mutants fuzz kernel-check clean distclean
