@@ -52,7 +52,11 @@ def full_commands():
         "sigkill": "(gdrpeer_rxe_dmabuf hold >/tmp/hold.log 2>&1 &); i=0; "
                    "while [ $i -lt 300 ] && ! grep -q ready /tmp/hold.log; do sleep 0.1; i=$((i+1)); done; "
                    f"cat /tmp/hold.log; {gauges(DEV, 'attachments vmaps')}; "
-                   "kill -9 $(pidof gdrpeer_rxe_dmabuf); sleep 1; echo killed",
+                   # killed = gone or a zombie: its files (MRs, dma-bufs) are released by then
+                   "pid=$(pidof gdrpeer_rxe_dmabuf); kill -9 $pid; i=0; "
+                   "while [ $i -lt 300 ] && [ -e /proc/$pid ] && "
+                   "! grep -q '^[0-9]* (.*) Z' /proc/$pid/stat 2>/dev/null; do sleep 0.1; i=$((i+1)); done; "
+                   "{ ! [ -e /proc/$pid ] || grep -q '^[0-9]* (.*) Z' /proc/$pid/stat; } && echo killed",
         "after_kill": gauges(DEV),
         "verify": "gdrpeer verify -s gdrpeer --size 64K; echo verify_exit=$?",
         "unbind": "gdrpeer_rxe_dmabuf revoke-pcibar unbind",
