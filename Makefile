@@ -9,6 +9,9 @@
 #                        race tests, 1,000,000-op fuzzer, hot-unplug, kill -9 (builds it once)
 #   make test-mutants    plant each bug of tests/mutation/mutants.py; every one must fail a host test
 #   make kernel-check    W=1 + sparse build of the kernel code against VM_KERNEL's headers
+#   make install         CLI, library, rule data, man pages, completion, udev/modprobe/systemd files
+#                        (PREFIX=/usr/local, DESTDIR=, SYSCONFDIR=/etc; docs/fleet.md)
+#   make install-module  gdrpeer.ko into /lib/modules/KVER/updates, then depmod
 
 VM_KERNEL ?= 6.1
 PYTHON    ?= /usr/bin/python3
@@ -26,7 +29,7 @@ DEBS := build-essential make cmake pkg-config clang libclang-rt-14-dev kmod cpio
 	qemu-system-x86 busybox-static pciutils iproute2 \
 	rdma-core ibverbs-utils ibverbs-providers libibverbs-dev perftest \
 	libpci-dev libbz2-dev libcli11-dev nlohmann-json3-dev googletest libgtest-dev libgmock-dev \
-	libbenchmark-dev hwloc libhwloc-dev graphviz python3 python3-pytest \
+	libbenchmark-dev hwloc libhwloc-dev graphviz python3 python3-pytest prometheus bash-completion \
 	dpkg-dev patch meson ninja-build libglib2.0-dev libpixman-1-dev libfdt-dev
 # (the last line builds tests/emunode's "acs" QEMU: switch downstream ports with ACS)
 
@@ -106,6 +109,33 @@ fuzz:
 	cmake --build $(BUILD)/fuzz -j$(JOBS) --target fuzz_all
 	ctest --test-dir $(BUILD)/fuzz/fuzz -L fuzz --output-on-failure
 
+# ---- installing on a node (docs/fleet.md) -------------------------------------------------
+# Below PREFIX: CMake's install rules (binary, library, headers, pkg-config, rule data), then the
+# man pages, completion and docs; the files the system reads at fixed places (udev, modprobe.d,
+# sysusers.d, systemd) go below SYSCONFDIR, where an administrator's own files belong.
+PREFIX     ?= /usr/local
+SYSCONFDIR ?= /etc
+DESTDIR    ?=
+DOCS := README.md docs/check.md docs/verify.md docs/fleet.md docs/driver.md
+install: userspace
+	DESTDIR=$(DESTDIR) cmake --install $(BUILD)/userspace --prefix $(PREFIX)
+	install -D -m 0644 -t $(DESTDIR)$(PREFIX)/share/man/man1 packaging/man/*.1
+	install -D -m 0644 -t $(DESTDIR)$(PREFIX)/share/bash-completion/completions packaging/bash-completion/gdrpeer
+	install -D -m 0644 -t $(DESTDIR)$(PREFIX)/share/doc/gdrpeer $(DOCS)
+	install -D -m 0644 packaging/udev/70-gdrpeer.rules $(DESTDIR)$(SYSCONFDIR)/udev/rules.d/70-gdrpeer.rules
+	install -D -m 0644 packaging/sysusers.d/gdrpeer.conf $(DESTDIR)$(SYSCONFDIR)/sysusers.d/gdrpeer.conf
+	install -D -m 0644 packaging/modprobe.d/gdrpeer.conf $(DESTDIR)$(SYSCONFDIR)/modprobe.d/gdrpeer.conf
+	@mkdir -p $(DESTDIR)$(SYSCONFDIR)/systemd/system
+	for u in gdrpeer-check.service gdrpeer-check.timer; do \
+		sed 's|@BINDIR@|$(PREFIX)/bin|g' packaging/systemd/$$u > $(DESTDIR)$(SYSCONFDIR)/systemd/system/$$u && \
+		chmod 0644 $(DESTDIR)$(SYSCONFDIR)/systemd/system/$$u || exit 1; done
+
+# The module built for KVER (make module) into its updates/ directory, which depmod ranks above
+# the kernel's own tree.
+install-module: module
+	install -D -m 0644 $(MODOUT)/gdrpeer.ko $(DESTDIR)/lib/modules/$(KVER)/updates/gdrpeer.ko
+	depmod $(if $(DESTDIR),-b $(DESTDIR)) $(KVER)
+
 # ---- the emulated node ---------------------------------------------------------------------
 guest: userspace selftests vm-modules
 
@@ -170,4 +200,4 @@ distclean:
 	rm -rf $(BUILD)
 
 .PHONY: all help deps module modules modules-stage vm-modules vm-kernel vm-qemu userspace selftests \
-	guest demo test test-kernels test-debug debug-kernel test-mutants fuzz kernel-check clean distclean
+	install install-module guest demo test test-kernels test-debug debug-kernel test-mutants fuzz kernel-check clean distclean
