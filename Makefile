@@ -12,6 +12,7 @@
 #   make install         CLI, library, rule data, man pages, completion, udev/modprobe/systemd files
 #                        (PREFIX=/usr/local, DESTDIR=, SYSCONFDIR=/etc; docs/fleet.md)
 #   make install-module  gdrpeer.ko into /lib/modules/KVER/updates, then depmod
+#   make dkms-source     the tree `dkms add` takes (build/dkms-source/gdrpeer-VERSION)
 
 VM_KERNEL ?= 6.1
 PYTHON    ?= /usr/bin/python3
@@ -29,9 +30,11 @@ DEBS := build-essential make cmake pkg-config clang libclang-rt-14-dev kmod cpio
 	qemu-system-x86 busybox-static pciutils iproute2 \
 	rdma-core ibverbs-utils ibverbs-providers libibverbs-dev perftest \
 	libpci-dev libbz2-dev libcli11-dev nlohmann-json3-dev googletest libgtest-dev libgmock-dev \
-	libbenchmark-dev hwloc libhwloc-dev graphviz python3 python3-pytest prometheus bash-completion \
+	libbenchmark-dev hwloc libhwloc-dev graphviz python3 python3-pytest \
+	prometheus bash-completion dkms \
 	dpkg-dev patch meson ninja-build libglib2.0-dev libpixman-1-dev libfdt-dev
-# (the last line builds tests/emunode's "acs" QEMU: switch downstream ports with ACS)
+# (prometheus: promtool for tests/test_fleet_outputs.py; bash-completion, dkms: tests/test_install.py,
+# tests/test_dkms.py; the last line builds tests/emunode's "acs" QEMU: switch downstream ports with ACS)
 
 .DEFAULT_GOAL := all
 all: module userspace
@@ -136,6 +139,14 @@ install-module: module
 	install -D -m 0644 $(MODOUT)/gdrpeer.ko $(DESTDIR)/lib/modules/$(KVER)/updates/gdrpeer.ko
 	depmod $(if $(DESTDIR),-b $(DESTDIR)) $(KVER)
 
+# The DKMS source tree (/usr/src/gdrpeer-<version> on a node): dkms.conf, driver/, uapi/.
+#   make dkms-source && dkms add $(BUILD)/dkms-source/gdrpeer-<version>
+DKMS_VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)
+dkms-source:
+	rm -rf $(BUILD)/dkms-source && mkdir -p $(BUILD)/dkms-source/gdrpeer-$(DKMS_VERSION)
+	cp -r dkms.conf driver uapi $(BUILD)/dkms-source/gdrpeer-$(DKMS_VERSION)/
+	@echo $(BUILD)/dkms-source/gdrpeer-$(DKMS_VERSION)
+
 # ---- the emulated node ---------------------------------------------------------------------
 guest: userspace selftests vm-modules
 
@@ -165,12 +176,16 @@ test-mutants: deps
 # (6.1 runs in `make test`).
 ALL_KERNELS := 5.10 6.1 6.12 7.2
 RXE_DMABUF_KERNELS := 6.12 7.2
+# DKMS builds with the host's gcc: the kernels Debian builds with gcc 12 (6.1 runs in `make test`).
+DKMS_KERNELS := 5.10 6.12
 test-kernels: deps userspace selftests
 	for k in $(ALL_KERNELS); do $(EMUNODE) build --kernel $$k || exit 1; done
 	GDRPEER_ALL_KERNELS=1 PYTHONPATH=$(CURDIR)/tests $(PYTHON) -m pytest -ra tests/test_kernels.py \
 		tests/test_nvidia.py -k "kernels"
 	for k in $(RXE_DMABUF_KERNELS); do VM_KERNEL=$$k PYTHONPATH=$(CURDIR)/tests \
 		$(PYTHON) -m pytest -ra tests/test_rxe_dmabuf.py || exit 1; done
+	GDRPEER_DKMS_KERNELS="$(DKMS_KERNELS)" PYTHONPATH=$(CURDIR)/tests $(PYTHON) -m pytest -ra \
+		tests/test_dkms.py -k other_kernels
 
 # The debug guest kernel (Debian's linux-source-6.1 of the stock image's version, KASAN, KFENCE,
 # lockdep, DEBUG_ATOMIC_SLEEP, DMA_API_DEBUG, DEBUG_OBJECTS; tests/emunode/debug-kernel.config),
@@ -200,4 +215,4 @@ distclean:
 	rm -rf $(BUILD)
 
 .PHONY: all help deps module modules modules-stage vm-modules vm-kernel vm-qemu userspace selftests \
-	install install-module guest demo test test-kernels test-debug debug-kernel test-mutants fuzz kernel-check clean distclean
+	install install-module dkms-source guest demo test test-kernels test-debug debug-kernel test-mutants fuzz kernel-check clean distclean
