@@ -49,8 +49,12 @@ class Dkms:
     def __call__(self, *args):
         if not shutil.which("dkms"):
             pytest.fail("dkms is missing: install the Debian package dkms (make deps)")
+        # Each kernel's headers name the gcc its Debian release was built with (gcc-10 for 5.10,
+        # gcc-14 for 6.12), which a node has beside its headers; this host builds them with its own
+        # gcc, as tests/emunode/build.py does. make takes MAKEFLAGS' CC= as a command-line value.
+        env = dict(os.environ, MAKEFLAGS="CC=gcc")
         return sh(["nice", "dkms", "--dkmstree", str(self.root / "tree"), "--sourcetree", str(self.root / "src"),
-                   "--installtree", str(self.installtree), *map(str, args)])
+                   "--installtree", str(self.installtree), *map(str, args)], env=env)
 
     def status(self):
         return self("status", "-m", "gdrpeer").strip()

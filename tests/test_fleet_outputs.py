@@ -191,8 +191,21 @@ def test_output_errors(tmp_path):
         ro.mkdir(mode=0o555)
         gdrpeer("check", "--format", "nfd", "--output", ro / "gdrpeer", good, rc=73)
     p = gdrpeer("check", "--format", "prometheus", good, good, rc=64)
-    assert "one node" in p.stderr, p.stderr
+    assert "--format prometheus needs one node" in p.stderr, p.stderr
+    p = gdrpeer("check", "--fleet", "--output", tmp_path / "fleet.txt", good, rc=64)
+    assert "--output needs one node" in p.stderr and not (tmp_path / "fleet.txt").exists(), p.stderr
     p = gdrpeer("check", "--json", "--format", "nfd", good, rc=64)
     assert "--json" in p.stderr and "nfd" in p.stderr, p.stderr
     p = gdrpeer("check", "--format", "yaml", good, rc=64)
     assert "yaml" in p.stderr, p.stderr
+
+
+def test_format_names_the_existing_outputs(tmp_path):
+    """--format json/dot/text are --json, --dot and the default; --output takes any of them."""
+    good = REF / "stelline-asus-esc8000a-e12.md"
+    rc, _ = check_json(good)
+    for flag, fmt in (("--json", "json"), ("--dot", "dot"), (None, "text")):
+        plain = gdrpeer("check", *([flag] if flag else []), good, rc=rc).stdout
+        assert gdrpeer("check", "--format", fmt, good, rc=rc).stdout == plain, fmt
+        gdrpeer("check", "--format", fmt, "-o", tmp_path / fmt, good, rc=rc)
+        assert (tmp_path / fmt).read_text() == plain, fmt

@@ -40,7 +40,7 @@ namespace topo = gdrpeer::topo;
 
 namespace {
 
-// NFD drops the labels of a node whose refresh (gdrpeer-fleet.timer, every 15 min) stopped.
+// NFD drops the labels of a node whose refresh (gdrpeer-check.timer, every 15 min) stopped.
 constexpr long kNfdExpirySeconds = 3600;
 constexpr int kExitUsage = 64, kExitDataErr = 65, kExitNoInput = 66, kExitCantCreate = 73, kExitConfig = 78;
 
@@ -393,7 +393,8 @@ int run_check(const InputOptions& in, CheckFlags f) {
       return r.exit_code();
     }
     if (f.format == "prometheus" || f.format == "nfd" || f.output != "-")
-      throw std::invalid_argument("--format " + f.format + " and --output describe one node; fleet mode prints to stdout");
+      throw std::invalid_argument((f.output != "-" ? std::string("--output") : "--format " + f.format) +
+                                  " needs one node; fleet mode (several inputs or --fleet) prints to stdout");
     return run_fleet(specs, in, f, opt, k);
   });
 }
