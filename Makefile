@@ -133,9 +133,11 @@ install: userspace
 		sed 's|@BINDIR@|$(PREFIX)/bin|g' packaging/systemd/$$u > $(DESTDIR)$(SYSCONFDIR)/systemd/system/$$u && \
 		chmod 0644 $(DESTDIR)$(SYSCONFDIR)/systemd/system/$$u || exit 1; done
 
-# The module built for KVER (make module) into its updates/ directory, which depmod ranks above
-# the kernel's own tree.
-install-module: module
+# The module built for KVER (`make` or `make module`; MODOUT= names another build) into its
+# updates/ directory, which depmod ranks above the kernel's own tree.
+install-module:
+	@test -f $(MODOUT)/gdrpeer.ko || { echo "make: $(MODOUT)/gdrpeer.ko is missing: build it first" \
+		"with 'make module KVER=$(KVER)' (or name a build with MODOUT=)" >&2; exit 2; }
 	install -D -m 0644 $(MODOUT)/gdrpeer.ko $(DESTDIR)/lib/modules/$(KVER)/updates/gdrpeer.ko
 	depmod $(if $(DESTDIR),-b $(DESTDIR)) $(KVER)
 

@@ -127,6 +127,21 @@ def test_make_install_tree(installed):
     assert f"rule data: {installed}/usr/share/gdrpeer/topology" in v.stdout, v.stdout
 
 
+def test_make_install_module(tmp_path, gdrpeer_ko, kernel_name):
+    """make install-module: the built module into /lib/modules/KVER/updates, indexed by depmod."""
+    from emunode import kernels
+    release = kernels.ensure_kernel(kernel_name).release
+    p = subprocess.run(["make", "-s", "install-module", f"KVER={release}", f"MODOUT={gdrpeer_ko.parent}",
+                        f"DESTDIR={tmp_path}"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    moddir = tmp_path / "lib" / "modules" / release
+    assert (moddir / "updates" / "gdrpeer.ko").read_bytes() == gdrpeer_ko.read_bytes()
+    assert "updates/gdrpeer.ko:" in (moddir / "modules.dep").read_text()
+    p = subprocess.run(["make", "-s", "install-module", f"KVER={release}", f"MODOUT={tmp_path / 'none'}",
+                        f"DESTDIR={tmp_path}"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert p.returncode != 0 and "gdrpeer.ko is missing" in p.stderr, p.stderr
+
+
 def test_installed_library_builds_a_program(installed, tmp_path):
     """The headers and pkg-config file are enough to build against libgdrpeer."""
     src = tmp_path / "probe.cpp"
