@@ -14,7 +14,6 @@ import shutil
 import stat
 import subprocess
 from collections import Counter
-from pathlib import Path
 
 import pytest
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from emunode import kernels
 from test_check import REF, REPO, gdrpeer_bin
 
 SUBCOMMANDS = ["topo", "check", "snapshot", "verify"]
@@ -129,7 +130,6 @@ def test_make_install_tree(installed):
 
 def test_make_install_module(tmp_path, gdrpeer_ko, kernel_name):
     """make install-module: the built module into /lib/modules/KVER/updates, indexed by depmod."""
-    from emunode import kernels
     release = kernels.ensure_kernel(kernel_name).release
     p = subprocess.run(["make", "-s", "install-module", f"KVER={release}", f"MODOUT={gdrpeer_ko.parent}",
                         f"DESTDIR={tmp_path}"], cwd=REPO, capture_output=True, text=True, timeout=300)
@@ -186,13 +186,11 @@ def man_options(page):
     """Options a man page documents: the .TP items of its OPTIONS section."""
     text = (REPO / "packaging" / "man" / page).read_text()
     section = text.split(".SH OPTIONS", 1)[1].split("\n.SH ", 1)[0]
-    items = re.findall(r"\.TP\n(.*)\n", section)
     opts = set()
-    for item in items:
-        item = item.replace("\\-", "-").replace('"', " ")
-        for word in re.findall(r"(?:^|\s)(--?[A-Za-z][\w-]*)", re.sub(r"\\f[BIR]", " ", item)):
-            opts.add(word)
-            # ".BR \-h ", " \-\-help": both names of one option on one line
+    for item in re.findall(r"\.TP\n(.*)\n", section):
+        # e.g. `.BR \-j ", " \-\-jobs " \fIN\fR"`: every name of the option, not its argument
+        item = re.sub(r"\\f[BIR]", " ", item.replace("\\-", "-").replace('"', " "))
+        opts.update(re.findall(r"(?:^|\s)(--?[A-Za-z][\w-]*)", item))
     return opts
 
 
