@@ -119,19 +119,36 @@ fuzz:
 PREFIX     ?= /usr/local
 SYSCONFDIR ?= /etc
 DESTDIR    ?=
+# A package puts these below /usr/lib instead (debian/rules).
+UDEVRULESDIR ?= $(SYSCONFDIR)/udev/rules.d
+SYSUSERSDIR  ?= $(SYSCONFDIR)/sysusers.d
+MODPROBEDIR  ?= $(SYSCONFDIR)/modprobe.d
+UNITDIR      ?= $(SYSCONFDIR)/systemd/system
 DOCS := README.md docs/check.md docs/verify.md docs/fleet.md docs/driver.md
 install: userspace
 	DESTDIR=$(DESTDIR) cmake --install $(BUILD)/userspace --prefix $(PREFIX)
+	$(MAKE) --no-print-directory install-extras
+
+# What CMake does not install: man pages, completion, docs and the system integration files.
+install-extras:
 	install -D -m 0644 -t $(DESTDIR)$(PREFIX)/share/man/man1 packaging/man/*.1
 	install -D -m 0644 -t $(DESTDIR)$(PREFIX)/share/bash-completion/completions packaging/bash-completion/gdrpeer
 	install -D -m 0644 -t $(DESTDIR)$(PREFIX)/share/doc/gdrpeer $(DOCS)
-	install -D -m 0644 packaging/udev/70-gdrpeer.rules $(DESTDIR)$(SYSCONFDIR)/udev/rules.d/70-gdrpeer.rules
-	install -D -m 0644 packaging/sysusers.d/gdrpeer.conf $(DESTDIR)$(SYSCONFDIR)/sysusers.d/gdrpeer.conf
-	install -D -m 0644 packaging/modprobe.d/gdrpeer.conf $(DESTDIR)$(SYSCONFDIR)/modprobe.d/gdrpeer.conf
-	@mkdir -p $(DESTDIR)$(SYSCONFDIR)/systemd/system
+	install -D -m 0644 packaging/udev/70-gdrpeer.rules $(DESTDIR)$(UDEVRULESDIR)/70-gdrpeer.rules
+	install -D -m 0644 packaging/sysusers.d/gdrpeer.conf $(DESTDIR)$(SYSUSERSDIR)/gdrpeer.conf
+	install -D -m 0644 packaging/modprobe.d/gdrpeer.conf $(DESTDIR)$(MODPROBEDIR)/gdrpeer.conf
+	@mkdir -p $(DESTDIR)$(UNITDIR)
 	for u in gdrpeer-check.service gdrpeer-check.timer; do \
-		sed 's|@BINDIR@|$(PREFIX)/bin|g' packaging/systemd/$$u > $(DESTDIR)$(SYSCONFDIR)/systemd/system/$$u && \
-		chmod 0644 $(DESTDIR)$(SYSCONFDIR)/systemd/system/$$u || exit 1; done
+		sed 's|@BINDIR@|$(PREFIX)/bin|g' packaging/systemd/$$u > $(DESTDIR)$(UNITDIR)/$$u && \
+		chmod 0644 $(DESTDIR)$(UNITDIR)/$$u || exit 1; done
+
+# Debian packages gdrpeer and gdrpeer-dkms (debian/), built from a copy of the tracked and new
+# files in build/deb/gdrpeer, then lintian (errors fail). Not part of `make test`.
+deb:
+	rm -rf $(BUILD)/deb && mkdir -p $(BUILD)/deb/gdrpeer
+	git ls-files -co --exclude-standard | tar -cf - -T - | tar -xf - -C $(BUILD)/deb/gdrpeer
+	cd $(BUILD)/deb/gdrpeer && dpkg-buildpackage -b -us -uc
+	lintian --fail-on error $(BUILD)/deb/*.changes
 
 # The module built for KVER (`make` or `make module`; MODOUT= names another build) into its
 # updates/ directory, which depmod ranks above the kernel's own tree.
@@ -218,4 +235,4 @@ distclean:
 	rm -rf $(BUILD)
 
 .PHONY: all help deps module modules modules-stage vm-modules vm-kernel vm-qemu userspace selftests \
-	install install-module dkms-source guest demo test test-kernels test-debug debug-kernel test-mutants fuzz kernel-check clean distclean
+	install install-extras install-module dkms-source deb guest demo test test-kernels test-debug debug-kernel test-mutants fuzz kernel-check clean distclean
