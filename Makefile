@@ -143,8 +143,11 @@ install-extras:
 		chmod 0644 $(DESTDIR)$(UNITDIR)/$$u || exit 1; done
 
 # Debian packages gdrpeer and gdrpeer-dkms (debian/), built from a copy of the tracked and new
-# files in build/deb/gdrpeer, then lintian (errors fail). Not part of `make test`.
+# files in build/deb/gdrpeer, then lintian (errors fail). Not part of `make test`; its packaging
+# tools are installed only here.
+DEB_DEBS := debhelper dh-dkms lintian
 deb:
+	$(MAKE) --no-print-directory deps DEBS="$(DEB_DEBS)"
 	rm -rf $(BUILD)/deb && mkdir -p $(BUILD)/deb/gdrpeer
 	git ls-files -co --exclude-standard | tar -cf - -T - | tar -xf - -C $(BUILD)/deb/gdrpeer
 	cd $(BUILD)/deb/gdrpeer && dpkg-buildpackage -b -us -uc
