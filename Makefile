@@ -11,6 +11,10 @@
 #   make test-driver-mutants  plant each bug of tests/mutation/driver_mutants.py in gdrpeer.ko;
 #                        every one must fail a guest selftest (VM_KERNEL; not in make test)
 #   make kernel-check    W=1 + sparse build of the kernel code against VM_KERNEL's headers
+#   make install         CLI, library, rule data, man pages, completion, udev/modprobe/systemd files
+#                        (PREFIX=/usr/local, DESTDIR=, SYSCONFDIR=/etc; docs/fleet.md)
+#   make install-module  gdrpeer.ko into /lib/modules/KVER/updates, then depmod
+#   make dkms-source     the tree `dkms add` takes (build/dkms-source/gdrpeer-VERSION)
 
 VM_KERNEL ?= 6.1
 PYTHON    ?= /usr/bin/python3
@@ -29,8 +33,10 @@ DEBS := build-essential make cmake pkg-config clang libclang-rt-14-dev kmod cpio
 	rdma-core ibverbs-utils ibverbs-providers libibverbs-dev perftest \
 	libpci-dev libbz2-dev libcli11-dev nlohmann-json3-dev googletest libgtest-dev libgmock-dev \
 	libbenchmark-dev hwloc libhwloc-dev graphviz python3 python3-pytest \
+	prometheus bash-completion dkms \
 	dpkg-dev patch meson ninja-build libglib2.0-dev libpixman-1-dev libfdt-dev
-# (the last line builds tests/emunode's "acs" QEMU: switch downstream ports with ACS)
+# (prometheus: promtool for tests/test_fleet_outputs.py; bash-completion, dkms: tests/test_install.py,
+# tests/test_dkms.py; the last line builds tests/emunode's "acs" QEMU: switch downstream ports with ACS)
 
 .DEFAULT_GOAL := all
 all: module userspace
@@ -108,6 +114,63 @@ fuzz:
 	cmake --build $(BUILD)/fuzz -j$(JOBS) --target fuzz_all
 	ctest --test-dir $(BUILD)/fuzz/fuzz -L fuzz --output-on-failure
 
+# ---- installing on a node (docs/fleet.md) -------------------------------------------------
+# Below PREFIX: CMake's install rules (binary, library, headers, pkg-config, rule data), then the
+# man pages, completion and docs; the files the system reads at fixed places (udev, modprobe.d,
+# sysusers.d, systemd) go below SYSCONFDIR, where an administrator's own files belong.
+PREFIX     ?= /usr/local
+SYSCONFDIR ?= /etc
+DESTDIR    ?=
+# A package puts these below /usr/lib instead (debian/rules).
+UDEVRULESDIR ?= $(SYSCONFDIR)/udev/rules.d
+SYSUSERSDIR  ?= $(SYSCONFDIR)/sysusers.d
+MODPROBEDIR  ?= $(SYSCONFDIR)/modprobe.d
+UNITDIR      ?= $(SYSCONFDIR)/systemd/system
+DOCS := README.md docs/check.md docs/verify.md docs/fleet.md docs/driver.md
+install: userspace
+	DESTDIR=$(DESTDIR) cmake --install $(BUILD)/userspace --prefix $(PREFIX)
+	$(MAKE) --no-print-directory install-extras
+
+# What CMake does not install: man pages, completion, docs and the system integration files.
+install-extras:
+	install -D -m 0644 -t $(DESTDIR)$(PREFIX)/share/man/man1 packaging/man/*.1
+	install -D -m 0644 -t $(DESTDIR)$(PREFIX)/share/bash-completion/completions packaging/bash-completion/gdrpeer
+	install -D -m 0644 -t $(DESTDIR)$(PREFIX)/share/doc/gdrpeer $(DOCS)
+	install -D -m 0644 packaging/udev/70-gdrpeer.rules $(DESTDIR)$(UDEVRULESDIR)/70-gdrpeer.rules
+	install -D -m 0644 packaging/sysusers.d/gdrpeer.conf $(DESTDIR)$(SYSUSERSDIR)/gdrpeer.conf
+	install -D -m 0644 packaging/modprobe.d/gdrpeer.conf $(DESTDIR)$(MODPROBEDIR)/gdrpeer.conf
+	@mkdir -p $(DESTDIR)$(UNITDIR)
+	for u in gdrpeer-check.service gdrpeer-check.timer; do \
+		sed 's|@BINDIR@|$(PREFIX)/bin|g' packaging/systemd/$$u > $(DESTDIR)$(UNITDIR)/$$u && \
+		chmod 0644 $(DESTDIR)$(UNITDIR)/$$u || exit 1; done
+
+# Debian packages gdrpeer and gdrpeer-dkms (debian/), built from a copy of the tracked and new
+# files in build/deb/gdrpeer, then lintian (errors fail). Not part of `make test`; its packaging
+# tools are installed only here.
+DEB_DEBS := debhelper dh-dkms lintian
+deb:
+	$(MAKE) --no-print-directory deps DEBS="$(DEB_DEBS)"
+	rm -rf $(BUILD)/deb && mkdir -p $(BUILD)/deb/gdrpeer
+	git ls-files -co --exclude-standard | tar -cf - -T - | tar -xf - -C $(BUILD)/deb/gdrpeer
+	cd $(BUILD)/deb/gdrpeer && dpkg-buildpackage -b -us -uc
+	lintian --fail-on error $(BUILD)/deb/*.changes
+
+# The module built for KVER (`make` or `make module`; MODOUT= names another build) into its
+# updates/ directory, which depmod ranks above the kernel's own tree.
+install-module:
+	@test -f $(MODOUT)/gdrpeer.ko || { echo "make: $(MODOUT)/gdrpeer.ko is missing: build it first" \
+		"with 'make module KVER=$(KVER)' (or name a build with MODOUT=)" >&2; exit 2; }
+	install -D -m 0644 $(MODOUT)/gdrpeer.ko $(DESTDIR)/lib/modules/$(KVER)/updates/gdrpeer.ko
+	depmod $(if $(DESTDIR),-b $(DESTDIR)) $(KVER)
+
+# The DKMS source tree (/usr/src/gdrpeer-<version> on a node): dkms.conf, driver/, uapi/.
+#   make dkms-source && dkms add $(BUILD)/dkms-source/gdrpeer-<version>
+DKMS_VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)
+dkms-source:
+	rm -rf $(BUILD)/dkms-source && mkdir -p $(BUILD)/dkms-source/gdrpeer-$(DKMS_VERSION)
+	cp -r dkms.conf driver uapi $(BUILD)/dkms-source/gdrpeer-$(DKMS_VERSION)/
+	@echo $(BUILD)/dkms-source/gdrpeer-$(DKMS_VERSION)
+
 # ---- the emulated node ---------------------------------------------------------------------
 guest: userspace selftests vm-modules
 
@@ -143,12 +206,17 @@ test-driver-mutants: deps selftests vm-modules
 # (6.1 runs in `make test`).
 ALL_KERNELS := 5.10 6.1 6.12 7.2
 RXE_DMABUF_KERNELS := 6.12 7.2
+# DKMS rebuilds for further kernels (6.1 runs in `make test`), with the host's gcc as vm-modules
+# builds them; 7.2 needs the sid chroot's gcc-16, which DKMS on this host cannot use.
+DKMS_KERNELS := 5.10 6.12
 test-kernels: deps userspace selftests
 	for k in $(ALL_KERNELS); do $(EMUNODE) build --kernel $$k || exit 1; done
 	GDRPEER_ALL_KERNELS=1 PYTHONPATH=$(CURDIR)/tests $(PYTHON) -m pytest -ra tests/test_kernels.py \
 		tests/test_nvidia.py -k "kernels"
 	for k in $(RXE_DMABUF_KERNELS); do VM_KERNEL=$$k PYTHONPATH=$(CURDIR)/tests \
 		$(PYTHON) -m pytest -ra tests/test_rxe_dmabuf.py || exit 1; done
+	GDRPEER_DKMS_KERNELS="$(DKMS_KERNELS)" PYTHONPATH=$(CURDIR)/tests $(PYTHON) -m pytest -ra \
+		tests/test_dkms.py -k other_kernels
 
 # The debug guest kernel (Debian's linux-source-6.1 of the stock image's version, KASAN, KFENCE,
 # lockdep, DEBUG_ATOMIC_SLEEP, DMA_API_DEBUG, DEBUG_OBJECTS; tests/emunode/debug-kernel.config),
@@ -178,4 +246,5 @@ distclean:
 	rm -rf $(BUILD)
 
 .PHONY: all help deps module modules modules-stage vm-modules vm-kernel vm-qemu userspace selftests \
-	guest demo test test-kernels test-debug debug-kernel test-mutants test-driver-mutants fuzz kernel-check clean distclean
+	install install-extras install-module dkms-source deb guest demo test test-kernels test-debug \
+	debug-kernel test-mutants test-driver-mutants fuzz kernel-check clean distclean

@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "fleet_outputs.hpp"
 #include "gdrpeer/topo/check.hpp"
 #include "gdrpeer/topo/cuda_probe.hpp"
 #include "gdrpeer/topo/errors.hpp"
@@ -39,6 +40,8 @@ namespace topo = gdrpeer::topo;
 
 namespace {
 
+// NFD drops the labels of a node whose refresh (gdrpeer-check.timer, every 15 min) stopped.
+constexpr long kNfdExpirySeconds = 3600;
 constexpr int kExitUsage = 64, kExitDataErr = 65, kExitNoInput = 66, kExitCantCreate = 73, kExitConfig = 78;
 
 struct InputOptions {
@@ -57,6 +60,8 @@ struct CheckFlags {
   int jobs = 0;  // fleet mode threads; 0: one per CPU
   std::vector<std::string> skip;
   std::string pairs = "gpu-nic,gpu-gpu";
+  std::string format = "text";  // text, json, dot, prometheus, nfd (fleet_outputs.hpp)
+  std::string output = "-";
 };
 
 struct TopoFlags {
@@ -86,7 +91,7 @@ void add_input_options(CLI::App* c, InputOptions& in) {
   c->add_option("--gpu", in.gpus, "Same as --role GPU=BDF");
   c->add_option("--nic", in.nics, "Same as --role NIC=BDF");
   c->add_option("--nvme", in.nvmes, "Same as --role NVME=BDF");
-  c->add_option("--data-dir", in.data_dir, "Rule data directory (default: $GDRPEER_DATA_DIR, the installed share dir, the source tree's topology/)");
+  c->add_option("--data-dir", in.data_dir, "Rule data directory (default: $GDRPEER_DATA_DIR, the installed share dir, the data built into this binary)");
   c->add_flag("--cuda", in.cuda,
               "Live mode: also ask the CUDA driver (dlopen libcuda, cuInit) whether each GPU supports GPUDirect RDMA and dma-buf, "
               "and NVML (libnvidia-ml) for the GPUs' active NVLinks; without it the driver's version and flavour come from /proc/driver/nvidia");
@@ -359,8 +364,12 @@ int run_fleet(const std::vector<NodeSpec>& specs, const InputOptions& in, const 
   return errors ? kExitDataErr : worst;
 }
 
-int run_check(const InputOptions& in, const CheckFlags& f) {
+int run_check(const InputOptions& in, CheckFlags f) {
   return guarded([&] {
+    if ((f.json || f.dot) && f.format != "text" && f.format != (f.json ? "json" : "dot"))
+      throw std::invalid_argument(std::string(f.json ? "--json" : "--dot") + " contradicts --format " + f.format);
+    f.json = f.json || f.format == "json";
+    f.dot = f.dot || f.format == "dot";
     topo::CheckOptions opt = check_options(f);
     topo::Knowledge k = load_knowledge(in);
     std::vector<NodeSpec> specs = node_specs(in);
@@ -370,11 +379,22 @@ int run_check(const InputOptions& in, const CheckFlags& f) {
       // every string of a report took longer than rendering it.
       topo::Topology& t = *new topo::Topology(load_node(specs[0], in, k));
       topo::Report& r = *new topo::Report(topo::check(t, k, opt));
-      if (f.json) std::fputs(topo::render_json(r).c_str(), stdout);
-      else if (f.dot) std::fputs(topo::render_dot(r).c_str(), stdout);
-      else std::fputs(topo::render_matrix(r, opt.gpu_nvme).c_str(), stdout);
+      const std::string text = f.json ? topo::render_json(r)
+                               : f.dot ? topo::render_dot(r)
+                               : f.format == "prometheus" ? render_prometheus(r, std::time(nullptr))
+                               : f.format == "nfd" ? render_nfd(r, std::time(nullptr), kNfdExpirySeconds)
+                                                    : topo::render_matrix(r, opt.gpu_nvme);
+      try {
+        write_file_atomically(f.output, text);
+      } catch (const OutputError& e) {
+        std::fprintf(stderr, "gdrpeer: %s\n", e.what());
+        return kExitCantCreate;
+      }
       return r.exit_code();
     }
+    if (f.format == "prometheus" || f.format == "nfd" || f.output != "-")
+      throw std::invalid_argument((f.output != "-" ? std::string("--output") : "--format " + f.format) +
+                                  " needs one node; fleet mode (several inputs or --fleet) prints to stdout");
     return run_fleet(specs, in, f, opt, k);
   });
 }
@@ -565,6 +585,12 @@ void add_check_command(CLI::App& app, int& exit_code) {
   c->add_flag("--with-nvme", check_flags->nvme, "Also check GPU-NVMe pairs (GPUDirect Storage)");
   c->add_option("--pairs", check_flags->pairs, "Pair kinds: gpu-nic,gpu-gpu,gpu-nvme or all (default gpu-nic,gpu-gpu)");
   c->add_option("--skip", check_flags->skip, "Skip a rule id or group (e.g. software, platform, acs-redirect); repeatable");
+  c->add_option("--format", check_flags->format,
+                "Output format: text (default), json, dot, prometheus (node_exporter textfile collector) or nfd "
+                "(node-feature-discovery local features); docs/fleet.md")
+      ->check(CLI::IsMember({"text", "json", "dot", "prometheus", "nfd"}));
+  c->add_option("-o,--output", check_flags->output,
+                "Write the output to this file atomically (temporary file + rename) instead of stdout (\"-\")");
   c->callback([check_in, check_flags, &exit_code] { exit_code = run_check(*check_in, *check_flags); });
 }
 

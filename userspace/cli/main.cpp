@@ -3,6 +3,7 @@
 #include <string_view>
 
 #include "commands.hpp"
+#include "gdrpeer/topo/knowledge.hpp"
 
 #ifndef GDRPEER_VERSION
 #define GDRPEER_VERSION "unknown"
@@ -21,7 +22,9 @@ int main(int argc, char** argv) {
   // Deliberately never destroyed: tearing down the ~50 options and subcommands
   // costs more than a whole `gdrpeer check` of a small node, and exit frees it.
   CLI::App& app = *new CLI::App{"gdrpeer: GPUDirect RDMA topology check, snapshot and on-node verification"};
-  app.set_version_flag("--version", GDRPEER_VERSION);
+  app.set_version_flag("--version", [] {
+    return "gdrpeer " GDRPEER_VERSION "\nrule data: " + gdrpeer::topo::Knowledge::describe_dir(gdrpeer::topo::Knowledge::default_dir());
+  });
   app.require_subcommand(1);
   int exit_code = 0;
   // Only the subcommand named first on the command line is built: CLI11 spends

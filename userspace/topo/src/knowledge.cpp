@@ -8,17 +8,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "builtin_data.hpp"
 #include "gdrpeer/topo/errors.hpp"
 #include "gdrpeer/topo/source.hpp"
 #include "hex.hpp"
 #include "json_data.hpp"
-
-#ifndef GDRPEER_DATA_INSTALL_DIR
-#define GDRPEER_DATA_INSTALL_DIR "/usr/local/share/gdrpeer/topology"
-#endif
-#ifndef GDRPEER_DATA_SOURCE_DIR
-#define GDRPEER_DATA_SOURCE_DIR ""
-#endif
 
 namespace gdrpeer::topo {
 
@@ -38,15 +32,23 @@ struct Doc {
   JsonValue root;
 };
 
+// dir "": the data built into the binary, named "built-in:FILE" in errors.
 Doc load_file(const std::string& dir, const std::string& file) {
-  Doc d{dir + "/" + file, {}};
-  std::optional<InputFile> in;
-  try {
-    in.emplace(d.path);
-  } catch (const MissingInput&) {
-    throw DataError(d.path + ": cannot open rule data (set --data-dir or GDRPEER_DATA_DIR)");
+  Doc d{dir.empty() ? "built-in:" + file : dir + "/" + file, {}};
+  if (dir.empty()) {
+    const auto& files = detail::builtin_rule_files();
+    auto f = std::find_if(files.begin(), files.end(), [&](const detail::BuiltinFile& b) { return b.name == file; });
+    if (f == files.end()) throw DataError(d.path + ": not built into this binary (set --data-dir or GDRPEER_DATA_DIR)");
+    d.root = detail::parse_json(f->text, d.path);
+  } else {
+    std::optional<InputFile> in;
+    try {
+      in.emplace(d.path);
+    } catch (const MissingInput&) {
+      throw DataError(d.path + ": cannot open rule data (set --data-dir or GDRPEER_DATA_DIR)");
+    }
+    d.root = detail::parse_json(in->bytes(), d.path);
   }
-  d.root = detail::parse_json(in->bytes(), d.path);
   const JsonValue* schema = d.root.find("schema");
   if (d.root.kind != Kind::Object || !schema || schema->kind != Kind::Number || schema->number != 1)
     throw DataError(d.path + ": expected a JSON object with \"schema\": 1");
@@ -173,24 +175,30 @@ bool IdMatch::matches(const Device& d) const {
 
 std::string Knowledge::default_dir() {
   if (const char* env = std::getenv("GDRPEER_DATA_DIR"); env && *env) return env;
-  // Installed next to the binary: <prefix>/bin/gdrpeer -> <prefix>/share/gdrpeer/topology
+  // Installed with the binary: <prefix>/bin/gdrpeer -> <prefix>/share/gdrpeer/topology,
+  // wherever the prefix was moved. Only relative to the binary: a fixed install path
+  // would let a stale installed copy override a newer build's data.
   char exe[4096];
   ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n > 0) {
     exe[n] = '\0';
-    std::string p(exe);
-    p = p.substr(0, p.rfind('/'));
-    std::string prefix = p.substr(0, p.rfind('/'));
-    for (const std::string& cand : {prefix + "/share/gdrpeer/topology", p + "/topology", p + "/../topology"})
-      if (is_dir(cand)) return cand;
+    std::string bin(exe);
+    bin = bin.substr(0, bin.rfind('/'));
+    const std::string installed = bin.substr(0, bin.rfind('/')) + "/share/gdrpeer/topology";
+    if (is_dir(installed)) return installed;
   }
-  if (is_dir(GDRPEER_DATA_INSTALL_DIR)) return GDRPEER_DATA_INSTALL_DIR;
-  return GDRPEER_DATA_SOURCE_DIR;
+  return {};
+}
+
+std::string Knowledge::describe_dir(const std::string& dir) {
+  if (dir.empty()) return std::string("built-in (topology/*.json of this build, fingerprint ") + detail::builtin_rule_fingerprint() + ")";
+  const char* env = std::getenv("GDRPEER_DATA_DIR");
+  return dir + (env && dir == env ? " (from GDRPEER_DATA_DIR)" : "");
 }
 
 Knowledge Knowledge::load(const std::string& dir) {
   Knowledge k;
-  k.data_dir = dir;
+  k.data_dir = dir.empty() ? "built-in" : dir;
 
   Doc devf = load_file(dir, "devices.json");
   const JsonValue& dev = devf.root;

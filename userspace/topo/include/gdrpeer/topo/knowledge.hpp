@@ -78,7 +78,7 @@ struct PlatformRule {
 };
 
 struct Knowledge {
-  std::string data_dir;
+  std::string data_dir;  // where it was loaded from; "built-in" for the compiled-in data
   std::vector<uint16_t> gpu_vendors;             // display/3D class devices of these are GPUs
   std::vector<NicRule> nics;
   std::vector<IdMatch> flatten_switches;
@@ -106,11 +106,15 @@ struct Knowledge {
   // "BDF (what)" of the first emulated PCI function, "" on bare metal (as far as the PCI tree tells).
   std::string virtual_hardware(const Topology& t) const;
 
-  // Loads every file; throws DataError naming the file on malformed data.
+  // Loads every file of `dir`, or the data built into the binary when `dir` is "";
+  // throws DataError naming the file on malformed data.
   static Knowledge load(const std::string& dir);
-  // --data-dir, else $GDRPEER_DATA_DIR, else the installed share dir, else the
-  // source tree's topology/ (baked in at configure time).
+  // Where rule data comes from when no --data-dir is given: $GDRPEER_DATA_DIR, else
+  // <prefix>/share/gdrpeer/topology beside an installed <prefix>/bin/gdrpeer, else ""
+  // for the built-in data (topology/*.json compiled in at build time).
   static std::string default_dir();
+  // One line naming that source, for `gdrpeer --version`.
+  static std::string describe_dir(const std::string& dir);
 
   // Family by id table, then by the input's name, then (NVIDIA ids only) by the
   // pci.ids name. The pci.ids file is read only in that last case: call once

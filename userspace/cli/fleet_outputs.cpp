@@ -1,0 +1,222 @@
+#include "fleet_outputs.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#ifndef GDRPEER_VERSION
+#define GDRPEER_VERSION "unknown"
+#endif
+
+namespace gdrpeer::cli {
+
+namespace topo = gdrpeer::topo;
+
+namespace {
+
+const char* role_name(topo::Role r) {
+  switch (r) {
+    case topo::Role::GPU: return "gpu";
+    case topo::Role::NIC: return "nic";
+    case topo::Role::NVMe: return "nvme";
+    case topo::Role::None: break;
+  }
+  return "none";
+}
+
+// "gpu-nic", "gpu-gpu", "gpu-nvme": the --pairs kind a pair belongs to.
+std::string pair_kind(const topo::Report& r, const topo::PairResult& p) {
+  return std::string(role_name(r.topo->devices[static_cast<size_t>(p.a)].role)) + "-" +
+         role_name(r.topo->devices[static_cast<size_t>(p.b)].role);
+}
+
+// A label value: backslash, double quote and newline escaped (exposition format 0.0.4).
+std::string label_value(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  for (char c : v) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '"') out += "\\\"";
+    else if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
+using Labels = std::vector<std::pair<const char*, std::string>>;
+
+// Metric families are written whole (HELP, TYPE, samples), as the format requires.
+class Exposition {
+ public:
+  void family(const char* name, const char* help) {
+    name_ = name;
+    out_ += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " gauge\n";
+  }
+  void sample(const Labels& labels, double value) {
+    out_ += name_;
+    if (!labels.empty()) {
+      out_ += '{';
+      for (size_t i = 0; i < labels.size(); ++i)
+        out_ += std::string(i ? "," : "") + labels[i].first + "=\"" + label_value(labels[i].second) + "\"";
+      out_ += '}';
+    }
+    char num[32];
+    std::snprintf(num, sizeof num, " %.17g\n", value);
+    out_ += num;
+  }
+  std::string take() { return std::move(out_); }
+
+ private:
+  std::string name_, out_;
+};
+
+struct Problem {
+  std::string rule, severity;
+  bool operator<(const Problem& o) const { return std::tie(rule, severity) < std::tie(o.rule, o.severity); }
+};
+
+// Findings that count against the verdict (severity above optimal), by rule and severity.
+std::map<Problem, int> problem_counts(const topo::Report& r) {
+  std::map<Problem, int> counts;
+  auto count = [&](const topo::Finding& f) {
+    if (f.severity != topo::Verdict::Optimal) ++counts[{f.rule, topo::to_string(f.severity)}];
+  };
+  for (const auto& p : r.pairs)
+    for (const auto& f : p.findings) count(f);
+  for (const auto& f : r.node_findings) count(f);
+  return counts;
+}
+
+size_t count_role(const topo::Report& r, topo::Role role) {
+  return role == topo::Role::GPU ? r.gpus.size() : role == topo::Role::NIC ? r.nics.size() : r.nvmes.size();
+}
+
+}  // namespace
+
+std::string render_prometheus(const topo::Report& r, std::time_t now) {
+  const topo::Topology& t = *r.topo;
+  Exposition e;
+  e.family("gdrpeer_check_info", "The checked node's facts and the gdrpeer that checked it (always 1).");
+  e.sample({{"version", GDRPEER_VERSION},
+            {"rule_data", r.knowledge ? r.knowledge->data_dir : ""},
+            {"source", t.source},
+            {"kernel", t.sw.kernel_release},
+            {"nvidia_driver", t.sw.nvidia_version},
+            {"cpu", t.cpu.model_name},
+            {"iommu", topo::to_string(t.iommu)},
+            {"virtual_machine", r.virtual_machine ? "true" : "false"}},
+           1);
+  e.family("gdrpeer_check_verdict", "Worst verdict on the node: 0 optimal, 1 degraded, 2 unreliable, 3 blocked.");
+  e.sample({}, static_cast<int>(r.worst));
+  e.family("gdrpeer_check_exit_code", "Exit code of this gdrpeer check: 0 optimal, 1 degraded or unreliable, 2 blocked.");
+  e.sample({}, r.exit_code());
+  e.family("gdrpeer_check_timestamp_seconds", "When this check ran (seconds since the epoch); a stale value means the refresh stopped.");
+  e.sample({}, static_cast<double>(now));
+  e.family("gdrpeer_devices", "Devices found, by role.");
+  for (topo::Role role : {topo::Role::GPU, topo::Role::NIC, topo::Role::NVMe})
+    e.sample({{"role", role_name(role)}}, static_cast<double>(count_role(r, role)));
+  e.family("gdrpeer_pair_verdict",
+           "Verdict per checked pair (0 optimal, 1 degraded, 2 unreliable, 3 blocked); class is the nvidia-smi path class.");
+  for (const auto& p : r.pairs)
+    e.sample({{"a", p.label_a},
+              {"b", p.label_b},
+              {"a_bdf", t.devices[static_cast<size_t>(p.a)].bdf},
+              {"b_bdf", t.devices[static_cast<size_t>(p.b)].bdf},
+              {"kind", pair_kind(r, p)},
+              {"class", topo::to_string(p.path.cls)}},
+             static_cast<int>(p.verdict));
+  e.family("gdrpeer_pairs", "Checked pairs by verdict.");
+  for (topo::Verdict v : {topo::Verdict::Optimal, topo::Verdict::Degraded, topo::Verdict::Unreliable, topo::Verdict::Blocked})
+    e.sample({{"verdict", topo::to_string(v)}},
+             static_cast<double>(std::count_if(r.pairs.begin(), r.pairs.end(), [v](const auto& p) { return p.verdict == v; })));
+  e.family("gdrpeer_problems", "Findings that lower a verdict, by rule id (docs/check.md) and severity; node-wide findings count once.");
+  for (const auto& [problem, n] : problem_counts(r)) e.sample({{"rule", problem.rule}, {"severity", problem.severity}}, n);
+  return e.take();
+}
+
+std::string render_nfd(const topo::Report& r, std::time_t now, long expiry_s) {
+  const topo::Topology& t = *r.topo;
+  constexpr const char* ns = "gdrpeer.feature.node.kubernetes.io/";
+  std::string source = t.source;  // a comment line: a newline in a file name must not end it
+  std::replace(source.begin(), source.end(), '\n', ' ');
+  std::string out = "# gdrpeer " GDRPEER_VERSION " check of " + source + " (node-feature-discovery local features)\n";
+  const std::time_t expiry = now + expiry_s;
+  std::tm tm{};
+  ::gmtime_r(&expiry, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  out += std::string("# +expiry-time=") + stamp + "\n";
+  auto label = [&](const std::string& name, const std::string& value) { out += ns + name + "=" + value + "\n"; };
+  label("verdict", topo::to_string(r.worst));
+  // The worst verdict per pair kind: what a scheduler asks ("can this node do GPUDirect RDMA?").
+  for (const char* kind : {"gpu-nic", "gpu-gpu", "gpu-nvme"}) {
+    bool any = false;
+    topo::Verdict worst = topo::Verdict::Optimal;
+    for (const auto& p : r.pairs)
+      if (pair_kind(r, p) == kind) {
+        any = true;
+        worst = std::max(worst, p.verdict);
+      }
+    label(std::string(kind) + "-verdict", any ? topo::to_string(worst) : "none");
+  }
+  label("gpus", std::to_string(r.gpus.size()));
+  label("nics", std::to_string(r.nics.size()));
+  // Only what the input shows: a dump without the module list gets no module labels.
+  if (t.sw.inspected && t.sw.modules_known) {
+    const bool peer = t.sw.has_module("nvidia_peermem") || t.sw.has_module("nv_peer_mem") || !t.sw.memory_peers.empty();
+    label("peer-memory", peer ? "true" : "false");
+    label("gdrpeer-module", t.sw.has_module("gdrpeer") ? "true" : "false");
+  }
+  return out;
+}
+
+void write_file_atomically(const std::string& path, std::string_view text) {
+  if (path == "-") {
+    if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0)
+      throw OutputError("stdout: write failed: " + std::string(std::strerror(errno)));
+    return;
+  }
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);  // with its '/'
+  const std::string base = path.substr(dir.size());
+  if (base.empty()) throw OutputError(path + ": names a directory, expected a file");
+  // Hidden, and without the final suffix: node_exporter reads only *.prom and NFD skips dot files.
+  std::string tmp = dir + "." + base + ".XXXXXX";
+  const int fd = ::mkstemp(tmp.data());
+  if (fd < 0) throw OutputError(path + ": cannot create a file in " + (dir.empty() ? "." : dir) + ": " + std::strerror(errno));
+  auto fail = [&](const char* what) {
+    const int err = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw OutputError(path + ": " + what + ": " + std::strerror(err));
+  };
+  if (::fchmod(fd, 0644) != 0) fail("chmod failed");
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) fail("write failed");
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) fail("fsync failed");
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    throw OutputError(path + ": close failed: " + std::strerror(err));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    throw OutputError(path + ": cannot rename into place: " + std::strerror(err));
+  }
+}
+
+}  // namespace gdrpeer::cli
