@@ -13,6 +13,8 @@ modules-build:
 	@if ls $(MODOUT)/selftests/kmod/*.ko >/dev/null 2>&1; then cp $(MODOUT)/selftests/kmod/*.ko $(MODOUT)/; fi
 	@if [ -f $(MODOUT)/selftests/kmod/gdrpeer_nvstub.ko ]; then \
 		$(MAKE) -f $(MODOUT)/Makefile.modules linked-build prop-build KDIR=$(KDIR) MODOUT=$(MODOUT); fi
+	@if [ -f $(MODOUT)/selftests/kmod/gdrpeer_peerhost.ko ]; then \
+		$(MAKE) -f $(MODOUT)/Makefile.modules peermem-build KDIR=$(KDIR) MODOUT=$(MODOUT); fi
 
 # Builds of gdrpeer.ko next to the nvidia_p2p stand-ins, each in its own copy of driver/, with
 # the build's own output in gdrpeer-<variant>.log (the tests read the choice it logged). Their
@@ -67,4 +69,20 @@ prop-build:
 	nm $(MODOUT)/proplinked/driver/gdrpeer.ko | grep -q ' U nvidia_p2p_get_pages$$'
 	cp $(MODOUT)/proplinked/driver/gdrpeer.ko $(MODOUT)/gdrpeer-proplinked.ko
 
-.PHONY: modules-build linked-build prop-build
+# $(MODOUT)/ofa_kernel: the test-only peer-memory host gdrpeer_peerhost.ko installed the way
+# MLNX_OFED / DOCA-OFED install their RDMA core for a kernel (/usr/src/ofa_kernel/<arch>/<kver>):
+# include/rdma/peer_mem.h and a Module.symvers with ib_register/unregister_peer_memory_client.
+ofa-stage:
+	rm -rf $(MODOUT)/ofa_kernel && mkdir -p $(MODOUT)/ofa_kernel
+	cp -r $(MODOUT)/selftests/kmod/ofa/include $(MODOUT)/ofa_kernel/
+	awk -F '\t' '$$2 ~ /^ib_(un)?register_peer_memory_client$$/' \
+		$(MODOUT)/selftests/kmod/Module.symvers > $(MODOUT)/ofa_kernel/Module.symvers
+	test "$$(wc -l < $(MODOUT)/ofa_kernel/Module.symvers)" = 2
+
+# gdrpeer-ofed.ko: gdrpeer.ko built the way DKMS builds it after OFED, found by the same probe
+# (OFA_DIR), with the peer-memory client; it needs gdrpeer_peerhost.ko loaded first.
+peermem-build: ofa-stage
+	$(call variant,ofed,OFA_DIR=$(MODOUT)/ofa_kernel)
+	nm $(MODOUT)/gdrpeer-ofed.ko | grep -q ' U ib_register_peer_memory_client$$'
+
+.PHONY: modules-build linked-build prop-build ofa-stage peermem-build
