@@ -144,7 +144,7 @@ RXE_DMABUF_KERNELS := 6.12 7.2
 test-kernels: deps userspace selftests
 	for k in $(ALL_KERNELS); do $(EMUNODE) build --kernel $$k || exit 1; done
 	GDRPEER_ALL_KERNELS=1 PYTHONPATH=$(CURDIR)/tests $(PYTHON) -m pytest -ra tests/test_kernels.py \
-		tests/test_nvidia.py -k "kernels"
+		tests/test_nvidia.py tests/test_peermem.py -k "kernels"
 	for k in $(RXE_DMABUF_KERNELS); do VM_KERNEL=$$k PYTHONPATH=$(CURDIR)/tests \
 		$(PYTHON) -m pytest -ra tests/test_rxe_dmabuf.py || exit 1; done
 
