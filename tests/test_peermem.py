@@ -36,7 +36,7 @@ MODES = ["off", "translated", "passthrough"]
 M = "/gdrpeer/modules"
 PM = "/sys/class/gdrpeer/gdrpeer/providers/peermem"
 HOST = "/sys/class/misc/gdrpeer_peerhost"
-SELFTESTS = 8
+SELFTESTS = 9
 
 COMMANDS = {
     "no_host": f"insmod {M}/gdrpeer-ofed.ko pcibar=$GDRPEER_GPU_BDF; echo rc=$?; "

@@ -492,8 +492,8 @@ static int ph_ioc_dma(struct ph_reg *reg, struct peerhost_dma *req)
 				     (u64)EDU_HCA_CHUNK);
 			if (!req->done)
 				req->first_dma = addr;
-			ret = gdrpeer_edu_hca_write_check(addr, req->seed, pos,
-							  chunk,
+			ret = gdrpeer_edu_hca_write_check(addr, req->seed,
+							  req->done, chunk,
 							  &req->mismatches,
 							  &req->transfers);
 		}

@@ -53,8 +53,9 @@ struct peerhost_reg {
 
 /*
  * PEERHOST_IOCTL_DMA: edu writes the pattern of @seed (as in
- * gdrpeer_edu_hca.h) to bytes [offset, offset + length) of the registered
- * range (offset from addr) through the client's DMA addresses, reads them
+ * gdrpeer_edu_hca.h, its word 0 at byte @offset) to bytes [offset,
+ * offset + length) of the registered range (offset from addr) through the
+ * client's DMA addresses, reads them
  * back and compares, in chunks of at most 2048 bytes.  Each chunk runs
  * under the registration's mapping lock, which invalidate takes: after an
  * invalidation no chunk starts.  Errors: -ENOENT unknown id, -EINVAL bad
