@@ -15,7 +15,8 @@ One boot per IOMMU mode (off, translated, passthrough) on VM_KERNEL runs, in ord
      exit and fork), invalidation on device revocation during DMA, an 8-thread race;
   4. its --proof mode: the data test once more, leaving the bytes edu wrote through the client's
      DMA addresses in the BAR for the host to find;
-  5. the host cannot be unloaded before its client; then both unload;
+  5. the host cannot be unloaded before its client; then both unload; a host that refuses the
+     client, and one that gives it no invalidate callback: gdrpeer loads, inactive, one line why;
   6. the plain gdrpeer.ko: the client left out, saying why, in sysfs and the kernel log.
 Other kernels: GDRPEER_ALL_KERNELS=1 (make test-kernels), translated only.
 """
@@ -47,7 +48,15 @@ COMMANDS = {
     "selftest": "gdrpeer_selftest_peermem",
     "proof": "gdrpeer_selftest_peermem --proof /out/peermem_proof",
     "unload": "rmmod gdrpeer_peerhost; echo host_first_rc=$?; rmmod gdrpeer && "
-              "rmmod gdrpeer_peerhost && rmmod gdrpeer_edu_hca && echo unloaded",
+              "rmmod gdrpeer_peerhost && echo unloaded",
+    # a core that refuses the client, then one without invalidation: gdrpeer loads, says why
+    "refused": f"insmod {M}/gdrpeer_peerhost.ko refuse_clients=1 && "
+               f"insmod {M}/gdrpeer-ofed.ko pcibar=$GDRPEER_GPU_BDF && cat {PM}/status && "
+               "rmmod gdrpeer && rmmod gdrpeer_peerhost",
+    "no_inval": f"insmod {M}/gdrpeer_peerhost.ko no_invalidation=1 && "
+                f"insmod {M}/gdrpeer-ofed.ko pcibar=$GDRPEER_GPU_BDF && cat {PM}/status && "
+                f"cat {HOST}/clients; echo clients_done; rmmod gdrpeer && rmmod gdrpeer_peerhost && "
+                "rmmod gdrpeer_edu_hca",
     "plain": f"insmod {M}/gdrpeer.ko pcibar=$GDRPEER_GPU_BDF && cat {PM}/status && "
              f"ls {PM} && rmmod gdrpeer",
 }
@@ -106,6 +115,22 @@ def check_boot(res, out):
     # 5: the host stays while its client is loaded; then both go
     un = out["unload"]
     assert "host_first_rc=0" not in un.output and "unloaded" in un.output, un.output
+
+    # a refused registration and a core without invalidation: loaded, inactive, one line why
+    ref = out["refused"]
+    assert ref.status == 0, ref.output
+    assert "inactive: ib_core refused the registration" in ref.output
+    assert "gdrpeer_peerhost: client gdrpeer refused (refuse_clients=1)" in res.kernel_log
+    assert re.search(r"gdrpeer: peermem: ib_register_peer_memory_client refused gdrpeer .*Fix: ",
+                     res.kernel_log)
+    ni = out["no_inval"]
+    assert ni.status == 0, ni.output
+    assert "inactive: ib_core gave no invalidate callback" in ni.output
+    # it unregistered again: the host's client list (between status and marker) is empty
+    lines = ni.output.splitlines()
+    assert lines[lines.index("clients_done") - 1].startswith("inactive:"), ni.output
+    assert re.search(r"gdrpeer: peermem: ib_core registered gdrpeer but gave no invalidate "
+                     r"callback.*Fix: ", res.kernel_log)
 
     # 6: built without OFED: left out, one line saying why, in sysfs and the kernel log
     plain = out["plain"]

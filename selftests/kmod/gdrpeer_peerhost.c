@@ -75,6 +75,19 @@ struct ph_reg {
 	atomic64_t dmas_done;
 };
 
+/*
+ * How the host answers registrations, for the client's failure paths:
+ * refuse_clients returns NULL (as ib_core does when it cannot take a
+ * client); no_invalidation leaves *invalidate_callback untouched (as a core
+ * without invalidation support would).
+ */
+static bool refuse_clients;
+module_param(refuse_clients, bool, 0444);
+MODULE_PARM_DESC(refuse_clients, "refuse every client registration");
+static bool no_invalidation;
+module_param(no_invalidation, bool, 0444);
+MODULE_PARM_DESC(no_invalidation, "give clients no invalidate callback");
+
 static DEFINE_MUTEX(ph_clients_lock);
 static LIST_HEAD(ph_clients);
 static atomic64_t ph_registrations = ATOMIC64_INIT(0);
@@ -159,6 +172,11 @@ void *ib_register_peer_memory_client(const struct peer_memory_client *peer_clien
 			return NULL;
 		}
 	}
+	if (refuse_clients) {
+		pr_err("client %.64s refused (refuse_clients=1)\n",
+		       peer_client->name);
+		return NULL;
+	}
 	c = kzalloc(sizeof(*c), GFP_KERNEL);
 	if (!c)
 		return NULL;
@@ -167,7 +185,7 @@ void *ib_register_peer_memory_client(const struct peer_memory_client *peer_clien
 	refcount_set(&c->users, 1);
 	init_completion(&c->unused);
 	xa_init_flags(&c->regs, XA_FLAGS_ALLOC);
-	if (invalidate_callback) {
+	if (invalidate_callback && !no_invalidation) {
 		*invalidate_callback = ph_invalidate;
 		c->inval_required = true;
 	}
