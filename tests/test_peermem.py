@@ -10,9 +10,10 @@ gdrpeer-ofed.ko (make vm-modules). The plain gdrpeer.ko, built without OFED, lea
 One boot per IOMMU mode (off, translated, passthrough) on VM_KERNEL runs, in order:
   1. gdrpeer-ofed.ko cannot load before the host (the kernel names the missing symbol);
   2. edu stand-in, host, gdrpeer-ofed.ko: the status line, the host's view of the client;
-  3. the kselftest gdrpeer_selftest_peermem: contract (order, page size, one coalesced entry,
-     refusal of memory it does not own, handle lifetime, rmmod refused while registered, process
-     exit and fork), invalidation on device revocation during DMA, an 8-thread race;
+  3. the kselftest gdrpeer_selftest_peermem: contract (order, calls out of order refused, page
+     size, one coalesced entry, refusal of memory it does not own, handle lifetime, rmmod
+     refused while registered, process exit and fork), invalidation on device revocation
+     during DMA, an 8-thread race;
   4. its --proof mode: the data test once more, leaving the bytes edu wrote through the client's
      DMA addresses in the BAR for the host to find;
   5. the host cannot be unloaded before its client; then both unload; a host that refuses the
@@ -37,7 +38,7 @@ MODES = ["off", "translated", "passthrough"]
 M = "/gdrpeer/modules"
 PM = "/sys/class/gdrpeer/gdrpeer/providers/peermem"
 HOST = "/sys/class/misc/gdrpeer_peerhost"
-SELFTESTS = 9
+SELFTESTS = 10
 
 COMMANDS = {
     "no_host": f"insmod {M}/gdrpeer-ofed.ko pcibar=$GDRPEER_GPU_BDF; echo rc=$?; "

@@ -256,7 +256,7 @@ static int ph_check_table(struct ph_reg *reg, int nmap)
 }
 
 /* Ask the clients; on success @reg is mapped and counted. */
-static int ph_reg_peer(struct ph_reg *reg)
+static int ph_reg_peer(struct ph_reg *reg, u32 flags)
 {
 	const struct peer_memory_client *ops = NULL;
 	struct ph_client *c;
@@ -287,8 +287,20 @@ static int ph_reg_peer(struct ph_reg *reg)
 		if (ret < 0)
 			goto err_client;
 	}
-	ret = ops->get_pages(reg->addr, reg->length, 1, 0, NULL, ctx,
-			     reg->core_id);
+	if (flags & PEERHOST_REG_MAP_BEFORE_PIN) {
+		ret = ops->dma_map(&reg->sgt, ctx, reg->dma_dev, 0, &nmap);
+		if (!ret) {
+			pr_warn("client %.64s mapped a range it was not asked to pin\n",
+				ops->name);
+			ops->dma_unmap(&reg->sgt, ctx, reg->dma_dev);
+			ops->put_pages(&reg->sgt, ctx);
+			ret = -EPROTO;
+		}
+		goto err_xa;
+	}
+	ret = ops->get_pages(reg->addr +
+			     (flags & PEERHOST_REG_PIN_OTHER_RANGE ? PAGE_SIZE : 0),
+			     reg->length, 1, 0, NULL, ctx, reg->core_id);
 	if (ret)
 		goto err_xa;
 	ret = ops->dma_map(&reg->sgt, ctx, reg->dma_dev, 0, &nmap);
@@ -409,7 +421,9 @@ static int ph_ioc_reg(struct ph_file *f, struct peerhost_reg *req)
 	int ret;
 
 	if (!req->length || req->addr + req->length < req->addr ||
-	    req->flags || req->reserved[0] || req->reserved[1])
+	    req->flags & ~(PEERHOST_REG_MAP_BEFORE_PIN |
+			   PEERHOST_REG_PIN_OTHER_RANGE) ||
+	    req->reserved[0] || req->reserved[1])
 		return -EINVAL;
 	reg = kzalloc(sizeof(*reg), GFP_KERNEL);
 	if (!reg)
@@ -424,7 +438,7 @@ static int ph_ioc_reg(struct ph_file *f, struct peerhost_reg *req)
 		kref_put(&reg->ref, ph_reg_free);
 		return -ENODEV;
 	}
-	ret = ph_reg_peer(reg);
+	ret = ph_reg_peer(reg, req->flags);
 	if (ret == 1)
 		ret = ph_reg_host_pages(reg);
 	if (ret) {

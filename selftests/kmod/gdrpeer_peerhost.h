@@ -21,6 +21,14 @@
 /* sg entries a registration reports back */
 #define PEERHOST_MAX_SG 16
 
+/*
+ * peerhost_reg.flags: break the calling contract on purpose, to see that
+ * the client refuses instead of trusting the core (the registration then
+ * fails with the client's error and is undone)
+ */
+#define PEERHOST_REG_MAP_BEFORE_PIN (1u << 0)	/* dma_map before get_pages */
+#define PEERHOST_REG_PIN_OTHER_RANGE (1u << 1)	/* get_pages one page further */
+
 /* peerhost_reg.owner */
 #define PEERHOST_OWNER_PEER 1		/* a peer-memory client took it */
 #define PEERHOST_OWNER_HOST_PAGES 2	/* no client: pinned as host pages */
@@ -40,7 +48,7 @@
 struct peerhost_reg {
 	__u64 addr;		/* in */
 	__u64 length;		/* in */
-	__u32 flags;		/* in: must be 0 */
+	__u32 flags;		/* in: PEERHOST_REG_* */
 	__u32 id;		/* out: registration id in this file, not 0 */
 	__u32 owner;		/* out: PEERHOST_OWNER_* */
 	__u32 nents;		/* out: sg entries (peer), pages (host) */

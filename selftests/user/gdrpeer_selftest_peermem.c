@@ -193,6 +193,34 @@ GP_TEST_F(peermem, data_through_client)
 }
 
 /*
+ * A core that calls out of order (dma_map before get_pages) or pins
+ * another range than it acquired gets -EINVAL and nothing is left behind.
+ */
+GP_TEST_F(peermem, refuses_calls_out_of_order)
+{
+	struct gdrpeer_alloc a;
+	struct peerhost_reg r;
+	uint8_t *p;
+
+	p = alloc_map(_metadata, self->fd, self->dev, SIZE, &a);
+	memset(&r, 0, sizeof(r));
+	r.addr = (uintptr_t)p;
+	r.length = SIZE / 2;
+	r.flags = PEERHOST_REG_MAP_BEFORE_PIN;
+	EXPECT_EQ(-EINVAL, gp_ioctl(self->host, PEERHOST_IOCTL_REG, &r));
+	r.flags = PEERHOST_REG_PIN_OTHER_RANGE;
+	EXPECT_EQ(-EINVAL, gp_ioctl(self->host, PEERHOST_IOCTL_REG, &r));
+	EXPECT_EQ(0, pm_num("acquired"));
+	EXPECT_EQ(0, pm_num("mapped"));
+	EXPECT_EQ(0, host_num("registrations"));
+	/* the same range in order works */
+	ASSERT_EQ(0, ph_reg(self->host, p, SIZE / 2, &r));
+	ASSERT_EQ(0, ph_dereg(self->host, r.id));
+	munmap(p, SIZE);
+	ASSERT_EQ(0, gp_free(self->fd, a.handle));
+}
+
+/*
  * A range that starts and ends inside pages: the entries cover the pages
  * around it, and byte 0 of the registration is the byte at its address.
  */
