@@ -3,10 +3,10 @@
  * The MLNX_OFED / DOCA-OFED peer-memory ABI, as the test-only host
  * gdrpeer_peerhost.ko provides it.  Written for gdrpeer's test bed from the
  * facts of the OFED header (not a copy of it): the layout and the calling
- * contract are those of include/rdma/peer_mem.h in mlnx-ofa_kernel 5.x and
- * DOCA-OFED 2.x/3.x (PEER_MEM_U64_CORE_CONTEXT, struct
- * peer_memory_client_ex with PEER_MEM_INVALIDATE_UNMAPS); docs/driver.md
- * says how that was checked.  The test bed installs this file the way OFED
+ * contract are those of include/rdma/peer_mem.h in current mlnx-ofa_kernel,
+ * the kernel part of MLNX_OFED 5.x and of DOCA-OFED (PEER_MEM_U64_CORE_CONTEXT,
+ * struct peer_memory_client_ex with PEER_MEM_INVALIDATE_UNMAPS);
+ * docs/driver.md says how that was checked.  The test bed installs this file the way OFED
  * installs its own: <ofa dir>/include/rdma/peer_mem.h next to the host's
  * Module.symvers, so gdrpeer's build finds both as it finds OFED's.
  *
