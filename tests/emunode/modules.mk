@@ -45,6 +45,9 @@ linked-build:
 	rm -rf $(MODOUT)/nvstub && mkdir -p $(MODOUT)/nvstub
 	$(call symvers,gdrpeer_nvstub) > $(MODOUT)/nvstub/Module.symvers
 	test -s $(MODOUT)/nvstub/Module.symvers
+	# the .ko next to its Module.symvers, as a DKMS build leaves it: the Makefile reads its licence
+	# there when Module.symvers names the module without a path (modpost does since 6.13)
+	cp $(MODOUT)/selftests/kmod/gdrpeer_nvstub.ko $(MODOUT)/nvstub/
 	$(call variant,linked,NVIDIA_SYMVERS=$(MODOUT)/nvstub/Module.symvers)
 
 # gdrpeer-autoprop.ko: NVIDIA_SYMVERS=auto finding the Module.symvers of gdrpeer_nvstub_prop.ko
@@ -57,6 +60,7 @@ prop-build:
 	rm -rf $(MODOUT)/nvprop && mkdir -p $(MODOUT)/nvprop/dkms
 	$(call symvers,gdrpeer_nvstub_prop) > $(MODOUT)/nvprop/dkms/Module.symvers
 	test -s $(MODOUT)/nvprop/dkms/Module.symvers
+	cp $(MODOUT)/selftests/kmod/gdrpeer_nvstub_prop.ko $(MODOUT)/nvprop/dkms/
 	$(call variant,autoprop,NVIDIA_SYMVERS=auto NVIDIA_SYMVERS_SEARCH='$(MODOUT)/nvprop/*/Module.symvers')
 	rm -rf $(MODOUT)/proplinked && mkdir -p $(MODOUT)/proplinked
 	cp -r $(MODOUT)/driver $(MODOUT)/uapi $(MODOUT)/proplinked/
@@ -66,7 +70,8 @@ prop-build:
 	$(MAKE) -C $(KDIR) M=$(MODOUT)/proplinked/driver NVIDIA_SYMVERS=$(MODOUT)/nvprop/dkms/Module.symvers \
 		KBUILD_EXTRA_SYMBOLS=$(MODOUT)/nvprop/dkms/Module.symvers modules \
 		>> $(MODOUT)/gdrpeer-proplinked.log 2>&1 || { cat $(MODOUT)/gdrpeer-proplinked.log; exit 1; }
-	nm $(MODOUT)/proplinked/driver/gdrpeer.ko | grep -q ' U nvidia_p2p_get_pages$$'
+	# linked: modpost recorded the stand-in as a dependency (no nm in the sid chroot)
+	modinfo -F depends $(MODOUT)/proplinked/driver/gdrpeer.ko | grep -qw gdrpeer_nvstub_prop
 	cp $(MODOUT)/proplinked/driver/gdrpeer.ko $(MODOUT)/gdrpeer-proplinked.ko
 
 # $(MODOUT)/ofa_kernel: the test-only peer-memory host gdrpeer_peerhost.ko installed the way
@@ -83,6 +88,6 @@ ofa-stage:
 # (OFA_DIR), with the peer-memory client; it needs gdrpeer_peerhost.ko loaded first.
 peermem-build: ofa-stage
 	$(call variant,ofed,OFA_DIR=$(MODOUT)/ofa_kernel)
-	nm $(MODOUT)/gdrpeer-ofed.ko | grep -q ' U ib_register_peer_memory_client$$'
+	modinfo -F depends $(MODOUT)/gdrpeer-ofed.ko | grep -qw gdrpeer_peerhost
 
 .PHONY: modules-build linked-build prop-build ofa-stage peermem-build
