@@ -77,12 +77,18 @@ vm-modules:
 	$(EMUNODE) build --kernel $(VM_KERNEL)
 
 # W=1 + sparse (C=1) build of the driver and the test modules against the guest kernel's
-# headers, in a staged copy; any warning fails. (Host-gcc kernels: 5.10, 6.1, 6.12.)
+# headers, in a staged copy; any warning fails. (Host-gcc kernels: 5.10, 6.1, 6.12.) The driver
+# is checked twice: as built without OFED, and with the peer-memory client against the test-only
+# host's OFED-style headers (ofa-stage).
 kernel-check:
 	$(MAKE) modules-stage MODOUT=$(BUILD)/kcheck/$(VM_KERNEL)
 	kdir=$$($(EMUNODE) kdir --kernel $(VM_KERNEL)) && \
 	$(MAKE) -C $(BUILD)/kcheck/$(VM_KERNEL)/driver KDIR=$$kdir CC=gcc check && \
-	$(MAKE) -C $(BUILD)/kcheck/$(VM_KERNEL)/selftests/kmod KDIR=$$kdir CC=gcc check
+	$(MAKE) -C $(BUILD)/kcheck/$(VM_KERNEL)/selftests/kmod KDIR=$$kdir CC=gcc check && \
+	$(MAKE) -f $(BUILD)/kcheck/$(VM_KERNEL)/Makefile.modules ofa-stage \
+		MODOUT=$(BUILD)/kcheck/$(VM_KERNEL) && \
+	$(MAKE) -C $(BUILD)/kcheck/$(VM_KERNEL)/driver KDIR=$$kdir CC=gcc \
+		OFA_DIR=$(BUILD)/kcheck/$(VM_KERNEL)/ofa_kernel check
 
 vm-kernel:
 	$(EMUNODE) fetch --kernel $(VM_KERNEL)
@@ -212,7 +218,7 @@ DKMS_KERNELS := 5.10 6.12
 test-kernels: deps userspace selftests
 	for k in $(ALL_KERNELS); do $(EMUNODE) build --kernel $$k || exit 1; done
 	GDRPEER_ALL_KERNELS=1 PYTHONPATH=$(CURDIR)/tests $(PYTHON) -m pytest -ra tests/test_kernels.py \
-		tests/test_nvidia.py -k "kernels"
+		tests/test_nvidia.py tests/test_peermem.py -k "kernels"
 	for k in $(RXE_DMABUF_KERNELS); do VM_KERNEL=$$k PYTHONPATH=$(CURDIR)/tests \
 		$(PYTHON) -m pytest -ra tests/test_rxe_dmabuf.py || exit 1; done
 	GDRPEER_DKMS_KERNELS="$(DKMS_KERNELS)" PYTHONPATH=$(CURDIR)/tests $(PYTHON) -m pytest -ra \

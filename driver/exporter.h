@@ -32,4 +32,15 @@ struct sg_table *gdrpeer_sg_from_pages(const u64 *addrs, u32 npages,
 				       u64 page_size, u64 offset, u64 len,
 				       u64 max_seg);
 
+/*
+ * exporter_peermem.c: gdrpeer as a peer-memory client of OFED's ib_core
+ * (ibv_reg_mr of a handle mapping), built when driver/Makefile found
+ * OFED's headers; otherwise only its status line says why not.
+ */
+int gdrpeer_peermem_init(struct kobject *providers);
+void gdrpeer_peermem_exit(void);
+const char *gdrpeer_peermem_status(void);
+/* Memory of @r is gone: invalidate every registration of it (sleeps). */
+void gdrpeer_peermem_revoke_region(struct gdrpeer_region *r);
+
 #endif /* GDRPEER_EXPORTER_H */

@@ -197,6 +197,9 @@ vm_fault_t gdrpeer_region_fault(struct gdrpeer_region *r, u64 offset,
 int gdrpeer_region_phys(const struct gdrpeer_region *r, u64 offset,
 			phys_addr_t *phys);
 int gdrpeer_vma_no_split(struct vm_area_struct *vma, unsigned long addr);
+struct gdrpeer_region *gdrpeer_region_from_user(struct mm_struct *mm,
+						unsigned long addr, u64 len,
+						u64 *offset);
 
 /* gdrpeer_chardev.c */
 int gdrpeer_chardev_init(void);

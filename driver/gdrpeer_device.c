@@ -520,6 +520,7 @@ void gdrpeer_region_revoke(struct gdrpeer_region *r)
 			    (loff_t)r->mmap_pgoff << PAGE_SHIFT,
 			    (loff_t)r->size, 1);
 	gdrpeer_dmabuf_revoke_region(r);
+	gdrpeer_peermem_revoke_region(r);
 }
 
 /*
@@ -609,6 +610,28 @@ int gdrpeer_region_mmap_handle(struct gdrpeer_region *r, u64 offset,
 	vma->vm_private_data = r;
 	vma->vm_ops = &gdrpeer_handle_vm_ops;
 	return 0;
+}
+
+/*
+ * The region behind [addr, addr + len) of @mm when that range lies inside
+ * one handle mapping, with a reference, and the byte offset of @addr in
+ * it; NULL otherwise.  The caller holds @mm's mmap_lock.
+ */
+struct gdrpeer_region *gdrpeer_region_from_user(struct mm_struct *mm,
+						unsigned long addr, u64 len,
+						u64 *offset)
+{
+	struct vm_area_struct *vma = find_vma(mm, addr);
+	struct gdrpeer_region *r;
+
+	if (!vma || vma->vm_start > addr || vma->vm_ops != &gdrpeer_handle_vm_ops ||
+	    len > vma->vm_end - addr)
+		return NULL;
+	r = vma->vm_private_data;
+	*offset = ((u64)(vma->vm_pgoff - r->mmap_pgoff) << PAGE_SHIFT) +
+		  (addr - vma->vm_start);
+	gdrpeer_region_get(r);
+	return r;
 }
 
 /* CPU physical address of byte @offset of @r; -EINVAL beyond its end. */

@@ -20,6 +20,7 @@
 #include "gdrpeer_compat.h"
 #include "gdrpeer_core.h"
 #include "provider.h"
+#include "exporter.h"
 
 static char *pcibar;
 module_param(pcibar, charp, 0444);
@@ -62,15 +63,21 @@ static int __init gdrpeer_init(void)
 		       pcibar, ret);
 		goto err_pcibar;
 	}
-	ret = gdrpeer_chardev_enable();
+	ret = gdrpeer_peermem_init(gdrpeer_providers());
 	if (ret)
 		goto err_pcibar;
+	ret = gdrpeer_chardev_enable();
+	if (ret)
+		goto err_peermem;
 	/* the one line that says what this node can do */
-	pr_info("ABI %u.%u loaded, %u device(s) bound; providers: pcibar active, nvidia %s\n",
+	pr_info("ABI %u.%u loaded, %u device(s) bound; providers: pcibar active, nvidia %s; peermem %s\n",
 		GDRPEER_ABI_VERSION_MAJOR, GDRPEER_ABI_VERSION_MINOR,
-		gdrpeer_device_count(), nvp_status_line());
+		gdrpeer_device_count(), nvp_status_line(),
+		gdrpeer_peermem_status());
 	return 0;
 
+err_peermem:
+	gdrpeer_peermem_exit();
 err_pcibar:
 	pcibar_exit();
 err_nvp:
@@ -83,6 +90,7 @@ err_chardev:
 static void __exit gdrpeer_exit(void)
 {
 	gdrpeer_chardev_disable();
+	gdrpeer_peermem_exit();
 	pcibar_exit();
 	nvp_exit();
 	gdrpeer_chardev_exit();

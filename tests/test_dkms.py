@@ -166,7 +166,7 @@ def test_dkms_cycle_and_modprobe_in_guest(tmp_path, node_factory):
     assert not ko.exists(), "dkms remove left the module installed"
 
 
-def test_build_depends_names_only_a_present_nvidia_dkms_module(tmp_path):
+def test_build_depends_names_only_present_nvidia_and_ofed_dkms_modules(tmp_path):
     """dkms.conf is shell: BUILD_DEPENDS follows what the DKMS tree holds."""
     def build_depends(tree):
         script = f'dkms_tree={tree}; . {REPO}/dkms.conf; echo "${{BUILD_DEPENDS[*]}}"'
@@ -178,6 +178,11 @@ def test_build_depends_names_only_a_present_nvidia_dkms_module(tmp_path):
     assert build_depends(tree) == "nvidia-current"
     (tree / "nvidia").mkdir()  # NVIDIA's own packages and .run --dkms
     assert build_depends(tree) == "nvidia"
+    (tree / "mlnx-ofed-kernel").mkdir()  # MLNX_OFED / DOCA-OFED: the peer-memory client's headers
+    assert build_depends(tree) == "nvidia mlnx-ofed-kernel"
+    (tree / "nvidia").rmdir()
+    (tree / "nvidia-current").rmdir()
+    assert build_depends(tree) == "mlnx-ofed-kernel"
 
 
 def test_dkms_autoinstall_other_kernels(tmp_path):

@@ -154,6 +154,52 @@ static int edu_write_check(struct edu_hca *e, u64 addr, u64 seed, u64 pos,
 	return 0;
 }
 
+/* ---- for gdrpeer_peerhost.ko -------------------------------------------
+ *
+ * The peer-memory host (the role of OFED's ib_core) maps a client's memory
+ * for edu and moves bytes with edu's engine: edu's struct device and one
+ * pattern write + read-back to a DMA address.  Both under
+ * edu_hca_bind_lock, so that edu cannot be unbound in between.
+ */
+
+/* edu's device with a reference (put_device), or NULL when none is bound */
+struct device *gdrpeer_edu_hca_dma_device(void)
+{
+	struct device *dev = NULL;
+
+	mutex_lock(&edu_hca_bind_lock);
+	if (edu_hca)
+		dev = get_device(&edu_hca->pdev->dev);
+	mutex_unlock(&edu_hca_bind_lock);
+	return dev;
+}
+EXPORT_SYMBOL_GPL(gdrpeer_edu_hca_dma_device);
+
+/*
+ * Pattern bytes [pos, pos + len) of @seed to bus address @addr and back
+ * (edu_write_check); len <= EDU_HCA_CHUNK, 8-aligned pos.  -ENODEV: no edu.
+ */
+int gdrpeer_edu_hca_write_check(u64 addr, u64 seed, u64 pos, u32 len,
+				u64 *mismatches, u64 *transfers)
+{
+	struct edu_hca_dma req = { };
+	int ret = -ENODEV;
+
+	if (!len || len > EDU_HCA_CHUNK || len % 8 || pos % 8)
+		return -EINVAL;
+	mutex_lock(&edu_hca_bind_lock);
+	if (edu_hca) {
+		mutex_lock(&edu_hca->lock);
+		ret = edu_write_check(edu_hca, addr, seed, pos, len, &req);
+		mutex_unlock(&edu_hca->lock);
+	}
+	mutex_unlock(&edu_hca_bind_lock);
+	*mismatches += req.mismatches;
+	*transfers += req.transfers;
+	return ret;
+}
+EXPORT_SYMBOL_GPL(gdrpeer_edu_hca_write_check);
+
 /* ---- importer ----------------------------------------------------------
  *
  * Every attachment of this module is a struct edu_import (importer_priv):

@@ -198,4 +198,12 @@ struct edu_hca_bus_dma {
  *   revocations  mappings dropped on the exporter's request (running total)
  */
 
+#ifdef __KERNEL__
+/* exported to gdrpeer_peerhost.ko (see gdrpeer_edu_hca.c) */
+struct device;
+struct device *gdrpeer_edu_hca_dma_device(void);
+int gdrpeer_edu_hca_write_check(__u64 addr, __u64 seed, __u64 pos, __u32 len,
+				__u64 *mismatches, __u64 *transfers);
+#endif
+
 #endif /* GDRPEER_EDU_HCA_H */

@@ -13,6 +13,8 @@ modules-build:
 	@if ls $(MODOUT)/selftests/kmod/*.ko >/dev/null 2>&1; then cp $(MODOUT)/selftests/kmod/*.ko $(MODOUT)/; fi
 	@if [ -f $(MODOUT)/selftests/kmod/gdrpeer_nvstub.ko ]; then \
 		$(MAKE) -f $(MODOUT)/Makefile.modules linked-build prop-build KDIR=$(KDIR) MODOUT=$(MODOUT); fi
+	@if [ -f $(MODOUT)/selftests/kmod/gdrpeer_peerhost.ko ]; then \
+		$(MAKE) -f $(MODOUT)/Makefile.modules peermem-build KDIR=$(KDIR) MODOUT=$(MODOUT); fi
 
 # Builds of gdrpeer.ko next to the nvidia_p2p stand-ins, each in its own copy of driver/, with
 # the build's own output in gdrpeer-<variant>.log (the tests read the choice it logged). Their
@@ -43,6 +45,9 @@ linked-build:
 	rm -rf $(MODOUT)/nvstub && mkdir -p $(MODOUT)/nvstub
 	$(call symvers,gdrpeer_nvstub) > $(MODOUT)/nvstub/Module.symvers
 	test -s $(MODOUT)/nvstub/Module.symvers
+	# the .ko next to its Module.symvers, as a DKMS build leaves it: the Makefile reads its licence
+	# there when Module.symvers names the module without a path (modpost does since 6.13)
+	cp $(MODOUT)/selftests/kmod/gdrpeer_nvstub.ko $(MODOUT)/nvstub/
 	$(call variant,linked,NVIDIA_SYMVERS=$(MODOUT)/nvstub/Module.symvers)
 
 # gdrpeer-autoprop.ko: NVIDIA_SYMVERS=auto finding the Module.symvers of gdrpeer_nvstub_prop.ko
@@ -55,6 +60,7 @@ prop-build:
 	rm -rf $(MODOUT)/nvprop && mkdir -p $(MODOUT)/nvprop/dkms
 	$(call symvers,gdrpeer_nvstub_prop) > $(MODOUT)/nvprop/dkms/Module.symvers
 	test -s $(MODOUT)/nvprop/dkms/Module.symvers
+	cp $(MODOUT)/selftests/kmod/gdrpeer_nvstub_prop.ko $(MODOUT)/nvprop/dkms/
 	$(call variant,autoprop,NVIDIA_SYMVERS=auto NVIDIA_SYMVERS_SEARCH='$(MODOUT)/nvprop/*/Module.symvers')
 	rm -rf $(MODOUT)/proplinked && mkdir -p $(MODOUT)/proplinked
 	cp -r $(MODOUT)/driver $(MODOUT)/uapi $(MODOUT)/proplinked/
@@ -64,7 +70,24 @@ prop-build:
 	$(MAKE) -C $(KDIR) M=$(MODOUT)/proplinked/driver NVIDIA_SYMVERS=$(MODOUT)/nvprop/dkms/Module.symvers \
 		KBUILD_EXTRA_SYMBOLS=$(MODOUT)/nvprop/dkms/Module.symvers modules \
 		>> $(MODOUT)/gdrpeer-proplinked.log 2>&1 || { cat $(MODOUT)/gdrpeer-proplinked.log; exit 1; }
-	nm $(MODOUT)/proplinked/driver/gdrpeer.ko | grep -q ' U nvidia_p2p_get_pages$$'
+	# linked: modpost recorded the stand-in as a dependency (no nm in the sid chroot)
+	modinfo -F depends $(MODOUT)/proplinked/driver/gdrpeer.ko | grep -qw gdrpeer_nvstub_prop
 	cp $(MODOUT)/proplinked/driver/gdrpeer.ko $(MODOUT)/gdrpeer-proplinked.ko
 
-.PHONY: modules-build linked-build prop-build
+# $(MODOUT)/ofa_kernel: the test-only peer-memory host gdrpeer_peerhost.ko installed the way
+# MLNX_OFED / DOCA-OFED install their RDMA core for a kernel (/usr/src/ofa_kernel/<arch>/<kver>):
+# include/rdma/peer_mem.h and a Module.symvers with ib_register/unregister_peer_memory_client.
+ofa-stage:
+	rm -rf $(MODOUT)/ofa_kernel && mkdir -p $(MODOUT)/ofa_kernel
+	cp -r $(MODOUT)/selftests/kmod/ofa/include $(MODOUT)/ofa_kernel/
+	awk -F '\t' '$$2 ~ /^ib_(un)?register_peer_memory_client$$/' \
+		$(MODOUT)/selftests/kmod/Module.symvers > $(MODOUT)/ofa_kernel/Module.symvers
+	test "$$(wc -l < $(MODOUT)/ofa_kernel/Module.symvers)" = 2
+
+# gdrpeer-ofed.ko: gdrpeer.ko built the way DKMS builds it after OFED, found by the same probe
+# (OFA_DIR), with the peer-memory client; it needs gdrpeer_peerhost.ko loaded first.
+peermem-build: ofa-stage
+	$(call variant,ofed,OFA_DIR=$(MODOUT)/ofa_kernel)
+	modinfo -F depends $(MODOUT)/gdrpeer-ofed.ko | grep -qw gdrpeer_peerhost
+
+.PHONY: modules-build linked-build prop-build ofa-stage peermem-build

@@ -1,0 +1,557 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Peer-memory client of MLNX_OFED / DOCA-OFED's ib_core: a plain
+ * ibv_reg_mr() of a gdrpeer mapping (mmap of a /dev/gdrpeer handle)
+ * registers the device memory behind it, the way nvidia-peermem does for
+ * CUDA addresses.  Built only when driver/Makefile's probe
+ * (conftest_peermem.sh) found OFED's include/rdma/peer_mem.h and the two
+ * ib_*_peer_memory_client exports in its Module.symvers; otherwise this
+ * file only says why in providers/peermem/status.
+ *
+ * What it serves: user addresses inside one handle mapping of a region of
+ * plain BAR ranges (the pcibar provider).  Everything else (host memory,
+ * CUDA addresses, regions with provider ops) is answered "not mine", so
+ * the core tries the next client or pins host pages.
+ *
+ * One registration (struct pm_ctx) goes
+ *   acquire:   region reference and a module reference (rmmod gdrpeer is
+ *              refused with -EBUSY while any registration lives)
+ *   get_pages: on the pinned list (revocation finds it there)
+ *   dma_map:   every physically contiguous piece of the range mapped with
+ *              dma_map_resource() on the HCA's device, one sg entry each
+ *   dma_unmap, put_pages, release: undone in that order
+ * Revocation (the device is unbound or removed) calls the core's
+ * invalidate for every pinned registration of the region and unmaps it
+ * itself afterwards (PEER_MEM_INVALIDATE_UNMAPS): once invalidate returns
+ * the HCA does no more DMA, and the memory goes back only after that.
+ *
+ * Lock order (outermost first), all mutexes, every holder may sleep:
+ *   core's peer client lock (acquire) -> mmap_lock (read)
+ *   core's umem mapping lock (get_pages, dma_map, dma_unmap, put_pages)
+ *   -> pm_ctx.lock -> pm_list_lock -> gdrpeer_region.memory_lock (read)
+ * The core's invalidate takes its umem mapping lock, and without
+ * INVALIDATE_UNMAPS calls dma_unmap/put_pages (pm_ctx.lock) from inside,
+ * so it is called with no lock of ours held: pm_ctx.lock is dropped after
+ * marking the registration invalidating, and taken again after it returns.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": peermem: " fmt
+
+#include <linux/dma-mapping.h>
+#include <linux/kobject.h>
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/sched.h>
+#include <linux/scatterlist.h>
+#include <linux/slab.h>
+#include <linux/sysfs.h>
+
+#include "gdrpeer_compat.h"
+#include "exporter.h"
+/* GDRPEER_PEERMEM, GDRPEER_PEERMEM_LINK and OFED's peer_mem.h, or why not */
+#include "peermem_link.h"
+
+static struct kobject *pm_kobj;		/* providers/peermem */
+static const char *pm_status = GDRPEER_PEERMEM_LINK;
+
+#ifdef GDRPEER_PEERMEM
+
+/* Longest sg entry (sg lengths are unsigned int). */
+#define PM_MAX_SEG SZ_1G
+
+enum pm_state {
+	PM_ACQUIRED,		/* acquire done, nothing pinned */
+	PM_PINNED,		/* get_pages done: on pm_pinned */
+	PM_MAPPED,		/* dma_map done */
+	PM_INVALIDATED,		/* revoked: unmapped by us, still listed */
+};
+
+struct pm_seg {
+	dma_addr_t addr;
+	u64 len;
+};
+
+/* One registration of the core (its client_context). */
+struct pm_ctx {
+	struct kref ref;		/* release's + revocation's walkers */
+	struct mutex lock;		/* everything below */
+	struct gdrpeer_region *r;	/* reference from acquire to release */
+	unsigned long addr;		/* as acquire got them */
+	size_t size;
+	u64 offset;			/* page-aligned start in @r */
+	u64 len;			/* page-aligned length */
+	enum pm_state state;
+	bool invalidating;		/* revocation started: no new dma_map */
+	u64 core_context;
+	struct device *dma_dev;		/* reference while mapped */
+	struct pm_seg *segs;		/* mapped pieces while PM_MAPPED */
+	unsigned int nsegs;
+	struct sg_table sgt;		/* the table dma_map allocated */
+	/* on pm_pinned from get_pages to put_pages/release; pm_list_lock */
+	struct list_head node;
+	bool listed;
+	bool revoke_seen;		/* pm_list_lock */
+};
+
+static DEFINE_MUTEX(pm_list_lock);
+static LIST_HEAD(pm_pinned);
+
+static struct peer_memory_client_ex pm_client;
+static void *pm_handle;			/* from ib_register_peer_memory_client */
+static invalidate_peer_memory pm_core_invalidate;
+
+static atomic64_t pm_acquired = ATOMIC64_INIT(0);	/* gauge */
+static atomic64_t pm_mapped = ATOMIC64_INIT(0);		/* gauge */
+static atomic64_t pm_invalidations = ATOMIC64_INIT(0);	/* total */
+
+static void pm_ctx_free(struct kref *ref)
+{
+	struct pm_ctx *ctx = container_of(ref, struct pm_ctx, ref);
+
+	mutex_destroy(&ctx->lock);
+	kfree(ctx);
+}
+
+static int pm_acquire(unsigned long addr, size_t size, void *private_data,
+		      char *peer_mem_name, void **client_context)
+{
+	struct gdrpeer_region *r;
+	struct pm_ctx *ctx;
+	u64 offset;
+
+	if (!size || !current->mm)
+		return 0;
+	mmap_read_lock(current->mm);
+	r = gdrpeer_region_from_user(current->mm, addr, size, &offset);
+	mmap_read_unlock(current->mm);
+	if (!r)
+		return 0;
+	/* regions with provider ops (nvidia pins) are not served (yet) */
+	if (r->ops || !try_module_get(THIS_MODULE)) {
+		gdrpeer_region_put(r);
+		return 0;
+	}
+	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL_ACCOUNT);
+	if (!ctx) {
+		module_put(THIS_MODULE);
+		gdrpeer_region_put(r);
+		return 0;
+	}
+	kref_init(&ctx->ref);
+	mutex_init(&ctx->lock);
+	INIT_LIST_HEAD(&ctx->node);
+	ctx->r = r;
+	ctx->addr = addr;
+	ctx->size = size;
+	ctx->offset = round_down(offset, PAGE_SIZE);
+	ctx->len = PAGE_ALIGN(offset + size) - ctx->offset;
+	ctx->state = PM_ACQUIRED;
+	atomic64_inc(&pm_acquired);
+	*client_context = ctx;
+	return 1;
+}
+
+static int pm_get_pages(unsigned long addr, size_t size, int write,
+			int force, struct sg_table *sg_head,
+			void *client_context, u64 core_context)
+{
+	struct pm_ctx *ctx = client_context;
+	int ret = 0;
+
+	mutex_lock(&ctx->lock);
+	if (ctx->state != PM_ACQUIRED || addr != ctx->addr ||
+	    size != ctx->size) {
+		ret = -EINVAL;
+		goto out;
+	}
+	/*
+	 * Listed and checked under pm_list_lock: revocation sets @revoked
+	 * before it walks the list, so it either finds this registration or
+	 * this sees @revoked.
+	 */
+	mutex_lock(&pm_list_lock);
+	if (gdrpeer_region_revoked(ctx->r)) {
+		ret = -ENODEV;
+	} else {
+		list_add_tail(&ctx->node, &pm_pinned);
+		ctx->listed = true;
+		ctx->core_context = core_context;
+		ctx->state = PM_PINNED;
+	}
+	mutex_unlock(&pm_list_lock);
+out:
+	mutex_unlock(&ctx->lock);
+	return ret;
+}
+
+/*
+ * Count (and with @segs and @phys, fill) the pieces of the range: one per
+ * physically contiguous stretch, at most PM_MAX_SEG bytes each.
+ */
+static unsigned int pm_pieces(const struct pm_ctx *ctx, struct pm_seg *segs,
+			      phys_addr_t *phys)
+{
+	const struct gdrpeer_region *r = ctx->r;
+	u64 start = ctx->offset, end = ctx->offset + ctx->len, base = 0;
+	phys_addr_t next = 0;
+	unsigned int i, n = 0;
+	u64 cur = 0;
+
+	for (i = 0; i < r->nr_ranges && base < end;
+	     base += r->ranges[i].len, i++) {
+		u64 from = max(start, base);
+		u64 to = min(end, base + r->ranges[i].len);
+		phys_addr_t p = r->ranges[i].phys + (from - base);
+
+		while (from < to) {
+			u64 piece = min_t(u64, to - from, PM_MAX_SEG);
+
+			if (n && p == next && cur + piece <= PM_MAX_SEG) {
+				cur += piece;
+			} else {
+				n++;
+				cur = piece;
+				if (phys)
+					phys[n - 1] = p;
+			}
+			if (segs)
+				segs[n - 1].len = cur;
+			next = p + piece;
+			p += piece;
+			from += piece;
+		}
+	}
+	return n;
+}
+
+static void pm_unmap_locked(struct pm_ctx *ctx)
+{
+	unsigned int i;
+
+	if (ctx->state != PM_MAPPED)
+		return;
+	for (i = 0; i < ctx->nsegs; i++)
+		dma_unmap_resource(ctx->dma_dev, ctx->segs[i].addr,
+				   ctx->segs[i].len, DMA_BIDIRECTIONAL,
+				   DMA_ATTR_SKIP_CPU_SYNC);
+	kfree(ctx->segs);
+	ctx->segs = NULL;
+	ctx->nsegs = 0;
+	put_device(ctx->dma_dev);
+	ctx->dma_dev = NULL;
+	ctx->state = PM_PINNED;
+	atomic64_dec(&pm_mapped);
+}
+
+static void pm_free_table_locked(struct pm_ctx *ctx)
+{
+	if (ctx->sgt.sgl)
+		sg_free_table(&ctx->sgt);
+	memset(&ctx->sgt, 0, sizeof(ctx->sgt));
+}
+
+static void pm_unlist_locked(struct pm_ctx *ctx)
+{
+	mutex_lock(&pm_list_lock);
+	if (ctx->listed)
+		list_del_init(&ctx->node);
+	ctx->listed = false;
+	mutex_unlock(&pm_list_lock);
+}
+
+static int pm_dma_map(struct sg_table *sg_head, void *client_context,
+		      struct device *dma_device, int dmasync, int *nmap)
+{
+	struct pm_ctx *ctx = client_context;
+	struct sg_table sgt = { };
+	struct scatterlist *sg;
+	struct pm_seg *segs = NULL;
+	phys_addr_t *phys = NULL;
+	unsigned int n, i, mapped = 0;
+	int ret;
+
+	mutex_lock(&ctx->lock);
+	if (ctx->state != PM_PINNED || !dma_device) {
+		ret = -EINVAL;
+		goto out;
+	}
+	if (ctx->invalidating || gdrpeer_region_revoked(ctx->r)) {
+		ret = -ENODEV;
+		goto out;
+	}
+	n = pm_pieces(ctx, NULL, NULL);
+	segs = kcalloc(n, sizeof(*segs), GFP_KERNEL);
+	phys = kcalloc(n, sizeof(*phys), GFP_KERNEL);
+	ret = -ENOMEM;
+	if (!n || !segs || !phys || sg_alloc_table(&sgt, n, GFP_KERNEL))
+		goto out;
+	pm_pieces(ctx, segs, phys);
+	ret = 0;
+	for_each_sg(sgt.sgl, sg, n, i) {
+		segs[i].addr = dma_map_resource(dma_device, phys[i], segs[i].len,
+						DMA_BIDIRECTIONAL,
+						DMA_ATTR_SKIP_CPU_SYNC);
+		if (dma_mapping_error(dma_device, segs[i].addr)) {
+			ret = -EIO;
+			break;
+		}
+		mapped++;
+		/* no struct page: the core only reads the DMA fields */
+		sg->offset = 0;
+		sg->length = segs[i].len;
+		sg_dma_address(sg) = segs[i].addr;
+		sg_dma_len(sg) = segs[i].len;
+	}
+	if (ret) {
+		dev_warn(dma_device, "gdrpeer: dma_map_resource failed after %u of %u entries\n",
+			 mapped, n);
+		while (mapped--)
+			dma_unmap_resource(dma_device, segs[mapped].addr,
+					   segs[mapped].len, DMA_BIDIRECTIONAL,
+					   DMA_ATTR_SKIP_CPU_SYNC);
+		sg_free_table(&sgt);
+		goto out;
+	}
+	ctx->segs = segs;
+	ctx->nsegs = n;
+	segs = NULL;
+	ctx->dma_dev = get_device(dma_device);
+	/* our copy: the core forgets its table when it is invalidated */
+	ctx->sgt = sgt;
+	*sg_head = sgt;
+	*nmap = n;
+	ctx->state = PM_MAPPED;
+	atomic64_inc(&pm_mapped);
+out:
+	mutex_unlock(&ctx->lock);
+	kfree(segs);
+	kfree(phys);
+	return ret;
+}
+
+static int pm_dma_unmap(struct sg_table *sg_head, void *client_context,
+			struct device *dma_device)
+{
+	struct pm_ctx *ctx = client_context;
+
+	mutex_lock(&ctx->lock);
+	pm_unmap_locked(ctx);
+	mutex_unlock(&ctx->lock);
+	return 0;
+}
+
+static void pm_put_pages(struct sg_table *sg_head, void *client_context)
+{
+	struct pm_ctx *ctx = client_context;
+
+	mutex_lock(&ctx->lock);
+	pm_unmap_locked(ctx);
+	pm_free_table_locked(ctx);
+	pm_unlist_locked(ctx);
+	ctx->state = PM_ACQUIRED;
+	mutex_unlock(&ctx->lock);
+}
+
+/* BAR ranges are mapped in CPU pages. */
+static unsigned long pm_get_page_size(void *client_context)
+{
+	return PAGE_SIZE;
+}
+
+static void pm_release(void *client_context)
+{
+	struct pm_ctx *ctx = client_context;
+	struct gdrpeer_region *r;
+
+	mutex_lock(&ctx->lock);
+	pm_unmap_locked(ctx);
+	pm_free_table_locked(ctx);
+	pm_unlist_locked(ctx);
+	ctx->state = PM_ACQUIRED;
+	r = ctx->r;
+	ctx->r = NULL;
+	mutex_unlock(&ctx->lock);
+	gdrpeer_region_put(r);
+	atomic64_dec(&pm_acquired);
+	kref_put(&ctx->ref, pm_ctx_free);
+	module_put(THIS_MODULE);
+}
+
+/* Stop the HCA's DMA to @ctx and unmap it; see the lock order above. */
+static void pm_invalidate(struct pm_ctx *ctx)
+{
+	u64 core_context;
+
+	mutex_lock(&ctx->lock);
+	if (ctx->state != PM_PINNED && ctx->state != PM_MAPPED) {
+		mutex_unlock(&ctx->lock);
+		return;
+	}
+	ctx->invalidating = true;
+	core_context = ctx->core_context;
+	mutex_unlock(&ctx->lock);
+
+	pm_core_invalidate(pm_handle, core_context);
+
+	mutex_lock(&ctx->lock);
+	/* put_pages may have run meanwhile (a registration that failed) */
+	if (ctx->state == PM_PINNED || ctx->state == PM_MAPPED) {
+		pm_unmap_locked(ctx);
+		pm_free_table_locked(ctx);
+		ctx->state = PM_INVALIDATED;
+	}
+	mutex_unlock(&ctx->lock);
+	atomic64_inc(&pm_invalidations);
+}
+
+void gdrpeer_peermem_revoke_region(struct gdrpeer_region *r)
+{
+	struct pm_ctx *ctx, *found;
+
+	if (!pm_handle)
+		return;
+	for (;;) {
+		found = NULL;
+		mutex_lock(&pm_list_lock);
+		list_for_each_entry(ctx, &pm_pinned, node) {
+			if (ctx->r == r && !ctx->revoke_seen) {
+				ctx->revoke_seen = true;
+				kref_get(&ctx->ref);
+				found = ctx;
+				break;
+			}
+		}
+		mutex_unlock(&pm_list_lock);
+		if (!found)
+			return;
+		pm_invalidate(found);
+		kref_put(&found->ref, pm_ctx_free);
+	}
+}
+
+#define PM_GAUGE_ATTR(name)						\
+static ssize_t name##_show(struct kobject *kobj,			\
+			   struct kobj_attribute *attr, char *buf)	\
+{									\
+	return sysfs_emit(buf, "%lld\n",				\
+			  (long long)atomic64_read(&pm_##name));	\
+}									\
+static struct kobj_attribute name##_attr = __ATTR_RO(name)
+
+PM_GAUGE_ATTR(acquired);
+PM_GAUGE_ATTR(mapped);
+PM_GAUGE_ATTR(invalidations);
+
+static int pm_register(void)
+{
+	struct peer_memory_client *c = &pm_client.client;
+
+	strscpy(c->name, KBUILD_MODNAME, sizeof(c->name));
+	strscpy(c->version, "1.1", sizeof(c->version) - 1);
+	/* the last version byte says "this is a peer_memory_client_ex" */
+	c->version[IB_PEER_MEMORY_VER_MAX - 1] = 1;
+	c->acquire = pm_acquire;
+	c->get_pages = pm_get_pages;
+	c->dma_map = pm_dma_map;
+	c->dma_unmap = pm_dma_unmap;
+	c->put_pages = pm_put_pages;
+	c->get_page_size = pm_get_page_size;
+	c->release = pm_release;
+	pm_client.ex_size = sizeof(pm_client);
+	pm_client.flags = PEER_MEM_INVALIDATE_UNMAPS;
+
+	pm_handle = ib_register_peer_memory_client(c, &pm_core_invalidate);
+	if (!pm_handle) {
+		pm_status = "inactive: ib_core refused the registration (ib_register_peer_memory_client returned NULL)";
+		pr_err("ib_register_peer_memory_client refused gdrpeer (see ib_core's message above); ibv_reg_mr of gdrpeer mappings will fail, dma-buf export still works. Fix: load an ib_core of the OFED that gdrpeer was built against (" GDRPEER_PEERMEM_LINK ")\n");
+		return 0;
+	}
+	if (!pm_core_invalidate) {
+		ib_unregister_peer_memory_client(pm_handle);
+		pm_handle = NULL;
+		pm_status = "inactive: ib_core gave no invalidate callback";
+		pr_err("ib_core registered gdrpeer but gave no invalidate callback: revocation could not stop the HCA, so the client stays off. Fix: an OFED whose peer_mem.h has PEER_MEM_U64_CORE_CONTEXT (MLNX_OFED 5.x, DOCA-OFED)\n");
+		return 0;
+	}
+	pm_status = "active: registered with ib_core as peer-memory client \"" KBUILD_MODNAME "\" (gdrpeer handle mappings)";
+	return 0;
+}
+
+static void pm_unregister(void)
+{
+	/* no registration is left: each holds a module reference */
+	if (pm_handle)
+		ib_unregister_peer_memory_client(pm_handle);
+	pm_handle = NULL;
+}
+
+#else /* !GDRPEER_PEERMEM */
+
+void gdrpeer_peermem_revoke_region(struct gdrpeer_region *r)
+{
+}
+
+static int pm_register(void)
+{
+	return 0;
+}
+
+static void pm_unregister(void)
+{
+}
+
+#endif /* GDRPEER_PEERMEM */
+
+static ssize_t status_show(struct kobject *kobj, struct kobj_attribute *attr,
+			   char *buf)
+{
+	return sysfs_emit(buf, "%s\n", pm_status);
+}
+static struct kobj_attribute status_attr = __ATTR_RO(status);
+
+static struct attribute *pm_attrs[] = {
+	&status_attr.attr,
+#ifdef GDRPEER_PEERMEM
+	&acquired_attr.attr,
+	&mapped_attr.attr,
+	&invalidations_attr.attr,
+#endif
+	NULL,
+};
+
+static const struct attribute_group pm_group = {
+	.attrs = pm_attrs,
+};
+
+int gdrpeer_peermem_init(struct kobject *providers)
+{
+	int ret;
+
+	pm_kobj = kobject_create_and_add("peermem", providers);
+	if (!pm_kobj)
+		return -ENOMEM;
+	ret = sysfs_create_group(pm_kobj, &pm_group);
+	if (ret) {
+		kobject_put(pm_kobj);
+		pm_kobj = NULL;
+		return ret;
+	}
+	return pm_register();
+}
+
+void gdrpeer_peermem_exit(void)
+{
+	pm_unregister();
+	if (pm_kobj) {
+		sysfs_remove_group(pm_kobj, &pm_group);
+		kobject_put(pm_kobj);
+		pm_kobj = NULL;
+	}
+}
+
+const char *gdrpeer_peermem_status(void)
+{
+	return pm_status;
+}

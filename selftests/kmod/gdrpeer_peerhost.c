@@ -1,0 +1,702 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gdrpeer_peerhost.ko - test only: the peer-memory side of MLNX_OFED's
+ * ib_core, so that gdrpeer's peer-memory client can be driven without
+ * OFED.  It exports ib_register_peer_memory_client and
+ * ib_unregister_peer_memory_client with OFED's ABI (ofa/include/rdma/
+ * peer_mem.h) and registers user addresses the way ib_umem_get does when
+ * no page pinning reaches them: acquire, get_pages, dma_map with the
+ * stand-in HCA's device (edu, through gdrpeer_edu_hca.ko), then edu DMA
+ * through the returned addresses; dma_unmap, put_pages, release on
+ * deregistration; and the invalidate callback.  Ioctls:
+ * gdrpeer_peerhost.h.
+ *
+ * Lock order (outermost first), all mutexes, all holders may sleep:
+ *   ph_clients_lock (acquire runs under it, as in ib_core)
+ *   ph_reg.mapping_lock (get_pages, dma_map, dma_unmap, put_pages, each
+ *   edu DMA chunk, and invalidate: so invalidate waits for a registration
+ *   in progress and for the DMA chunk in flight)
+ *   -> gdrpeer_edu_hca's locks
+ * ph_client.regs' xa_lock is only held to look an id up.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/completion.h>
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/miscdevice.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/refcount.h>
+#include <linux/scatterlist.h>
+#include <linux/slab.h>
+#include <linux/sysfs.h>
+#include <linux/uaccess.h>
+#include <linux/xarray.h>
+
+#include "ofa/include/rdma/peer_mem.h"
+
+#include "gdrpeer_edu_hca.h"
+#include "gdrpeer_peerhost.h"
+
+/* The core_context of registrations of clients that need no invalidation. */
+#define PH_NO_INVALIDATION U32_MAX
+/* Most host pages one registration pins (1 GiB of 4 KiB pages). */
+#define PH_MAX_HOST_PAGES (1UL << 18)
+
+struct ph_client {
+	const struct peer_memory_client *ops;
+	bool inval_required;		/* gave an invalidate_callback pointer */
+	bool unmaps;			/* PEER_MEM_INVALIDATE_UNMAPS */
+	struct list_head node;		/* ph_clients, under ph_clients_lock */
+	refcount_t users;		/* 1 + registrations */
+	struct completion unused;	/* users reached 0 */
+	struct xarray regs;		/* core_context -> struct ph_reg */
+	u32 next_id;
+};
+
+enum ph_state { PH_UNMAPPED, PH_MAPPED, PH_INVALIDATED };
+
+struct ph_reg {
+	struct kref ref;		/* the file's + an invalidate's */
+	struct mutex mapping_lock;	/* @state, @sgt */
+	enum ph_state state;
+	struct ph_client *client;	/* NULL: host pages */
+	void *client_ctx;
+	u32 core_id;
+	struct sg_table sgt;
+	struct device *dma_dev;
+	unsigned long addr;
+	u64 length;
+	u64 page_size;
+	struct page **pages;		/* host pages */
+	unsigned long npages;
+	atomic64_t dmas_done;
+};
+
+/*
+ * How the host answers registrations, for the client's failure paths:
+ * refuse_clients returns NULL (as ib_core does when it cannot take a
+ * client); no_invalidation leaves *invalidate_callback untouched (as a core
+ * without invalidation support would).
+ */
+static bool refuse_clients;
+module_param(refuse_clients, bool, 0444);
+MODULE_PARM_DESC(refuse_clients, "refuse every client registration");
+static bool no_invalidation;
+module_param(no_invalidation, bool, 0444);
+MODULE_PARM_DESC(no_invalidation, "give clients no invalidate callback");
+
+static DEFINE_MUTEX(ph_clients_lock);
+static LIST_HEAD(ph_clients);
+static atomic64_t ph_registrations = ATOMIC64_INIT(0);
+static atomic64_t ph_invalidations = ATOMIC64_INIT(0);
+static atomic64_t ph_stale_invalidations = ATOMIC64_INIT(0);
+
+/* ---- the exported ABI ------------------------------------------------- */
+
+static bool ph_unmaps_on_invalidate(const struct peer_memory_client *c)
+{
+	const struct peer_memory_client_ex *ex;
+
+	if (!c->version[IB_PEER_MEMORY_VER_MAX - 1])
+		return false;
+	ex = container_of(c, const struct peer_memory_client_ex, client);
+	return ex->ex_size >= offsetofend(struct peer_memory_client_ex, flags) &&
+	       (ex->flags & PEER_MEM_INVALIDATE_UNMAPS);
+}
+
+static void ph_reg_free(struct kref *ref)
+{
+	struct ph_reg *reg = container_of(ref, struct ph_reg, ref);
+
+	mutex_destroy(&reg->mapping_lock);
+	kfree(reg);
+}
+
+static int ph_invalidate(void *reg_handle, u64 core_context)
+{
+	struct ph_client *c = reg_handle;
+	struct ph_reg *reg;
+
+	xa_lock(&c->regs);
+	reg = core_context < PH_NO_INVALIDATION ?
+	      xa_load(&c->regs, (unsigned long)core_context) : NULL;
+	if (reg)
+		kref_get(&reg->ref);
+	xa_unlock(&c->regs);
+	if (!reg) {
+		atomic64_inc(&ph_stale_invalidations);
+		return 0;
+	}
+	/* waits for a registration in progress and the DMA chunk in flight */
+	mutex_lock(&reg->mapping_lock);
+	if (reg->state == PH_MAPPED) {
+		if (!c->unmaps) {
+			c->ops->dma_unmap(&reg->sgt, reg->client_ctx,
+					  reg->dma_dev);
+			c->ops->put_pages(&reg->sgt, reg->client_ctx);
+		}
+		/* the client owns the table; ib_core forgets it here too */
+		memset(&reg->sgt, 0, sizeof(reg->sgt));
+		reg->state = PH_INVALIDATED;
+		atomic64_inc(&ph_invalidations);
+	}
+	mutex_unlock(&reg->mapping_lock);
+	kref_put(&reg->ref, ph_reg_free);
+	return 0;
+}
+
+void *ib_register_peer_memory_client(const struct peer_memory_client *peer_client,
+				     invalidate_peer_memory *invalidate_callback)
+{
+	static const struct {
+		size_t offset;
+		const char *name;
+	} mandatory[] = {
+		{ offsetof(struct peer_memory_client, acquire), "acquire" },
+		{ offsetof(struct peer_memory_client, get_pages), "get_pages" },
+		{ offsetof(struct peer_memory_client, dma_map), "dma_map" },
+		{ offsetof(struct peer_memory_client, dma_unmap), "dma_unmap" },
+		{ offsetof(struct peer_memory_client, put_pages), "put_pages" },
+	};
+	struct ph_client *c;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(mandatory); i++) {
+		if (!*(void * const *)((const char *)peer_client +
+				       mandatory[i].offset)) {
+			pr_err("client %.64s refused: no %s callback\n",
+			       peer_client->name, mandatory[i].name);
+			return NULL;
+		}
+	}
+	if (refuse_clients) {
+		pr_err("client %.64s refused (refuse_clients=1)\n",
+		       peer_client->name);
+		return NULL;
+	}
+	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	if (!c)
+		return NULL;
+	c->ops = peer_client;
+	c->unmaps = ph_unmaps_on_invalidate(peer_client);
+	refcount_set(&c->users, 1);
+	init_completion(&c->unused);
+	xa_init_flags(&c->regs, XA_FLAGS_ALLOC);
+	if (invalidate_callback && !no_invalidation) {
+		*invalidate_callback = ph_invalidate;
+		c->inval_required = true;
+	}
+	mutex_lock(&ph_clients_lock);
+	list_add_tail(&c->node, &ph_clients);
+	mutex_unlock(&ph_clients_lock);
+	pr_info("client %.64s %.15s registered%s%s\n", peer_client->name,
+		peer_client->version, c->inval_required ? ", invalidation" : "",
+		c->unmaps ? ", INVALIDATE_UNMAPS" : "");
+	return c;
+}
+EXPORT_SYMBOL(ib_register_peer_memory_client);
+
+static void ph_client_put(struct ph_client *c)
+{
+	if (refcount_dec_and_test(&c->users))
+		complete(&c->unused);
+}
+
+void ib_unregister_peer_memory_client(void *reg_handle)
+{
+	struct ph_client *c = reg_handle;
+
+	mutex_lock(&ph_clients_lock);
+	list_del(&c->node);
+	mutex_unlock(&ph_clients_lock);
+	/* as ib_core: no client call after this returns */
+	ph_client_put(c);
+	wait_for_completion(&c->unused);
+	xa_destroy(&c->regs);
+	pr_info("client %.64s unregistered\n", c->ops->name);
+	kfree(c);
+}
+EXPORT_SYMBOL(ib_unregister_peer_memory_client);
+
+/* ---- registrations (ib_umem_get / ib_umem_release) ------------------- */
+
+/* What the core checks of a client's table before an HCA may use it. */
+static int ph_check_table(struct ph_reg *reg, int nmap)
+{
+	u64 start = ALIGN_DOWN(reg->addr, reg->page_size);
+	u64 need = ALIGN(reg->addr + reg->length, reg->page_size) - start;
+	struct scatterlist *sg;
+	u64 total = 0;
+	int i;
+
+	if (nmap <= 0 || nmap > reg->sgt.orig_nents) {
+		pr_warn("client %.64s: nmap %d for a table of %u entries\n",
+			reg->client->ops->name, nmap, reg->sgt.orig_nents);
+		return -EPROTO;
+	}
+	for_each_sg(reg->sgt.sgl, sg, nmap, i) {
+		if (!PAGE_ALIGNED(sg_dma_address(sg)) ||
+		    !PAGE_ALIGNED((u64)sg_dma_len(sg)) || !sg_dma_len(sg)) {
+			pr_warn("client %.64s: entry %d (%pad, %u bytes) is not page aligned\n",
+				reg->client->ops->name, i, &sg_dma_address(sg),
+				sg_dma_len(sg));
+			return -EPROTO;
+		}
+		total += sg_dma_len(sg);
+	}
+	if (total != need) {
+		pr_warn("client %.64s: entries cover %llu bytes, the range needs %llu\n",
+			reg->client->ops->name, total, need);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+/* Ask the clients; on success @reg is mapped and counted. */
+static int ph_reg_peer(struct ph_reg *reg, u32 flags)
+{
+	const struct peer_memory_client *ops = NULL;
+	struct ph_client *c;
+	void *ctx = NULL;
+	int ret, nmap = 0;
+
+	mutex_lock(&ph_clients_lock);
+	list_for_each_entry(c, &ph_clients, node) {
+		if (c->ops->acquire(reg->addr, reg->length, NULL, NULL,
+				    &ctx) > 0) {
+			refcount_inc(&c->users);
+			ops = c->ops;
+			break;
+		}
+	}
+	mutex_unlock(&ph_clients_lock);
+	if (!ops)
+		return 1;		/* nobody's: host pages */
+
+	reg->client = c;
+	reg->client_ctx = ctx;
+	reg->core_id = PH_NO_INVALIDATION;
+	mutex_lock(&reg->mapping_lock);
+	if (c->inval_required) {
+		ret = xa_alloc_cyclic(&c->regs, &reg->core_id, reg,
+				      XA_LIMIT(0, PH_NO_INVALIDATION - 1),
+				      &c->next_id, GFP_KERNEL);
+		if (ret < 0)
+			goto err_client;
+	}
+	if (flags & PEERHOST_REG_MAP_BEFORE_PIN) {
+		ret = ops->dma_map(&reg->sgt, ctx, reg->dma_dev, 0, &nmap);
+		if (!ret) {
+			pr_warn("client %.64s mapped a range it was not asked to pin\n",
+				ops->name);
+			ops->dma_unmap(&reg->sgt, ctx, reg->dma_dev);
+			ops->put_pages(&reg->sgt, ctx);
+			ret = -EPROTO;
+		}
+		goto err_xa;
+	}
+	ret = ops->get_pages(reg->addr +
+			     (flags & PEERHOST_REG_PIN_OTHER_RANGE ? PAGE_SIZE : 0),
+			     reg->length, 1, 0, NULL, ctx, reg->core_id);
+	if (ret)
+		goto err_xa;
+	ret = ops->dma_map(&reg->sgt, ctx, reg->dma_dev, 0, &nmap);
+	if (ret)
+		goto err_pages;
+	reg->page_size = ops->get_page_size ? ops->get_page_size(ctx) :
+			 PAGE_SIZE;
+	if (!reg->page_size || reg->page_size % PAGE_SIZE ||
+	    !is_power_of_2(reg->page_size)) {
+		pr_warn("client %.64s: page size %llu\n", ops->name,
+			reg->page_size);
+		ret = -EPROTO;
+	} else {
+		ret = ph_check_table(reg, nmap);
+	}
+	if (ret) {
+		ops->dma_unmap(&reg->sgt, ctx, reg->dma_dev);
+		goto err_pages;
+	}
+	reg->sgt.nents = nmap;
+	reg->state = PH_MAPPED;
+	mutex_unlock(&reg->mapping_lock);
+	atomic64_inc(&ph_registrations);
+	return 0;
+
+err_pages:
+	ops->put_pages(&reg->sgt, ctx);
+err_xa:
+	if (reg->core_id != PH_NO_INVALIDATION)
+		xa_erase(&c->regs, reg->core_id);
+err_client:
+	mutex_unlock(&reg->mapping_lock);
+	ops->release(ctx);
+	reg->client = NULL;
+	ph_client_put(c);
+	return ret;
+}
+
+static int ph_reg_host_pages(struct ph_reg *reg)
+{
+	unsigned long start = reg->addr & PAGE_MASK;
+	unsigned long n = (PAGE_ALIGN(reg->addr + reg->length) - start) >>
+			  PAGE_SHIFT;
+	long got;
+
+	if (n > PH_MAX_HOST_PAGES)
+		return -EINVAL;
+	reg->pages = kvcalloc(n, sizeof(*reg->pages), GFP_KERNEL);
+	if (!reg->pages)
+		return -ENOMEM;
+	got = pin_user_pages_fast(start, (int)n, FOLL_WRITE | FOLL_LONGTERM,
+				  reg->pages);
+	if (got != (long)n) {
+		if (got > 0)
+			unpin_user_pages(reg->pages, got);
+		kvfree(reg->pages);
+		reg->pages = NULL;
+		return got < 0 ? (int)got : -EFAULT;
+	}
+	reg->npages = n;
+	return 0;
+}
+
+static void ph_reg_release(struct ph_reg *reg)
+{
+	struct ph_client *c = reg->client;
+
+	if (c) {
+		mutex_lock(&reg->mapping_lock);
+		if (reg->state == PH_MAPPED) {
+			c->ops->dma_unmap(&reg->sgt, reg->client_ctx,
+					  reg->dma_dev);
+			c->ops->put_pages(&reg->sgt, reg->client_ctx);
+		}
+		reg->state = PH_UNMAPPED;
+		mutex_unlock(&reg->mapping_lock);
+		if (reg->core_id != PH_NO_INVALIDATION)
+			xa_erase(&c->regs, reg->core_id);
+		c->ops->release(reg->client_ctx);
+		atomic64_dec(&ph_registrations);
+		ph_client_put(c);
+	} else if (reg->pages) {
+		unpin_user_pages(reg->pages, reg->npages);
+		kvfree(reg->pages);
+	}
+	put_device(reg->dma_dev);
+	kref_put(&reg->ref, ph_reg_free);
+}
+
+/* ---- file and ioctls ---------------------------------------------------- */
+
+struct ph_file {
+	struct xarray regs;		/* id -> struct ph_reg */
+};
+
+/*
+ * A registration of @f with a reference: DEREG in another thread (or a
+ * forked child sharing the file) may release it meanwhile; a DMA then
+ * finds it unmapped and stops.
+ */
+static struct ph_reg *ph_get(struct ph_file *f, u32 id)
+{
+	struct ph_reg *reg;
+
+	xa_lock(&f->regs);
+	reg = xa_load(&f->regs, id);
+	if (reg)
+		kref_get(&reg->ref);
+	xa_unlock(&f->regs);
+	return reg;
+}
+
+static int ph_ioc_reg(struct ph_file *f, struct peerhost_reg *req)
+{
+	struct scatterlist *sg;
+	struct ph_reg *reg;
+	unsigned int i;
+	int ret;
+
+	if (!req->length || req->addr + req->length < req->addr ||
+	    req->flags & ~(PEERHOST_REG_MAP_BEFORE_PIN |
+			   PEERHOST_REG_PIN_OTHER_RANGE) ||
+	    req->reserved[0] || req->reserved[1])
+		return -EINVAL;
+	reg = kzalloc(sizeof(*reg), GFP_KERNEL);
+	if (!reg)
+		return -ENOMEM;
+	kref_init(&reg->ref);
+	mutex_init(&reg->mapping_lock);
+	atomic64_set(&reg->dmas_done, 0);
+	reg->addr = req->addr;
+	reg->length = req->length;
+	reg->dma_dev = gdrpeer_edu_hca_dma_device();
+	if (!reg->dma_dev) {
+		kref_put(&reg->ref, ph_reg_free);
+		return -ENODEV;
+	}
+	ret = ph_reg_peer(reg, req->flags);
+	if (ret == 1)
+		ret = ph_reg_host_pages(reg);
+	if (ret) {
+		put_device(reg->dma_dev);
+		kref_put(&reg->ref, ph_reg_free);
+		return ret;
+	}
+	ret = xa_alloc(&f->regs, &req->id, reg, XA_LIMIT(1, U32_MAX),
+		       GFP_KERNEL);
+	if (ret) {
+		ph_reg_release(reg);
+		return ret;
+	}
+	memset(req->sg_dma, 0, sizeof(req->sg_dma));
+	memset(req->sg_len, 0, sizeof(req->sg_len));
+	memset(req->client, 0, sizeof(req->client));
+	if (reg->client) {
+		req->owner = PEERHOST_OWNER_PEER;
+		req->nents = reg->sgt.nents;
+		req->page_size = reg->page_size;
+		strscpy(req->client, reg->client->ops->name,
+			sizeof(req->client));
+		for_each_sg(reg->sgt.sgl, sg, reg->sgt.nents, i) {
+			if (i >= PEERHOST_MAX_SG)
+				break;
+			req->sg_dma[i] = sg_dma_address(sg);
+			req->sg_len[i] = sg_dma_len(sg);
+		}
+	} else {
+		req->owner = PEERHOST_OWNER_HOST_PAGES;
+		req->nents = reg->npages;
+		req->page_size = PAGE_SIZE;
+	}
+	return 0;
+}
+
+/* DMA address of byte @pos of the mapped table and the bytes after it. */
+static int ph_sg_lookup(struct ph_reg *reg, u64 pos, u64 *addr, u64 *left)
+{
+	struct scatterlist *sg;
+	unsigned int i;
+
+	for_each_sg(reg->sgt.sgl, sg, reg->sgt.nents, i) {
+		if (pos < sg_dma_len(sg)) {
+			*addr = sg_dma_address(sg) + pos;
+			*left = sg_dma_len(sg) - pos;
+			return 0;
+		}
+		pos -= sg_dma_len(sg);
+	}
+	return -EINVAL;
+}
+
+static int ph_ioc_dma(struct ph_reg *reg, struct peerhost_dma *req)
+{
+	/* the table starts at the client's page boundary below addr */
+	u64 lead = reg->addr - ALIGN_DOWN(reg->addr, reg->page_size);
+	int ret = 0;
+
+	if (req->flags || req->reserved[0] || req->reserved[1] ||
+	    req->offset % 8 || req->length % 8 || !req->length ||
+	    req->length > EDU_HCA_MAX_LEN || req->offset > reg->length ||
+	    req->length > reg->length - req->offset)
+		return -EINVAL;
+	if (!reg->client)
+		return -EOPNOTSUPP;
+	req->done = 0;
+	req->mismatches = 0;
+	req->transfers = 0;
+	while (req->done < req->length) {
+		u64 pos = req->offset + req->done, addr, left;
+		u32 chunk = 0;
+
+		mutex_lock(&reg->mapping_lock);
+		if (reg->state != PH_MAPPED) {
+			mutex_unlock(&reg->mapping_lock);
+			ret = -ENODEV;
+			break;
+		}
+		ret = ph_sg_lookup(reg, lead + pos, &addr, &left);
+		if (!ret) {
+			chunk = min3(left, req->length - req->done,
+				     (u64)EDU_HCA_CHUNK);
+			if (!req->done)
+				req->first_dma = addr;
+			ret = gdrpeer_edu_hca_write_check(addr, req->seed,
+							  req->done, chunk,
+							  &req->mismatches,
+							  &req->transfers);
+		}
+		mutex_unlock(&reg->mapping_lock);
+		if (ret)
+			break;
+		req->done += chunk;
+	}
+	if (!ret)
+		atomic64_inc(&reg->dmas_done);
+	return ret;
+}
+
+static long ph_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
+{
+	struct ph_file *f = filp->private_data;
+	void __user *uarg = (void __user *)arg;
+	union {
+		struct peerhost_reg reg;
+		struct peerhost_dma dma;
+		struct peerhost_dereg dereg;
+		struct peerhost_state state;
+	} u;
+	struct ph_reg *reg;
+	size_t size = _IOC_SIZE(cmd);
+	int ret;
+
+	switch (cmd) {
+	case PEERHOST_IOCTL_REG:
+	case PEERHOST_IOCTL_DMA:
+	case PEERHOST_IOCTL_DEREG:
+	case PEERHOST_IOCTL_STATE:
+		break;
+	default:
+		return -ENOTTY;
+	}
+	if (copy_from_user(&u, uarg, size))
+		return -EFAULT;
+
+	switch (cmd) {
+	case PEERHOST_IOCTL_REG:
+		ret = ph_ioc_reg(f, &u.reg);
+		break;
+	case PEERHOST_IOCTL_DMA:
+		reg = ph_get(f, u.dma.id);
+		if (!reg)
+			return -ENOENT;
+		ret = ph_ioc_dma(reg, &u.dma);
+		kref_put(&reg->ref, ph_reg_free);
+		break;
+	case PEERHOST_IOCTL_DEREG:
+		if (u.dereg.pad0 || u.dereg.reserved[0] || u.dereg.reserved[1])
+			return -EINVAL;
+		reg = xa_erase(&f->regs, u.dereg.id);
+		if (!reg)
+			return -ENOENT;
+		ph_reg_release(reg);
+		return 0;
+	default:
+		reg = ph_get(f, u.state.id);
+		if (!reg)
+			return -ENOENT;
+		mutex_lock(&reg->mapping_lock);
+		u.state.invalidated = reg->state == PH_INVALIDATED;
+		mutex_unlock(&reg->mapping_lock);
+		u.state.dmas_done = atomic64_read(&reg->dmas_done);
+		kref_put(&reg->ref, ph_reg_free);
+		ret = 0;
+		break;
+	}
+	/* DMA reports how far it got even when it stopped */
+	if ((!ret || cmd == PEERHOST_IOCTL_DMA) && copy_to_user(uarg, &u, size))
+		return -EFAULT;
+	return ret;
+}
+
+static int ph_open(struct inode *inode, struct file *filp)
+{
+	struct ph_file *f = kzalloc(sizeof(*f), GFP_KERNEL);
+
+	if (!f)
+		return -ENOMEM;
+	xa_init_flags(&f->regs, XA_FLAGS_ALLOC1);
+	filp->private_data = f;
+	return 0;
+}
+
+/* Like uverbs at process exit: every registration of the file goes. */
+static int ph_release(struct inode *inode, struct file *filp)
+{
+	struct ph_file *f = filp->private_data;
+	struct ph_reg *reg;
+	unsigned long id;
+
+	xa_for_each(&f->regs, id, reg) {
+		xa_erase(&f->regs, id);
+		ph_reg_release(reg);
+	}
+	xa_destroy(&f->regs);
+	kfree(f);
+	return 0;
+}
+
+static const struct file_operations ph_fops = {
+	.owner = THIS_MODULE,
+	.open = ph_open,
+	.release = ph_release,
+	.unlocked_ioctl = ph_ioctl,
+};
+
+/* ---- sysfs -------------------------------------------------------------- */
+
+static ssize_t clients_show(struct device *dev, struct device_attribute *attr,
+			    char *buf)
+{
+	struct ph_client *c;
+	int n = 0;
+
+	mutex_lock(&ph_clients_lock);
+	list_for_each_entry(c, &ph_clients, node)
+		n += sysfs_emit_at(buf, n, "%.64s%s%s\n", c->ops->name,
+				   c->inval_required ? " inval" : "",
+				   c->unmaps ? " unmaps" : "");
+	mutex_unlock(&ph_clients_lock);
+	return n;
+}
+static DEVICE_ATTR_RO(clients);
+
+#define PH_COUNTER_ATTR(name)						\
+static ssize_t name##_show(struct device *dev,				\
+			   struct device_attribute *attr, char *buf)	\
+{									\
+	return sysfs_emit(buf, "%lld\n",				\
+			  (long long)atomic64_read(&ph_##name));	\
+}									\
+static DEVICE_ATTR_RO(name)
+
+PH_COUNTER_ATTR(registrations);
+PH_COUNTER_ATTR(invalidations);
+PH_COUNTER_ATTR(stale_invalidations);
+
+static struct attribute *ph_attrs[] = {
+	&dev_attr_clients.attr,
+	&dev_attr_registrations.attr,
+	&dev_attr_invalidations.attr,
+	&dev_attr_stale_invalidations.attr,
+	NULL,
+};
+ATTRIBUTE_GROUPS(ph);
+
+static struct miscdevice ph_misc = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = "gdrpeer_peerhost",
+	.fops = &ph_fops,
+	.mode = 0600,
+	.groups = ph_groups,
+};
+
+static int __init ph_init(void)
+{
+	return misc_register(&ph_misc);
+}
+
+/* Clients link against this module: they are all gone by now. */
+static void __exit ph_exit(void)
+{
+	misc_deregister(&ph_misc);
+}
+
+module_init(ph_init);
+module_exit(ph_exit);
+
+MODULE_DESCRIPTION("gdrpeer test: the peer-memory host of OFED's ib_core, driving edu");
+MODULE_LICENSE("GPL");

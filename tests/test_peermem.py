@@ -1,0 +1,163 @@
+"""gdrpeer as an OFED peer-memory client (issue 13) in the emulated node.
+
+The test bed has no MLNX_OFED: selftests/kmod/gdrpeer_peerhost.ko plays its ib_core (it exports
+ib_register/unregister_peer_memory_client with OFED's ABI and registers user addresses the way
+ib_umem_get does, with edu as the HCA), installed as an OFED-style tree
+(build/kmod/<kernel>/ofa_kernel: include/rdma/peer_mem.h + Module.symvers) that driver/Makefile's
+probe finds through OFA_DIR= exactly as it finds /usr/src/ofa_kernel/<arch>/<kver>; the result is
+gdrpeer-ofed.ko (make vm-modules). The plain gdrpeer.ko, built without OFED, leaves the client out.
+
+One boot per IOMMU mode (off, translated, passthrough) on VM_KERNEL runs, in order:
+  1. gdrpeer-ofed.ko cannot load before the host (the kernel names the missing symbol);
+  2. edu stand-in, host, gdrpeer-ofed.ko: the status line, the host's view of the client;
+  3. the kselftest gdrpeer_selftest_peermem: contract (order, calls out of order refused, page
+     size, one coalesced entry, refusal of memory it does not own, handle lifetime, rmmod
+     refused while registered, process exit and fork), invalidation on device revocation
+     during DMA, an 8-thread race;
+  4. its --proof mode: the data test once more, leaving the bytes edu wrote through the client's
+     DMA addresses in the BAR for the host to find;
+  5. the host cannot be unloaded before its client; then both unload; a host that refuses the
+     client, and one that gives it no invalidate callback: gdrpeer loads, inactive, one line why;
+  6. the plain gdrpeer.ko: the client left out, saying why, in sysfs and the kernel log.
+Other kernels: GDRPEER_ALL_KERNELS=1 (make test-kernels), translated only.
+"""
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from emunode import Node, known_kernels
+from test_driver import pattern, tap
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = REPO / "build" / "bin"
+ALL = os.environ.get("GDRPEER_ALL_KERNELS") == "1"
+MODES = ["off", "translated", "passthrough"]
+M = "/gdrpeer/modules"
+PM = "/sys/class/gdrpeer/gdrpeer/providers/peermem"
+HOST = "/sys/class/misc/gdrpeer_peerhost"
+SELFTESTS = 10
+
+COMMANDS = {
+    "no_host": f"insmod {M}/gdrpeer-ofed.ko pcibar=$GDRPEER_GPU_BDF; echo rc=$?; "
+               "test -e /sys/module/gdrpeer || echo notloaded",
+    "load": f"insmod {M}/gdrpeer_edu_hca.ko && insmod {M}/gdrpeer_peerhost.ko && "
+            f"insmod {M}/gdrpeer-ofed.ko pcibar=$GDRPEER_GPU_BDF && cat {PM}/status && "
+            f"cat {HOST}/clients",
+    "selftest": "gdrpeer_selftest_peermem",
+    "proof": "gdrpeer_selftest_peermem --proof /out/peermem_proof",
+    "unload": "rmmod gdrpeer_peerhost; echo host_first_rc=$?; rmmod gdrpeer && "
+              "rmmod gdrpeer_peerhost && echo unloaded",
+    # a core that refuses the client, then one without invalidation: gdrpeer loads, says why
+    "refused": f"insmod {M}/gdrpeer_peerhost.ko refuse_clients=1 && "
+               f"insmod {M}/gdrpeer-ofed.ko pcibar=$GDRPEER_GPU_BDF && cat {PM}/status && "
+               "rmmod gdrpeer && rmmod gdrpeer_peerhost",
+    "no_inval": f"insmod {M}/gdrpeer_peerhost.ko no_invalidation=1 && "
+                f"insmod {M}/gdrpeer-ofed.ko pcibar=$GDRPEER_GPU_BDF && cat {PM}/status && "
+                f"cat {HOST}/clients; echo clients_done; rmmod gdrpeer && rmmod gdrpeer_peerhost && "
+                "rmmod gdrpeer_edu_hca",
+    "plain": f"insmod {M}/gdrpeer.ko pcibar=$GDRPEER_GPU_BDF && cat {PM}/status && "
+             f"ls {PM} && rmmod gdrpeer",
+}
+NAMES = list(COMMANDS)
+
+
+def boot(kernel, iommu):
+    kmod = REPO / "build" / "kmod" / kernel
+    for ko in ("gdrpeer-ofed.ko", "gdrpeer_peerhost.ko", "gdrpeer_edu_hca.ko", "gdrpeer.ko"):
+        if not (kmod / ko).exists():
+            pytest.fail(f"{kmod / ko} missing (make vm-modules VM_KERNEL={kernel})")
+    if not (BIN / "gdrpeer_selftest_peermem").exists():
+        pytest.fail(f"{BIN / 'gdrpeer_selftest_peermem'} missing (make selftests)")
+    res = Node(kernel, "switch", iommu, bar_mib=64).run(list(COMMANDS.values()), timeout=900)
+    return res, {n: res.results[i] for i, n in enumerate(NAMES)}
+
+
+@pytest.fixture(scope="module", params=MODES)
+def run(request, kernel_name):
+    return (request.param,) + boot(kernel_name, request.param)
+
+
+def check_boot(res, out):
+    # 1: linked against the host's exports, so the kernel refuses it and names the symbol
+    assert "rc=0" not in out["no_host"].output and "notloaded" in out["no_host"].output
+    assert re.search(r"gdrpeer: Unknown symbol ib_register_peer_memory_client", res.kernel_log)
+
+    # 2: registered with the host, with invalidation and INVALIDATE_UNMAPS
+    load = out["load"]
+    assert load.status == 0, load.output
+    assert "active: registered with ib_core as peer-memory client \"gdrpeer\"" in load.output
+    assert "gdrpeer inval unmaps" in load.output
+    assert re.search(r"gdrpeer: ABI .* loaded, 1 device\(s\) bound; providers: pcibar active, "
+                     r"nvidia .*; peermem active", res.kernel_log)
+
+    # 3: every kselftest ran and passed
+    st = out["selftest"]
+    plan, ok, not_ok, skipped, tot = tap(st.output)
+    assert plan == SELFTESTS, st.output[-3000:]
+    assert not not_ok, "\n".join(not_ok) + "\n" + st.output[-4000:]
+    assert not skipped, "\n".join(skipped)
+    assert tot == {"pass": SELFTESTS, "fail": 0, "skip": 0, "error": 0}
+    assert st.status == 0
+    race = re.search(r"(\d+) registrations, (\d+) refused, (\d+) revocations", st.output)
+    assert race and int(race.group(1)) > 0 and int(race.group(3)) > 0, st.output[-3000:]
+
+    # 4: the bytes edu wrote through the client's DMA addresses are in the BAR file
+    pr = out["proof"]
+    assert pr.status == 0, pr.output[-3000:]
+    bar_off, seed, length = map(int, res.files["peermem_proof"].split())
+    with open(res.bar_path, "rb") as f:
+        f.seek(bar_off)
+        got = f.read(length)
+    assert got == pattern(seed, length)
+
+    # 5: the host stays while its client is loaded; then both go
+    un = out["unload"]
+    assert "host_first_rc=0" not in un.output and "unloaded" in un.output, un.output
+
+    # a refused registration and a core without invalidation: loaded, inactive, one line why
+    ref = out["refused"]
+    assert ref.status == 0, ref.output
+    assert "inactive: ib_core refused the registration" in ref.output
+    assert "gdrpeer_peerhost: client gdrpeer refused (refuse_clients=1)" in res.kernel_log
+    assert re.search(r"gdrpeer: peermem: ib_register_peer_memory_client refused gdrpeer .*Fix: ",
+                     res.kernel_log)
+    ni = out["no_inval"]
+    assert ni.status == 0, ni.output
+    assert "inactive: ib_core gave no invalidate callback" in ni.output
+    # it unregistered again: the host's client list (between status and marker) is empty
+    lines = ni.output.splitlines()
+    assert lines[lines.index("clients_done") - 1].startswith("inactive:"), ni.output
+    assert re.search(r"gdrpeer: peermem: ib_core registered gdrpeer but gave no invalidate "
+                     r"callback.*Fix: ", res.kernel_log)
+
+    # 6: built without OFED: left out, one line saying why, in sysfs and the kernel log
+    plain = out["plain"]
+    assert plain.status == 0, plain.output
+    why = "left out: no /usr/src/ofa_kernel/"
+    assert why in plain.output and "include/rdma/peer_mem.h" in plain.output
+    assert "acquired" not in plain.output            # no gauges for a client that is not there
+    assert re.search(r"peermem left out: no /usr/src/ofa_kernel/\S+/include/rdma/peer_mem.h",
+                     res.kernel_log)
+    # the host saw the client come (with invalidation, INVALIDATE_UNMAPS) and go
+    assert re.search(r"gdrpeer_peerhost: client gdrpeer 1\.1 registered, invalidation, "
+                     r"INVALIDATE_UNMAPS", res.kernel_log)
+    assert "gdrpeer_peerhost: client gdrpeer unregistered" in res.kernel_log
+    assert res.problems() == []
+
+
+def test_peermem_client(run):
+    _, res, out = run
+    check_boot(res, out)
+
+
+@pytest.mark.parametrize("kernel", known_kernels())
+def test_peermem_other_kernels(kernel):
+    if not ALL:
+        pytest.skip("other kernels run in 'make test-kernels' (GDRPEER_ALL_KERNELS=1)")
+    if kernel == os.environ.get("VM_KERNEL", "6.1"):
+        pytest.skip(f"kernel {kernel} is VM_KERNEL: test_peermem_client covers it")
+    res, out = boot(kernel, "translated")
+    check_boot(res, out)
