@@ -164,22 +164,9 @@ std::optional<std::string> parse_bdf(std::string_view s) {
     std::string_view d = hb.substr(0, c1);
     if (d.size() < 4 || d.size() > 5 || !hex_field(d, d.size(), domain)) return std::nullopt;
   }
-  // "%04x:%02x:%02x.%x" by hand: snprintf was a tenth of parsing a large hwloc file.
-  static constexpr char kHex[] = "0123456789abcdef";
-  // Into a buffer, then one string: appending char by char cost a capacity check each.
-  char buf[13];
-  size_t n = 0;
-  if (domain > 0xffff) buf[n++] = kHex[(domain >> 16) & 15];
-  for (int shift : {12, 8, 4, 0}) buf[n++] = kHex[(domain >> shift) & 15];
-  buf[n++] = ':';
-  buf[n++] = kHex[bus >> 4];
-  buf[n++] = kHex[bus & 15];
-  buf[n++] = ':';
-  buf[n++] = kHex[dev >> 4];
-  buf[n++] = kHex[dev & 15];
-  buf[n++] = '.';
-  buf[n++] = kHex[fn];
-  return std::string(buf, n);
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%04x:%02x:%02x.%x", domain, bus, dev, fn);
+  return buf;
 }
 
 }  // namespace gdrpeer::topo
