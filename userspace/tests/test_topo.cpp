@@ -504,13 +504,13 @@ TEST(Knowledge, RootComplexTable) {
 TEST(Render, JsonHasVersionAndDotIsWellFormed) {
   Topology t = from_fake(testing::switch_node());
   Report r = check(t, kb(), CheckOptions{});
-  std::string j = render_json(r);
+  std::string j = render_json(t, r);
   EXPECT_NE(j.find("\"schema\": \"gdrpeer-check\""), std::string::npos);
   EXPECT_NE(j.find("\"version\": 1"), std::string::npos);
-  std::string d = render_dot(r);
+  std::string d = render_dot(t, r);
   EXPECT_EQ(d.rfind("digraph gdrpeer {", 0), 0u);
   EXPECT_EQ(std::count(d.begin(), d.end(), '{'), std::count(d.begin(), d.end(), '}'));
-  std::string m = render_matrix(r, false);
+  std::string m = render_matrix(t, r, false);
   EXPECT_NE(m.find("GPU0     X      PIX"), std::string::npos) << m;
 }
 
