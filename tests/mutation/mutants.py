@@ -13,6 +13,7 @@ from typing import List
 CLASSIFY = "userspace/topo/src/classify.cpp"
 RULES = "userspace/topo/src/rules.cpp"
 SYSFS = "userspace/topo/src/parse_sysfs.cpp"
+SYSFS_PCI = "userspace/topo/src/sysfs_pci.cpp"
 LSPCI = "userspace/topo/src/parse_lspci.cpp"
 HWLOC = "userspace/topo/src/parse_hwloc.cpp"
 NCCL = "userspace/topo/src/parse_nccl.cpp"
@@ -130,10 +131,10 @@ MUTANTS = [
            "t.iommu = translating && identity ? IommuMode::Mixed :",
            "t.iommu = translating && identity ? IommuMode::Translating :",
            TOPO, "IOMMU mode: DMA + identity groups labelled translating"),
-    Mutant("sysfs-first-extended-cap-only", SYSFS,
+    Mutant("sysfs-first-extended-cap-only", SYSFS_PCI,
            "off = (h >> 20) & 0xffc;", "off = 0;",
            TOPO, "ACS found only when it is the first extended capability"),
-    Mutant("sysfs-prefetchable-from-memory-bit", SYSFS,
+    Mutant("sysfs-prefetchable-from-memory-bit", SYSFS_PCI,
            "b.prefetchable = (flags & 0x2000) != 0;", "b.prefetchable = (flags & 0x200) != 0;",
            TOPO, "every memory BAR reads as prefetchable"),
     Mutant("lspci-cmpltredir-ignored", LSPCI,
