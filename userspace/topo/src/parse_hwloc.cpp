@@ -150,8 +150,6 @@ Topology parse_hwloc_xml(std::string_view text, const std::string& name) {
   };
   std::vector<NvMatrix> nv;
   bool in_nv = false;
-  std::string_view last_ns;
-  int last_node = -1;
   for (;;) {
     XmlReader::Event ev = r.next();
     if (ev == XmlReader::Event::Eof) break;
@@ -245,12 +243,7 @@ Topology parse_hwloc_xml(std::string_view text, const std::string& name) {
     f.type = type;
     std::string_view ns;
     if (r.attr("nodeset", ns)) {
-      // Most objects repeat the nodeset of the one before (every core and PU of a node).
-      if (ns != last_ns) {
-        last_ns = ns;
-        last_node = single_node(ns);
-      }
-      int n = last_node;
+      const int n = single_node(ns);
       if (n == -3) r.fail("expected a hex bitmap in nodeset=\"" + std::string(ns) + "\"");
       f.numa = n;
     }
