@@ -22,6 +22,7 @@ RENDER = "userspace/topo/src/render.cpp"
 LOOPBACK = "userspace/verify/loopback.cpp"
 ENGINE = "userspace/verify/engine.cpp"
 LIB = "userspace/lib/gdrpeer.cpp"
+CUDA_PROBE = "userspace/topo/src/cuda_probe.cpp"
 
 TOPO = ["test_topo_truth", "test_topo"]
 VERIFY = ["test_verify_fake_nic", "test_verify"]
@@ -155,6 +156,9 @@ MUTANTS = [
            "if (nic && d.class_known && !network_class) nic = false;", "",
            TOPO, "BlueField DMA/bridge functions become RDMA NICs"),
     # ---- outputs ----------------------------------------------------------------------------
+    Mutant("nvml-inactive-links-count", CUDA_PROBE,
+           "active != nvml::NVML_FEATURE_ENABLED ||", "",
+           ["test_nvlink_nvml"], "NVML links that are down counted as NVLinks"),
     Mutant("render-json-gdr-beyond-pxb", RENDER,
            'j.key("nccl_gdr_default").value(p.path.nccl_gdr);',
            'j.key("nccl_gdr_default").value(p.path.cls != PathClass::SYS);',
