@@ -475,10 +475,10 @@ void add_snapshot_command(CLI::App& app, int& exit_code) {
 
 }  // namespace
 
-void add_topology_commands(CLI::App& app, int& exit_code) {
-  add_topo_command(app, exit_code);
-  add_check_command(app, exit_code);
-  add_snapshot_command(app, exit_code);
+void add_topology_commands(CLI::App& app, int& exit_code, std::string_view only) {
+  if (only.empty() || only == "topo") add_topo_command(app, exit_code);
+  if (only.empty() || only == "check") add_check_command(app, exit_code);
+  if (only.empty() || only == "snapshot") add_snapshot_command(app, exit_code);
 }
 
 }  // namespace gdrpeer::cli

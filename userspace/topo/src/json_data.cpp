@@ -198,7 +198,9 @@ class Parser {
     ++p_;
     std::string out;
     for (;;) {
-      while (p_ < s_.size() && s_[p_] != '"' && s_[p_] != '\\' && static_cast<unsigned char>(s_[p_]) >= 0x20) out += s_[p_++];
+      const size_t b = p_;  // a run of plain characters, appended at once
+      while (p_ < s_.size() && s_[p_] != '"' && s_[p_] != '\\' && static_cast<unsigned char>(s_[p_]) >= 0x20) ++p_;
+      out.append(s_, b, p_ - b);
       if (p_ >= s_.size()) fail("unterminated string: expected '\"'");
       char c = s_[p_];
       if (c == '"') {

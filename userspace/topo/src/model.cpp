@@ -1,6 +1,7 @@
 #include "gdrpeer/topo/model.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 
 #include "gdrpeer/topo/errors.hpp"
@@ -164,9 +165,13 @@ std::optional<std::string> parse_bdf(std::string_view s) {
     std::string_view d = hb.substr(0, c1);
     if (d.size() < 4 || d.size() > 5 || !hex_field(d, d.size(), domain)) return std::nullopt;
   }
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%04x:%02x:%02x.%x", domain, bus, dev, fn);
-  return buf;
+  // The fields are checked above (7, 12 or 13 characters), so the canonical form is the
+  // input in lower case, with domain 0000 added where it is missing and a fifth domain
+  // digit kept only when the domain needs it ("0001a:..." is domain 001a).
+  std::string out(s.size() == 13 && domain <= 0xffff ? s.substr(1) : s);
+  if (s.size() == 7) out.insert(0, "0000:");
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
 }
 
 }  // namespace gdrpeer::topo

@@ -449,7 +449,7 @@ Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt) {
   for (size_t i = 0; i < labelled.size(); ++i)
     for (size_t j = i + 1; j < labelled.size(); ++j) {
       const int a = labelled[i], b = labelled[j];
-      rep.classes[{a, b}] = rep.classes[{b, a}] = classify(t, a, b, k).cls;
+      rep.classes.emplace(std::minmax(a, b), classify(t, a, b, k).cls);
     }
   Checker c(t, k, opt, rep);
   const bool nvswitch_on_bus = opt.gpu_gpu && rep.gpus.size() > 1 && t.nvlinks.empty() && nvswitch_on_pci_bus(t);

@@ -2,6 +2,7 @@
 // default) and the rules that turn a model into verdicts with fixes.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -83,11 +84,12 @@ struct Report {
   std::vector<Finding> node_findings;  // node-wide remarks (severity Optimal = note)
   Verdict worst = Verdict::Optimal;
   bool virtual_machine = false;  // hypervisor flag, cloud DMI, provider file or emulated PCI functions
-  // Path class between every two labelled devices (GPUs, NICs, NVMe drives), both orders.
+  // Path class between every two labelled devices (GPUs, NICs, NVMe drives), keyed
+  // by the pair's device indices, lower first.
   std::map<std::pair<int, int>, PathClass> classes;
   int exit_code() const;  // 0 optimal, 1 degraded/unreliable, 2 blocked
-  // Path class between two labelled devices (a != b).
-  PathClass path_class(int a, int b) const { return classes.at({a, b}); }
+  // Path class between two labelled devices (a != b), in either order.
+  PathClass path_class(int a, int b) const { return classes.at(std::minmax(a, b)); }
 };
 
 Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt);
