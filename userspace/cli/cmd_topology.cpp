@@ -107,9 +107,19 @@ bool has_nvidia_gpu(const topo::Topology& t) {
   return false;
 }
 
-// `scratch`: a buffer to read single-file inputs into, reused across calls (fleet mode).
+// Memory one fleet worker reuses from node to node: the input file's bytes and the
+// device vector of the previous node (emptied by the parser). Without it every dump
+// grows and frees a few hundred KiB, and glibc hands that back to the kernel after
+// each node and faults it in again for the next.
+struct NodeBuffers {
+  std::string input;
+  std::vector<topo::Device> devices;
+};
+
 topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const topo::Knowledge& k,
-                         std::string* scratch = nullptr) {
+                         NodeBuffers* reuse = nullptr) {
+  std::string* scratch = reuse ? &reuse->input : nullptr;
+  auto spare_devices = [&] { return reuse ? std::move(reuse->devices) : std::vector<topo::Device>{}; };
   topo::Topology t;
   bool live = false;
   switch (spec.kind) {
@@ -121,7 +131,7 @@ topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const top
     }
     case NodeSpec::Kind::Hwloc: {
       topo::InputFile f(spec.paths[0], scratch);
-      t = topo::parse_hwloc_xml(f.bytes(), spec.paths[0]);
+      t = topo::parse_hwloc_xml(f.bytes(), spec.paths[0], spare_devices());
       break;
     }
     case NodeSpec::Kind::Nccl: {
@@ -162,7 +172,7 @@ topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const top
           t.format = unpacked.empty() ? "snapshot" : "hwloc-gather-topology";
           break;
         }
-        case topo::InputFormat::HwlocXml: t = topo::parse_hwloc_xml(b, p); break;
+        case topo::InputFormat::HwlocXml: t = topo::parse_hwloc_xml(b, p, spare_devices()); break;
         case topo::InputFormat::NcclXml: t = topo::parse_nccl_xml(b, p); break;
         case topo::InputFormat::Lspci: {
           std::vector<topo::TextInput> ins{{p, b}};
@@ -264,8 +274,8 @@ int run_fleet(const std::vector<NodeSpec>& specs, const InputOptions& in, const 
     const NodeSpec& s = specs[i];
     n.name = s.paths.empty() ? "live" : s.paths[0];
     try {
-      thread_local std::string scratch;
-      topo::Topology t = load_node(s, in, k, &scratch);
+      thread_local NodeBuffers buffers;
+      topo::Topology t = load_node(s, in, k, &buffers);
       topo::Report r = topo::check(t, k, opt);
       n.worst = r.worst;
       n.exit_code = r.exit_code();
@@ -273,6 +283,7 @@ int run_fleet(const std::vector<NodeSpec>& specs, const InputOptions& in, const 
       n.nics = r.nics.size();
       n.pairs = r.pairs.size();
       if (!f.json) n.line = topo::render_summary_line(t, r);
+      buffers.devices = std::move(t.devices);  // its memory, for the next node
     } catch (const topo::InputError& e) {
       n.error = e.what();
       n.exit_code = kExitDataErr;

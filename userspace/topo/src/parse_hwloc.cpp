@@ -121,8 +121,10 @@ void nvlinks_from_matrix(Topology& t, const std::vector<std::pair<uint64_t, bool
 
 }  // namespace
 
-Topology parse_hwloc_xml(std::string_view text, const std::string& name) {
+Topology parse_hwloc_xml(std::string_view text, const std::string& name, std::vector<Device> storage) {
   Topology t;
+  t.devices = std::move(storage);
+  t.devices.clear();
   t.source = name;
   t.format = "hwloc";
   XmlReader r(text, name);

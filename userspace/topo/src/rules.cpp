@@ -465,6 +465,9 @@ Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt) {
     rep.worst = std::max(rep.worst, r.verdict);
     rep.pairs.push_back(std::move(r));
   };
+  const size_t gpus = rep.gpus.size();
+  rep.pairs.reserve((opt.gpu_nic ? gpus * rep.nics.size() : 0) + (opt.gpu_gpu && gpus > 1 ? gpus * (gpus - 1) / 2 : 0) +
+                    (opt.gpu_nvme ? gpus * rep.nvmes.size() : 0));
   for (size_t i = 0; i < rep.gpus.size(); ++i) {
     if (opt.gpu_nic)
       for (int n : rep.nics) run(rep.gpus[i], n, PairKind::GpuNic);
