@@ -77,6 +77,13 @@ class Checker {
     emulated_ = k.virtual_hardware(t);
     virtual_ = t.cpu.hypervisor || t.placeholder_switches ||
                (!t.dmi_vendor.empty() && contains_any(t.dmi_vendor, k.cloud_dmi_vendors)) || !emulated_.empty();
+    // Each platform rule's node conditions once per node; the GPU family is per pair.
+    platform_node_.reserve(k.platforms.size());
+    for (const PlatformRule& p : k.platforms) {
+      NodeConditions c;
+      c.hold = platform_matches(p, c.any);
+      platform_node_.push_back(c);
+    }
   }
 
   bool skipped(std::string_view rule) const {
@@ -93,12 +100,17 @@ class Checker {
     out.push_back(Finding{std::string(rule), v, std::move(reason), std::move(fix)});
   }
 
-  std::string label(int i) const { return rep_.labels[static_cast<size_t>(i)]; }
+  const std::string& label(int i) const { return rep_.labels[static_cast<size_t>(i)]; }
   const RootComplex* rc_ = nullptr;
   std::vector<GpuFamilyMatch> families_;  // per device index (GPUs only)
   std::string rcname_, dmi_;  // per node, used per pair
   std::string emulated_;      // an emulated PCI function that gives the VM away, "" if none
   bool grace_ = false, virtual_ = false;
+  struct NodeConditions {
+    bool any = false;   // the rule has node conditions (arch, CPU, DMI)
+    bool hold = false;  // and this node meets them all
+  };
+  std::vector<NodeConditions> platform_node_;  // per k_.platforms entry
 
   void pair(PairResult& r, PairKind kind) {
     const Device& a = t_.devices[r.a];
@@ -150,7 +162,7 @@ class Checker {
 
   void sys_rules(std::vector<Finding>& out, const PairResult& r, PairKind kind) {
     const std::string& rcname = rcname_;
-    std::string cs = rc_ ? rc_->cross_socket : "";
+    std::string_view cs = rc_ ? std::string_view(rc_->cross_socket) : "";
     Verdict v = Verdict::Degraded;
     if (cs == "unsupported") v = kind == PairKind::GpuGpu ? Verdict::Blocked : Verdict::Unreliable;
     std::string fix;
@@ -180,7 +192,7 @@ class Checker {
     if (cs == "unsupported") why += "; " + rcname + " does not carry PCIe peer-to-peer across sockets";
     else if (cs == "slow") why += "; peer-to-peer across sockets is slow on " + rcname;
     else why += "; cross-socket peer-to-peer is unknown for " + rcname;
-    add(out, "path-sys", v, why, fix);
+    add(out, "path-sys", v, std::move(why), std::move(fix));
   }
 
   void phb_rules(std::vector<Finding>& out, const PathInfo& p, PairKind kind) {
@@ -188,7 +200,7 @@ class Checker {
     std::string where = p.cls == PathClass::PHB ? "through the CPU root complex (PHB)"
                                                 : "between PCIe host bridges of one NUMA node (NODE)";
     if (p.numa_guessed) where += " (NUMA locality not in this input: NODE assumed, could be SYS)";
-    std::string rcq = rc_ ? rc_->p2p : "";
+    std::string_view rcq = rc_ ? std::string_view(rc_->p2p) : "";
     if (rcq == "unsupported") {
       add(out, "path-root-complex", Verdict::Blocked, "path " + where + "; " + rcname + " does not forward PCIe peer-to-peer",
           "# put both devices under one PCIe switch");
@@ -203,7 +215,7 @@ class Checker {
       std::string why = "path " + where + ": NCCL leaves GPUDirect RDMA off beyond PXB by default";
       std::string fix = rcq == "good" ? "export NCCL_NET_GDR_LEVEL=PHB   # " + rcname + " forwards P2P well"
                                       : "# root complex of " + rcname + " is not in topology/root_complexes.json: measure with `gdrpeer verify` before export NCCL_NET_GDR_LEVEL=PHB";
-      add(out, "path-root-complex", Verdict::Degraded, why, fix);
+      add(out, "path-root-complex", Verdict::Degraded, std::move(why), std::move(fix));
     } else if (rcq != "good") {
       add(out, "path-root-complex", Verdict::Degraded,
           "path " + where + "; peer-to-peer through the root complex of " + rcname + " is unverified (not in topology/root_complexes.json)",
@@ -329,7 +341,7 @@ class Checker {
       std::string why = "no peer-memory client (nvidia_peermem, nv_peer_mem or MOFED memory_peers) and no dma-buf path (";
       why += new_kernel ? (nvidia ? "needs the open NVIDIA kernel module or gdrpeer" : "needs gdrpeer") : "kernel " + sw.kernel_release + " < 5.12";
       why += ")";
-      add(r.findings, "software-peer-memory", Verdict::Blocked, why,
+      add(r.findings, "software-peer-memory", Verdict::Blocked, std::move(why),
           nvidia ? "modprobe nvidia_peermem" : "modprobe gdrpeer   # or insmod gdrpeer.ko");
     } else if (!peer) {
       add(r.findings, "software-peer-memory", Verdict::Optimal,
@@ -358,8 +370,8 @@ class Checker {
       const PlatformRule& p = k_.platforms[i];
       if (p.applies_to == "integrated-gpu") continue;  // node-wide, see node_platform_rules
       if (p.applies_to == "gpu-nic" && kind == PairKind::GpuGpu) continue;
-      bool any = false;
-      bool ok = platform_matches(p, any);
+      bool any = platform_node_[i].any;
+      bool ok = platform_node_[i].hold;
       if (!p.gpu_families.empty()) {
         any = true;
         ok = ok && fam.family && std::find(p.gpu_families.begin(), p.gpu_families.end(), fam.family->family) != p.gpu_families.end();
@@ -367,7 +379,7 @@ class Checker {
       if (!any || !ok) continue;
       std::string why = p.reason;
       if (!p.gpu_families.empty()) why += fam.provenance();
-      add(r.findings, p.id, platform_verdict(p), why, p.fix);
+      add(r.findings, p.id, platform_verdict(p), std::move(why), p.fix);
     }
     if (t_.cpu.arch == "aarch64" && !grace_ && !(rc_ && rc_->p2p == "good")) {
       add(r.findings, "platform-arm64", Verdict::Unreliable,
