@@ -458,10 +458,12 @@ Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt) {
   std::vector<int> labelled = rep.gpus;
   labelled.insert(labelled.end(), rep.nics.begin(), rep.nics.end());
   labelled.insert(labelled.end(), rep.nvmes.begin(), rep.nvmes.end());
+  PathInfo path;
   for (size_t i = 0; i < labelled.size(); ++i)
     for (size_t j = i + 1; j < labelled.size(); ++j) {
       const int a = labelled[i], b = labelled[j];
-      rep.classes.emplace(std::minmax(a, b), classify(t, a, b, k).cls);
+      classify(t, a, b, k, path);
+      rep.classes.emplace(std::minmax(a, b), path.cls);
     }
   Checker c(t, k, opt, rep);
   const bool nvswitch_on_bus = opt.gpu_gpu && rep.gpus.size() > 1 && t.nvlinks.empty() && nvswitch_on_pci_bus(t);

@@ -43,6 +43,9 @@ struct NvLinkPath {
 };
 
 PathInfo classify(const Topology& t, int a, int b, const Knowledge& k);
+// The same into `p`, whose ports vectors' memory is reused: check() classifies
+// every pair of labelled devices for the class table.
+void classify(const Topology& t, int a, int b, const Knowledge& k, PathInfo& p);
 // nvswitch_on_bus: nvswitch_on_pci_bus(t), computed once per node.
 bool nvswitch_on_pci_bus(const Topology& t);
 NvLinkPath nvlink_between(const Topology& t, int a, int b, bool nvswitch_on_bus);
