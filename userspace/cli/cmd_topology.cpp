@@ -136,7 +136,7 @@ topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const top
     }
     case NodeSpec::Kind::Nccl: {
       topo::InputFile f(spec.paths[0], scratch);
-      t = topo::parse_nccl_xml(f.bytes(), spec.paths[0]);
+      t = topo::parse_nccl_xml(f.bytes(), spec.paths[0], spare_devices());
       break;
     }
     case NodeSpec::Kind::Lspci: {
@@ -173,7 +173,7 @@ topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const top
           break;
         }
         case topo::InputFormat::HwlocXml: t = topo::parse_hwloc_xml(b, p, spare_devices()); break;
-        case topo::InputFormat::NcclXml: t = topo::parse_nccl_xml(b, p); break;
+        case topo::InputFormat::NcclXml: t = topo::parse_nccl_xml(b, p, spare_devices()); break;
         case topo::InputFormat::Lspci: {
           std::vector<topo::TextInput> ins{{p, b}};
           t = topo::parse_lspci(ins);

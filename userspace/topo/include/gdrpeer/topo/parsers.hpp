@@ -30,8 +30,9 @@ Topology parse_lspci(const std::vector<TextInput>& inputs);
 // node's, so that thousands of dumps do not each grow a vector of ~150 devices).
 Topology parse_hwloc_xml(std::string_view text, const std::string& name, std::vector<Device> storage = {});
 
-// NCCL topology XML (NCCL_TOPO_DUMP_FILE output and NCCL_TOPO_FILE inputs).
-Topology parse_nccl_xml(std::string_view text, const std::string& name);
+// NCCL topology XML (NCCL_TOPO_DUMP_FILE output and NCCL_TOPO_FILE inputs);
+// `storage` as for parse_hwloc_xml.
+Topology parse_nccl_xml(std::string_view text, const std::string& name, std::vector<Device> storage = {});
 
 enum class InputFormat { Unknown, SysfsDir, SnapshotTar, Lspci, HwlocXml, NcclXml, Bzip2 };
 // Guess the format of a file's contents (a directory is SysfsDir, decided by the caller).
