@@ -364,14 +364,11 @@ def test_gb10_gpu_id_blocks_gpudirect_rdma(tmp_path, monkeypatch):
     assert "(platform-gb10)" in p.stdout and "NCCL_NET_GDR_LEVEL=LOC" in p.stdout
 
 
-# `gdrpeer check` with a plain command line is parsed by a small reader of its own
-# (userspace/cli/cmd_topology.cpp, parse_check_plain), anything else by CLI11. Both must
-# mean the same: each form below runs once plain (`--data-dir D`) and once through CLI11
-# (`--data-dir=D`, a form the plain reader hands over), and the two runs must print the
-# same and exit the same. The list covers every option, greedy repeatable options, and
-# forms the plain reader refuses (repeats, bad --jobs values, a missing value).
+# What `gdrpeer check` makes of each command-line form (CLI11 parses them all): every option,
+# greedy repeatable options, repeats, bad --jobs values, a missing value, a subcommand's name
+# after an input.
 P4D, P5EN = REF / "aws-p4d.24xlarge.xml", REF / "aws-p5en.48xlarge.xml"
-PLAIN_FORMS = [
+CHECK_FORMS = [
     [P4D], ["--hwloc", P4D], ["--hwloc", P4D, P5EN], ["--json", "--hwloc", P4D],
     ["--dot", "--nccl-xml", REF / "azure-ndv4-topo.xml"], ["--fleet", P4D, P5EN],
     ["-j", "1", P4D, P5EN], ["--jobs", "2", "--fleet", P4D], ["--json", "--fleet", P4D, P5EN],
@@ -387,23 +384,19 @@ PLAIN_FORMS = [
 ]
 # Exit code of each form above (docs/check.md). `--nic` is greedy: in the --gpu/--nic form it takes
 # the dump too, so live sysfs is read and has no such GPU (64); `check` after a dump is a second input.
-PLAIN_FORM_EXIT = [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1,
+CHECK_FORM_EXIT = [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1,
                    64, 64, 64, 64, 64, 1, 64, 64, 64, 66, 0, 0, 64, 65]
-assert len(PLAIN_FORM_EXIT) == len(PLAIN_FORMS)
+assert len(CHECK_FORM_EXIT) == len(CHECK_FORMS)
 
 
-@pytest.mark.parametrize("form", PLAIN_FORMS, ids=lambda f: " ".join(Path(str(a)).name for a in f) or "none")
-def test_plain_command_line_reads_as_cli11_does(form):
-    data = REPO / "topology"
-    plain = run("check", "--data-dir", data, *form)
-    cli11 = run("check", f"--data-dir={data}", *form)
-    assert (plain.returncode, plain.stdout, plain.stderr) == (cli11.returncode, cli11.stdout, cli11.stderr)
-    # Both readers agree; and what they agree on is what the form means: a report (0/1 from the
-    # dumps' verdicts, pinned by test_reference_verdicts), a usage error (64, stderr only), a missing
-    # (66) or malformed (65) input.
-    want = PLAIN_FORM_EXIT[PLAIN_FORMS.index(form)]
-    assert plain.returncode == want, (plain.returncode, plain.stderr)
+@pytest.mark.parametrize("form", CHECK_FORMS, ids=lambda f: " ".join(Path(str(a)).name for a in f) or "none")
+def test_command_line_forms(form):
+    p = run("check", "--data-dir", REPO / "topology", *form)
+    # A report (0/1 from the dumps' verdicts, pinned by test_reference_verdicts), a usage error
+    # (64, stderr only), a missing (66) or malformed (65) input.
+    want = CHECK_FORM_EXIT[CHECK_FORMS.index(form)]
+    assert p.returncode == want, (p.returncode, p.stderr)
     if want == 64:
-        assert plain.stdout == "" and plain.stderr.strip(), plain.stdout
+        assert p.stdout == "" and p.stderr.strip(), p.stdout
     elif want in (0, 1):
-        assert plain.stdout.strip() and plain.stderr == "", plain.stderr
+        assert p.stdout.strip() and p.stderr == "", p.stderr

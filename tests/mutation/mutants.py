@@ -13,6 +13,7 @@ from typing import List
 CLASSIFY = "userspace/topo/src/classify.cpp"
 RULES = "userspace/topo/src/rules.cpp"
 SYSFS = "userspace/topo/src/parse_sysfs.cpp"
+SYSFS_PCI = "userspace/topo/src/sysfs_pci.cpp"
 LSPCI = "userspace/topo/src/parse_lspci.cpp"
 HWLOC = "userspace/topo/src/parse_hwloc.cpp"
 NCCL = "userspace/topo/src/parse_nccl.cpp"
@@ -21,6 +22,7 @@ RENDER = "userspace/topo/src/render.cpp"
 LOOPBACK = "userspace/verify/loopback.cpp"
 ENGINE = "userspace/verify/engine.cpp"
 LIB = "userspace/lib/gdrpeer.cpp"
+CUDA_PROBE = "userspace/topo/src/cuda_probe.cpp"
 
 TOPO = ["test_topo_truth", "test_topo"]
 VERIFY = ["test_verify_fake_nic", "test_verify"]
@@ -130,10 +132,10 @@ MUTANTS = [
            "t.iommu = translating && identity ? IommuMode::Mixed :",
            "t.iommu = translating && identity ? IommuMode::Translating :",
            TOPO, "IOMMU mode: DMA + identity groups labelled translating"),
-    Mutant("sysfs-first-extended-cap-only", SYSFS,
+    Mutant("sysfs-first-extended-cap-only", SYSFS_PCI,
            "off = (h >> 20) & 0xffc;", "off = 0;",
            TOPO, "ACS found only when it is the first extended capability"),
-    Mutant("sysfs-prefetchable-from-memory-bit", SYSFS,
+    Mutant("sysfs-prefetchable-from-memory-bit", SYSFS_PCI,
            "b.prefetchable = (flags & 0x2000) != 0;", "b.prefetchable = (flags & 0x200) != 0;",
            TOPO, "every memory BAR reads as prefetchable"),
     Mutant("lspci-cmpltredir-ignored", LSPCI,
@@ -154,6 +156,9 @@ MUTANTS = [
            "if (nic && d.class_known && !network_class) nic = false;", "",
            TOPO, "BlueField DMA/bridge functions become RDMA NICs"),
     # ---- outputs ----------------------------------------------------------------------------
+    Mutant("nvml-inactive-links-count", CUDA_PROBE,
+           "active != nvml::NVML_FEATURE_ENABLED ||", "",
+           ["test_nvlink_nvml"], "NVML links that are down counted as NVLinks"),
     Mutant("render-json-gdr-beyond-pxb", RENDER,
            'j.key("nccl_gdr_default").value(p.path.nccl_gdr);',
            'j.key("nccl_gdr_default").value(p.path.cls != PathClass::SYS);',

@@ -72,7 +72,7 @@ void gdrpeer_round(const std::string& file, const gdrpeer::topo::Knowledge& k) {
   topo::assign_roles(t, k);
   topo::CheckOptions opt;
   topo::Report r = topo::check(t, k, opt);
-  sink += topo::render_matrix(r, false).size();
+  sink += topo::render_matrix(t, r, false).size();
 }
 
 }  // namespace

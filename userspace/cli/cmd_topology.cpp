@@ -4,9 +4,6 @@
 // somewhere; 64 usage, 65 malformed input (file:line: what was expected),
 // 66 input missing, 73 snapshot not writable, 78 rule data unusable.
 #include <sched.h>
-#ifdef __GLIBC__
-#include <malloc.h>  // mallopt
-#endif
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -115,9 +112,19 @@ bool has_nvidia_gpu(const topo::Topology& t) {
   return false;
 }
 
-// `scratch`: a buffer to read single-file inputs into, reused across calls (fleet mode).
+// Memory one fleet worker reuses from node to node: the input file's bytes and the
+// device vector of the previous node (emptied by the parser). Without it every dump
+// grows and frees a few hundred KiB, and glibc hands that back to the kernel after
+// each node and faults it in again for the next.
+struct NodeBuffers {
+  std::string input;
+  std::vector<topo::Device> devices;
+};
+
 topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const topo::Knowledge& k,
-                         std::string* scratch = nullptr) {
+                         NodeBuffers* reuse = nullptr) {
+  std::string* scratch = reuse ? &reuse->input : nullptr;
+  auto spare_devices = [&] { return reuse ? std::move(reuse->devices) : std::vector<topo::Device>{}; };
   topo::Topology t;
   bool live = false;
   switch (spec.kind) {
@@ -129,12 +136,12 @@ topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const top
     }
     case NodeSpec::Kind::Hwloc: {
       topo::InputFile f(spec.paths[0], scratch);
-      t = topo::parse_hwloc_xml(f.bytes(), spec.paths[0]);
+      t = topo::parse_hwloc_xml(f.bytes(), spec.paths[0], spare_devices());
       break;
     }
     case NodeSpec::Kind::Nccl: {
       topo::InputFile f(spec.paths[0], scratch);
-      t = topo::parse_nccl_xml(f.bytes(), spec.paths[0]);
+      t = topo::parse_nccl_xml(f.bytes(), spec.paths[0], spare_devices());
       break;
     }
     case NodeSpec::Kind::Lspci: {
@@ -170,8 +177,8 @@ topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const top
           t.format = unpacked.empty() ? "snapshot" : "hwloc-gather-topology";
           break;
         }
-        case topo::InputFormat::HwlocXml: t = topo::parse_hwloc_xml(b, p); break;
-        case topo::InputFormat::NcclXml: t = topo::parse_nccl_xml(b, p); break;
+        case topo::InputFormat::HwlocXml: t = topo::parse_hwloc_xml(b, p, spare_devices()); break;
+        case topo::InputFormat::NcclXml: t = topo::parse_nccl_xml(b, p, spare_devices()); break;
         case topo::InputFormat::Lspci: {
           std::vector<topo::TextInput> ins{{p, b}};
           t = topo::parse_lspci(ins);
@@ -263,12 +270,6 @@ size_t fleet_jobs(int requested) {
 // (rule data is shared read-only) and the calling thread prints each in turn.
 int run_fleet(const std::vector<NodeSpec>& specs, const InputOptions& in, const CheckFlags& f,
               const topo::CheckOptions& opt, const topo::Knowledge& k) {
-#ifdef __GLIBC__
-  // Each node's model is freed before the next is built: with glibc's default
-  // trim threshold the heap top was given back and faulted in again for every dump.
-  ::mallopt(M_TRIM_THRESHOLD, 256 << 20);
-  ::mallopt(M_TOP_PAD, 1 << 20);
-#endif
   int worst = 0, errors = 0;
   int counts[4] = {0, 0, 0, 0};
   nlohmann::json nodes = nlohmann::json::array();
@@ -278,15 +279,16 @@ int run_fleet(const std::vector<NodeSpec>& specs, const InputOptions& in, const 
     const NodeSpec& s = specs[i];
     n.name = s.paths.empty() ? "live" : s.paths[0];
     try {
-      thread_local std::string scratch;
-      topo::Topology t = load_node(s, in, k, &scratch);
+      thread_local NodeBuffers buffers;
+      topo::Topology t = load_node(s, in, k, &buffers);
       topo::Report r = topo::check(t, k, opt);
       n.worst = r.worst;
       n.exit_code = r.exit_code();
       n.gpus = r.gpus.size();
       n.nics = r.nics.size();
       n.pairs = r.pairs.size();
-      if (!f.json) n.line = topo::render_summary_line(r);
+      if (!f.json) n.line = topo::render_summary_line(t, r);
+      buffers.devices = std::move(t.devices);  // its memory, for the next node
     } catch (const topo::InputError& e) {
       n.error = e.what();
       n.exit_code = kExitDataErr;
@@ -375,15 +377,13 @@ int run_check(const InputOptions& in, CheckFlags f) {
     std::vector<NodeSpec> specs = node_specs(in);
     bool fleet = f.fleet || specs.size() > 1;
     if (!fleet) {
-      // Neither is destroyed: the process ends after printing them, and freeing
-      // every string of a report took longer than rendering it.
-      topo::Topology& t = *new topo::Topology(load_node(specs[0], in, k));
-      topo::Report& r = *new topo::Report(topo::check(t, k, opt));
-      const std::string text = f.json ? topo::render_json(r)
-                               : f.dot ? topo::render_dot(r)
-                               : f.format == "prometheus" ? render_prometheus(r, std::time(nullptr))
-                               : f.format == "nfd" ? render_nfd(r, std::time(nullptr), kNfdExpirySeconds)
-                                                    : topo::render_matrix(r, opt.gpu_nvme);
+      const topo::Topology t = load_node(specs[0], in, k);
+      const topo::Report r = topo::check(t, k, opt);
+      const std::string text = f.json ? topo::render_json(t, r)
+                               : f.dot ? topo::render_dot(t, r)
+                               : f.format == "prometheus" ? render_prometheus(t, k, r, std::time(nullptr))
+                               : f.format == "nfd" ? render_nfd(t, r, std::time(nullptr), kNfdExpirySeconds)
+                                                    : topo::render_matrix(t, r, opt.gpu_nvme);
       try {
         write_file_atomically(f.output, text);
       } catch (const OutputError& e) {
@@ -408,7 +408,7 @@ int run_topo(const InputOptions& in, const TopoFlags& f) {
       if (f.dot) {
         topo::CheckOptions opt;
         topo::Report r = topo::check(t, k, opt);
-        std::fputs(topo::render_dot(r).c_str(), stdout);
+        std::fputs(topo::render_dot(t, r).c_str(), stdout);
       } else {
         std::fputs(topo::render_tree(t, f.roles_only).c_str(), stdout);
       }
@@ -466,101 +466,6 @@ int run_snapshot(const std::string& out, const std::string& root, bool no_cuda) 
   });
 }
 
-// The command line of `gdrpeer check` read without CLI11 when every argument is one
-// of the plain forms below; false (nothing run) for anything else, which CLI11 then
-// parses as always: --help, errors, `--opt=value`, a repeated single-valued option,
-// a value starting with '-', `--`. Building CLI11's options and parsing took ~235,000
-// instructions of a ~3 million instruction check (docs/benchmarks.md). Greedy like
-// CLI11: after a repeatable option, bare arguments are its values until the next
-// option; other bare arguments are inputs.
-bool parse_check_plain(int argc, char** argv, InputOptions& in, CheckFlags& f) {
-  std::vector<std::string>* open = nullptr;  // the repeatable option taking bare values
-  bool open_has_value = true;
-  bool seen_single[4] = {false, false, false, false};  // --sysfs-root --data-dir --pairs --jobs
-  for (int i = 2; i < argc; ++i) {
-    const std::string_view a = argv[i];
-    if (a.empty()) return false;
-    if (a[0] != '-') {
-      if (a == "check" || a == "topo" || a == "snapshot" || a == "verify") return false;
-      (open ? *open : in.positional).emplace_back(a);
-      open_has_value = true;
-      continue;
-    }
-    if (!open_has_value) return false;  // CLI11: a repeatable option without a value
-    open = nullptr;
-    bool* flag = a == "--json"        ? &f.json
-                 : a == "--dot"       ? &f.dot
-                 : a == "--fleet"     ? &f.fleet
-                 : a == "--with-nvme" ? &f.nvme
-                 : a == "--no-cuda"   ? &in.no_cuda
-                 : a == "--cuda"      ? &in.cuda
-                                      : nullptr;
-    if (flag) {
-      *flag = true;
-      continue;
-    }
-    std::vector<std::string>* multi = a == "--hwloc"      ? &in.hwloc
-                                      : a == "--nccl-xml" ? &in.nccl
-                                      : a == "--lspci"    ? &in.lspci
-                                      : a == "--role"     ? &in.roles
-                                      : a == "--gpu"      ? &in.gpus
-                                      : a == "--nic"      ? &in.nics
-                                      : a == "--nvme"     ? &in.nvmes
-                                      : a == "--skip"     ? &f.skip
-                                                          : nullptr;
-    if (multi) {
-      open = multi;
-      open_has_value = false;
-      continue;
-    }
-    const int single = a == "--sysfs-root" ? 0 : a == "--data-dir" ? 1 : a == "--pairs" ? 2 : a == "-j" || a == "--jobs" ? 3 : -1;
-    if (single < 0 || seen_single[single] || i + 1 >= argc) return false;
-    seen_single[single] = true;
-    const std::string_view v = argv[++i];
-    if (v.empty() || v[0] == '-') return false;
-    if (single == 0) in.sysfs_root = v;
-    else if (single == 1) in.data_dir = v;
-    else if (single == 2) f.pairs = v;
-    else {
-      // 1..1024 in plain decimal; anything else is CLI11's to judge.
-      if (v.size() > 4 || v[0] == '0') return false;
-      int n = 0;
-      for (char c : v) {
-        if (c < '0' || c > '9') return false;
-        n = n * 10 + (c - '0');
-      }
-      if (n > 1024) return false;
-      f.jobs = n;
-    }
-  }
-  return open_has_value;
-}
-
-}  // namespace
-
-namespace {
-void add_topo_command(CLI::App& app, int& exit_code);
-void add_check_command(CLI::App& app, int& exit_code);
-void add_snapshot_command(CLI::App& app, int& exit_code);
-}  // namespace
-
-bool run_check_plain(int argc, char** argv, int& exit_code) {
-  if (argc < 2 || std::string_view(argv[1]) != "check") return false;
-  InputOptions in;
-  CheckFlags f;
-  if (!parse_check_plain(argc, argv, in, f)) return false;
-  exit_code = run_check(in, f);
-  return true;
-}
-
-void add_topology_commands(CLI::App& app, int& exit_code, std::string_view only) {
-  if (only.empty() || only == "topo") add_topo_command(app, exit_code);
-  if (only.empty() || only == "check") add_check_command(app, exit_code);
-  if (only.empty() || only == "snapshot") add_snapshot_command(app, exit_code);
-}
-
-namespace {
-
 // Option storage must outlive parsing: owned by the callbacks' closures.
 void add_topo_command(CLI::App& app, int& exit_code) {
   auto topo_in = std::make_shared<InputOptions>();
@@ -606,5 +511,11 @@ void add_snapshot_command(CLI::App& app, int& exit_code) {
 }
 
 }  // namespace
+
+void add_topology_commands(CLI::App& app, int& exit_code, std::string_view only) {
+  if (only.empty() || only == "topo") add_topo_command(app, exit_code);
+  if (only.empty() || only == "check") add_check_command(app, exit_code);
+  if (only.empty() || only == "snapshot") add_snapshot_command(app, exit_code);
+}
 
 }  // namespace gdrpeer::cli

@@ -8,10 +8,10 @@
 #include <random>
 
 #include "commands.hpp"
-#include "engine.hpp"
+#include "gdrpeer/verify/engine.hpp"
 #include "gdrpeer/gdrpeer.hpp"
-#include "report.hpp"
-#include "sizes.hpp"
+#include "gdrpeer/verify/report.hpp"
+#include "gdrpeer/verify/sizes.hpp"
 
 namespace gdrpeer::cli {
 

@@ -34,9 +34,9 @@ const char* role_name(topo::Role r) {
 }
 
 // "gpu-nic", "gpu-gpu", "gpu-nvme": the --pairs kind a pair belongs to.
-std::string pair_kind(const topo::Report& r, const topo::PairResult& p) {
-  return std::string(role_name(r.topo->devices[static_cast<size_t>(p.a)].role)) + "-" +
-         role_name(r.topo->devices[static_cast<size_t>(p.b)].role);
+std::string pair_kind(const topo::Topology& t, const topo::PairResult& p) {
+  return std::string(role_name(t.devices[static_cast<size_t>(p.a)].role)) + "-" +
+         role_name(t.devices[static_cast<size_t>(p.b)].role);
 }
 
 // A label value: backslash, double quote and newline escaped (exposition format 0.0.4).
@@ -102,12 +102,11 @@ size_t count_role(const topo::Report& r, topo::Role role) {
 
 }  // namespace
 
-std::string render_prometheus(const topo::Report& r, std::time_t now) {
-  const topo::Topology& t = *r.topo;
+std::string render_prometheus(const topo::Topology& t, const topo::Knowledge& k, const topo::Report& r, std::time_t now) {
   Exposition e;
   e.family("gdrpeer_check_info", "The checked node's facts and the gdrpeer that checked it (always 1).");
   e.sample({{"version", GDRPEER_VERSION},
-            {"rule_data", r.knowledge ? r.knowledge->data_dir : ""},
+            {"rule_data", k.data_dir},
             {"source", t.source},
             {"kernel", t.sw.kernel_release},
             {"nvidia_driver", t.sw.nvidia_version},
@@ -131,7 +130,7 @@ std::string render_prometheus(const topo::Report& r, std::time_t now) {
               {"b", p.label_b},
               {"a_bdf", t.devices[static_cast<size_t>(p.a)].bdf},
               {"b_bdf", t.devices[static_cast<size_t>(p.b)].bdf},
-              {"kind", pair_kind(r, p)},
+              {"kind", pair_kind(t, p)},
               {"class", topo::to_string(p.path.cls)}},
              static_cast<int>(p.verdict));
   e.family("gdrpeer_pairs", "Checked pairs by verdict.");
@@ -143,8 +142,7 @@ std::string render_prometheus(const topo::Report& r, std::time_t now) {
   return e.take();
 }
 
-std::string render_nfd(const topo::Report& r, std::time_t now, long expiry_s) {
-  const topo::Topology& t = *r.topo;
+std::string render_nfd(const topo::Topology& t, const topo::Report& r, std::time_t now, long expiry_s) {
   constexpr const char* ns = "gdrpeer.feature.node.kubernetes.io/";
   std::string source = t.source;  // a comment line: a newline in a file name must not end it
   std::replace(source.begin(), source.end(), '\n', ' ');
@@ -162,7 +160,7 @@ std::string render_nfd(const topo::Report& r, std::time_t now, long expiry_s) {
     bool any = false;
     topo::Verdict worst = topo::Verdict::Optimal;
     for (const auto& p : r.pairs)
-      if (pair_kind(r, p) == kind) {
+      if (pair_kind(t, p) == kind) {
         any = true;
         worst = std::max(worst, p.verdict);
       }

@@ -17,13 +17,13 @@ namespace gdrpeer::cli {
 // gdrpeer_check_info, the worst verdict and exit code, per-pair verdict with the
 // path class as a label, pair counts by verdict, problem counts by rule and severity.
 // `now`: seconds since the epoch, for gdrpeer_check_timestamp_seconds.
-std::string render_prometheus(const topo::Report& r, std::time_t now);
+std::string render_prometheus(const topo::Topology& t, const topo::Knowledge& k, const topo::Report& r, std::time_t now);
 
 // node-feature-discovery local feature file: `name=value` lines in the
 // gdrpeer.feature.node.kubernetes.io namespace (NFD accepts it without
 // configuration) and an expiry `expiry_s` seconds after `now`, so labels of a
 // node whose refresh stopped go away instead of going stale.
-std::string render_nfd(const topo::Report& r, std::time_t now, long expiry_s);
+std::string render_nfd(const topo::Topology& t, const topo::Report& r, std::time_t now, long expiry_s);
 
 // The output could not be written; what() names the path and the reason.
 struct OutputError : std::runtime_error {

@@ -24,8 +24,8 @@ inline void check_and_render(gdrpeer::topo::Topology& t) {
   gdrpeer::topo::CheckOptions o;
   o.gpu_nvme = true;
   const gdrpeer::topo::Report r = gdrpeer::topo::check(t, k, o);
-  (void)gdrpeer::topo::render_matrix(r, true);
-  (void)nlohmann::json::parse(gdrpeer::topo::render_json(r));
+  (void)gdrpeer::topo::render_matrix(t, r, true);
+  (void)nlohmann::json::parse(gdrpeer::topo::render_json(t, r));
 }
 
 template <typename Fn>

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 
 #include "gdrpeer/topo/check.hpp"
 #include "gdrpeer/topo/errors.hpp"
@@ -232,6 +233,50 @@ TEST(Hwloc, P5enEveryNicSharesASwitchWithAGpu) {
     for (int g : r.gpus) shared = shared || classify(t, g, n, kb()).cls == PathClass::PIX;
     EXPECT_TRUE(shared) << t.devices[n].bdf;
   }
+}
+
+// Fleet mode hands the previous node's device vector to the parser: none of its
+// devices may show up in the next node.
+TEST(Hwloc, ParsesIntoAnotherNodesDeviceVector) {
+  const std::string p4d = slurp(reference("aws-p4d.24xlarge.xml"));
+  Topology big = parse_hwloc_xml(slurp(reference("aws-p5en.48xlarge.xml")), "p5en.xml");
+  ASSERT_GT(big.devices.size(), 0u);
+  Topology fresh = parse_hwloc_xml(p4d, "p4d.xml");
+  Topology reused = parse_hwloc_xml(p4d, "p4d.xml", std::move(big.devices));
+  ASSERT_EQ(reused.devices.size(), fresh.devices.size());
+  for (size_t i = 0; i < fresh.devices.size(); ++i) {
+    EXPECT_EQ(reused.devices[i].bdf, fresh.devices[i].bdf);
+    EXPECT_EQ(reused.devices[i].parent, fresh.devices[i].parent);
+    EXPECT_EQ(reused.devices[i].children, fresh.devices[i].children);
+  }
+}
+
+// check() classifies every labelled pair into one reused PathInfo: each result
+// must equal a fresh classify(), whatever pair came before (SYS and NODE pairs
+// fill the ports vectors, PIX pairs leave them short).
+TEST(Classify, IntoAReusedPathInfoMatchesAFreshOne) {
+  Topology t = parse_hwloc_xml(slurp(reference("aws-p5en.48xlarge.xml")), "p5en.xml");
+  assign_roles(t, kb());
+  Report r = check(t, kb(), CheckOptions{});
+  std::vector<int> labelled = r.gpus;
+  labelled.insert(labelled.end(), r.nics.begin(), r.nics.end());
+  std::set<PathClass> seen;
+  PathInfo reused;
+  for (int a : labelled)
+    for (int b : labelled) {
+      if (a == b) continue;
+      const PathInfo fresh = classify(t, a, b, kb());
+      classify(t, a, b, kb(), reused);
+      seen.insert(fresh.cls);
+      EXPECT_EQ(reused.cls, fresh.cls) << a << " " << b;
+      EXPECT_EQ(reused.cuda, fresh.cuda);
+      EXPECT_EQ(reused.nccl_gdr, fresh.nccl_gdr);
+      EXPECT_EQ(reused.numa_guessed, fresh.numa_guessed);
+      EXPECT_EQ(reused.lca, fresh.lca);
+      EXPECT_EQ(reused.ports_a, fresh.ports_a);
+      EXPECT_EQ(reused.ports_b, fresh.ports_b);
+    }
+  EXPECT_GE(seen.size(), 2u);  // the pairs mix classes, so a stale field would show
 }
 
 TEST(Hwloc, TruncatedAndMalformedXmlGiveLines) {
@@ -504,13 +549,13 @@ TEST(Knowledge, RootComplexTable) {
 TEST(Render, JsonHasVersionAndDotIsWellFormed) {
   Topology t = from_fake(testing::switch_node());
   Report r = check(t, kb(), CheckOptions{});
-  std::string j = render_json(r);
+  std::string j = render_json(t, r);
   EXPECT_NE(j.find("\"schema\": \"gdrpeer-check\""), std::string::npos);
   EXPECT_NE(j.find("\"version\": 1"), std::string::npos);
-  std::string d = render_dot(r);
+  std::string d = render_dot(t, r);
   EXPECT_EQ(d.rfind("digraph gdrpeer {", 0), 0u);
   EXPECT_EQ(std::count(d.begin(), d.end(), '{'), std::count(d.begin(), d.end(), '}'));
-  std::string m = render_matrix(r, false);
+  std::string m = render_matrix(t, r, false);
   EXPECT_NE(m.find("GPU0     X      PIX"), std::string::npos) << m;
 }
 

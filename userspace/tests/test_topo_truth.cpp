@@ -319,7 +319,7 @@ TEST(TruthClass, EveryClassGivesNcclDefaultCudaCaseAndPathRule) {
   std::string sys = b.endpoint_below(b.root_port(0x80, 1, 1), false, 1);
   Topology t = from_fake(b.node);
   Report r = check(t, kb(), CheckOptions{});
-  nlohmann::json j = nlohmann::json::parse(render_json(r));
+  nlohmann::json j = nlohmann::json::parse(render_json(t, r));
   struct Want {
     std::string nic;
     PathClass cls;
@@ -365,7 +365,7 @@ TEST(TruthClass, EveryClassGivesNcclDefaultCudaCaseAndPathRule) {
     EXPECT_EQ((*e)["cuda_case"], to_string(w.cuda));
     EXPECT_EQ((*e)["verdict"], to_string(p->verdict));
     // And so does the text table: class, CUDA case, NCCL GDR on/off, verdict.
-    const std::string text = render_matrix(r, false);
+    const std::string text = render_matrix(t, r, false);
     const std::string row = "  " + p->label_a + " - " + p->label_b + " ";
     const size_t at = text.find(row);
     ASSERT_NE(at, std::string::npos) << text;

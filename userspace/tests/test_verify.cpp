@@ -10,13 +10,13 @@
 #include <sstream>
 #include <string>
 
-#include "cuda_driver.hpp"
-#include "engine.hpp"
-#include "loopback.hpp"
-#include "memory_source.hpp"
-#include "rdma.hpp"
-#include "report.hpp"
-#include "sizes.hpp"
+#include "gdrpeer/dynload/cuda.hpp"
+#include "gdrpeer/verify/engine.hpp"
+#include "gdrpeer/verify/loopback.hpp"
+#include "gdrpeer/verify/memory_source.hpp"
+#include "gdrpeer/verify/rdma.hpp"
+#include "gdrpeer/verify/report.hpp"
+#include "gdrpeer/verify/sizes.hpp"
 
 namespace v = gdrpeer::verify;
 
@@ -315,14 +315,14 @@ TEST(VerifySource, MissingLibcudaIsAbsentWithReason) {
     EXPECT_TRUE(contains(s.reason, "cannot load libcuda-gdrpeer-test-missing.so.1")) << s.reason;
   }
   std::string why;
-  EXPECT_EQ(v::cuda::load(&why, "libcuda-gdrpeer-test-missing.so.1"), nullptr);
+  EXPECT_EQ(gdrpeer::cuda::load(&why, "libcuda-gdrpeer-test-missing.so.1"), nullptr);
   EXPECT_TRUE(contains(why, "no NVIDIA driver")) << why;
 }
 
 TEST(VerifySource, LibraryWithoutCudaSymbolsIsRejected) {
   // libc loads fine but is no CUDA driver: every entry point is missing.
   std::string why;
-  EXPECT_EQ(v::cuda::load(&why, "libc.so.6"), nullptr);
+  EXPECT_EQ(gdrpeer::cuda::load(&why, "libc.so.6"), nullptr);
   EXPECT_TRUE(contains(why, "lacks cuInit")) << why;
 }
 

@@ -9,8 +9,8 @@
 #include <random>
 #include <string>
 
-#include "cuda_driver.hpp"
-#include "memory_source.hpp"
+#include "gdrpeer/dynload/cuda.hpp"
+#include "gdrpeer/verify/memory_source.hpp"
 
 namespace v = gdrpeer::verify;
 
@@ -34,7 +34,7 @@ class CudaSourceTest : public ::testing::TestWithParam<v::SourceKind> {
  protected:
   void SetUp() override {
     std::string why;
-    if (v::cuda::load(&why) == nullptr) GTEST_SKIP() << "no CUDA driver here: " << why;
+    if (gdrpeer::cuda::load(&why) == nullptr) GTEST_SKIP() << "no CUDA driver here: " << why;
   }
 };
 

@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "engine.hpp"
-#include "loopback.hpp"
-#include "memory_source.hpp"
-#include "verbs_api.hpp"
+#include "gdrpeer/verify/engine.hpp"
+#include "gdrpeer/verify/loopback.hpp"
+#include "gdrpeer/verify/memory_source.hpp"
+#include "gdrpeer/verify/verbs_api.hpp"
 
 namespace v = gdrpeer::verify;
 

@@ -1,9 +1,9 @@
-#include "engine.hpp"
+#include "gdrpeer/verify/engine.hpp"
 
 #include <algorithm>
 #include <memory>
 
-#include "loopback.hpp"
+#include "gdrpeer/verify/loopback.hpp"
 
 namespace gdrpeer::verify {
 

@@ -1,4 +1,4 @@
-#include "loopback.hpp"
+#include "gdrpeer/verify/loopback.hpp"
 
 #include <sched.h>
 
@@ -17,7 +17,7 @@
 #include <sys/utsname.h>
 
 #include "gdrpeer/gdrpeer.hpp"
-#include "verbs_api.hpp"
+#include "gdrpeer/verify/verbs_api.hpp"
 
 namespace gdrpeer::verify {
 

@@ -1,4 +1,4 @@
-#include "memory_source.hpp"
+#include "gdrpeer/verify/memory_source.hpp"
 
 #include <fcntl.h>
 #include <linux/udmabuf.h>
@@ -13,7 +13,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "cuda_driver.hpp"
+#include "gdrpeer/dynload/cuda.hpp"
 #include "gdrpeer/gdrpeer.hpp"
 
 namespace gdrpeer::verify {

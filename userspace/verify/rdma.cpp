@@ -1,4 +1,4 @@
-#include "rdma.hpp"
+#include "gdrpeer/verify/rdma.hpp"
 
 #include <arpa/inet.h>
 #include <sys/stat.h>
@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "verbs_api.hpp"
+#include "gdrpeer/verify/verbs_api.hpp"
 
 namespace gdrpeer::verify {
 

@@ -1,4 +1,4 @@
-#include "report.hpp"
+#include "gdrpeer/verify/report.hpp"
 
 #include <cstdio>
 #include <iomanip>

@@ -1,4 +1,4 @@
-#include "sizes.hpp"
+#include "gdrpeer/verify/sizes.hpp"
 
 #include <cctype>
 

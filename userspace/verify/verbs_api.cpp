@@ -1,8 +1,8 @@
-#include "verbs_api.hpp"
+#include "gdrpeer/verify/verbs_api.hpp"
 
 #include <dlfcn.h>
 
-#include "dl_loader.hpp"
+#include "gdrpeer/dynload/dl.hpp"
 
 #include <cstring>
 

@@ -48,6 +48,17 @@ int numa_of(const Topology& t, int x) {
 
 PathInfo classify(const Topology& t, int a, int b, const Knowledge& k) {
   PathInfo p;
+  classify(t, a, b, k, p);
+  return p;
+}
+
+void classify(const Topology& t, int a, int b, const Knowledge& k, PathInfo& p) {
+  std::vector<int> ports_a = std::move(p.ports_a), ports_b = std::move(p.ports_b);  // their memory, reused
+  p = PathInfo{};
+  p.ports_a = std::move(ports_a);
+  p.ports_b = std::move(ports_b);
+  p.ports_a.clear();
+  p.ports_b.clear();
   int up_a[kMaxDepth], up_b[kMaxDepth];
   size_t na_up = ancestors(t, a, up_a), nb_up = ancestors(t, b, up_b);
   const Device& da = t.devices[a];
@@ -96,7 +107,6 @@ PathInfo classify(const Topology& t, int a, int b, const Knowledge& k) {
     case PathClass::SYS: p.cuda = CudaCase::CpuInterconnect; break;
   }
   p.nccl_gdr = p.cls == PathClass::PIX || p.cls == PathClass::PXB;
-  return p;
 }
 
 namespace {

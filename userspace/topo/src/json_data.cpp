@@ -1,7 +1,6 @@
 #include "json_data.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -11,61 +10,9 @@
 #include "gdrpeer/topo/errors.hpp"
 #include "hex.hpp"
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 namespace gdrpeer::topo::detail {
 
 namespace {
-
-// First index in [p, n) holding '"', '\\' or a control character, n if none: the
-// end of a string's plain run. 16 bytes per step with SSE2.
-inline size_t plain_end(const char* d, size_t p, size_t n) {
-#if defined(__SSE2__)
-  const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), c1f = _mm_set1_epi8(0x1f);
-  while (p + 16 <= n) {
-    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(d + p));
-    const __m128i ctl = _mm_cmpeq_epi8(_mm_min_epu8(x, c1f), x);  // unsigned x <= 0x1f
-    const __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)), ctl);
-    const unsigned bits = static_cast<unsigned>(_mm_movemask_epi8(hit));
-    if (bits) return p + static_cast<size_t>(std::countr_zero(bits));
-    p += 16;
-  }
-#endif
-  while (p < n && d[p] != '"' && d[p] != '\\' && static_cast<unsigned char>(d[p]) >= 0x20) ++p;
-  return p;
-}
-
-// A size hint for the list whose items start at p: 1 + the commas before the
-// first ']', '[' or '{' (exact for a list of plain values), 4 for a list that
-// starts with a list or an object, at most 1024. 16 bytes per step with SSE2.
-inline size_t list_hint(const char* d, size_t p, size_t n) {
-  size_t commas = 0;
-#if defined(__SSE2__)
-  const __m128i comma = _mm_set1_epi8(','), close = _mm_set1_epi8(']'), open = _mm_set1_epi8('['), brace = _mm_set1_epi8('{');
-  while (p + 16 <= n && commas < 1024) {
-    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(d + p));
-    unsigned c = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(x, comma)));
-    const unsigned stop = static_cast<unsigned>(_mm_movemask_epi8(
-        _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, close), _mm_cmpeq_epi8(x, open)), _mm_cmpeq_epi8(x, brace))));
-    if (stop) {
-      const unsigned first = stop & -stop;
-      if (!(c & (first - 1)) && commas == 0 && !(_mm_movemask_epi8(_mm_cmpeq_epi8(x, close)) & first)) return 4;
-      return std::min<size_t>(commas + static_cast<size_t>(std::popcount(c & (first - 1))) + 1, 1024);
-    }
-    commas += static_cast<size_t>(std::popcount(c));
-    p += 16;
-  }
-#endif
-  for (; p < n && commas < 1024; ++p) {
-    const char c = d[p];
-    if (c == ']') break;
-    if (c == '[' || c == '{') return commas ? commas + 1 : 4;
-    commas += c == ',';
-  }
-  return std::min<size_t>(commas + 1, 1024);
-}
 
 class Parser {
  public:
@@ -115,10 +62,6 @@ class Parser {
         ++p_;
         return;
       }
-      // The rule data's objects have up to ~10 members: room for 8 saves the
-      // moves of growing from 1.
-      v.names.reserve(8);
-      v.items.reserve(8);
       for (;;) {
         ws();
         if (p_ >= s_.size() || s_[p_] != '"') fail("expected a quoted member name");
@@ -148,9 +91,6 @@ class Parser {
         ++p_;
         return;
       }
-      // Room for the items up front (the rule data's id lists hold hundreds of
-      // strings; growing the vector moved them again and again).
-      v.items.reserve(list_hint(s_.data(), p_, s_.size()));
       for (;;) {
         value(depth + 1, v.items.emplace_back());
         ws();
@@ -207,18 +147,10 @@ class Parser {
       if (p_ < s_.size() && (s_[p_] == '+' || s_[p_] == '-')) ++p_;
       digits();
     }
-    // Integers (all the rule data has) are exact below 2^53: computed here. Others go
-    // to strtod_l in the C locale (a library user's setlocale must not turn '.' into
-    // a syntax error). Not std::from_chars: libstdc++'s floating-point from_chars is
-    // what made the CLI load libm (fesetround), for nothing else. The syntax is
-    // checked above, so strtod_l reads exactly [b, p_), from a NUL-terminated copy.
+    // strtod_l in the C locale: a library user's setlocale must not turn '.' into a
+    // syntax error. The syntax is checked above, so it reads exactly [b, p_), from a
+    // NUL-terminated copy.
     const size_t len = p_ - b;
-    const bool neg = s_[b] == '-';
-    if (len - neg <= 15 && std::all_of(s_.data() + b + neg, s_.data() + p_, [](char c) { return c >= '0' && c <= '9'; })) {
-      double v = 0;
-      for (size_t i = b + neg; i < p_; ++i) v = v * 10 + (s_[i] - '0');
-      return neg ? -v : v;
-    }
     static const locale_t c_locale = ::newlocale(LC_ALL_MASK, "C", static_cast<locale_t>(nullptr));
     std::string z(s_.data() + b, len);
     errno = 0;
@@ -266,9 +198,9 @@ class Parser {
     ++p_;
     std::string out;
     for (;;) {
-      size_t b = p_;
-      p_ = plain_end(s_.data(), p_, s_.size());
-      out.append(s_.data() + b, p_ - b);
+      const size_t b = p_;  // a run of plain characters, appended at once
+      while (p_ < s_.size() && s_[p_] != '"' && s_[p_] != '\\' && static_cast<unsigned char>(s_[p_]) >= 0x20) ++p_;
+      out.append(s_, b, p_ - b);
       if (p_ >= s_.size()) fail("unterminated string: expected '\"'");
       char c = s_[p_];
       if (c == '"') {

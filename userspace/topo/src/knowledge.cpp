@@ -103,10 +103,6 @@ long int_or(const JsonValue& obj, const char* key, long def, const Where& where)
 uint16_t hex16(const JsonValue& v, const Where& where) {
   if (v.kind != Kind::String) bad(where, "expected a hex string");
   const std::string& s = v.text;
-  // Nearly every id is 1-4 plain hex digits: read those directly (strtoul cost
-  // more than the JSON parse of them). Anything else keeps strtoul's reading
-  // (sign, "0x", leading space), so the ids accepted and the errors are unchanged.
-  if (unsigned long x = 0; detail::parse_hex_digits(s, 4, x)) return static_cast<uint16_t>(x);
   char* e = nullptr;
   unsigned long x = std::strtoul(s.c_str(), &e, 16);
   if (s.empty() || *e || x > 0xffff) bad(where, "expected a 16-bit hex id, found \"" + s + "\"");
@@ -389,12 +385,13 @@ std::optional<std::string> pci_ids_device_name(const std::string& path, uint16_t
   }
   // pci.ids: "VVVV  Vendor name" at column 0, then "\tDDDD  Device name" lines
   // (and "\t\tSSSS SSSS  Subsystem" lines) until the next vendor line.
-  static const char* hex = "0123456789abcdef";
-  char vid[6] = {'\n', hex[vendor >> 12], hex[(vendor >> 8) & 15], hex[(vendor >> 4) & 15], hex[vendor & 15], ' '};
-  char did[7] = {'\n', '\t', hex[device >> 12], hex[(device >> 8) & 15], hex[(device >> 4) & 15], hex[device & 15], ' '};
+  char vid_line[8], did_line[8];
+  std::snprintf(vid_line, sizeof vid_line, "\n%04x ", vendor);
+  std::snprintf(did_line, sizeof did_line, "\n\t%04x ", device);
+  const std::string_view vid = vid_line, did = did_line;
   std::string_view b = in->bytes();
   // The vendor line, also when it is the file's first line (no newline before it).
-  size_t v = b.substr(0, sizeof vid - 1) == std::string_view(vid + 1, sizeof vid - 1) ? 0 : b.find(std::string_view(vid, sizeof vid));
+  size_t v = b.substr(0, vid.size() - 1) == vid.substr(1) ? 0 : b.find(vid);
   if (v == std::string_view::npos) return std::nullopt;
   // The vendor's block ends at the next line that does not start with a tab
   // (another vendor, or the "C xx" class section); comments and blank lines do not end it.
@@ -410,9 +407,9 @@ std::optional<std::string> pci_ids_device_name(const std::string& path, uint16_t
     ++end;
   }
   std::string_view block = b.substr(v, end - v);
-  size_t at = block.find(std::string_view(did, sizeof did));
+  size_t at = block.find(did);
   if (at == std::string_view::npos) return std::nullopt;
-  size_t s = at + sizeof did;
+  size_t s = at + did.size();
   while (s < block.size() && block[s] == ' ') ++s;
   size_t e = block.find('\n', s);
   std::string name(block.substr(s, e == std::string_view::npos ? std::string_view::npos : e - s));

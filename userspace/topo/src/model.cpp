@@ -1,6 +1,7 @@
 #include "gdrpeer/topo/model.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 
 #include "gdrpeer/topo/errors.hpp"
@@ -164,22 +165,13 @@ std::optional<std::string> parse_bdf(std::string_view s) {
     std::string_view d = hb.substr(0, c1);
     if (d.size() < 4 || d.size() > 5 || !hex_field(d, d.size(), domain)) return std::nullopt;
   }
-  // "%04x:%02x:%02x.%x" by hand: snprintf was a tenth of parsing a large hwloc file.
-  static constexpr char kHex[] = "0123456789abcdef";
-  // Into a buffer, then one string: appending char by char cost a capacity check each.
-  char buf[13];
-  size_t n = 0;
-  if (domain > 0xffff) buf[n++] = kHex[(domain >> 16) & 15];
-  for (int shift : {12, 8, 4, 0}) buf[n++] = kHex[(domain >> shift) & 15];
-  buf[n++] = ':';
-  buf[n++] = kHex[bus >> 4];
-  buf[n++] = kHex[bus & 15];
-  buf[n++] = ':';
-  buf[n++] = kHex[dev >> 4];
-  buf[n++] = kHex[dev & 15];
-  buf[n++] = '.';
-  buf[n++] = kHex[fn];
-  return std::string(buf, n);
+  // The fields are checked above (7, 12 or 13 characters), so the canonical form is the
+  // input in lower case, with domain 0000 added where it is missing and a fifth domain
+  // digit kept only when the domain needs it ("0001a:..." is domain 001a).
+  std::string out(s.size() == 13 && domain <= 0xffff ? s.substr(1) : s);
+  if (s.size() == 7) out.insert(0, "0000:");
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
 }
 
 }  // namespace gdrpeer::topo

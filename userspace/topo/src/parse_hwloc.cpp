@@ -89,35 +89,6 @@ bool parse_bridge_pci(std::string_view s, unsigned long& domain, unsigned long& 
   return parse_hex(s.substr(0, c), domain) && parse_hex(s.substr(c + 2, dash - c - 2), sec);
 }
 
-// pci_link_speed="31.507692": up to 15 digits around one '.', read as strtod
-// reads them (mantissa and power of ten are exact doubles, and one IEEE division
-// rounds correctly); anything else goes to atof as before.
-double link_speed(std::string_view s) {
-  static constexpr double kPow10[] = {1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
-  uint64_t m = 0;
-  int digits = 0, frac = -1;
-  for (char c : s) {
-    if (c == '.' && frac < 0) {
-      frac = 0;
-      continue;
-    }
-    if (c < '0' || c > '9' || ++digits > 15) return std::atof(std::string(s).c_str());
-    m = m * 10 + static_cast<uint64_t>(c - '0');
-    if (frac >= 0) ++frac;
-  }
-  if (digits == 0) return std::atof(std::string(s).c_str());
-  return frac > 0 ? static_cast<double>(m) / kPow10[frac] : static_cast<double>(m);
-}
-
-// parse_bdf's "dddd:bb:dd.f" (or a 5-digit domain) as a number: its hex digits,
-// with the length above them, so that two keys are equal only for equal strings.
-uint64_t bdf_key(const std::string& bdf) {
-  uint64_t k = bdf.size();
-  for (char c : bdf)
-    if (c != ':' && c != '.') k = k << 4 | static_cast<unsigned>(detail::hex_digit(c));
-  return k;
-}
-
 // A GPU's row of the NVLinkBandwidth matrix: a non-zero value to another GPU is a
 // direct NVLink, to an NVSwitch port a link into the switch fabric. The diagonal
 // and objects outside the PCI tree (POWER CPU ports) are skipped.
@@ -150,8 +121,10 @@ void nvlinks_from_matrix(Topology& t, const std::vector<std::pair<uint64_t, bool
 
 }  // namespace
 
-Topology parse_hwloc_xml(std::string_view text, const std::string& name) {
+Topology parse_hwloc_xml(std::string_view text, const std::string& name, std::vector<Device> storage) {
   Topology t;
+  t.devices = std::move(storage);
+  t.devices.clear();
   t.source = name;
   t.format = "hwloc";
   XmlReader r(text, name);
@@ -160,7 +133,7 @@ Topology parse_hwloc_xml(std::string_view text, const std::string& name) {
   int numa_objects = 0, packages = 0;
   // Duplicate check without a scan per device, keyed by the normalized address's
   // hex digits and length (no string hashing, no string per node).
-  std::unordered_map<uint64_t, int> bdfs;  // -> device index
+  std::unordered_map<std::string, int> bdfs;  // -> device index
   // hwloc 3 writes an OS device's types as a bit mask (OpenFabrics 1<<5, network
   // 1<<4); hwloc 2 as one number (OpenFabrics 3, network 2).
   bool osdev_mask = false;
@@ -179,8 +152,6 @@ Topology parse_hwloc_xml(std::string_view text, const std::string& name) {
   };
   std::vector<NvMatrix> nv;
   bool in_nv = false;
-  std::string_view last_ns;
-  int last_node = -1;
   for (;;) {
     XmlReader::Event ev = r.next();
     if (ev == XmlReader::Event::Eof) break;
@@ -274,12 +245,7 @@ Topology parse_hwloc_xml(std::string_view text, const std::string& name) {
     f.type = type;
     std::string_view ns;
     if (r.attr("nodeset", ns)) {
-      // Most objects repeat the nodeset of the one before (every core and PU of a node).
-      if (ns != last_ns) {
-        last_ns = ns;
-        last_node = single_node(ns);
-      }
-      int n = last_node;
+      const int n = single_node(ns);
       if (n == -3) r.fail("expected a hex bitmap in nodeset=\"" + std::string(ns) + "\"");
       f.numa = n;
     }
@@ -327,7 +293,7 @@ Topology parse_hwloc_xml(std::string_view text, const std::string& name) {
         if (r.attr("pci_type", ptype) && !parse_pci_type(ptype, d))
           r.fail("expected pci_type=\"cccc [vvvv:dddd] [ssss:ssss] rr\", found \"" + std::string(ptype) + "\"");
         std::string_view ls;
-        if (r.attr("pci_link_speed", ls)) d.link_gbps = link_speed(ls);
+        if (r.attr("pci_link_speed", ls)) d.link_gbps = std::atof(std::string(ls).c_str());
         if (type == "Bridge") {
           d.is_bridge = true;
           std::string_view bp;
@@ -347,7 +313,7 @@ Topology parse_hwloc_xml(std::string_view text, const std::string& name) {
         }
         std::string_view sub;
         const bool nvswitch = r.attr("subtype", sub) && sub == "NVSwitch";
-        auto [seen, fresh] = bdfs.try_emplace(bdf_key(d.bdf), static_cast<int>(t.devices.size()));
+        auto [seen, fresh] = bdfs.try_emplace(d.bdf, static_cast<int>(t.devices.size()));
         if (fresh) {
           t.devices.push_back(std::move(d));
         } else {

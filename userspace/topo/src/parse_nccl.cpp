@@ -29,8 +29,10 @@ struct Frame {
 
 }  // namespace
 
-Topology parse_nccl_xml(std::string_view text, const std::string& name) {
+Topology parse_nccl_xml(std::string_view text, const std::string& name, std::vector<Device> storage) {
   Topology t;
+  t.devices = std::move(storage);
+  t.devices.clear();
   t.source = name;
   t.format = "nccl-xml";
   XmlReader r(text, name);

@@ -83,33 +83,14 @@ struct Group {
 
 std::vector<Group> group_findings(const Report& r, bool notes) {
   std::vector<Group> out;
-  // Keyed by views into the findings (they outlive this call): no key strings built.
+  // Keyed by views into the findings, which outlive this call.
   std::map<std::tuple<std::string_view, std::string_view, std::string_view>, size_t> index;
-  // The groups found last, tried first by equality (a length differs or a few bytes
-  // do): pairs repeat the same few findings, and the ordered map's comparisons of
-  // long reasons cost several times more.
-  size_t recent[4] = {SIZE_MAX, SIZE_MAX, SIZE_MAX, SIZE_MAX};
   for (const auto& p : r.pairs)
     for (const auto& f : p.findings) {
       if ((f.severity == Verdict::Optimal) != notes) continue;
-      size_t g = SIZE_MAX;
-      for (size_t i : recent)
-        if (i != SIZE_MAX && out[i].rule == f.rule && out[i].reason == f.reason && out[i].fix == f.fix) {
-          g = i;
-          break;
-        }
-      if (g == SIZE_MAX) {
-        auto [it, fresh] = index.try_emplace({f.rule, f.reason, f.fix}, out.size());
-        if (fresh) out.push_back(Group{f.severity, f.rule, f.reason, f.fix, {}});
-        g = it->second;
-      }
-      if (recent[0] != g) {
-        size_t k = 1;
-        while (k < 3 && recent[k] != g) ++k;
-        for (; k > 0; --k) recent[k] = recent[k - 1];
-        recent[0] = g;
-      }
-      out[g].who.push_back(p.label_a + "-" + p.label_b);
+      auto [it, fresh] = index.try_emplace({f.rule, f.reason, f.fix}, out.size());
+      if (fresh) out.push_back(Group{f.severity, f.rule, f.reason, f.fix, {}});
+      out[it->second].who.push_back(p.label_a + "-" + p.label_b);
     }
   std::stable_sort(out.begin(), out.end(), [](const Group& a, const Group& b) { return a.sev > b.sev; });
   return out;
@@ -139,8 +120,7 @@ std::map<std::pair<int, int>, std::string> nvlink_cells(const Report& r) {
 
 }  // namespace
 
-std::string render_matrix(const Report& r, bool include_nvme) {
-  const Topology& t = *r.topo;
+std::string render_matrix(const Topology& t, const Report& r, bool include_nvme) {
   Text o;
   o.s.reserve(8192);
   o << "gdrpeer check: " << t.source << " (" << t.format << ")\n";
@@ -169,21 +149,16 @@ std::string render_matrix(const Report& r, bool include_nvme) {
     std::vector<int> vcols = r.gpus;
     vcols.insert(vcols.end(), r.nics.begin(), r.nics.end());
     if (include_nvme) vcols.insert(vcols.end(), r.nvmes.begin(), r.nvmes.end());
-    // Pair of two labelled devices, by their rows in the class table.
-    const size_t m = r.labelled;
-    std::vector<const PairResult*> by(m * m, nullptr);
-    auto cell = [&](int a, int b) -> const PairResult*& {
-      return by[static_cast<size_t>(r.slot[a]) * m + static_cast<size_t>(r.slot[b])];
-    };
-    for (const auto& p : r.pairs) cell(p.a, p.b) = cell(p.b, p.a) = &p;
+    std::map<std::pair<int, int>, const PairResult*> checked;  // both orders
+    for (const auto& p : r.pairs) checked[{p.a, p.b}] = checked[{p.b, p.a}] = &p;
     o << "\nVerdicts:\n" << pad("", 8);
     for (int c : vcols) o << pad(r.labels[c], 11);
     o << "\n";
     for (int g : r.gpus) {
       o << pad(r.labels[g], 8);
       for (int c : vcols) {
-        const PairResult* p = cell(g, c);
-        o << pad(g == c ? " X" : !p ? " -" : to_string(p->verdict), 11);
+        const auto it = checked.find({g, c});
+        o << pad(g == c ? " X" : it == checked.end() ? " -" : to_string(it->second->verdict), 11);
       }
       o << "\n";
     }
@@ -240,11 +215,11 @@ std::string render_matrix(const Report& r, bool include_nvme) {
   return o.str();
 }
 
-std::string render_summary_line(const Report& r) {
+std::string render_summary_line(const Topology& t, const Report& r) {
   std::map<Verdict, int> counts;
   for (const auto& p : r.pairs) ++counts[p.verdict];
   Text o;
-  o << r.topo->source << ": " << to_string(r.worst) << " (" << r.gpus.size() << " GPU, " << r.nics.size() << " NIC, "
+  o << t.source << ": " << to_string(r.worst) << " (" << r.gpus.size() << " GPU, " << r.nics.size() << " NIC, "
     << r.pairs.size() << " pairs: " << counts[Verdict::Optimal] << " optimal, " << counts[Verdict::Degraded] << " degraded, "
     << counts[Verdict::Unreliable] << " unreliable, " << counts[Verdict::Blocked] << " blocked) exit " << r.exit_code();
   // The most severe problem, so a fleet summary says why.
@@ -258,9 +233,8 @@ std::string render_summary_line(const Report& r) {
   return o.str();
 }
 
-std::string render_json(const Report& r) {
+std::string render_json(const Topology& t, const Report& r) {
   // Keys in byte order within each object (the layout nlohmann's dump(2) gave; see json_writer.hpp).
-  const Topology& t = *r.topo;
   detail::JsonWriter j(4096 + 700 * r.pairs.size() + 900 * (r.gpus.size() + r.nics.size() + r.nvmes.size()));
   const auto severity = [](Verdict v) { return v == Verdict::Optimal ? "note" : to_string(v); };
   j.begin_object();
@@ -396,8 +370,7 @@ std::string render_json(const Report& r) {
   return j.take() + "\n";
 }
 
-std::string render_dot(const Report& r) {
-  const Topology& t = *r.topo;
+std::string render_dot(const Topology& t, const Report& r) {
   // Only the devices on paths of the checked roles, so big nodes stay readable.
   std::set<int> keep;
   for (size_t i = 0; i < t.devices.size(); ++i)

@@ -61,7 +61,8 @@ enum class PairKind { GpuNic, GpuGpu, GpuNvme };
 
 class Checker {
  public:
-  Checker(const Topology& t, const Knowledge& k, const CheckOptions& o) : t_(t), k_(k), o_(o) {
+  // rep: the labels, NICs and path classes of this node, filled in before.
+  Checker(const Topology& t, const Knowledge& k, const CheckOptions& o, const Report& rep) : t_(t), k_(k), o_(o), rep_(rep) {
     rc_ = k.root_complex(t.cpu);
     grace_ = (rc_ && rc_->name.find("Grace") != std::string::npos);
     // Each GPU's family once per node: the lookup may read pci.ids.
@@ -76,18 +77,15 @@ class Checker {
     emulated_ = k.virtual_hardware(t);
     virtual_ = t.cpu.hypervisor || t.placeholder_switches ||
                (!t.dmi_vendor.empty() && contains_any(t.dmi_vendor, k.cloud_dmi_vendors)) || !emulated_.empty();
-    // A platform rule's CPU/DMI/arch fields are per node: matched once here, not per pair.
+    // Each platform rule's node conditions once per node; the GPU family is per pair.
     platform_node_.reserve(k.platforms.size());
-    for (const auto& p : k.platforms) {
-      bool any = false;
-      bool ok = platform_matches(p, any);
-      platform_node_.push_back(static_cast<unsigned char>((any ? 1 : 0) | (ok ? 2 : 0)));
+    for (const PlatformRule& p : k.platforms) {
+      NodeConditions c;
+      c.hold = platform_matches(p, c.any);
+      platform_node_.push_back(c);
     }
   }
-  std::vector<unsigned char> platform_node_;  // per k_.platforms entry: bit 0 any field given, bit 1 all matched
 
-  // Rule ids as string_view: most are literals longer than the short-string
-  // buffer, so a std::string parameter allocated per call, per pair.
   bool skipped(std::string_view rule) const {
     if (o_.skip.empty()) return false;
     if (o_.skip.count(std::string(rule))) return true;
@@ -102,15 +100,17 @@ class Checker {
     out.push_back(Finding{std::string(rule), v, std::move(reason), std::move(fix)});
   }
 
-  std::string label(int i) const { return labels_[static_cast<size_t>(i)]; }
-  std::vector<std::string> labels_;
-  std::vector<int> nics_;
-  const Report* rep_ = nullptr;  // for path classes between labelled devices
+  const std::string& label(int i) const { return rep_.labels[static_cast<size_t>(i)]; }
   const RootComplex* rc_ = nullptr;
   std::vector<GpuFamilyMatch> families_;  // per device index (GPUs only)
   std::string rcname_, dmi_;  // per node, used per pair
   std::string emulated_;      // an emulated PCI function that gives the VM away, "" if none
   bool grace_ = false, virtual_ = false;
+  struct NodeConditions {
+    bool any = false;   // the rule has node conditions (arch, CPU, DMI)
+    bool hold = false;  // and this node meets them all
+  };
+  std::vector<NodeConditions> platform_node_;  // per k_.platforms entry
 
   void pair(PairResult& r, PairKind kind) {
     const Device& a = t_.devices[r.a];
@@ -156,43 +156,13 @@ class Checker {
           "export NCCL_DMABUF_ENABLE=1   # dma-buf is the supported GPUDirect RDMA path on Grace");
       return;
     }
-    if (p.cls == PathClass::SYS) {
-      // Depends on the GPU and the pair kind only (the fix names the GPU's nearest
-      // NIC or its NUMA node): built once per GPU and kind.
-      const size_t n = t_.devices.size();
-      if (sys_memo_.empty()) sys_memo_.resize(3 * n);
-      FindingsMemo& memo = sys_memo_[static_cast<size_t>(kind) * n + (kind == PairKind::GpuGpu ? 0 : static_cast<size_t>(r.a))];
-      replay(memo, r, [&](std::vector<Finding>& out) { sys_rules(out, r, kind); });
-      return;
-    }
-    // PHB or NODE: through the root complex. What is found depends only on the
-    // class, the NUMA guess and the pair kind (root complex and CPU are per node):
-    // built once per combination, then copied (string building was most of it).
-    FindingsMemo& memo = phb_memo_[(p.cls == PathClass::PHB ? 0 : 6) + (p.numa_guessed ? 3 : 0) + static_cast<size_t>(kind)];
-    replay(memo, r, [&](std::vector<Finding>& out) { phb_rules(out, p, kind); });
-  }
-
-  // Findings that depend on a few inputs only, built on first use and copied into
-  // every pair with the same inputs.
-  struct FindingsMemo {
-    bool built = false;
-    std::vector<Finding> findings;
-  };
-  FindingsMemo phb_memo_[12];              // PHB/NODE x NUMA guessed x pair kind
-  std::vector<FindingsMemo> sys_memo_;     // SYS findings per pair kind and GPU
-
-  template <typename Build>
-  void replay(FindingsMemo& memo, PairResult& r, Build&& build) {
-    if (!memo.built) {
-      build(memo.findings);
-      memo.built = true;
-    }
-    for (const Finding& f : memo.findings) add(r.findings, f.rule, f.severity, f.reason, f.fix);
+    if (p.cls == PathClass::SYS) sys_rules(r.findings, r, kind);
+    else phb_rules(r.findings, p, kind);  // PHB or NODE: through the root complex
   }
 
   void sys_rules(std::vector<Finding>& out, const PairResult& r, PairKind kind) {
     const std::string& rcname = rcname_;
-    std::string cs = rc_ ? rc_->cross_socket : "";
+    std::string_view cs = rc_ ? std::string_view(rc_->cross_socket) : "";
     Verdict v = Verdict::Degraded;
     if (cs == "unsupported") v = kind == PairKind::GpuGpu ? Verdict::Blocked : Verdict::Unreliable;
     std::string fix;
@@ -200,8 +170,8 @@ class Checker {
       // The closest NIC (PIX before PXB before PHB before NODE), the first by index among equals.
       int gpu = r.a, best = -1;
       PathClass best_class = PathClass::SYS;
-      for (int n : nics_) {
-        PathClass q = rep_->path_class(gpu, n);
+      for (int n : rep_.nics) {
+        PathClass q = rep_.path_class(gpu, n);
         if (q < best_class) {
           best = n;
           best_class = q;
@@ -222,7 +192,7 @@ class Checker {
     if (cs == "unsupported") why += "; " + rcname + " does not carry PCIe peer-to-peer across sockets";
     else if (cs == "slow") why += "; peer-to-peer across sockets is slow on " + rcname;
     else why += "; cross-socket peer-to-peer is unknown for " + rcname;
-    add(out, "path-sys", v, why, fix);
+    add(out, "path-sys", v, std::move(why), std::move(fix));
   }
 
   void phb_rules(std::vector<Finding>& out, const PathInfo& p, PairKind kind) {
@@ -230,7 +200,7 @@ class Checker {
     std::string where = p.cls == PathClass::PHB ? "through the CPU root complex (PHB)"
                                                 : "between PCIe host bridges of one NUMA node (NODE)";
     if (p.numa_guessed) where += " (NUMA locality not in this input: NODE assumed, could be SYS)";
-    std::string rcq = rc_ ? rc_->p2p : "";
+    std::string_view rcq = rc_ ? std::string_view(rc_->p2p) : "";
     if (rcq == "unsupported") {
       add(out, "path-root-complex", Verdict::Blocked, "path " + where + "; " + rcname + " does not forward PCIe peer-to-peer",
           "# put both devices under one PCIe switch");
@@ -245,7 +215,7 @@ class Checker {
       std::string why = "path " + where + ": NCCL leaves GPUDirect RDMA off beyond PXB by default";
       std::string fix = rcq == "good" ? "export NCCL_NET_GDR_LEVEL=PHB   # " + rcname + " forwards P2P well"
                                       : "# root complex of " + rcname + " is not in topology/root_complexes.json: measure with `gdrpeer verify` before export NCCL_NET_GDR_LEVEL=PHB";
-      add(out, "path-root-complex", Verdict::Degraded, why, fix);
+      add(out, "path-root-complex", Verdict::Degraded, std::move(why), std::move(fix));
     } else if (rcq != "good") {
       add(out, "path-root-complex", Verdict::Degraded,
           "path " + where + "; peer-to-peer through the root complex of " + rcname + " is unverified (not in topology/root_complexes.json)",
@@ -371,7 +341,7 @@ class Checker {
       std::string why = "no peer-memory client (nvidia_peermem, nv_peer_mem or MOFED memory_peers) and no dma-buf path (";
       why += new_kernel ? (nvidia ? "needs the open NVIDIA kernel module or gdrpeer" : "needs gdrpeer") : "kernel " + sw.kernel_release + " < 5.12";
       why += ")";
-      add(r.findings, "software-peer-memory", Verdict::Blocked, why,
+      add(r.findings, "software-peer-memory", Verdict::Blocked, std::move(why),
           nvidia ? "modprobe nvidia_peermem" : "modprobe gdrpeer   # or insmod gdrpeer.ko");
     } else if (!peer) {
       add(r.findings, "software-peer-memory", Verdict::Optimal,
@@ -400,8 +370,8 @@ class Checker {
       const PlatformRule& p = k_.platforms[i];
       if (p.applies_to == "integrated-gpu") continue;  // node-wide, see node_platform_rules
       if (p.applies_to == "gpu-nic" && kind == PairKind::GpuGpu) continue;
-      bool any = platform_node_[i] & 1;
-      bool ok = platform_node_[i] & 2;
+      bool any = platform_node_[i].any;
+      bool ok = platform_node_[i].hold;
       if (!p.gpu_families.empty()) {
         any = true;
         ok = ok && fam.family && std::find(p.gpu_families.begin(), p.gpu_families.end(), fam.family->family) != p.gpu_families.end();
@@ -409,7 +379,7 @@ class Checker {
       if (!any || !ok) continue;
       std::string why = p.reason;
       if (!p.gpu_families.empty()) why += fam.provenance();
-      add(r.findings, p.id, platform_verdict(p), why, p.fix);
+      add(r.findings, p.id, platform_verdict(p), std::move(why), p.fix);
     }
     if (t_.cpu.arch == "aarch64" && !grace_ && !(rc_ && rc_->p2p == "good")) {
       add(r.findings, "platform-arm64", Verdict::Unreliable,
@@ -440,7 +410,8 @@ class Checker {
     for (size_t i = 0; i < k_.platforms.size(); ++i) {
       const PlatformRule& p = k_.platforms[i];
       if (p.applies_to != "integrated-gpu" || skipped(p.id)) continue;
-      if (platform_node_[i] != 3) continue;  // needs a node field given (bit 0) and all matched (bit 1)
+      bool any = false;
+      if (!platform_matches(p, any) || !any) continue;  // needs a node field given, and all of them matched
       std::string plat = t_.dmi_vendor;
       if (!t_.dmi_product.empty()) plat += (plat.empty() ? "" : " ") + t_.dmi_product;
       const std::string where = "platform " + (plat.empty() ? t_.cpu.model_name : plat);
@@ -460,21 +431,13 @@ class Checker {
   const Topology& t_;
   const Knowledge& k_;
   const CheckOptions& o_;
+  const Report& rep_;
 };
 
 }  // namespace
 
-PathClass Report::path_class(int a, int b) const {
-  const size_t ia = static_cast<size_t>(slot[a]), ib = static_cast<size_t>(slot[b]);
-  signed char& c = classes[ia * labelled + ib];
-  if (c < 0) c = classes[ib * labelled + ia] = static_cast<signed char>(classify(*topo, a, b, *knowledge).cls);
-  return static_cast<PathClass>(c);
-}
-
 Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt) {
   Report rep;
-  rep.topo = &t;
-  rep.knowledge = &k;
   std::vector<int> order(t.devices.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
   std::sort(order.begin(), order.end(), [&](int a, int b) { return t.devices[a].bdf < t.devices[b].bdf; });
@@ -492,36 +455,33 @@ Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt) {
       rep.nvmes.push_back(i);
     }
   }
-  // Rows of the class table: GPUs, NICs, NVMe in that order, so a checked
-  // pair's first device is always the earlier one.
   std::vector<int> labelled = rep.gpus;
   labelled.insert(labelled.end(), rep.nics.begin(), rep.nics.end());
   labelled.insert(labelled.end(), rep.nvmes.begin(), rep.nvmes.end());
-  const size_t m = labelled.size();
-  rep.slot.assign(t.devices.size(), -1);
-  for (size_t i = 0; i < m; ++i) rep.slot[labelled[i]] = static_cast<int>(i);
-  rep.labelled = m;
-  rep.classes.assign(m * m, -1);
-  Checker c(t, k, opt);
-  c.labels_ = rep.labels;
-  c.nics_ = rep.nics;
-  c.rep_ = &rep;
+  PathInfo path;
+  for (size_t i = 0; i < labelled.size(); ++i)
+    for (size_t j = i + 1; j < labelled.size(); ++j) {
+      const int a = labelled[i], b = labelled[j];
+      classify(t, a, b, k, path);
+      rep.classes.emplace(std::minmax(a, b), path.cls);
+    }
+  Checker c(t, k, opt, rep);
   const bool nvswitch_on_bus = opt.gpu_gpu && rep.gpus.size() > 1 && t.nvlinks.empty() && nvswitch_on_pci_bus(t);
   auto run = [&](int a, int b, PairKind kind) {
     PairResult r;
     r.a = a;
     r.b = b;
-    r.findings.reserve(4);  // most pairs get 1-3 findings: one allocation, no regrowth
     r.path = classify(t, a, b, k);
     if (kind == PairKind::GpuGpu) r.nvlink = nvlink_between(t, a, b, nvswitch_on_bus);
-    const size_t ia = static_cast<size_t>(rep.slot[a]), ib = static_cast<size_t>(rep.slot[b]);
-    rep.classes[ia * m + ib] = rep.classes[ib * m + ia] = static_cast<signed char>(r.path.cls);
     r.label_a = rep.labels[a];
     r.label_b = rep.labels[b];
     c.pair(r, kind);
     rep.worst = std::max(rep.worst, r.verdict);
     rep.pairs.push_back(std::move(r));
   };
+  const size_t gpus = rep.gpus.size();
+  rep.pairs.reserve((opt.gpu_nic ? gpus * rep.nics.size() : 0) + (opt.gpu_gpu && gpus > 1 ? gpus * (gpus - 1) / 2 : 0) +
+                    (opt.gpu_nvme ? gpus * rep.nvmes.size() : 0));
   for (size_t i = 0; i < rep.gpus.size(); ++i) {
     if (opt.gpu_nic)
       for (int n : rep.nics) run(rep.gpus[i], n, PairKind::GpuNic);

@@ -2,12 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
-#include <cstdint>
-#include <cstring>
-#if defined(__SSE2__)
-#include <emmintrin.h>  // part of every x86-64 CPU; other targets take the portable loops
-#endif
 
 #include "gdrpeer/topo/errors.hpp"
 #include "hex.hpp"
@@ -15,79 +9,22 @@
 namespace gdrpeer::topo::detail {
 
 namespace {
-// Byte classes, one table lookup per byte: the reader walks every byte of
-// 250 KiB hwloc files, so branches per character matter.
-constexpr unsigned char kName = 1, kWs = 2;
-constexpr auto kClass = [] {
-  std::array<unsigned char, 256> t{};
-  for (int c = 'a'; c <= 'z'; ++c) t[c] = kName;
-  for (int c = 'A'; c <= 'Z'; ++c) t[c] = kName;
-  for (int c = '0'; c <= '9'; ++c) t[c] = kName;
-  for (char c : {'_', '-', '.', ':'}) t[static_cast<unsigned char>(c)] = kName;
-  for (char c : {' ', '\t', '\n', '\r'}) t[static_cast<unsigned char>(c)] = kWs;
+// Characters of element and attribute names, by byte value: one lookup per byte
+// of every name in a file of thousands of elements.
+constexpr auto kNameChar = [] {
+  std::array<bool, 256> t{};
+  for (int c = 'a'; c <= 'z'; ++c) t[c] = true;
+  for (int c = 'A'; c <= 'Z'; ++c) t[c] = true;
+  for (int c = '0'; c <= '9'; ++c) t[c] = true;
+  for (char c : {'_', '-', '.', ':'}) t[static_cast<unsigned char>(c)] = true;
   return t;
 }();
-inline bool is_name_char(char c) { return kClass[static_cast<unsigned char>(c)] & kName; }
-inline bool is_ws(char c) { return kClass[static_cast<unsigned char>(c)] & kWs; }
+bool is_name_char(char c) { return kNameChar[static_cast<unsigned char>(c)]; }
+bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
-// The two scans that see most bytes of an hwloc file (attribute names, and values:
-// cpusets and nodesets are most of the file) look at 16 bytes per step where the
-// CPU has SSE2, and byte by byte only in the last 15 bytes of the input.
-
-// First index in [p, n) that is not a name character, n if none.
-inline size_t name_end(const char* d, size_t p, size_t n) {
-#if defined(__SSE2__)
-  const __m128i lower = _mm_set1_epi8(0x20), a = _mm_set1_epi8('a'), z_a = _mm_set1_epi8('z' - 'a');
-  const __m128i dash = _mm_set1_epi8('-'), colon_dash = _mm_set1_epi8(':' - '-'), slash = _mm_set1_epi8('/');
-  const __m128i under = _mm_set1_epi8('_');
-  while (p + 16 <= n) {
-    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(d + p));
-    // Letters: x | 0x20 in 'a'..'z' (unsigned range test as min(t, hi) == t).
-    const __m128i tl = _mm_sub_epi8(_mm_or_si128(x, lower), a);
-    const __m128i letter = _mm_cmpeq_epi8(_mm_min_epu8(tl, z_a), tl);
-    // '-' '.' '0'..'9' ':' are the range '-'..':' without '/'.
-    const __m128i tp = _mm_sub_epi8(x, dash);
-    const __m128i punct = _mm_andnot_si128(_mm_cmpeq_epi8(x, slash), _mm_cmpeq_epi8(_mm_min_epu8(tp, colon_dash), tp));
-    const __m128i ok = _mm_or_si128(_mm_or_si128(letter, punct), _mm_cmpeq_epi8(x, under));
-    const unsigned bits = static_cast<unsigned>(_mm_movemask_epi8(ok));
-    if (bits != 0xffff) return p + static_cast<size_t>(std::countr_one(bits));
-    p += 16;
-  }
-#endif
-  while (p < n && is_name_char(d[p])) ++p;
-  return p;
-}
-
-#if !defined(__SSE2__)
-// Whether any byte of x equals c (the classic SWAR zero-byte test).
-inline bool has_byte(uint64_t x, unsigned char c) {
-  const uint64_t ones = 0x0101010101010101ull, v = x ^ (ones * c);
-  return ((v - ones) & ~v & (ones << 7)) != 0;
-}
-#endif
-
-// First index in [p, n) holding a, b or c; n if none.
-inline size_t find_any3(const char* d, size_t p, size_t n, char a, char b, char c) {
-#if defined(__SSE2__)
-  const __m128i va = _mm_set1_epi8(a), vb = _mm_set1_epi8(b), vc = _mm_set1_epi8(c);
-  while (p + 16 <= n) {
-    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(d + p));
-    const __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, va), _mm_cmpeq_epi8(x, vb)), _mm_cmpeq_epi8(x, vc));
-    const unsigned bits = static_cast<unsigned>(_mm_movemask_epi8(hit));
-    if (bits) return p + static_cast<size_t>(std::countr_zero(bits));
-    p += 16;
-  }
-#else
-  while (p + 8 <= n) {
-    uint64_t x;
-    std::memcpy(&x, d + p, 8);
-    if (has_byte(x, static_cast<unsigned char>(a)) || has_byte(x, static_cast<unsigned char>(b)) ||
-        has_byte(x, static_cast<unsigned char>(c)))
-      break;
-    p += 8;
-  }
-#endif
-  while (p < n && d[p] != a && d[p] != b && d[p] != c) ++p;
+// First index at or after p that is not a name character, s.size() if none.
+size_t name_end(std::string_view s, size_t p) {
+  while (p < s.size() && is_name_char(s[p])) ++p;
   return p;
 }
 }  // namespace
@@ -106,16 +43,11 @@ void XmlReader::skip_ws() {
 }
 
 bool XmlReader::attr(std::string_view name, std::string_view& out) const {
-  for (const auto& [k, v] : attrs_) {
-    // Attribute names are never empty, so k[0] exists when the sizes are equal.
-    if (k.size() != name.size() || k[0] != name[0]) continue;
-    size_t i = 1;  // names are short: a loop, not a call to memcmp
-    while (i < k.size() && k[i] == name[i]) ++i;
-    if (i == k.size()) {
+  for (const auto& [k, v] : attrs_)
+    if (k == name) {
       out = v;
       return true;
     }
-  }
   out = {};
   return false;
 }
@@ -142,14 +74,13 @@ XmlReader::Event XmlReader::next() {
   }
   for (;;) {
     // Skip text up to the next markup.
-    const void* lt = pos_ < s_.size() ? std::memchr(s_.data() + pos_, '<', s_.size() - pos_) : nullptr;
-    if (!lt) {
+    const size_t start = s_.find('<', pos_);
+    if (start == std::string_view::npos) {
       if (!stack_.empty())
         fail_at(s_.size(), "unexpected end of file: expected </" + std::string(stack_.back()) + ">");
       if (!seen_root_) fail_at(s_.size(), "expected an XML element, found none");
       return Event::Eof;
     }
-    size_t start = static_cast<size_t>(static_cast<const char*>(lt) - s_.data());
     if (stack_.empty() && seen_root_) {
       // Only comments/whitespace may follow the root element.
       for (size_t i = pos_; i < start; ++i)
@@ -179,9 +110,8 @@ XmlReader::Event XmlReader::next() {
       continue;
     }
     if (second == '/') {
-      size_t p = pos_ + 2;
-      size_t b = p;
-      p = name_end(s_.data(), p, s_.size());
+      const size_t b = pos_ + 2;
+      size_t p = name_end(s_, b);
       std::string_view name = s_.substr(b, p - b);
       while (p < s_.size() && is_ws(s_[p])) ++p;
       if (p >= s_.size() || s_[p] != '>') fail_at(pos_, "expected > to close </" + std::string(name));
@@ -195,77 +125,53 @@ XmlReader::Event XmlReader::next() {
     }
     // Start tag.
     if (stack_.empty() && seen_root_) fail_at(pos_, "expected end of document, found a second root element");
-    // Locals, not members: the stores into attrs_ would make the compiler reload s_.
-    const char* const d = s_.data();
-    const size_t n = s_.size();
-    size_t p = pos_ + 1;
-    size_t b = p;
-    p = name_end(d, p, n);
+    const size_t b = pos_ + 1;
+    size_t p = name_end(s_, b);
     if (p == b) fail_at(pos_, "expected an element name after <");
-    tag_ = std::string_view(d + b, p - b);
+    tag_ = s_.substr(b, p - b);
     attrs_.clear();
     for (;;) {
-      size_t ws = p;
-      // One space before the next attribute is what hwloc and NCCL write.
-      if (p + 1 < n && d[p] == ' ' && !is_ws(d[p + 1])) ++p;
-      else
-        while (p < n && is_ws(d[p])) ++p;
-      if (p >= n) fail_at(pos_, "unexpected end of file inside <" + std::string(tag_) + ">");
-      char c = d[p];
-      if (c == '>') {
-        ++p;
+      const size_t ws = p;
+      while (p < s_.size() && is_ws(s_[p])) ++p;
+      if (p >= s_.size()) fail_at(pos_, "unexpected end of file inside <" + std::string(tag_) + ">");
+      if (s_[p] == '>') {
         stack_.push_back(tag_);
         seen_root_ = true;
-        pos_ = p;
+        pos_ = p + 1;
         return Event::Start;
       }
-      if (c == '/') {
-        if (p + 1 >= n || d[p + 1] != '>') fail_at(p, "expected /> in <" + std::string(tag_) + ">");
-        p += 2;
+      if (s_[p] == '/') {
+        if (p + 1 >= s_.size() || s_[p + 1] != '>') fail_at(p, "expected /> in <" + std::string(tag_) + ">");
         stack_.push_back(tag_);
         pending_end_ = true;
         seen_root_ = true;
-        pos_ = p;
+        pos_ = p + 2;
         return Event::Start;
       }
       if (ws == p) fail_at(p, "expected whitespace before attribute in <" + std::string(tag_) + ">");
-      size_t nb = p;
-      p = name_end(d, p, n);
+      const size_t nb = p;
+      p = name_end(s_, p);
       if (p == nb) fail_at(p, "expected an attribute name in <" + std::string(tag_) + ">");
-      std::string_view an(d + nb, p - nb);
-      char q;
-      if (p + 1 < n && d[p] == '=' && d[p + 1] == '"') {  // name="value": what hwloc and NCCL write
-        q = '"';
-        p += 2;
-      } else {
-        while (p < n && is_ws(d[p])) ++p;
-        if (p >= n || d[p] != '=') fail_at(p, "expected = after attribute " + std::string(an));
-        ++p;
-        while (p < n && is_ws(d[p])) ++p;
-        if (p >= n || (d[p] != '"' && d[p] != '\''))
-          fail_at(p, "expected a quoted value for attribute " + std::string(an));
-        q = d[p++];
-      }
-      size_t vb = p;
-      // Stops at the closing quote, noting on the way bytes that need a closer look.
-      bool has_lt = false, has_amp = false;
-      for (;;) {
-        p = find_any3(d, p, n, q, '<', '&');
-        if (p >= n || d[p] == q) break;
-        if (d[p] == '<') has_lt = true;
-        else has_amp = true;
-        ++p;
-      }
-      if (p >= n) fail_at(vb, "unterminated value of attribute " + std::string(an));
-      std::string_view v(d + vb, p - vb);
-      if (has_lt) fail_at(vb, "'<' inside the value of attribute " + std::string(an));
-      if (has_amp) {
+      const std::string_view an = s_.substr(nb, p - nb);
+      while (p < s_.size() && is_ws(s_[p])) ++p;
+      if (p >= s_.size() || s_[p] != '=') fail_at(p, "expected = after attribute " + std::string(an));
+      ++p;
+      while (p < s_.size() && is_ws(s_[p])) ++p;
+      if (p >= s_.size() || (s_[p] != '"' && s_[p] != '\''))
+        fail_at(p, "expected a quoted value for attribute " + std::string(an));
+      const char quote = s_[p++];
+      const size_t vb = p;
+      const size_t ve = s_.find(quote, vb);
+      if (ve == std::string_view::npos) fail_at(vb, "unterminated value of attribute " + std::string(an));
+      const std::string_view v = s_.substr(vb, ve - vb);
+      if (v.find('<') != std::string_view::npos) fail_at(vb, "'<' inside the value of attribute " + std::string(an));
+      if (v.find('&') != std::string_view::npos) {
         tag_pos_ = vb;
         (void)xml_decode(v, *this);  // reject malformed entities where they are
         tag_pos_ = start;
       }
       attrs_.emplace_back(an, v);
-      ++p;
+      p = ve + 1;
     }
   }
 }

@@ -1,6 +1,6 @@
-// Unit tests of the pieces that keep `gdrpeer check` fast (docs/benchmarks.md):
-// the rule-data JSON reader, whole-file input reading, and the class table a
-// report computes once. Each is checked against the slower, obvious way.
+// Unit tests of the readers under the parsers: the rule-data JSON reader (against
+// nlohmann), whole-file input reading, config space read on demand, the hwloc
+// reader's duplicate addresses, and the class table a report holds.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -95,9 +95,8 @@ TEST(JsonData, ReadsEveryValueKind) {
   EXPECT_EQ(v.find("s")->find("s"), nullptr);  // not an object
 }
 
-// Numbers take two paths (integers computed by hand, the rest through strtod_l):
-// both must give what nlohmann (correctly rounded, like from_chars) gives.
-TEST(JsonData, NumbersEqualNlohmannOnBothPaths) {
+// Numbers must read as nlohmann (correctly rounded, like from_chars) reads them.
+TEST(JsonData, NumbersEqualNlohmann) {
   for (const char* n : {"0", "-0", "7", "-42", "256", "999999999999999", "-999999999999999", "1234567890123456789",
                         "9007199254740993", "0.1", "-2.5", "1e3", "1E-3", "6.02214076e23", "-1.7976931348623157e308",
                         "4.9e-324", "2.2250738585072014e-308", "0.30000000000000004", "123456789012345678901234567890"}) {
@@ -412,10 +411,9 @@ TEST(ConfigSpace, OnDemandReadsEqualWholeFileReads) {
   EXPECT_GE(ats, 1u);
 }
 
-// ---- hwloc and rule-data fast paths ------------------------------------------------
+// ---- hwloc and rule-data ids ------------------------------------------------
 
-// Hex ids in the rule data: plain 1-4 digit ids are read directly, anything else
-// as strtoul reads it (sign, 0x, leading space), so both kinds load as before.
+// Hex ids in the rule data read as strtoul reads them (sign, 0x, leading space).
 TEST_F(BrokenData, HexIdsReadAsStrtoulReadsThem) {
   const std::string dev = slurp(kData + "/devices.json");
   const std::string shipped = R"("gpu_vendors": ["10de", "1002", "8086"])";
@@ -445,9 +443,8 @@ std::string hwloc_doc(const std::vector<std::string>& pcidevs) {
   return x + "  </object>\n </object>\n</topology>\n";
 }
 
-// The duplicate-address check (numeric keys of the normalized address) finds the
-// same duplicates as comparing the strings did, and names the second object's line.
-TEST(HwlocFastPaths, DuplicateAddressesAsBefore) {
+// The duplicate-address check compares normalized addresses, and names the second object's line.
+TEST(HwlocReader, DuplicateAddresses) {
   // A second object with one address is read with a note (as hwloc loads it with a warning).
   auto note_of = [](const std::vector<std::string>& devs) -> std::string {
     std::string notes;
@@ -463,26 +460,6 @@ TEST(HwlocFastPaths, DuplicateAddressesAsBefore) {
   EXPECT_NE(e.find("duplicate PCI device 0000:10:1c.0"), std::string::npos) << e;
   e = note_of({R"(pci_busid="0001a:10:00.0")", R"(pci_busid="001a:10:00.0")"});  // one domain, 5 and 4 digits
   EXPECT_NE(e.find("duplicate PCI device"), std::string::npos) << e;
-}
-
-// pci_link_speed is read without atof where it is plain digits and one '.', and
-// must give the very double atof gives, there and everywhere else.
-TEST(HwlocFastPaths, LinkSpeedsEqualAtof) {
-  const std::vector<std::string> speeds = {"0.000000", "15.753846", "31.507692", "63.015385", "3.938462", "0.250000",
-                                           "8", "2.5", ".5", "5.", "123456789012345", "1234567890123456789", "0.1",
-                                           "1e1", " 8.0", "abc", "", "-1.5", "1.2.3", "99999.999999999"};
-  std::vector<std::string> devs;
-  for (size_t i = 0; i < speeds.size(); ++i) {
-    char busid[32];
-    std::snprintf(busid, sizeof busid, "0000:10:%02zx.0", i);
-    devs.push_back(std::string("pci_busid=\"") + busid + "\" pci_link_speed=\"" + speeds[i] + "\"");
-  }
-  Topology t = parse_hwloc_xml(hwloc_doc(devs), "t.xml");
-  ASSERT_EQ(t.devices.size(), speeds.size());
-  for (size_t i = 0; i < speeds.size(); ++i) {
-    const double want = std::atof(speeds[i].c_str());
-    EXPECT_EQ(std::memcmp(&t.devices[i].link_gbps, &want, sizeof want), 0) << '"' << speeds[i] << "\" -> " << t.devices[i].link_gbps;
-  }
 }
 
 }  // namespace

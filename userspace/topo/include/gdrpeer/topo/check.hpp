@@ -2,8 +2,11 @@
 // default) and the rules that turn a model into verdicts with fixes.
 #pragma once
 
+#include <algorithm>
+#include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gdrpeer/topo/knowledge.hpp"
@@ -40,6 +43,9 @@ struct NvLinkPath {
 };
 
 PathInfo classify(const Topology& t, int a, int b, const Knowledge& k);
+// The same into `p`, whose ports vectors' memory is reused: check() classifies
+// every pair of labelled devices for the class table.
+void classify(const Topology& t, int a, int b, const Knowledge& k, PathInfo& p);
 // nvswitch_on_bus: nvswitch_on_pci_bus(t), computed once per node.
 bool nvswitch_on_pci_bus(const Topology& t);
 NvLinkPath nvlink_between(const Topology& t, int a, int b, bool nvswitch_on_bus);
@@ -72,34 +78,31 @@ struct CheckOptions {
   std::set<std::string> skip;  // rule ids (or "software", "platform", "link" groups)
 };
 
+// What check() found for one node. The device indices refer to the Topology it
+// was given, which the renderers take beside it.
 struct Report {
-  const Topology* topo = nullptr;
-  const Knowledge* knowledge = nullptr;
   std::vector<int> gpus, nics, nvmes;  // device indices, BDF order
   std::vector<std::string> labels;     // per device index: "GPU0", "NIC1", "" otherwise
   std::vector<PairResult> pairs;
   std::vector<Finding> node_findings;  // node-wide remarks (severity Optimal = note)
   Verdict worst = Verdict::Optimal;
   bool virtual_machine = false;  // hypervisor flag, cloud DMI, provider file or emulated PCI functions
+  // Path class between every two labelled devices (GPUs, NICs, NVMe drives), keyed
+  // by the pair's device indices, lower first.
+  std::map<std::pair<int, int>, PathClass> classes;
   int exit_code() const;  // 0 optimal, 1 degraded/unreliable, 2 blocked
-  // Path class between two labelled devices (GPU, NIC, NVMe; a != b). Each
-  // pair is classified once: check() fills the table for the pairs it checks,
-  // the rest (NIC-NIC cells of the matrix) on first use. Fleet mode prints no
-  // matrix and so never classifies those.
-  PathClass path_class(int a, int b) const;
-  std::vector<int> slot;                     // per device index: row in `classes`, -1 if unlabelled
-  mutable std::vector<signed char> classes;  // labelled x labelled, row-major; -1 not classified yet
-  size_t labelled = 0;                       // number of labelled devices (rows)
+  // Path class between two labelled devices (a != b), in either order.
+  PathClass path_class(int a, int b) const { return classes.at(std::minmax(a, b)); }
 };
 
 Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt);
 
 // Outputs.
-std::string render_matrix(const Report& r, bool include_nvme);
-std::string render_json(const Report& r);
-std::string render_dot(const Report& r);
+std::string render_matrix(const Topology& t, const Report& r, bool include_nvme);
+std::string render_json(const Topology& t, const Report& r);
+std::string render_dot(const Topology& t, const Report& r);
 std::string render_tree(const Topology& t, bool roles_only);
 // One line for fleet mode: "<source>: <worst> (<counts>) exit N".
-std::string render_summary_line(const Report& r);
+std::string render_summary_line(const Topology& t, const Report& r);
 
 }  // namespace gdrpeer::topo

@@ -1,6 +1,6 @@
-// Ask the CUDA driver (dlopen'ed libcuda.so.1, never linked) whether each GPU
-// supports GPUDirect RDMA and dma-buf. Live mode only; a node without CUDA
-// gets cuda_error set and nothing else.
+// Ask the CUDA driver (libcuda.so.1, loaded at run time through gdrpeer/dynload)
+// whether each GPU supports GPUDirect RDMA and dma-buf. Live mode only; a node
+// without CUDA gets cuda_error set and nothing else. `library` overrides the soname.
 #pragma once
 
 #include <string>
@@ -9,11 +9,11 @@
 
 namespace gdrpeer::topo {
 
-void probe_cuda(Software& sw);
-// Ask NVML (dlopen'ed libnvidia-ml.so.1) for each GPU's active NVLinks and where they
-// lead (another GPU or an NVSwitch): adds them to t.nvlinks. Live mode, with --cuda.
-// Returns "" or why NVML could not be asked (the caller notes it).
-std::string probe_nvlink(Topology& t);
+void probe_cuda(Software& sw, const char* library = "libcuda.so.1");
+// Ask NVML (libnvidia-ml.so.1, or `library`) for each GPU's active NVLinks and where
+// they lead (another GPU or an NVSwitch): adds them to t.nvlinks. Live mode, with
+// --cuda. Returns "" or why NVML could not be asked (the caller notes it).
+std::string probe_nvlink(Topology& t, const char* library = "libnvidia-ml.so.1");
 // The probe's answers as the text file a snapshot carries ("gdrpeer-snapshot/cuda-probe").
 std::string cuda_probe_text(const Software& sw);
 // Parse that text back (used by the sysfs parser for snapshots).

@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "gdrpeer/topo/model.hpp"
 #include "gdrpeer/topo/source.hpp"
@@ -24,11 +25,14 @@ struct TextInput {
 };
 Topology parse_lspci(const std::vector<TextInput>& inputs);
 
-// hwloc XML (lstopo --of xml, hwloc 2.x).
-Topology parse_hwloc_xml(std::string_view text, const std::string& name);
+// hwloc XML (lstopo --of xml, hwloc 2.x). `storage`: an emptied device vector
+// whose memory the result's devices go into (fleet mode passes the previous
+// node's, so that thousands of dumps do not each grow a vector of ~150 devices).
+Topology parse_hwloc_xml(std::string_view text, const std::string& name, std::vector<Device> storage = {});
 
-// NCCL topology XML (NCCL_TOPO_DUMP_FILE output and NCCL_TOPO_FILE inputs).
-Topology parse_nccl_xml(std::string_view text, const std::string& name);
+// NCCL topology XML (NCCL_TOPO_DUMP_FILE output and NCCL_TOPO_FILE inputs);
+// `storage` as for parse_hwloc_xml.
+Topology parse_nccl_xml(std::string_view text, const std::string& name, std::vector<Device> storage = {});
 
 enum class InputFormat { Unknown, SysfsDir, SnapshotTar, Lspci, HwlocXml, NcclXml, Bzip2 };
 // Guess the format of a file's contents (a directory is SysfsDir, decided by the caller).

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
-#include "engine.hpp"
+#include "gdrpeer/verify/engine.hpp"
 
 namespace gdrpeer::verify {
 

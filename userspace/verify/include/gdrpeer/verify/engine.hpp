@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "memory_source.hpp"
-#include "rdma.hpp"
-#include "verify_types.hpp"
+#include "gdrpeer/verify/memory_source.hpp"
+#include "gdrpeer/verify/rdma.hpp"
+#include "gdrpeer/verify/verify_types.hpp"
 
 namespace gdrpeer::verify {
 

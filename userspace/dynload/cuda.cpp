@@ -1,11 +1,10 @@
-#include "cuda_driver.hpp"
+#include "gdrpeer/dynload/cuda.hpp"
 
 #include <dlfcn.h>
 
-#include "dl_loader.hpp"
+#include "gdrpeer/dynload/dl.hpp"
 
-
-namespace gdrpeer::verify::cuda {
+namespace gdrpeer::cuda {
 
 std::string Api::error_text(CUresult r) const {
   const char* name = nullptr;
@@ -42,6 +41,7 @@ Loaded load_now(const char* library) {
   bind(lib, a.cuDeviceGet, "cuDeviceGet", true, &missing);
   bind(lib, a.cuDeviceGetName, "cuDeviceGetName", true, &missing);
   bind(lib, a.cuDeviceGetAttribute, "cuDeviceGetAttribute", true, &missing);
+  bind(lib, a.cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId", true, &missing);
   bind(lib, a.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", true, &missing);
   bind(lib, a.cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", true, &missing);
   bind(lib, a.cuCtxSetCurrent, "cuCtxSetCurrent", true, &missing);
@@ -78,4 +78,4 @@ const Api* load(std::string* why, const char* library) {
   return dl::cached_load<Api>(why, library, load_now);
 }
 
-}  // namespace gdrpeer::verify::cuda
+}  // namespace gdrpeer::cuda

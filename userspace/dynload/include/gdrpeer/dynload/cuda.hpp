@@ -1,4 +1,5 @@
-// The CUDA driver API, loaded at run time with dlopen("libcuda.so.1").
+// The CUDA driver API, loaded at run time with dlopen("libcuda.so.1"): for
+// `gdrpeer check --cuda` (topo/src/cuda_probe.cpp) and `gdrpeer verify`.
 //
 // gdrpeer has no build-time dependency on CUDA: the few types, enum values and
 // entry points used here are declared from NVIDIA's public CUDA Driver API
@@ -10,7 +11,7 @@
 #include <cstdint>
 #include <string>
 
-namespace gdrpeer::verify::cuda {
+namespace gdrpeer::cuda {
 
 using CUresult = int;
 using CUdevice = int;
@@ -78,6 +79,7 @@ struct Api {
   CUresult (*cuDeviceGet)(CUdevice*, int) = nullptr;
   CUresult (*cuDeviceGetName)(char*, int, CUdevice) = nullptr;
   CUresult (*cuDeviceGetAttribute)(int*, int, CUdevice) = nullptr;
+  CUresult (*cuDeviceGetPCIBusId)(char*, int, CUdevice) = nullptr;
   CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice) = nullptr;
   CUresult (*cuDevicePrimaryCtxRelease)(CUdevice) = nullptr;  // _v2
   CUresult (*cuCtxSetCurrent)(CUcontext) = nullptr;
@@ -114,4 +116,4 @@ struct Api {
 // (tests use it to point at a library that does not exist).
 const Api* load(std::string* why, const char* library = "libcuda.so.1");
 
-}  // namespace gdrpeer::verify::cuda
+}  // namespace gdrpeer::cuda

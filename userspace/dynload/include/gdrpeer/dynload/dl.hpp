@@ -1,6 +1,6 @@
-// Shared by the libraries verify loads at run time (libcuda, libibverbs): binding symbols
-// with dlsym and keeping one load per library name for the life of the process (neither
-// library is ever unloaded: CUDA contexts and verbs providers live until exit).
+// Shared by the libraries gdrpeer loads at run time (libcuda, libnvidia-ml, libibverbs): binding symbols
+// with dlsym and keeping one load per library name for the life of the process (none is
+// ever unloaded: CUDA contexts, NVML and verbs providers live until exit).
 #pragma once
 
 #include <dlfcn.h>
@@ -9,7 +9,7 @@
 #include <mutex>
 #include <string>
 
-namespace gdrpeer::verify::dl {
+namespace gdrpeer::dl {
 
 // fn = symbol from lib; a missing required symbol is appended to *missing ("a, b").
 template <typename Fn>
@@ -43,4 +43,4 @@ const Api* cached_load(std::string* why, const char* library, Loaded<Api> (*load
   return &it->second.api;
 }
 
-}  // namespace gdrpeer::verify::dl
+}  // namespace gdrpeer::dl

@@ -1,0 +1,50 @@
+// The readers parse_sysfs() is made of, one per source of facts in a sysfs
+// tree: PCI functions, IOMMU groups, RDMA devices, the software stack, the
+// platform's name (DMI or device tree) and the CPUs with their NUMA nodes.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gdrpeer/topo/model.hpp"
+#include "gdrpeer/topo/source.hpp"
+
+namespace gdrpeer::topo::sysfs {
+
+// Without leading blanks and trailing blanks or line ends.
+std::string trimmed(std::string s);
+// The last component of a path.
+std::string basename_of(const std::string& p);
+
+// A set of CPUs, indexed by CPU number.
+using CpuSet = std::vector<bool>;
+
+// What the PCI reader leaves for the readers after it, per device index.
+struct PciFunctions {
+  std::vector<std::string> dirs;        // sysfs directory of each function
+  std::map<size_t, CpuSet> local_cpus;  // local CPUs of functions without a numa_node file
+};
+
+// /sys/bus/pci/devices/*: ids, class, NUMA node, links, BARs, config space,
+// driver and the PCI hierarchy. Throws MissingInput without that directory.
+PciFunctions read_pci_functions(FileSource& fs, const std::string& name, Topology& t);
+// Each function's IOMMU group and its type; the node-wide IOMMU mode.
+void read_iommu(FileSource& fs, const std::vector<std::string>& dirs, Topology& t);
+// /sys/class/infiniband: the RDMA device name of each PCI function.
+void read_rdma(FileSource& fs, Topology& t);
+// Kernel command line and release, loaded modules, the NVIDIA driver, MOFED
+// peer-memory clients, and the CUDA probe's answers a snapshot carries.
+void read_software(FileSource& fs, Software& sw);
+// The platform's vendor and product from DMI, or the device tree's model.
+void read_platform(FileSource& fs, Topology& t);
+// NUMA nodes (and, for functions without numa_node, their node from their local
+// CPUs) and the CPU's identity from /proc/cpuinfo.
+void read_cpus(FileSource& fs, const std::map<size_t, CpuSet>& local_cpus, Topology& t);
+
+// A cpulist ("0-23,48-71") or a cpumask ("ffffff,00000000", 32-bit words, most
+// significant first), as sysfs writes them; empty when malformed.
+CpuSet parse_cpulist(const std::string& s);
+CpuSet parse_cpumask(const std::string& s);
+
+}  // namespace gdrpeer::topo::sysfs
