@@ -22,14 +22,4 @@ struct dma_buf *gdrpeer_dmabuf_export(struct gdrpeer_region *r, u64 offset,
 /* Memory of @r is gone: revoke every dma-buf exported from it (sleeps). */
 void gdrpeer_dmabuf_revoke_region(struct gdrpeer_region *r);
 
-/*
- * sg table (DMA fields only, no struct pages) for [offset, offset + len)
- * of memory mapped as @npages pages of @page_size bytes at @addrs:
- * adjacent pages whose addresses follow each other share an entry, and
- * no entry is longer than @max_seg (a multiple of PAGE_SIZE).
- */
-struct sg_table *gdrpeer_sg_from_pages(const u64 *addrs, u32 npages,
-				       u64 page_size, u64 offset, u64 len,
-				       u64 max_seg);
-
 #endif /* GDRPEER_EXPORTER_H */
