@@ -698,9 +698,14 @@ static struct dma_buf *nvp_export_va(struct gdrpeer_export_va *e)
 	init_waitqueue_head(&pin->unmap_wq);
 	pin->va = e->va;
 	pin->state = NVP_PINNED;
-	/* before get_pages: its free callback may revoke the region at once */
+	/*
+	 * Before get_pages: its free callback may revoke the region at once,
+	 * and revocation counts in the region's gauges.
+	 */
 	gdrpeer_region_init(&pin->region, e->length,
 			    GDRPEER_REVOCABLE_ANY_TIME);
+	pin->region.ops = &nvp_region_ops;
+	pin->region.cnt = &nvp_cnt;
 
 	/* persistent by default where the driver has it */
 	ret = -EOPNOTSUPP;
@@ -724,8 +729,6 @@ static struct dma_buf *nvp_export_va(struct gdrpeer_export_va *e)
 	/* from here on nvp_release() undoes everything */
 	if (pin->persistent)
 		pin->region.revocable = GDRPEER_REVOCABLE_WITH_DEVICE;
-	pin->region.ops = &nvp_region_ops;
-	pin->region.cnt = &nvp_cnt;
 	atomic64_inc(&nvp_cnt.allocations);
 	atomic64_add(e->length, &nvp_cnt.alloc_bytes);
 	atomic64_inc(pin->persistent ? &nvp_pins_persistent :
