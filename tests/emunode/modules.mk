@@ -36,6 +36,12 @@ endef
 symvers = awk -F '\t' -v OFS='\t' '$$2 ~ /^nvidia_p2p_/ { sub(/[^\/]*$$/, "$(1)", $$3); \
 	$$4 = "EXPORT_SYMBOL"; if (!seen[$$2]++) print }' $(MODOUT)/selftests/kmod/Module.symvers
 
+# binutils' nm; the sid toolchain chroot has only the target-prefixed one
+NM := $(or $(shell command -v nm),$(shell command -v x86_64-linux-gnu-nm),nm)
+
+# Each stand-in's .ko is put next to its Module.symvers, where a DKMS build of the NVIDIA driver
+# has it: newer kernels (7.x) write only the module's name into Module.symvers, and
+# driver/Makefile reads the exporter's licence from the .ko it finds there.
 # gdrpeer-linked.ko: gdrpeer.ko built the way DKMS builds it after the NVIDIA driver, linked
 # against the exports of the stand-in gdrpeer_nvstub.ko (EXPORT_SYMBOL, licence GPL, like
 # NVIDIA's open kernel modules) instead of finding them with symbol_get().
@@ -43,6 +49,7 @@ linked-build:
 	rm -rf $(MODOUT)/nvstub && mkdir -p $(MODOUT)/nvstub
 	$(call symvers,gdrpeer_nvstub) > $(MODOUT)/nvstub/Module.symvers
 	test -s $(MODOUT)/nvstub/Module.symvers
+	cp $(MODOUT)/selftests/kmod/gdrpeer_nvstub.ko $(MODOUT)/nvstub/
 	$(call variant,linked,NVIDIA_SYMVERS=$(MODOUT)/nvstub/Module.symvers)
 
 # gdrpeer-autoprop.ko: NVIDIA_SYMVERS=auto finding the Module.symvers of gdrpeer_nvstub_prop.ko
@@ -55,6 +62,7 @@ prop-build:
 	rm -rf $(MODOUT)/nvprop && mkdir -p $(MODOUT)/nvprop/dkms
 	$(call symvers,gdrpeer_nvstub_prop) > $(MODOUT)/nvprop/dkms/Module.symvers
 	test -s $(MODOUT)/nvprop/dkms/Module.symvers
+	cp $(MODOUT)/selftests/kmod/gdrpeer_nvstub_prop.ko $(MODOUT)/nvprop/dkms/
 	$(call variant,autoprop,NVIDIA_SYMVERS=auto NVIDIA_SYMVERS_SEARCH='$(MODOUT)/nvprop/*/Module.symvers')
 	rm -rf $(MODOUT)/proplinked && mkdir -p $(MODOUT)/proplinked
 	cp -r $(MODOUT)/driver $(MODOUT)/uapi $(MODOUT)/proplinked/
@@ -64,7 +72,7 @@ prop-build:
 	$(MAKE) -C $(KDIR) M=$(MODOUT)/proplinked/driver NVIDIA_SYMVERS=$(MODOUT)/nvprop/dkms/Module.symvers \
 		KBUILD_EXTRA_SYMBOLS=$(MODOUT)/nvprop/dkms/Module.symvers modules \
 		>> $(MODOUT)/gdrpeer-proplinked.log 2>&1 || { cat $(MODOUT)/gdrpeer-proplinked.log; exit 1; }
-	nm $(MODOUT)/proplinked/driver/gdrpeer.ko | grep -q ' U nvidia_p2p_get_pages$$'
+	$(NM) $(MODOUT)/proplinked/driver/gdrpeer.ko | grep -q ' U nvidia_p2p_get_pages$$'
 	cp $(MODOUT)/proplinked/driver/gdrpeer.ko $(MODOUT)/gdrpeer-proplinked.ko
 
 .PHONY: modules-build linked-build prop-build
