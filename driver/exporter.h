@@ -23,16 +23,6 @@ struct dma_buf *gdrpeer_dmabuf_export(struct gdrpeer_region *r, u64 offset,
 void gdrpeer_dmabuf_revoke_region(struct gdrpeer_region *r);
 
 /*
- * sg table (DMA fields only, no struct pages) for [offset, offset + len)
- * of memory mapped as @npages pages of @page_size bytes at @addrs:
- * adjacent pages whose addresses follow each other share an entry, and
- * no entry is longer than @max_seg (a multiple of PAGE_SIZE).
- */
-struct sg_table *gdrpeer_sg_from_pages(const u64 *addrs, u32 npages,
-				       u64 page_size, u64 offset, u64 len,
-				       u64 max_seg);
-
-/*
  * exporter_peermem.c: gdrpeer as a peer-memory client of OFED's ib_core
  * (ibv_reg_mr of a handle mapping), built when driver/Makefile found
  * OFED's headers; otherwise only its status line says why not.

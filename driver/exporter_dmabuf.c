@@ -5,11 +5,16 @@
  *
  * - attach refuses importers that cannot take memory without struct pages
  *   (attach->peer2peer false).
- * - map_dma_buf maps every physically contiguous range with
- *   dma_map_resource() on the importer's device, so the address goes
- *   through that device's IOMMU domain, in entries of at most the
- *   importer's dma_get_max_seg_size(), each a multiple of PAGE_SIZE.
- *   Regions with ops (nvidia pins) are mapped by their provider.
+ * - Two kinds of dma-buf, each with its own dma_buf_ops, chosen at export:
+ *   plain (a region without ops: BAR ranges that go only with their
+ *   device; map_dma_buf maps each piece with dma_map_resource() on the
+ *   importer's device, so the address goes through that device's IOMMU
+ *   domain; any importer may pin) and provider-mapped (a region with ops:
+ *   nvidia pins, which the provider maps for each importer at attach and
+ *   which a callback pin's owner can revoke at any time; pin checks that).
+ *   Both build their sg table with one helper, gdrpeer_ranges_to_sgt():
+ *   entries of at most the importer's dma_get_max_seg_size(), each a
+ *   multiple of PAGE_SIZE, DMA fields only.
  * - Every region can be revoked (gdrpeer_region_revoke): the device goes,
  *   or NVIDIA frees the memory under a callback pin.  Then attach, map and
  *   mmap fail with -ENODEV, importers are told through move_notify /
@@ -83,47 +88,327 @@ static struct gdrpeer_counters *dmabuf_cnt(struct dma_buf *dmabuf)
 	return gb->region->cnt;
 }
 
-static int gdrpeer_dmabuf_attach(struct dma_buf *dmabuf,
-				 struct dma_buf_attachment *attach)
+/* ---- [offset, offset + size) of a list of ranges -> sg table ---------- */
+
+/*
+ * Walks [offset, offset + size) of ascending @ranges in pieces that end at
+ * range ends and are at most @max_seg bytes long.
+ */
+struct gdrpeer_pieces {
+	const struct gdrpeer_range *range, *end;
+	u64 pos;			/* into *range */
+	u64 left;			/* bytes still to walk */
+	u64 max_seg;
+};
+
+static void gdrpeer_pieces_start(struct gdrpeer_pieces *it,
+				 const struct gdrpeer_range *ranges,
+				 unsigned int nr_ranges, u64 offset, u64 size,
+				 u64 max_seg)
 {
-	struct gdrpeer_dmabuf *gb = dmabuf->priv;
-	struct gdrpeer_region *r = gb->region;
-	struct gdrpeer_attachment *ga;
+	it->range = ranges;
+	it->end = ranges + nr_ranges;
+	while (it->range < it->end && offset >= it->range->len) {
+		offset -= it->range->len;
+		it->range++;
+	}
+	it->pos = offset;
+	it->left = size;
+	it->max_seg = max_seg;
+}
+
+static bool gdrpeer_pieces_next(struct gdrpeer_pieces *it, u64 *addr,
+				u64 *len)
+{
+	while (it->range < it->end && it->pos >= it->range->len) {
+		it->range++;
+		it->pos = 0;
+	}
+	if (!it->left || it->range == it->end)
+		return false;
+	*addr = it->range->phys + it->pos;
+	*len = min3(it->range->len - it->pos, it->left, it->max_seg);
+	it->pos += *len;
+	it->left -= *len;
+	return true;
+}
+
+/* Longest sg entry for @dev: its max segment, page aligned, fits in u32. */
+static u64 gdrpeer_max_seg(struct device *dev)
+{
+	u64 seg = min_t(u64, dma_get_max_seg_size(dev), UINT_MAX);
+
+	seg &= PAGE_MASK;
+	return seg ? seg : PAGE_SIZE;
+}
+
+/* How the addresses of the ranges given to gdrpeer_ranges_to_sgt() are. */
+enum gdrpeer_sg_addrs {
+	/* CPU physical: each entry is mapped with dma_map_resource() */
+	GDRPEER_SG_MAP_PHYS,
+	/* already the importer's DMA addresses (a provider mapped them) */
+	GDRPEER_SG_DMA_ADDRS,
+};
+
+static void gdrpeer_sgt_unmap(struct device *dev, struct sg_table *sgt,
+			      unsigned int n, enum dma_data_direction dir)
+{
+	struct scatterlist *sg;
+	unsigned int i;
+
+	for_each_sg(sgt->sgl, sg, n, i)
+		dma_unmap_resource(dev, sg_dma_address(sg), sg_dma_len(sg),
+				   dir, DMA_ATTR_SKIP_CPU_SYNC);
+}
+
+/*
+ * The sg table of [offset, offset + size) of @ranges for @attach's device,
+ * shaped like the kernel's dma_buf_phys_vec_to_sgt() (7.x), which gdrpeer
+ * cannot use on older kernels: entries split at range ends and at the
+ * importer's max segment (so each is a multiple of PAGE_SIZE), DMA fields
+ * only (page NULL: importers must not touch the CPU side), mapped through
+ * the importer's own IOMMU domain where @addrs says so.  The caller has
+ * checked that the span lies inside the ranges.  Undone with
+ * gdrpeer_sgt_free() with the same @addrs.
+ */
+static struct sg_table *gdrpeer_ranges_to_sgt(struct dma_buf_attachment *attach,
+					      const struct gdrpeer_range *ranges,
+					      unsigned int nr_ranges,
+					      u64 offset, u64 size,
+					      enum dma_data_direction dir,
+					      enum gdrpeer_sg_addrs addrs)
+{
+	u64 max_seg = gdrpeer_max_seg(attach->dev);
+	struct gdrpeer_pieces it;
+	unsigned int nents = 0, done = 0;
+	struct scatterlist *sg;
+	struct sg_table *sgt;
+	u64 addr, len;
 	int ret;
+
+	gdrpeer_pieces_start(&it, ranges, nr_ranges, offset, size, max_seg);
+	while (gdrpeer_pieces_next(&it, &addr, &len))
+		nents++;
+	if (!nents || it.left)
+		return ERR_PTR(-EINVAL);
+	sgt = kzalloc(sizeof(*sgt), GFP_KERNEL);
+	if (!sgt)
+		return ERR_PTR(-ENOMEM);
+	ret = sg_alloc_table(sgt, nents, GFP_KERNEL);
+	if (ret)
+		goto err_free;
+
+	sg = sgt->sgl;
+	gdrpeer_pieces_start(&it, ranges, nr_ranges, offset, size, max_seg);
+	while (gdrpeer_pieces_next(&it, &addr, &len)) {
+		dma_addr_t dma = addr;
+
+		if (addrs == GDRPEER_SG_MAP_PHYS) {
+			dma = dma_map_resource(attach->dev, addr, len, dir,
+					       DMA_ATTR_SKIP_CPU_SYNC);
+			if (dma_mapping_error(attach->dev, dma)) {
+				dev_warn(attach->dev,
+					 "gdrpeer: dma_map_resource failed after %u of %u entries\n",
+					 done, nents);
+				gdrpeer_sgt_unmap(attach->dev, sgt, done, dir);
+				ret = -EIO;
+				goto err_table;
+			}
+		}
+		sg_set_page(sg, NULL, (unsigned int)len, 0);
+		sg_dma_address(sg) = dma;
+		sg_dma_len(sg) = (unsigned int)len;
+		sg = sg_next(sg);
+		done++;
+	}
+	return sgt;
+
+err_table:
+	sg_free_table(sgt);
+err_free:
+	kfree(sgt);
+	return ERR_PTR(ret);
+}
+
+static void gdrpeer_sgt_free(struct dma_buf_attachment *attach,
+			     struct sg_table *sgt, enum dma_data_direction dir,
+			     enum gdrpeer_sg_addrs addrs)
+{
+	if (addrs == GDRPEER_SG_MAP_PHYS)
+		gdrpeer_sgt_unmap(attach->dev, sgt, sgt->orig_nents, dir);
+	sg_free_table(sgt);
+	kfree(sgt);
+}
+
+/* ---- what plain and provider-mapped dma-bufs share --------------------- */
+
+static int gdrpeer_attach_prepare(struct dma_buf_attachment *attach)
+{
+	struct gdrpeer_dmabuf *gb = attach->dmabuf->priv;
+	struct gdrpeer_attachment *ga;
 
 	if (!attach->peer2peer) {
 		dev_dbg(attach->dev,
 			"gdrpeer: importer is not peer2peer capable\n");
 		return -EOPNOTSUPP;
 	}
-	if (gdrpeer_region_revoked(r))
+	if (gdrpeer_region_revoked(gb->region))
 		return -ENODEV;
 	ga = kzalloc(sizeof(*ga), GFP_KERNEL_ACCOUNT);
 	if (!ga)
 		return -ENOMEM;
 	attach->priv = ga;
-	if (r->ops) {
-		ret = r->ops->attach(r, attach);
-		if (ret) {
-			attach->priv = NULL;
-			kfree(ga);
-			return ret;
-		}
-	}
-	atomic64_inc(&dmabuf_cnt(dmabuf)->attachments);
 	return 0;
 }
 
-static void gdrpeer_dmabuf_detach(struct dma_buf *dmabuf,
+static void gdrpeer_attach_done(struct dma_buf_attachment *attach)
+{
+	atomic64_inc(&dmabuf_cnt(attach->dmabuf)->attachments);
+}
+
+static void gdrpeer_attach_drop(struct dma_buf_attachment *attach)
+{
+	kfree(attach->priv);
+	attach->priv = NULL;
+}
+
+static void gdrpeer_detach_done(struct dma_buf_attachment *attach)
+{
+	gdrpeer_attach_drop(attach);
+	atomic64_dec(&dmabuf_cnt(attach->dmabuf)->attachments);
+}
+
+/* Called with the reservation lock held (dma_buf_pin, or map). */
+static int gdrpeer_pin_count(struct dma_buf_attachment *attach)
+{
+	struct gdrpeer_dmabuf *gb = attach->dmabuf->priv;
+	struct gdrpeer_attachment *ga = attach->priv;
+
+	if (READ_ONCE(gb->region->revoked))
+		return -ENODEV;
+	ga->pins++;
+	atomic_inc(&gb->pins);
+	return 0;
+}
+
+static void gdrpeer_dmabuf_unpin(struct dma_buf_attachment *attach)
+{
+	struct gdrpeer_dmabuf *gb = attach->dmabuf->priv;
+	struct gdrpeer_attachment *ga = attach->priv;
+
+	ga->pins--;
+	WARN_ON(atomic_dec_return(&gb->pins) < 0);
+}
+
+/* A map succeeded: revocation waits for its unmap. */
+static void gdrpeer_map_done(struct dma_buf_attachment *attach)
+{
+	struct gdrpeer_dmabuf *gb = attach->dmabuf->priv;
+
+	atomic_inc(&gb->maps);
+	atomic64_inc(&dmabuf_cnt(attach->dmabuf)->active_maps);
+}
+
+static void gdrpeer_unmap_done(struct dma_buf_attachment *attach)
+{
+	struct gdrpeer_dmabuf *gb = attach->dmabuf->priv;
+
+	atomic64_dec(&dmabuf_cnt(attach->dmabuf)->active_maps);
+	if (atomic_dec_and_test(&gb->maps))
+		wake_up_all(&gb->unmapped);
+}
+
+/*
+ * map_dma_buf runs with the dma-buf's reservation lock held by dynamic
+ * importers.  Revoke sets @revoked before it takes that lock: a map that
+ * sees it clear is told by move_notify after.
+ */
+static bool gdrpeer_map_revoked(struct dma_buf_attachment *attach)
+{
+	struct gdrpeer_dmabuf *gb = attach->dmabuf->priv;
+
+	return READ_ONCE(gb->region->revoked);
+}
+
+/* ---- plain regions: BAR ranges that go only with their device ---------- */
+
+static int gdrpeer_plain_attach(struct dma_buf *dmabuf,
+				struct dma_buf_attachment *attach)
+{
+	int ret = gdrpeer_attach_prepare(attach);
+
+	if (!ret)
+		gdrpeer_attach_done(attach);
+	return ret;
+}
+
+static void gdrpeer_plain_detach(struct dma_buf *dmabuf,
+				 struct dma_buf_attachment *attach)
+{
+	gdrpeer_detach_done(attach);
+}
+
+/*
+ * BAR memory never moves and goes only with its device, whose unbind
+ * waits for pinned importers to let go: a pin only counts.
+ */
+static int gdrpeer_plain_pin(struct dma_buf_attachment *attach)
+{
+	return gdrpeer_pin_count(attach);
+}
+
+static struct sg_table *gdrpeer_plain_map(struct dma_buf_attachment *attach,
+					  enum dma_data_direction dir)
+{
+	struct gdrpeer_dmabuf *gb = attach->dmabuf->priv;
+	struct gdrpeer_region *r = gb->region;
+	struct sg_table *sgt;
+
+	if (gdrpeer_map_revoked(attach))
+		return ERR_PTR(-ENODEV);
+	sgt = gdrpeer_ranges_to_sgt(attach, r->ranges, r->nr_ranges,
+				    gb->offset, gb->length, dir,
+				    GDRPEER_SG_MAP_PHYS);
+	if (!IS_ERR(sgt))
+		gdrpeer_map_done(attach);
+	return sgt;
+}
+
+static void gdrpeer_plain_unmap(struct dma_buf_attachment *attach,
+				struct sg_table *sgt,
+				enum dma_data_direction dir)
+{
+	gdrpeer_sgt_free(attach, sgt, dir, GDRPEER_SG_MAP_PHYS);
+	gdrpeer_unmap_done(attach);
+}
+
+/* ---- provider-mapped regions: nvidia pins, revocable by their owner ---- */
+
+static int gdrpeer_mapped_attach(struct dma_buf *dmabuf,
+				 struct dma_buf_attachment *attach)
+{
+	struct gdrpeer_dmabuf *gb = dmabuf->priv;
+	struct gdrpeer_region *r = gb->region;
+	int ret = gdrpeer_attach_prepare(attach);
+
+	if (ret)
+		return ret;
+	ret = r->ops->attach(r, attach);
+	if (ret) {
+		gdrpeer_attach_drop(attach);
+		return ret;
+	}
+	gdrpeer_attach_done(attach);
+	return 0;
+}
+
+static void gdrpeer_mapped_detach(struct dma_buf *dmabuf,
 				  struct dma_buf_attachment *attach)
 {
 	struct gdrpeer_dmabuf *gb = dmabuf->priv;
 
-	if (gb->region->ops)
-		gb->region->ops->detach(gb->region, attach);
-	kfree(attach->priv);
-	attach->priv = NULL;
-	atomic64_dec(&dmabuf_cnt(dmabuf)->attachments);
+	gb->region->ops->detach(gb->region, attach);
+	gdrpeer_detach_done(attach);
 }
 
 /*
@@ -148,7 +433,7 @@ static bool gdrpeer_pin_outlives_owner(struct dma_buf_attachment *attach,
 }
 
 /* Called with the reservation lock held (dma_buf_pin, or map). */
-static int gdrpeer_dmabuf_pin(struct dma_buf_attachment *attach)
+static int gdrpeer_mapped_pin(struct dma_buf_attachment *attach)
 {
 	struct gdrpeer_dmabuf *gb = attach->dmabuf->priv;
 	struct gdrpeer_attachment *ga = attach->priv;
@@ -159,266 +444,41 @@ static int gdrpeer_dmabuf_pin(struct dma_buf_attachment *attach)
 				     "gdrpeer: pin refused: this memory can be freed by its owner at any time (callback pin) and a pinned importer would keep writing into it; use an importer that handles invalidation (ODP) or a persistent pin\n");
 		return -EOPNOTSUPP;
 	}
-	if (READ_ONCE(gb->region->revoked))
-		return -ENODEV;
-	ga->pins++;
-	atomic_inc(&gb->pins);
-	return 0;
+	return gdrpeer_pin_count(attach);
 }
 
-static void gdrpeer_dmabuf_unpin(struct dma_buf_attachment *attach)
+static struct sg_table *gdrpeer_mapped_map(struct dma_buf_attachment *attach,
+					   enum dma_data_direction dir)
 {
 	struct gdrpeer_dmabuf *gb = attach->dmabuf->priv;
-	struct gdrpeer_attachment *ga = attach->priv;
-
-	ga->pins--;
-	WARN_ON(atomic_dec_return(&gb->pins) < 0);
-}
-
-/* Longest sg entry for @dev: its max segment, page aligned, fits in u32. */
-static u64 gdrpeer_max_seg(struct device *dev)
-{
-	u64 seg = min_t(u64, dma_get_max_seg_size(dev), UINT_MAX);
-
-	seg &= PAGE_MASK;
-	return seg ? seg : PAGE_SIZE;
-}
-
-/*
- * Calls @fn for each (phys, len) piece of [gb->offset, +gb->length),
- * pieces split at range ends and at @max_seg.  Stops on error.
- */
-static int gdrpeer_for_each_piece(struct gdrpeer_dmabuf *gb, u64 max_seg,
-				  int (*fn)(void *ctx, phys_addr_t phys,
-					    u64 len),
-				  void *ctx)
-{
-	const struct gdrpeer_region *r = gb->region;
-	u64 skip = gb->offset, left = gb->length;
-	unsigned int i;
-	int ret;
-
-	for (i = 0; i < r->nr_ranges && left; i++) {
-		const struct gdrpeer_range *rg = &r->ranges[i];
-		u64 pos, end;
-
-		if (skip >= rg->len) {
-			skip -= rg->len;
-			continue;
-		}
-		pos = skip;
-		end = min(rg->len, skip + left);
-		skip = 0;
-		while (pos < end) {
-			u64 n = min(end - pos, max_seg);
-
-			ret = fn(ctx, rg->phys + pos, n);
-			if (ret)
-				return ret;
-			pos += n;
-			left -= n;
-		}
-	}
-	return 0;
-}
-
-static int gdrpeer_count_piece(void *ctx, phys_addr_t phys, u64 len)
-{
-	(*(unsigned int *)ctx)++;
-	return 0;
-}
-
-struct gdrpeer_map_ctx {
-	struct device *dev;
-	enum dma_data_direction dir;
-	struct scatterlist *sg;
-	unsigned int mapped;
-};
-
-static int gdrpeer_map_piece(void *ctx, phys_addr_t phys, u64 len)
-{
-	struct gdrpeer_map_ctx *m = ctx;
-	dma_addr_t addr;
-
-	addr = dma_map_resource(m->dev, phys, len, m->dir,
-				DMA_ATTR_SKIP_CPU_SYNC);
-	if (dma_mapping_error(m->dev, addr))
-		return -EIO;
-	/* no struct page: importers must only use the DMA fields */
-	sg_set_page(m->sg, NULL, (unsigned int)len, 0);
-	sg_dma_address(m->sg) = addr;
-	sg_dma_len(m->sg) = (unsigned int)len;
-	m->sg = sg_next(m->sg);
-	m->mapped++;
-	return 0;
-}
-
-static void gdrpeer_unmap_entries(struct device *dev, struct sg_table *sgt,
-				  unsigned int n, enum dma_data_direction dir)
-{
-	struct scatterlist *sg;
-	unsigned int i;
-
-	for_each_sg(sgt->sgl, sg, n, i)
-		dma_unmap_resource(dev, sg_dma_address(sg), sg_dma_len(sg),
-				   dir, DMA_ATTR_SKIP_CPU_SYNC);
-}
-
-/* Walks the pieces of gdrpeer_sg_from_pages(); @sg NULL only counts. */
-static unsigned int gdrpeer_page_pieces(const u64 *addrs, u32 npages,
-					u64 page_size, u64 offset, u64 len,
-					u64 max_seg, struct scatterlist *sg)
-{
-	unsigned int n = 0;
-	u64 start = 0, run = 0;
-
-	while (len) {
-		u32 pg = (u32)div64_u64(offset, page_size);
-		u64 in = offset - (u64)pg * page_size;
-		u64 take = min(page_size - in, len);
-		u64 addr = addrs[pg] + in;
-
-		if (run && start + run == addr && run + take <= max_seg) {
-			run += take;
-		} else {
-			if (run) {
-				if (sg) {
-					sg_dma_address(sg) = start;
-					sg_dma_len(sg) = (unsigned int)run;
-					sg = sg_next(sg);
-				}
-				n++;
-			}
-			/* a page longer than max_seg is cut into pieces */
-			while (take > max_seg) {
-				if (sg) {
-					sg_dma_address(sg) = addr;
-					sg_dma_len(sg) = (unsigned int)max_seg;
-					sg = sg_next(sg);
-				}
-				n++;
-				addr += max_seg;
-				take -= max_seg;
-				offset += max_seg;
-				len -= max_seg;
-			}
-			start = addr;
-			run = take;
-		}
-		offset += take;
-		len -= take;
-	}
-	if (run) {
-		if (sg) {
-			sg_dma_address(sg) = start;
-			sg_dma_len(sg) = (unsigned int)run;
-		}
-		n++;
-	}
-	return n;
-}
-
-struct sg_table *gdrpeer_sg_from_pages(const u64 *addrs, u32 npages,
-				       u64 page_size, u64 offset, u64 len,
-				       u64 max_seg)
-{
-	struct scatterlist *sg;
-	struct sg_table *sgt;
-	unsigned int nents, i;
-	int ret;
-
-	if (!len || offset + len < offset ||
-	    offset + len > (u64)npages * page_size)
-		return ERR_PTR(-EINVAL);
-	nents = gdrpeer_page_pieces(addrs, npages, page_size, offset, len,
-				    max_seg, NULL);
-	sgt = kzalloc(sizeof(*sgt), GFP_KERNEL);
-	if (!sgt)
-		return ERR_PTR(-ENOMEM);
-	ret = sg_alloc_table(sgt, nents, GFP_KERNEL);
-	if (ret) {
-		kfree(sgt);
-		return ERR_PTR(ret);
-	}
-	/* no struct page: importers must only use the DMA fields */
-	for_each_sg(sgt->sgl, sg, nents, i)
-		sg_set_page(sg, NULL, 0, 0);
-	gdrpeer_page_pieces(addrs, npages, page_size, offset, len, max_seg,
-			    sgt->sgl);
-	for_each_sg(sgt->sgl, sg, nents, i)
-		sg->length = sg_dma_len(sg);
-	return sgt;
-}
-
-/* Called with the dma-buf's reservation lock held by dynamic importers. */
-static struct sg_table *
-gdrpeer_dmabuf_map(struct dma_buf_attachment *attach,
-		   enum dma_data_direction dir)
-{
-	struct gdrpeer_dmabuf *gb = attach->dmabuf->priv;
-	struct gdrpeer_map_ctx m = { .dev = attach->dev, .dir = dir };
-	u64 max_seg = gdrpeer_max_seg(attach->dev);
-	unsigned int nents = 0;
+	struct gdrpeer_region *r = gb->region;
+	const struct gdrpeer_range *ranges;
+	unsigned int nr_ranges;
 	struct sg_table *sgt;
 	int ret;
 
-	/*
-	 * revoke sets @revoked before it takes the reservation lock that we
-	 * hold here: a map that sees it clear is told by move_notify after
-	 */
-	if (READ_ONCE(gb->region->revoked))
+	if (gdrpeer_map_revoked(attach))
 		return ERR_PTR(-ENODEV);
-	if (gb->region->ops) {
-		sgt = gb->region->ops->map(gb->region, attach, gb->offset,
-					   gb->length, max_seg);
-		if (!IS_ERR(sgt)) {
-			atomic_inc(&gb->maps);
-			atomic64_inc(&dmabuf_cnt(attach->dmabuf)->active_maps);
-		}
-		return sgt;
-	}
-	gdrpeer_for_each_piece(gb, max_seg, gdrpeer_count_piece, &nents);
-	sgt = kzalloc(sizeof(*sgt), GFP_KERNEL);
-	if (!sgt)
-		return ERR_PTR(-ENOMEM);
-	ret = sg_alloc_table(sgt, nents, GFP_KERNEL);
+	ret = r->ops->dma_ranges(r, attach, &ranges, &nr_ranges);
 	if (ret)
-		goto err_free;
-	m.sg = sgt->sgl;
-	ret = gdrpeer_for_each_piece(gb, max_seg, gdrpeer_map_piece, &m);
-	if (ret) {
-		dev_warn(attach->dev,
-			 "gdrpeer: dma_map_resource failed after %u of %u entries\n",
-			 m.mapped, nents);
-		gdrpeer_unmap_entries(attach->dev, sgt, m.mapped, dir);
-		goto err_table;
-	}
-	atomic_inc(&gb->maps);
-	atomic64_inc(&dmabuf_cnt(attach->dmabuf)->active_maps);
+		return ERR_PTR(ret);
+	sgt = gdrpeer_ranges_to_sgt(attach, ranges, nr_ranges, gb->offset,
+				    gb->length, dir, GDRPEER_SG_DMA_ADDRS);
+	if (!IS_ERR(sgt))
+		gdrpeer_map_done(attach);
 	return sgt;
-
-err_table:
-	sg_free_table(sgt);
-err_free:
-	kfree(sgt);
-	return ERR_PTR(ret);
 }
 
-static void gdrpeer_dmabuf_unmap(struct dma_buf_attachment *attach,
+/* the provider's mappings belong to the attachment, not to this table */
+static void gdrpeer_mapped_unmap(struct dma_buf_attachment *attach,
 				 struct sg_table *sgt,
 				 enum dma_data_direction dir)
 {
-	struct gdrpeer_dmabuf *gb = attach->dmabuf->priv;
-
-	/* provider mappings belong to the attachment, not to this table */
-	if (!gb->region->ops)
-		gdrpeer_unmap_entries(attach->dev, sgt, sgt->orig_nents, dir);
-	sg_free_table(sgt);
-	kfree(sgt);
-	atomic64_dec(&dmabuf_cnt(attach->dmabuf)->active_maps);
-	if (atomic_dec_and_test(&gb->maps))
-		wake_up_all(&gb->unmapped);
+	gdrpeer_sgt_free(attach, sgt, dir, GDRPEER_SG_DMA_ADDRS);
+	gdrpeer_unmap_done(attach);
 }
+
+/* ---- CPU access, shared --------------------------------------------------- */
 
 static vm_fault_t gdrpeer_dmabuf_fault(struct vm_fault *vmf)
 {
@@ -459,27 +519,6 @@ static int gdrpeer_dmabuf_mmap(struct dma_buf *dmabuf,
 }
 
 #ifdef GDRPEER_HAVE_DMABUF_VMAP
-struct gdrpeer_contig_ctx {
-	phys_addr_t start;
-	phys_addr_t next;
-	bool started;
-	bool split;
-};
-
-static int gdrpeer_contig_piece(void *ctx, phys_addr_t phys, u64 len)
-{
-	struct gdrpeer_contig_ctx *c = ctx;
-
-	if (!c->started) {
-		c->start = phys;
-		c->started = true;
-	} else if (phys != c->next) {
-		c->split = true;
-	}
-	c->next = phys + len;
-	return 0;
-}
-
 /*
  * Kernel CPU access to the exported range: called by the dma-buf core for
  * the first vmap user only (under the reservation lock since 6.2, under
@@ -491,7 +530,9 @@ static int gdrpeer_dmabuf_vmap(struct dma_buf *dmabuf,
 			       struct gdrpeer_iosys_map *map)
 {
 	struct gdrpeer_dmabuf *gb = dmabuf->priv;
-	struct gdrpeer_contig_ctx c = {};
+	const struct gdrpeer_region *r = gb->region;
+	struct gdrpeer_pieces it;
+	u64 start, len;
 	void __iomem *va;
 
 	/* revoke sets @revoked before it takes the reservation lock */
@@ -500,13 +541,15 @@ static int gdrpeer_dmabuf_vmap(struct dma_buf *dmabuf,
 				    gb->length);
 		return -ENODEV;
 	}
-	gdrpeer_for_each_piece(gb, U64_MAX, gdrpeer_contig_piece, &c);
-	if (!c.started || c.split) {
+	/* one piece of the whole length: one contiguous range */
+	gdrpeer_pieces_start(&it, r->ranges, r->nr_ranges, gb->offset,
+			     gb->length, U64_MAX);
+	if (!gdrpeer_pieces_next(&it, &start, &len) || len != gb->length) {
 		pr_warn_ratelimited("vmap of %llu bytes refused: the memory is not one physically contiguous range\n",
 				    gb->length);
 		return -EOPNOTSUPP;
 	}
-	va = ioremap_wc(c.start, gb->length);
+	va = ioremap_wc(start, gb->length);
 	if (!va)
 		return -ENOMEM;
 	gb->vaddr = va;
@@ -565,21 +608,41 @@ static void gdrpeer_dmabuf_release(struct dma_buf *dmabuf)
 	gdrpeer_region_put(r);
 }
 
-static const struct dma_buf_ops gdrpeer_dmabuf_ops = {
-	.attach = gdrpeer_dmabuf_attach,
-	.detach = gdrpeer_dmabuf_detach,
-	.pin = gdrpeer_dmabuf_pin,
-	.unpin = gdrpeer_dmabuf_unpin,
-	.map_dma_buf = gdrpeer_dmabuf_map,
-	.unmap_dma_buf = gdrpeer_dmabuf_unmap,
-	.mmap = gdrpeer_dmabuf_mmap,
 #ifdef GDRPEER_HAVE_DMABUF_VMAP
-	.vmap = gdrpeer_dmabuf_vmap,
+#define GDRPEER_DMABUF_VMAP_OPS			\
+	.vmap = gdrpeer_dmabuf_vmap,		\
 	.vunmap = gdrpeer_dmabuf_vunmap,
+#else
+#define GDRPEER_DMABUF_VMAP_OPS
 #endif
-	.begin_cpu_access = gdrpeer_dmabuf_begin_cpu_access,
-	.end_cpu_access = gdrpeer_dmabuf_end_cpu_access,
-	.release = gdrpeer_dmabuf_release,
+
+/* What every gdrpeer dma-buf does the same way. */
+#define GDRPEER_DMABUF_COMMON_OPS					\
+	.unpin = gdrpeer_dmabuf_unpin,					\
+	.mmap = gdrpeer_dmabuf_mmap,					\
+	GDRPEER_DMABUF_VMAP_OPS						\
+	.begin_cpu_access = gdrpeer_dmabuf_begin_cpu_access,		\
+	.end_cpu_access = gdrpeer_dmabuf_end_cpu_access,		\
+	.release = gdrpeer_dmabuf_release
+
+/* Regions without ops: ranges of a BAR, mapped here for each importer. */
+static const struct dma_buf_ops gdrpeer_plain_dmabuf_ops = {
+	.attach = gdrpeer_plain_attach,
+	.detach = gdrpeer_plain_detach,
+	.pin = gdrpeer_plain_pin,
+	.map_dma_buf = gdrpeer_plain_map,
+	.unmap_dma_buf = gdrpeer_plain_unmap,
+	GDRPEER_DMABUF_COMMON_OPS,
+};
+
+/* Regions with ops: their provider maps them for each importer. */
+static const struct dma_buf_ops gdrpeer_mapped_dmabuf_ops = {
+	.attach = gdrpeer_mapped_attach,
+	.detach = gdrpeer_mapped_detach,
+	.pin = gdrpeer_mapped_pin,
+	.map_dma_buf = gdrpeer_mapped_map,
+	.unmap_dma_buf = gdrpeer_mapped_unmap,
+	GDRPEER_DMABUF_COMMON_OPS,
 };
 
 struct dma_buf *gdrpeer_dmabuf_export(struct gdrpeer_region *r, u64 offset,
@@ -603,7 +666,8 @@ struct dma_buf *gdrpeer_dmabuf_export(struct gdrpeer_region *r, u64 offset,
 
 	exp_info.exp_name = KBUILD_MODNAME;
 	exp_info.owner = THIS_MODULE;	/* rmmod refused while it lives */
-	exp_info.ops = &gdrpeer_dmabuf_ops;
+	exp_info.ops = r->ops ? &gdrpeer_mapped_dmabuf_ops :
+				&gdrpeer_plain_dmabuf_ops;
 	exp_info.size = length;
 	exp_info.flags = O_RDWR;
 	exp_info.priv = gb;

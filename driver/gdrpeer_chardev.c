@@ -67,7 +67,6 @@ static bool gdrpeer_cdev_live;
 static struct device *gdrpeer_dev;
 static struct vfsmount *gdrpeer_mnt;
 static struct inode *gdrpeer_inode;	/* its i_mapping holds every mmap */
-static struct kobject *gdrpeer_providers_kobj;	/* .../gdrpeer/providers */
 
 /* ---- handle table ---------------------------------------------------- */
 
@@ -109,11 +108,8 @@ static int gdrpeer_ioc_info(struct gdrpeer_file *gf, void *arg)
 		return -EINVAL;
 	memset(in, 0, sizeof(*in));
 	in->abi_version = GDRPEER_ABI_VERSION;
-	in->caps = GDRPEER_CAP_DMABUF | GDRPEER_CAP_MMAP;
-	if (nvp_available())
-		in->caps |= GDRPEER_CAP_EXPORT_VA;
-	if (nvp_has_persistent())
-		in->caps |= GDRPEER_CAP_PIN_PERSISTENT;
+	in->caps = GDRPEER_CAP_DMABUF | GDRPEER_CAP_MMAP |
+		   gdrpeer_providers_caps();
 	in->num_devices = gdrpeer_device_count();
 	in->page_size = PAGE_SIZE;
 	in->mmap_window = GDRPEER_MMAP_WINDOW;
@@ -300,7 +296,7 @@ out_put:
 	return ret;
 }
 
-/* Pins through the nvidia provider; copies back like export. */
+/* Pins through the provider that serves it; copies back like export. */
 static int gdrpeer_ioc_export_va(struct gdrpeer_file *gf, void *arg,
 				 void __user *uarg)
 {
@@ -313,7 +309,7 @@ static int gdrpeer_ioc_export_va(struct gdrpeer_file *gf, void *arg,
 	e->pin_mode = 0;
 	e->page_size = 0;
 	e->pages = 0;
-	dmabuf = nvp_export_va(e);
+	dmabuf = gdrpeer_providers_export_va(e);
 	if (IS_ERR(dmabuf))
 		return PTR_ERR(dmabuf);
 	return gdrpeer_install_dmabuf(dmabuf, e, sizeof(*e), &e->fd, uarg);
@@ -458,54 +454,7 @@ static const struct file_operations gdrpeer_fops = {
 	.mmap = gdrpeer_mmap,
 };
 
-/* ---- class, node, run-time binding ---------------------------------- */
-
-static ssize_t pcibar_bind_store(struct device *dev,
-				 struct device_attribute *attr,
-				 const char *buf, size_t count)
-{
-	int ret = pcibar_bind(buf);
-
-	return ret ? ret : (ssize_t)count;
-}
-static DEVICE_ATTR_WO(pcibar_bind);
-
-static ssize_t pcibar_unbind_store(struct device *dev,
-				   struct device_attribute *attr,
-				   const char *buf, size_t count)
-{
-	int ret = pcibar_unbind(buf);
-
-	return ret ? ret : (ssize_t)count;
-}
-static DEVICE_ATTR_WO(pcibar_unbind);
-
-static struct attribute *gdrpeer_class_dev_attrs[] = {
-	&dev_attr_pcibar_bind.attr,
-	&dev_attr_pcibar_unbind.attr,
-	NULL,
-};
-ATTRIBUTE_GROUPS(gdrpeer_class_dev);
-
-/* providers/pcibar/status: the BAR provider is always built in */
-static ssize_t pcibar_status_show(struct kobject *kobj,
-				  struct kobj_attribute *attr, char *buf)
-{
-	return sysfs_emit(buf, "active, %u device(s) bound\n",
-			  gdrpeer_device_count());
-}
-static struct kobj_attribute pcibar_status_attr =
-	__ATTR(status, 0444, pcibar_status_show, NULL);
-
-static struct attribute *pcibar_status_attrs[] = {
-	&pcibar_status_attr.attr,
-	NULL,
-};
-
-static const struct attribute_group pcibar_status_group = {
-	.name = "pcibar",
-	.attrs = pcibar_status_attrs,
-};
+/* ---- class and node ------------------------------------------------ */
 
 static char *gdrpeer_devnode(GDRPEER_DEVNODE_CONST struct device *dev,
 			     umode_t *mode, kuid_t *uid, kgid_t *gid)
@@ -575,8 +524,9 @@ static void gdrpeer_mapping_exit(void)
 }
 
 /*
- * Class, sysfs and the address space; the node exists but cannot be
- * opened (-ENXIO) until gdrpeer_chardev_enable().
+ * Class, sysfs (with the providers' attributes of the class device) and
+ * the address space; the node exists but cannot be opened (-ENXIO) until
+ * gdrpeer_chardev_enable().
  */
 int gdrpeer_chardev_init(void)
 {
@@ -605,7 +555,8 @@ int gdrpeer_chardev_init(void)
 	dev->devt = gdrpeer_devt;
 	dev->class = &gdrpeer_class;
 	dev->type = &gdrpeer_devtype;
-	dev->groups = gdrpeer_class_dev_groups;
+	/* providers' own files (pcibar_bind ...), there from the start */
+	dev->groups = gdrpeer_providers_node_groups();
 	dev->release = gdrpeer_dev_release;
 	ret = dev_set_name(dev, "gdrpeer");
 	if (ret)
@@ -616,23 +567,9 @@ int gdrpeer_chardev_init(void)
 	ret = gdrpeer_devices_init(&dev->kobj);
 	if (ret)
 		goto err_del;
-	gdrpeer_providers_kobj = kobject_create_and_add("providers",
-						       &dev->kobj);
-	if (!gdrpeer_providers_kobj) {
-		ret = -ENOMEM;
-		goto err_devices;
-	}
-	ret = sysfs_create_group(gdrpeer_providers_kobj, &pcibar_status_group);
-	if (ret)
-		goto err_providers;
 	gdrpeer_dev = dev;
 	return 0;
 
-err_providers:
-	kobject_put(gdrpeer_providers_kobj);
-	gdrpeer_providers_kobj = NULL;
-err_devices:
-	gdrpeer_devices_exit();
 err_del:
 	device_del(dev);
 err_dev:
@@ -663,18 +600,15 @@ void gdrpeer_chardev_disable(void)
 	gdrpeer_cdev_live = false;
 }
 
-/* .../gdrpeer/providers, for providers that publish their own state */
-struct kobject *gdrpeer_providers(void)
+/* /sys/class/gdrpeer/gdrpeer: where the registry puts providers/ */
+struct kobject *gdrpeer_sysfs_dir(void)
 {
-	return gdrpeer_providers_kobj;
+	return &gdrpeer_dev->kobj;
 }
 
 void gdrpeer_chardev_exit(void)
 {
 	gdrpeer_chardev_disable();
-	sysfs_remove_group(gdrpeer_providers_kobj, &pcibar_status_group);
-	kobject_put(gdrpeer_providers_kobj);
-	gdrpeer_providers_kobj = NULL;
 	gdrpeer_devices_exit();
 	device_del(gdrpeer_dev);
 	put_device(gdrpeer_dev);

@@ -29,11 +29,17 @@
  *   -> gdrpeer_device.lock      (one device: allocator, region list, dead)
  *   mmap_lock (taken by the mm before ->mmap, ->fault and vm_ops->close)
  *   -> gdrpeer_file.lock        (per open file: its handle table)
- *   -> gdrpeer_region.memory_lock (read by CPU faults, written by revoke)
+ *   -> gdrpeer_region.memory_lock (read by CPU faults and by ALLOC's clear,
+ *                               one 2 MiB chunk at a time with no other
+ *                               lock held; written by revoke)
  *   gdrpeer_region.exports_lock -> dma-buf reservation lock -> importer
  *   locks (move_notify); never held while waiting for importers.
  * Revocation takes memory_lock, then (after dropping it) exports_lock, then
  * the reservation lock; it never holds a lock of ours while it waits.
+ * The provider registry (gdrpeer_providers.c) has no lock: its list is
+ * fixed at build time.  Providers' own locks are written in their files
+ * (pcibar_bind_lock above; pcibar_wanted_lock innermost; nvp_resolve_lock
+ * and nvp_pin.lock, never held while a region is revoked).
  * No user copy happens under any of them (a fault would take mmap_lock).
  */
 #ifndef GDRPEER_CORE_H
@@ -59,7 +65,11 @@ struct gdrpeer_device_info;
 struct gdrpeer_provider_ops;
 struct gdrpeer_region;
 
-/* One physically contiguous piece of a region, in CPU physical addresses. */
+/*
+ * One contiguous piece of a region: in CPU physical addresses (a region's
+ * ranges), or in one importer's DMA addresses (what a provider that maps
+ * for each importer hands the exporter, gdrpeer_region_ops.dma_ranges).
+ */
 struct gdrpeer_range {
 	phys_addr_t phys;
 	u64 len;
@@ -78,22 +88,24 @@ struct gdrpeer_counters {
 
 /*
  * Regions whose provider maps them for each importer itself and can lose
- * them underneath (nvidia pins).  The exporter calls these instead of
- * mapping the ranges with dma_map_resource(); CPU mappings of such a
- * region are built page by page at fault time so that they can be zapped.
+ * them underneath (nvidia pins).  The exporter serves them with their own
+ * dma_buf_ops (exporter_dmabuf.c), which call these instead of mapping the
+ * ranges with dma_map_resource().
  */
 struct gdrpeer_region_ops {
 	/* importer attaches (no lock of ours or of dma-buf held; may sleep) */
 	int (*attach)(struct gdrpeer_region *r, struct dma_buf_attachment *a);
 	void (*detach)(struct gdrpeer_region *r, struct dma_buf_attachment *a);
 	/*
-	 * sg table of [offset, offset + len) for @a, entries of at most
-	 * @max_seg bytes.  Called under the dma-buf's reservation lock, so
-	 * it must not take any lock that is held while taking that one.
+	 * The whole region in @a's DMA addresses, as ascending ranges that
+	 * stay valid until detach (-ENODEV once the memory is gone).  Called
+	 * under the dma-buf's reservation lock, so it must not take any lock
+	 * that is held while taking that one.
 	 */
-	struct sg_table *(*map)(struct gdrpeer_region *r,
-				struct dma_buf_attachment *a, u64 offset,
-				u64 len, u64 max_seg);
+	int (*dma_ranges)(struct gdrpeer_region *r,
+			  struct dma_buf_attachment *a,
+			  const struct gdrpeer_range **ranges,
+			  unsigned int *nr_ranges);
 	/* last reference gone: give the memory back and free @r */
 	void (*release)(struct gdrpeer_region *r);
 };
@@ -207,7 +219,7 @@ int gdrpeer_chardev_enable(void);
 void gdrpeer_chardev_disable(void);
 void gdrpeer_chardev_exit(void);
 struct address_space *gdrpeer_mapping(void);
-struct kobject *gdrpeer_providers(void);
+struct kobject *gdrpeer_sysfs_dir(void);
 extern unsigned int gdrpeer_dev_mode;
 extern unsigned int gdrpeer_dev_gid;
 

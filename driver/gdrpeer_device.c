@@ -367,18 +367,27 @@ void gdrpeer_region_init(struct gdrpeer_region *r, u64 size,
 
 /*
  * Zero the memory before it is handed out: it may hold what the previous
- * user of this BAR range wrote.  The region is not visible to anyone yet.
- * Large allocations take a while (about a second per 10 GiB on a real
- * BAR): clear in chunks, rescheduling between them.
+ * user of this BAR range wrote.  Large allocations take a while (about a
+ * second per 10 GiB on a real BAR): clear in chunks, rescheduling between
+ * them.
+ *
+ * The region is on the device's list already, so the device can go while
+ * we clear (unbind, hot-unplug, a fatal error): its revocation takes
+ * @memory_lock for writing, then hands the memory back and releases the
+ * BAR.  Each chunk is written with @memory_lock held for reading and only
+ * if the region is not revoked, so revocation waits for the chunk in
+ * flight and no write reaches the BAR after it; the ALLOC then fails
+ * with -ENODEV.
  */
 static int gdrpeer_region_clear(struct gdrpeer_region *r)
 {
 	unsigned int i;
+	int ret = 0;
 
-	for (i = 0; i < r->nr_ranges; i++) {
+	for (i = 0; i < r->nr_ranges && !ret; i++) {
 		u64 done;
 
-		for (done = 0; done < r->ranges[i].len;
+		for (done = 0; done < r->ranges[i].len && !ret;
 		     done += GDRPEER_CLEAR_CHUNK) {
 			u64 n = min_t(u64, GDRPEER_CLEAR_CHUNK,
 				      r->ranges[i].len - done);
@@ -386,14 +395,20 @@ static int gdrpeer_region_clear(struct gdrpeer_region *r)
 
 			if (!p)
 				return -ENOMEM;
-			memset_io(p, 0, n);
+			down_read(&r->memory_lock);
+			if (r->revoked) {
+				ret = -ENODEV;
+			} else {
+				memset_io(p, 0, n);
+				/* the writes are posted: land before revoke */
+				wmb();
+			}
+			up_read(&r->memory_lock);
 			iounmap(p);
 			cond_resched();
 		}
 	}
-	/* the writes are posted: make them land before the handle exists */
-	wmb();
-	return 0;
+	return ret;
 }
 
 int gdrpeer_region_create(u32 index, u64 size, u32 flags,

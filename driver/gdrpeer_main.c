@@ -4,16 +4,16 @@
  * /dev/gdrpeer and to RDMA NICs through dma-buf.
  *
  * Module parameters (read at load time):
- *   pcibar=BDF[@BAR][,BDF[@BAR]...]  devices to bind to the pcibar provider
  *   dev_mode=0660                   mode of /dev/gdrpeer
  *   dev_gid=0                       group of /dev/gdrpeer
- *   nvidia_module=nvidia            module blamed when nvidia_p2p_* is
- *                                   missing (provider_nvidia.c)
+ * and the providers' own: pcibar=BDF[@BAR][,...] (provider_pcibar.c),
+ * nvidia_module=nvidia (provider_nvidia.c).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/module.h>
 #include <linux/moduleparam.h>
+#include <linux/slab.h>
 
 #include <gdrpeer.h>
 
@@ -21,11 +21,6 @@
 #include "gdrpeer_core.h"
 #include "provider.h"
 #include "exporter.h"
-
-static char *pcibar;
-module_param(pcibar, charp, 0444);
-MODULE_PARM_DESC(pcibar,
-		 "PCI devices to bind to the pcibar provider: BDF[@BAR][,...]; the largest prefetchable BAR when @BAR is absent");
 
 unsigned int gdrpeer_dev_mode = 0660;
 module_param_named(dev_mode, gdrpeer_dev_mode, uint, 0444);
@@ -35,10 +30,29 @@ unsigned int gdrpeer_dev_gid;
 module_param_named(dev_gid, gdrpeer_dev_gid, uint, 0444);
 MODULE_PARM_DESC(dev_gid, "group id of /dev/gdrpeer (default 0, root)");
 
+/* Long enough for every provider's status in the load line. */
+#define GDRPEER_LOAD_LINE_MAX 1024
+
+/* The one line that says what this node can do. */
+static void gdrpeer_log_loaded(void)
+{
+	char *providers = kmalloc(GDRPEER_LOAD_LINE_MAX, GFP_KERNEL);
+
+	if (providers)
+		gdrpeer_providers_describe(providers, GDRPEER_LOAD_LINE_MAX);
+	pr_info("ABI %u.%u loaded, %u device(s) bound; providers: %s; peermem %s\n",
+		GDRPEER_ABI_VERSION_MAJOR, GDRPEER_ABI_VERSION_MINOR,
+		gdrpeer_device_count(), providers ? providers : "?",
+		gdrpeer_peermem_status());
+	kfree(providers);
+}
+
 /*
- * Load order: sysfs and state first, user-visible entry points last
- * (/dev/gdrpeer opens only once nothing can fail any more); unload in the
- * reverse order, the node first.
+ * Load order: sysfs and state first, then the providers (which bind what
+ * they serve), user-visible entry points last (/dev/gdrpeer opens only
+ * once nothing can fail any more); unload in the reverse order, the node
+ * first.  Exporters that need setting up at load go between the providers
+ * and the node.
  */
 static int __init gdrpeer_init(void)
 {
@@ -51,37 +65,22 @@ static int __init gdrpeer_init(void)
 	ret = gdrpeer_chardev_init();
 	if (ret)
 		return ret;
-	ret = nvp_init(gdrpeer_providers());
+	ret = gdrpeer_providers_init(gdrpeer_sysfs_dir());
 	if (ret)
 		goto err_chardev;
-	ret = pcibar_init();
-	if (ret)
-		goto err_nvp;
-	ret = pcibar_bind_list(pcibar);
-	if (ret) {
-		pr_err("load refused: pcibar=%s could not be bound (%d)\n",
-		       pcibar, ret);
-		goto err_pcibar;
-	}
 	ret = gdrpeer_peermem_init(gdrpeer_providers());
 	if (ret)
-		goto err_pcibar;
+		goto err_providers;
 	ret = gdrpeer_chardev_enable();
 	if (ret)
 		goto err_peermem;
-	/* the one line that says what this node can do */
-	pr_info("ABI %u.%u loaded, %u device(s) bound; providers: pcibar active, nvidia %s; peermem %s\n",
-		GDRPEER_ABI_VERSION_MAJOR, GDRPEER_ABI_VERSION_MINOR,
-		gdrpeer_device_count(), nvp_status_line(),
-		gdrpeer_peermem_status());
+	gdrpeer_log_loaded();
 	return 0;
 
 err_peermem:
 	gdrpeer_peermem_exit();
-err_pcibar:
-	pcibar_exit();
-err_nvp:
-	nvp_exit();
+err_providers:
+	gdrpeer_providers_exit();
 err_chardev:
 	gdrpeer_chardev_exit();
 	return ret;
@@ -91,8 +90,7 @@ static void __exit gdrpeer_exit(void)
 {
 	gdrpeer_chardev_disable();
 	gdrpeer_peermem_exit();
-	pcibar_exit();
-	nvp_exit();
+	gdrpeer_providers_exit();
 	gdrpeer_chardev_exit();
 }
 

@@ -1,19 +1,34 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Providers: where device memory comes from.  A provider binds devices,
- * registers a struct gdrpeer_device for each (gdrpeer_device_register) and
- * carves its memory on request.  The core and the exporters only see
+ * Providers: where device memory comes from.
+ *
+ * A provider is described by one struct gdrpeer_provider and listed in the
+ * registry (gdrpeer_providers.c).  It owns everything that is its own:
+ * its sysfs files (providers/<name>/ and, where it has them, attributes of
+ * the class device), what it binds at load, the capabilities it adds to
+ * GDRPEER_IOCTL_INFO and the ioctls that only it serves (EXPORT_VA).  The
+ * char device, the core and the exporters never name a provider: they go
+ * through the registry, and see a provider's memory only as
  * struct gdrpeer_region ranges, so a provider with non-contiguous memory
  * (nvidia_p2p page tables) fits without changes to them.
+ *
+ * A provider that serves devices registers a struct gdrpeer_device for each
+ * (gdrpeer_device_register) with its gdrpeer_device_ops.
  */
 #ifndef GDRPEER_PROVIDER_H
 #define GDRPEER_PROVIDER_H
 
 #include "gdrpeer_core.h"
 
+struct attribute_group;
+struct dma_buf;
+struct gdrpeer_export_va;
+struct kobject;
+
 /*
- * What a provider implements.  alloc/free are called with gdev->lock held
- * (they may sleep); free_bytes without it (must be lock-free).
+ * What a device of a provider implements.  alloc/free are called with
+ * gdev->lock held (they may sleep); free_bytes without it (must be
+ * lock-free).
  */
 struct gdrpeer_provider_ops {
 	const char *name;
@@ -29,21 +44,45 @@ struct gdrpeer_provider_ops {
 	void (*destroy)(struct gdrpeer_device *gdev);
 };
 
-/* provider_pcibar.c: generic PCI BAR provider */
-int pcibar_init(void);
-void pcibar_exit(void);
-int pcibar_bind(const char *spec);
-int pcibar_unbind(const char *spec);
-int pcibar_bind_list(const char *list);
+/*
+ * A provider, as the registry sees it.  Every hook is optional.  init and
+ * exit run in process context with no lock of gdrpeer held; the other
+ * hooks may run at any time between them (ioctls, sysfs).
+ */
+struct gdrpeer_provider {
+	const char *name;		/* its directory providers/<name>/ */
+	/* files in providers/<name>/ (kobj_attribute) */
+	const struct attribute_group *sysfs_group;
+	/* files of the class device /sys/class/gdrpeer/gdrpeer/
+	 * (device_attribute), there from before init until after exit */
+	const struct attribute_group *node_group;
+	/* load: find or bind what it serves; a failure fails the load */
+	int (*init)(void);
+	/* unload (or a failed load after init succeeded) */
+	void (*exit)(void);
+	/* GDRPEER_CAP_* it adds to GDRPEER_IOCTL_INFO right now */
+	u32 (*caps)(void);
+	/* a few words for the load line ("active", "unavailable: ...") */
+	const char *(*status)(void);
+	/*
+	 * GDRPEER_IOCTL_EXPORT_VA: pin [e->va, +e->length) of the caller's
+	 * memory, fill the outputs of @e, return a dma-buf (one reference)
+	 * or an ERR_PTR.  At most one provider has it.
+	 */
+	struct dma_buf *(*export_va)(struct gdrpeer_export_va *e);
+};
 
-/* provider_nvidia.c: CUDA memory pinned through nvidia_p2p */
-struct dma_buf;
-struct gdrpeer_export_va;
-int nvp_init(struct kobject *providers);
-void nvp_exit(void);
-bool nvp_has_persistent(void);
-bool nvp_available(void);
-const char *nvp_status_line(void);
-struct dma_buf *nvp_export_va(struct gdrpeer_export_va *e);
+/* The providers built into gdrpeer.ko (listed in gdrpeer_providers.c). */
+extern const struct gdrpeer_provider gdrpeer_pcibar_provider;	/* provider_pcibar.c */
+extern const struct gdrpeer_provider gdrpeer_nvidia_provider;	/* provider_nvidia.c */
+
+/* gdrpeer_providers.c: the registry */
+const struct attribute_group **gdrpeer_providers_node_groups(void);
+int gdrpeer_providers_init(struct kobject *parent);
+void gdrpeer_providers_exit(void);
+u32 gdrpeer_providers_caps(void);
+struct dma_buf *gdrpeer_providers_export_va(struct gdrpeer_export_va *e);
+size_t gdrpeer_providers_describe(char *buf, size_t size);
+struct kobject *gdrpeer_providers(void);
 
 #endif /* GDRPEER_PROVIDER_H */

@@ -117,12 +117,7 @@ static bool nvp_is_active(void)
 	return smp_load_acquire(&nvp_active);
 }
 
-bool nvp_available(void)
-{
-	return nvp_is_active();
-}
-
-bool nvp_has_persistent(void)
+static bool nvp_has_persistent(void)
 {
 	return nvp_is_active() && nvp.get_pages_persistent;
 }
@@ -297,7 +292,38 @@ struct nvp_import {
 	struct list_head node;
 	struct pci_dev *pdev;
 	struct nvidia_p2p_dma_mapping *map;	/* NULL once revoked */
+	/* @map's addresses, adjacent pages merged (room for one per page) */
+	struct gdrpeer_range *dma_ranges;
+	unsigned int nr_dma_ranges;
 };
+
+static void nvp_import_free(struct nvp_import *im)
+{
+	if (im)
+		kfree(im->dma_ranges);
+	kfree(im);
+}
+
+/* Fill @im's DMA ranges from its mapping; under pin->lock, while PINNED. */
+static void nvp_import_fill_ranges(struct nvp_import *im)
+{
+	const struct nvidia_p2p_dma_mapping *map = im->map;
+	struct gdrpeer_range *rg = im->dma_ranges;
+	unsigned int i, n = 0;
+
+	for (i = 0; i < map->entries; i++) {
+		u64 addr = map->dma_addresses[i];
+
+		if (n && rg[n - 1].phys + rg[n - 1].len == addr) {
+			rg[n - 1].len += GDRPEER_NV_PAGE_SIZE;
+		} else {
+			rg[n].phys = addr;
+			rg[n].len = GDRPEER_NV_PAGE_SIZE;
+			n++;
+		}
+	}
+	im->nr_dma_ranges = n;
+}
 
 static struct nvp_pin *to_pin(struct gdrpeer_region *r)
 {
@@ -366,8 +392,13 @@ static int nvp_attach(struct gdrpeer_region *r, struct dma_buf_attachment *a)
 	}
 	pdev = to_pci_dev(a->dev);
 	im = kzalloc(sizeof(*im), GFP_KERNEL);
-	if (!im)
+	if (im)
+		im->dma_ranges = kcalloc(r->size / GDRPEER_NV_PAGE_SIZE,
+					 sizeof(*im->dma_ranges), GFP_KERNEL);
+	if (!im || !im->dma_ranges) {
+		nvp_import_free(im);
 		return -ENOMEM;
+	}
 	im->pdev = pdev;
 
 	mutex_lock(&pin->lock);
@@ -416,6 +447,7 @@ static int nvp_attach(struct gdrpeer_region *r, struct dma_buf_attachment *a)
 		goto err_free;
 	}
 	im->map = map;
+	nvp_import_fill_ranges(im);
 	list_add(&im->node, &pin->imports);
 	atomic64_inc(&nvp_dma_mappings);
 	mutex_unlock(&pin->lock);
@@ -423,7 +455,7 @@ static int nvp_attach(struct gdrpeer_region *r, struct dma_buf_attachment *a)
 	return 0;
 
 err_free:
-	kfree(im);
+	nvp_import_free(im);
 	return ret;
 }
 
@@ -454,7 +486,7 @@ static void nvp_detach(struct gdrpeer_region *r, struct dma_buf_attachment *a)
 			wake_up(&pin->unmap_wq);
 	}
 	*gdrpeer_attach_provider(a) = NULL;
-	kfree(im);
+	nvp_import_free(im);
 }
 
 /*
@@ -462,18 +494,18 @@ static void nvp_detach(struct gdrpeer_region *r, struct dma_buf_attachment *a)
  * not revoked, and the callback revokes (under this same lock) before it
  * returns and NVIDIA frees @im->map, so the addresses are valid here.
  */
-static struct sg_table *nvp_map(struct gdrpeer_region *r,
-				struct dma_buf_attachment *a, u64 offset,
-				u64 len, u64 max_seg)
+static int nvp_dma_ranges(struct gdrpeer_region *r,
+			  struct dma_buf_attachment *a,
+			  const struct gdrpeer_range **ranges,
+			  unsigned int *nr_ranges)
 {
 	struct nvp_import *im = *gdrpeer_attach_provider(a);
-	struct nvidia_p2p_dma_mapping *map = READ_ONCE(im->map);
 
-	if (!map)
-		return ERR_PTR(-ENODEV);
-	return gdrpeer_sg_from_pages(map->dma_addresses, map->entries,
-				     GDRPEER_NV_PAGE_SIZE, offset, len,
-				     max_seg);
+	if (!READ_ONCE(im->map))
+		return -ENODEV;
+	*ranges = im->dma_ranges;
+	*nr_ranges = im->nr_dma_ranges;
+	return 0;
 }
 
 static void nvp_put(struct nvp_pin *pin)
@@ -572,7 +604,7 @@ static void nvp_release(struct gdrpeer_region *r)
 static const struct gdrpeer_region_ops nvp_region_ops = {
 	.attach = nvp_attach,
 	.detach = nvp_detach,
-	.map = nvp_map,
+	.dma_ranges = nvp_dma_ranges,
 	.release = nvp_release,
 };
 
@@ -634,7 +666,7 @@ static int nvp_take_table(struct nvp_pin *pin, u64 len)
  * GDRPEER_IOCTL_EXPORT_VA: pin [e->va, +e->length) of the caller's CUDA
  * memory and export it.  Fills the outputs of @e; returns the dma-buf.
  */
-struct dma_buf *nvp_export_va(struct gdrpeer_export_va *e)
+static struct dma_buf *nvp_export_va(struct gdrpeer_export_va *e)
 {
 	u32 mode = e->flags & (GDRPEER_PIN_PERSISTENT | GDRPEER_PIN_CALLBACK);
 	struct dma_buf *dmabuf;
@@ -666,9 +698,14 @@ struct dma_buf *nvp_export_va(struct gdrpeer_export_va *e)
 	init_waitqueue_head(&pin->unmap_wq);
 	pin->va = e->va;
 	pin->state = NVP_PINNED;
-	/* before get_pages: its free callback may revoke the region at once */
+	/*
+	 * Before get_pages: its free callback may revoke the region at once,
+	 * and revocation counts in the region's gauges.
+	 */
 	gdrpeer_region_init(&pin->region, e->length,
 			    GDRPEER_REVOCABLE_ANY_TIME);
+	pin->region.ops = &nvp_region_ops;
+	pin->region.cnt = &nvp_cnt;
 
 	/* persistent by default where the driver has it */
 	ret = -EOPNOTSUPP;
@@ -692,8 +729,6 @@ struct dma_buf *nvp_export_va(struct gdrpeer_export_va *e)
 	/* from here on nvp_release() undoes everything */
 	if (pin->persistent)
 		pin->region.revocable = GDRPEER_REVOCABLE_WITH_DEVICE;
-	pin->region.ops = &nvp_region_ops;
-	pin->region.cnt = &nvp_cnt;
 	atomic64_inc(&nvp_cnt.allocations);
 	atomic64_add(e->length, &nvp_cnt.alloc_bytes);
 	atomic64_inc(pin->persistent ? &nvp_pins_persistent :
@@ -734,8 +769,6 @@ struct dma_buf *nvp_export_va(struct gdrpeer_export_va *e)
 }
 
 /* ---- sysfs: .../providers/nvidia/ --------------------------------------- */
-
-static struct kobject *nvp_kobj;
 
 static ssize_t status_show(struct kobject *kobj, struct kobj_attribute *attr,
 			   char *buf)
@@ -832,40 +865,18 @@ static const struct attribute_group nvp_group = {
 	.attrs = nvp_attrs,
 };
 
-/* Looks the API up once and publishes providers/nvidia/. */
-int nvp_init(struct kobject *providers)
+/* Load: look the API up once (providers/nvidia/rescan tries again). */
+static int nvp_init(void)
 {
-	int ret;
-
 	mutex_lock(&nvp_resolve_lock);
 	nvp_try_activate();
 	mutex_unlock(&nvp_resolve_lock);
-
-	nvp_kobj = kobject_create_and_add("nvidia", providers);
-	if (!nvp_kobj) {
-		ret = -ENOMEM;
-		goto err;
-	}
-	ret = sysfs_create_group(nvp_kobj, &nvp_group);
-	if (ret) {
-		kobject_put(nvp_kobj);
-		nvp_kobj = NULL;
-		goto err;
-	}
 	return 0;
-err:
-	nvp_exit();
-	return ret;
 }
 
 /* Module unload: no pin can be alive (each dma-buf holds the module). */
-void nvp_exit(void)
+static void nvp_exit(void)
 {
-	if (nvp_kobj) {
-		sysfs_remove_group(nvp_kobj, &nvp_group);
-		kobject_put(nvp_kobj);
-		nvp_kobj = NULL;
-	}
 	mutex_lock(&nvp_resolve_lock);
 	WARN_ON(atomic64_read(&nvp_cnt.allocations));
 	if (nvp_active)
@@ -874,8 +885,29 @@ void nvp_exit(void)
 	mutex_unlock(&nvp_resolve_lock);
 }
 
-/* One line for the load message. */
-const char *nvp_status_line(void)
+static u32 nvp_caps(void)
+{
+	u32 caps = 0;
+
+	if (nvp_is_active())
+		caps |= GDRPEER_CAP_EXPORT_VA;
+	if (nvp_has_persistent())
+		caps |= GDRPEER_CAP_PIN_PERSISTENT;
+	return caps;
+}
+
+/* For the load line, which runs before any sysfs write can change it. */
+static const char *nvp_status_line(void)
 {
 	return nvp_status;
 }
+
+const struct gdrpeer_provider gdrpeer_nvidia_provider = {
+	.name = "nvidia",
+	.sysfs_group = &nvp_group,
+	.init = nvp_init,
+	.exit = nvp_exit,
+	.caps = nvp_caps,
+	.status = nvp_status_line,
+	.export_va = nvp_export_va,
+};

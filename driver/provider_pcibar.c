@@ -27,16 +27,23 @@
 #include <linux/io.h>
 #include <linux/kernel.h>
 #include <linux/log2.h>
+#include <linux/moduleparam.h>
 #include <linux/pci.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include <linux/sysfs.h>
 
 #include <gdrpeer.h>
 
 #include "gdrpeer_compat.h"
 #include "gdrpeer_core.h"
 #include "provider.h"
+
+static char *pcibar;
+module_param(pcibar, charp, 0444);
+MODULE_PARM_DESC(pcibar,
+		 "PCI devices to bind to the pcibar provider: BDF[@BAR][,...]; the largest prefetchable BAR when @BAR is absent");
 
 /* Smallest BAR worth carving; smaller ones are refused as "too small". */
 #define PCIBAR_MIN_SIZE SZ_1M
@@ -573,7 +580,7 @@ out_put:
 	return ret;
 }
 
-int pcibar_bind(const char *spec)
+static int pcibar_bind(const char *spec)
 {
 	int ret;
 
@@ -584,7 +591,7 @@ int pcibar_bind(const char *spec)
 }
 
 /* Unbind @spec: everything it served is revoked (never -EBUSY). */
-int pcibar_unbind(const char *spec)
+static int pcibar_unbind(const char *spec)
 {
 	struct pci_dev *pdev;
 	int bar, ret = 0;
@@ -610,7 +617,7 @@ int pcibar_unbind(const char *spec)
 }
 
 /* "BDF[@N][,BDF[@N]...]" from the module parameter; all or nothing. */
-int pcibar_bind_list(const char *list)
+static int pcibar_bind_list(const char *list)
 {
 	char *dup, *cur, *tok;
 	int ret = 0;
@@ -632,26 +639,13 @@ int pcibar_bind_list(const char *list)
 	return ret;
 }
 
-/* Load: register the PCI driver; binds are accepted from here on. */
-int pcibar_init(void)
-{
-	int ret = pci_register_driver(&pcibar_driver);
-
-	if (ret)
-		return ret;
-	mutex_lock(&pcibar_bind_lock);
-	pcibar_enabled = true;
-	mutex_unlock(&pcibar_bind_lock);
-	return 0;
-}
-
 /*
  * Unload (or failed load): refuse further binds, then unregister the
  * driver, which removes (and revokes) every bound function.  The
  * overrides pcibar= or pcibar_bind set are cleared; the administrator's
  * own stay, so that a later load binds those functions again.
  */
-void pcibar_exit(void)
+static void pcibar_exit(void)
 {
 	mutex_lock(&pcibar_bind_lock);
 	pcibar_enabled = false;
@@ -661,3 +655,84 @@ void pcibar_exit(void)
 	pcibar_override_untrack(NULL);
 	mutex_unlock(&pcibar_bind_lock);
 }
+
+/*
+ * Load: register the PCI driver (binds are accepted from here on) and
+ * bind what pcibar= names, all or nothing.
+ */
+static int pcibar_init(void)
+{
+	int ret = pci_register_driver(&pcibar_driver);
+
+	if (ret)
+		return ret;
+	mutex_lock(&pcibar_bind_lock);
+	pcibar_enabled = true;
+	mutex_unlock(&pcibar_bind_lock);
+	ret = pcibar_bind_list(pcibar);
+	if (ret) {
+		pr_err("load refused: pcibar=%s could not be bound (%d)\n",
+		       pcibar, ret);
+		pcibar_exit();
+	}
+	return ret;
+}
+
+/* ---- sysfs ---------------------------------------------------------- */
+
+/* /sys/class/gdrpeer/gdrpeer/pcibar_bind and pcibar_unbind */
+static ssize_t pcibar_bind_store(struct device *dev,
+				 struct device_attribute *attr,
+				 const char *buf, size_t count)
+{
+	int ret = pcibar_bind(buf);
+
+	return ret ? ret : (ssize_t)count;
+}
+static DEVICE_ATTR_WO(pcibar_bind);
+
+static ssize_t pcibar_unbind_store(struct device *dev,
+				   struct device_attribute *attr,
+				   const char *buf, size_t count)
+{
+	int ret = pcibar_unbind(buf);
+
+	return ret ? ret : (ssize_t)count;
+}
+static DEVICE_ATTR_WO(pcibar_unbind);
+
+static struct attribute *pcibar_node_attrs[] = {
+	&dev_attr_pcibar_bind.attr,
+	&dev_attr_pcibar_unbind.attr,
+	NULL,
+};
+
+static const struct attribute_group pcibar_node_group = {
+	.attrs = pcibar_node_attrs,
+};
+
+/* providers/pcibar/status: the BAR provider is always built in */
+static ssize_t status_show(struct kobject *kobj, struct kobj_attribute *attr,
+			   char *buf)
+{
+	return sysfs_emit(buf, "active, %u device(s) bound\n",
+			  gdrpeer_device_count());
+}
+static struct kobj_attribute pcibar_status_attr = __ATTR_RO(status);
+
+static struct attribute *pcibar_attrs[] = {
+	&pcibar_status_attr.attr,
+	NULL,
+};
+
+static const struct attribute_group pcibar_group = {
+	.attrs = pcibar_attrs,
+};
+
+const struct gdrpeer_provider gdrpeer_pcibar_provider = {
+	.name = "pcibar",
+	.sysfs_group = &pcibar_group,
+	.node_group = &pcibar_node_group,
+	.init = pcibar_init,
+	.exit = pcibar_exit,
+};

@@ -38,6 +38,12 @@ endef
 symvers = awk -F '\t' -v OFS='\t' '$$2 ~ /^nvidia_p2p_/ { sub(/[^\/]*$$/, "$(1)", $$3); \
 	$$4 = "EXPORT_SYMBOL"; if (!seen[$$2]++) print }' $(MODOUT)/selftests/kmod/Module.symvers
 
+# binutils' nm; the sid toolchain chroot has only the target-prefixed one
+NM := $(or $(shell command -v nm),$(shell command -v x86_64-linux-gnu-nm),nm)
+
+# Each stand-in's .ko is put next to its Module.symvers, where a DKMS build of the NVIDIA driver
+# has it: newer kernels (7.x) write only the module's name into Module.symvers, and
+# driver/Makefile reads the exporter's licence from the .ko it finds there.
 # gdrpeer-linked.ko: gdrpeer.ko built the way DKMS builds it after the NVIDIA driver, linked
 # against the exports of the stand-in gdrpeer_nvstub.ko (EXPORT_SYMBOL, licence GPL, like
 # NVIDIA's open kernel modules) instead of finding them with symbol_get().
@@ -45,8 +51,6 @@ linked-build:
 	rm -rf $(MODOUT)/nvstub && mkdir -p $(MODOUT)/nvstub
 	$(call symvers,gdrpeer_nvstub) > $(MODOUT)/nvstub/Module.symvers
 	test -s $(MODOUT)/nvstub/Module.symvers
-	# the .ko next to its Module.symvers, as a DKMS build leaves it: the Makefile reads its licence
-	# there when Module.symvers names the module without a path (modpost does since 6.13)
 	cp $(MODOUT)/selftests/kmod/gdrpeer_nvstub.ko $(MODOUT)/nvstub/
 	$(call variant,linked,NVIDIA_SYMVERS=$(MODOUT)/nvstub/Module.symvers)
 
@@ -70,8 +74,7 @@ prop-build:
 	$(MAKE) -C $(KDIR) M=$(MODOUT)/proplinked/driver NVIDIA_SYMVERS=$(MODOUT)/nvprop/dkms/Module.symvers \
 		KBUILD_EXTRA_SYMBOLS=$(MODOUT)/nvprop/dkms/Module.symvers modules \
 		>> $(MODOUT)/gdrpeer-proplinked.log 2>&1 || { cat $(MODOUT)/gdrpeer-proplinked.log; exit 1; }
-	# linked: modpost recorded the stand-in as a dependency (no nm in the sid chroot)
-	modinfo -F depends $(MODOUT)/proplinked/driver/gdrpeer.ko | grep -qw gdrpeer_nvstub_prop
+	$(NM) $(MODOUT)/proplinked/driver/gdrpeer.ko | grep -q ' U nvidia_p2p_get_pages$$'
 	cp $(MODOUT)/proplinked/driver/gdrpeer.ko $(MODOUT)/gdrpeer-proplinked.ko
 
 # $(MODOUT)/ofa_kernel: the test-only peer-memory host gdrpeer_peerhost.ko installed the way
