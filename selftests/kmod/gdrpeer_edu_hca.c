@@ -280,6 +280,20 @@ static const struct dma_buf_attach_ops edu_hca_importer_ops = {
 #endif
 };
 
+/*
+ * A pinned import plays a legacy pinned importer (ib_umem_dmabuf_get_pinned).
+ * Where move_notify is mandatory it has one that only warns; where the hook
+ * is invalidate_mappings (7.x) it is optional, and a pinned importer that
+ * cannot give its mapping back leaves it out, which is what makes
+ * dma_buf_attach_revocable() say no to the exporter.
+ */
+static const struct dma_buf_attach_ops edu_hca_pinned_importer_ops = {
+	.allow_peer2peer = true,
+#if defined(GDRPEER_HAVE_IMPORTER_MOVE_NOTIFY)
+	.move_notify = edu_hca_move_notify,
+#endif
+};
+
 /* Final reference: unmap (unless revoked), unpin, detach, drop the dma-buf. */
 static void edu_import_release(struct kref *ref)
 {
@@ -376,6 +390,8 @@ static int edu_import_create(struct edu_hca *e, int fd, u64 max_seg,
 		attach = dma_buf_attach(im->dmabuf, dev);
 	else
 		attach = dma_buf_dynamic_attach(im->dmabuf, dev,
+						kind == EDU_ATTACH_PINNED ?
+						&edu_hca_pinned_importer_ops :
 						&edu_hca_importer_ops, im);
 	if (attach_ns)
 		*attach_ns = ktime_to_ns(ktime_sub(ktime_get(), t0));
