@@ -23,13 +23,13 @@ PROGRAMS = ("abi", "lifetime", "edu", "revoke")
 MUTANTS = [
     # ---- dma-buf exporter: what importers may reach ---------------------------------------
     Mutant("unmap-leaks-dma-mapping", EXPORTER,
-           "\tif (!gb->region->ops)\n\t\tgdrpeer_unmap_entries(attach->dev, sgt, sgt->orig_nents, dir);\n",
+           "\tif (addrs == GDRPEER_SG_MAP_PHYS)\n\t\tgdrpeer_sgt_unmap(attach->dev, sgt, sgt->orig_nents, dir);\n",
            "",
            ["edu"], "pcibar path: unmap frees the table but leaves the IOMMU mapping, so the "
                     "importer's old address still reaches the BAR"),
     Mutant("map-ignores-max-segment", EXPORTER,
-           "\t\t\tu64 n = min(end - pos, max_seg);",
-           "\t\t\tu64 n = end - pos;",
+           "\t*len = min3(it->range->len - it->pos, it->left, it->max_seg);",
+           "\t*len = min(it->range->len - it->pos, it->left);",
            ["edu"], "sg entries longer than the importer's max segment size"),
     Mutant("revoke-without-move-notify", EXPORTER,
            "#else\n\tdma_buf_move_notify(dmabuf);\n#endif",
@@ -49,8 +49,8 @@ MUTANTS = [
            "\tret = 0 && gdrpeer_region_clear(r);\n\tif (ret) {",
            ["revoke"], "a new allocation shows the bytes of the tenant that freed them"),
     Mutant("revoke-skips-dmabufs", DEVICE,
-           "\tgdrpeer_dmabuf_revoke_region(r);\n}",
-           "}",
+           "\tgdrpeer_dmabuf_revoke_region(r);\n\tgdrpeer_peermem_revoke_region(r);\n}",
+           "\tgdrpeer_peermem_revoke_region(r);\n}",
            ["revoke"], "revocation leaves every dma-buf of the memory and its importers alone"),
     Mutant("revoke-keeps-handle-cpu-mappings", DEVICE,
            "\tunmap_mapping_range(gdrpeer_mapping(),\n",
