@@ -12,5 +12,7 @@ check: conftest.h
 	@cat check.log
 	@if grep -E 'warning:|error:' check.log; then \
 		echo "check: warnings found"; exit 1; fi
+	@if grep -E 'C=1 specified, but' check.log; then \
+		echo "check: kbuild turned the checker off (sparse missing or too old)"; exit 1; fi
 	@rm -f check.log
 	@echo "check: W=1 C=1 clean"

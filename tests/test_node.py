@@ -250,3 +250,13 @@ def test_kernel_report_lines(line, problem):
     """The lines the debug kernel's checkers print fail a run; their start-up lines do not."""
     from emunode.node import PROBLEM
     assert bool(PROBLEM.search(line)) == problem
+
+
+@pytest.mark.parametrize("checker, says", [("true", "1"), ("false", "")])
+def test_checker_probe_answers_for_the_checker(checker, says):
+    """The checker-valid.sh the 7.x toolchain chroot gets: kbuild checks with C=1 only when it
+    prints 1, so a checker that fails must get no answer (then kcheck.mk fails the check)."""
+    probe = Path(__file__).resolve().parent / "emunode" / "checker-valid.sh"
+    out = subprocess.run([str(probe), checker, "--arch=x86_64", "-m64"], capture_output=True,
+                         text=True).stdout
+    assert out.strip() == says

@@ -3,6 +3,7 @@
   python3 -m emunode fetch [--kernel K]              fetch and unpack a Debian kernel
   python3 -m emunode qemu [--name acs]               build a patched QEMU once (cached), print it
   python3 -m emunode build [--kernel K]              build our modules for it
+  python3 -m emunode kcheck [--kernel K]             W=1 + sparse build of them (make kernel-check)
   python3 -m emunode kselftest-headers               print the folder holding kselftest_harness.h
   python3 -m emunode run [options] -- CMD [CMD ...]  boot, run commands, print their results
   python3 -m emunode demo [--kernel K]               the main job: check + verify on the node
@@ -85,6 +86,8 @@ def main(argv=None):
     p.add_argument("--kernel", default=kernels.DEFAULT_KERNEL)
     p = sub.add_parser("build", help="build our kernel modules for a kernel")
     p.add_argument("--kernel", default=kernels.DEFAULT_KERNEL)
+    p = sub.add_parser("kcheck", help="W=1 + sparse build of our modules for a kernel (make kernel-check)")
+    p.add_argument("--kernel", default=kernels.DEFAULT_KERNEL)
     sub.add_parser("kselftest-headers", help="print the folder with the kselftest headers")
     p = sub.add_parser("qemu", help="build a patched QEMU into build/cache (once) and print it")
     p.add_argument("--name", default="acs", help=", ".join(qemu.BUILDS))
@@ -108,6 +111,8 @@ def main(argv=None):
             print(f"{k.name} {k.release} {k.vmlinuz}")
         elif args.cmd == "build":
             print(build.build_modules(args.kernel, log=_log))
+        elif args.cmd == "kcheck":
+            build.check_modules(args.kernel, log=_log)
         elif args.cmd == "kdir":
             print(kernels.ensure_kernel(args.kernel, log=_log).kdir)
         elif args.cmd == "qemu":

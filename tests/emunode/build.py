@@ -8,6 +8,7 @@ Debian sid chroot (debootstrap) that has the matching gcc and kbuild.
 """
 
 import os
+import re
 import shutil
 import subprocess
 
@@ -59,6 +60,67 @@ def build_modules(kernel_name, log=print):
     kos = sorted(p.name for p in out.glob("*.ko"))
     log(f"emunode: modules for kernel {kernel_name} ({kernel.release}): {', '.join(kos) or 'none'}")
     return out
+
+
+def check_modules(kernel_name, log=print):
+    """`make kernel-check`: the W=1 + sparse (C=1) build of the driver and the test modules against
+    `kernel_name`'s headers, from a staged copy in build/kcheck/<name>, where any warning fails;
+    then the driver again with the peer-memory client, against the test-only host's OFED-style
+    headers (ofa-stage). Kernels of CHROOT_TOOLCHAIN are checked inside their chroot (with its
+    gcc and its sparse), the others with the host's."""
+    kernel = kernels.ensure_kernel(kernel_name, log=log)
+    if kernel_name in CHROOT_TOOLCHAIN:
+        root = _chroot(kernel_name, kernel, log)
+        if not (root / "usr/bin/sparse").exists():
+            _run(["chroot", str(root), "env", "DEBIAN_FRONTEND=noninteractive", "apt-get",
+                  "-o", "Acquire::Check-Valid-Until=false", "install", "-y", "-q",
+                  "--no-install-recommends", "sparse"], "installing sparse in the toolchain chroot")
+        stage, inside = root / "build" / "kcheck", "/build/kcheck"
+        kdir, prefix = f"/usr/src/linux-headers-{kernel.release}", ["chroot", str(root)]
+        _install_checker_probe(root, kdir)
+        cc = []  # the headers name the chroot's own compiler
+    else:
+        root = None
+        stage = build_dir() / "kcheck" / kernel_name
+        inside, kdir, prefix = str(stage), str(kernel.kdir), []
+        cc = ["CC=gcc"]
+    _run(["make", "-C", str(REPO), "--no-print-directory", "modules-stage", f"MODOUT={stage}"],
+         "staging module sources")
+    steps = [
+        (["make", "-C", f"{inside}/driver", f"KDIR={kdir}", *cc, "check"], "the driver"),
+        (["make", "-C", f"{inside}/selftests/kmod", f"KDIR={kdir}", *cc, "check"],
+         "the test modules"),
+        (["make", "-f", f"{inside}/Makefile.modules", "ofa-stage", f"MODOUT={inside}"],
+         "the OFED-style headers of the test host"),
+        (["make", "-C", f"{inside}/driver", f"KDIR={kdir}", *cc, f"OFA_DIR={inside}/ofa_kernel",
+          "check"], "the driver with the peer-memory client"),
+    ]
+    # objtool reads /proc/self/limits: a chroot needs /proc while it builds.
+    proc = root / "proc" if root else None
+    mounted = proc is not None and subprocess.run(["mount", "-t", "proc", "proc", str(proc)]).returncode == 0
+    try:
+        for cmd, what in steps:
+            log(f"emunode: kernel-check {kernel_name}: {what}")
+            _run([*prefix, *cmd], f"W=1 C=1 check of {what} for kernel {kernel_name}")
+    finally:
+        if mounted:
+            subprocess.run(["umount", str(proc)])
+    log(f"emunode: kernel-check {kernel_name} ({kernel.release}): clean")
+
+
+def _install_checker_probe(root, kdir):
+    """Give kbuild the scripts/checker-valid.sh that its C=1 asks and Debian's linux-kbuild leaves
+    out (without it 7.x turns sparse off with only a make warning). `kdir` is the headers folder
+    as the chroot sees it; Debian's flavour Makefile includes the -common tree's, which is kbuild's
+    srctree."""
+    top = root / kdir.lstrip("/")
+    include = re.search(r"^include (\S+)/Makefile$", (top / "Makefile").read_text(), re.M)
+    srctree = root / include.group(1).lstrip("/") if include else top
+    if "checker-valid.sh" not in (srctree / "Makefile").read_text(errors="replace"):
+        return
+    probe = (srctree / "scripts").resolve() / "checker-valid.sh"
+    if not probe.exists():
+        shutil.copy2(REPO / "tests" / "emunode" / "checker-valid.sh", probe)
 
 
 def _chroot(kernel_name, kernel, log):
