@@ -9,7 +9,7 @@ gdrpeer-ofed.ko (make vm-modules). The plain gdrpeer.ko, built without OFED, lea
 
 One boot per IOMMU mode (off, translated, passthrough) on VM_KERNEL runs, in order:
   1. gdrpeer-ofed.ko cannot load before the host (the kernel names the missing symbol);
-  2. CUDA addresses: the nvidia_p2p stand-in gdrpeer_nvstub_gpl.ko owns the BAR ("GPU memory"
+  2. CUDA addresses (and, with a module named nvidia_peermem loaded, who owns them): the nvidia_p2p stand-in gdrpeer_nvstub_gpl.ko owns the BAR ("GPU memory"
      in 64 KiB pages, NVSTUB_IOCTL_ALLOC/FREE as cuMemAlloc/cuMemFree), gdrpeer-ofed.ko without
      pcibar=; the kselftest's peermem_cuda fixture: 64 KiB page size, entries per contiguous
      range, refusal of addresses that are not the caller's CUDA memory and peermem_cuda=off,
@@ -61,6 +61,11 @@ COMMANDS = {
             f"{OFED_CUDA} && cat {PM}/status && gdrpeer_selftest_peermem --only peermem_cuda; "
             "rc=$?; rmmod gdrpeer && rmmod gdrpeer_peerhost && rmmod gdrpeer_nvstub_gpl && "
             "echo unloaded; exit $rc",
+    # a module named nvidia_peermem (name only) loaded first: auto leaves CUDA addresses to it
+    "coexist": f"insmod {M}/nvidia_peermem.ko && {STUB} && insmod {M}/gdrpeer_peerhost.ko && "
+               f"{OFED_CUDA} && gdrpeer_selftest_peermem --only peermem_coexist; rc=$?; "
+               "rmmod gdrpeer && rmmod gdrpeer_peerhost && rmmod gdrpeer_nvstub_gpl && "
+               "rmmod nvidia_peermem && echo unloaded; exit $rc",
     "load": f"insmod {M}/gdrpeer_peerhost.ko && "
             f"insmod {M}/gdrpeer-ofed.ko pcibar=$GDRPEER_GPU_BDF && cat {PM}/status && "
             f"cat {HOST}/clients",
@@ -86,7 +91,8 @@ NAMES = list(COMMANDS)
 
 def boot(kernel, iommu):
     kmod = REPO / "build" / "kmod" / kernel
-    for ko in ("gdrpeer-ofed.ko", "gdrpeer_peerhost.ko", "gdrpeer_edu_hca.ko", "gdrpeer.ko"):
+    for ko in ("gdrpeer-ofed.ko", "gdrpeer_peerhost.ko", "gdrpeer_edu_hca.ko", "gdrpeer.ko",
+               "gdrpeer_nvstub_gpl.ko", "nvidia_peermem.ko"):
         if not (kmod / ko).exists():
             pytest.fail(f"{kmod / ko} missing (make vm-modules VM_KERNEL={kernel})")
     if not (BIN / "gdrpeer_selftest_peermem").exists():
@@ -116,6 +122,15 @@ def check_cuda(res, out):
     assert race and all(int(g) > 0 for g in race.groups()), cu.output[-3000:]
     # the stand-in logged no API violation (a put or unmap gdrpeer must not make)
     assert "API violation" not in res.kernel_log
+
+    # coexistence: with nvidia_peermem loaded, the load line and sysfs say who owns CUDA addresses
+    co = out["coexist"]
+    plan, ok, not_ok, skipped, tot = tap(co.output)
+    assert plan == 1 and tot == {"pass": 1, "fail": 0, "skip": 0, "error": 0}, co.output[-3000:]
+    assert co.status == 0 and "unloaded" in co.output, co.output[-3000:]
+    assert re.search(r"gdrpeer: ABI .* loaded, 0 device\(s\) bound; providers: .*; peermem active: "
+                     r"registered with ib_core .*CUDA addresses: left to nvidia_peermem "
+                     r"\(it is loaded; peermem_cuda=auto\)\)", res.kernel_log)
 
     # 8: the bytes of A are in the BAR file at its two scattered GPU pages; B's pages, freed
     # while edu wrote through them, hold only poison: the DMA stopped before the pages went

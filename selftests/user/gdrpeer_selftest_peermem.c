@@ -10,7 +10,9 @@
  *                 against the host's OFED-style headers), the GPU bound;
  *   peermem_cuda  CUDA addresses: the same without pcibar=, after the
  *                 nvidia_p2p stand-in gdrpeer_nvstub_gpl.ko (bar=GPU),
- *                 gdrpeer-ofed.ko nvidia_module=gdrpeer_nvstub_gpl.
+ *                 gdrpeer-ofed.ko nvidia_module=gdrpeer_nvstub_gpl;
+ *   peermem_coexist  as peermem_cuda, with a module named nvidia_peermem
+ *                 loaded (selftests/kmod's name-only nvidia_peermem.ko).
  *
  * "--proof FILE" (not a kselftest: run it after them, with no allocation
  * after it) registers, DMAs and deregisters like data_through_client and
@@ -1142,6 +1144,80 @@ static int proof(const char *path)
 	       (unsigned long long)len, (unsigned long long)(a.bar_offset + off),
 	       (unsigned long long)d.first_dma);
 	return 0;
+}
+
+/*
+ * Coexistence: with a module named nvidia_peermem loaded (the tests load
+ * selftests/kmod's name-only stand-in, nvidia_peermem.ko, before running
+ * this fixture alone), peermem_cuda=auto leaves CUDA addresses to it and
+ * says so; peermem_cuda=on claims them anyway, naming the other client;
+ * off never claims them.
+ */
+FIXTURE(peermem_coexist)
+{
+	int host, nv;
+};
+
+FIXTURE_SETUP(peermem_coexist)
+{
+	char line[512];
+
+	self->host = self->nv = -1;
+	if (access("/sys/module/nvidia_peermem", F_OK))
+		SKIP(return, "nvidia_peermem is not loaded (load selftests/kmod's nvidia_peermem.ko and run --only peermem_coexist)");
+	if (gp_read_line(PEERMEM_SYSFS "/status", line, sizeof(line)) ||
+	    strncmp(line, "active", 6))
+		SKIP(return, "peer-memory client not active");
+	self->nv = open(NVSTUB_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	self->host = open(PEERHOST_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->nv) TH_LOG("%s: %s", NVSTUB_DEVICE_PATH, strerror(errno));
+	ASSERT_LE(0, self->host);
+}
+
+FIXTURE_TEARDOWN(peermem_coexist)
+{
+	if (self->host >= 0)
+		close(self->host);
+	if (self->nv >= 0) {
+		close(self->nv);
+		EXPECT_EQ(0, gp_write_file(CUDA_PARAM, "auto"));
+		EXPECT_EQ(0, pm_num("acquired"));
+		EXPECT_EQ(0, gp_nvstub_num("pins"));
+	}
+}
+
+GP_TEST_F(peermem_coexist, auto_leaves_cuda_to_nvidia_peermem)
+{
+	struct peerhost_reg r;
+	char line[512];
+	uint64_t va;
+
+	ASSERT_EQ(0, gp_write_file(CUDA_PARAM, "auto"));
+	ASSERT_EQ(0, gp_read_line(PEERMEM_SYSFS "/cuda", line, sizeof(line)));
+	EXPECT_STREQ("left to nvidia_peermem (it is loaded; peermem_cuda=auto)", line);
+	ASSERT_EQ(0, gp_read_line(PEERMEM_SYSFS "/status", line, sizeof(line)));
+	EXPECT_NE(NULL, strstr(line, "CUDA addresses: left to nvidia_peermem"))
+		TH_LOG("%s", line);
+	ASSERT_EQ(0, gp_nvstub_alloc(self->nv, GPU_PAGE, 0, NULL, &va));
+	/* not asked of NVIDIA at all: no pin, the core falls back (-EFAULT) */
+	EXPECT_EQ(-EFAULT, ph_reg(self->host, (void *)(uintptr_t)va, GPU_PAGE, &r));
+	EXPECT_EQ(0, gp_nvstub_num("pins"));
+
+	ASSERT_EQ(0, gp_write_file(CUDA_PARAM, "on"));
+	ASSERT_EQ(0, gp_read_line(PEERMEM_SYSFS "/cuda", line, sizeof(line)));
+	EXPECT_NE(NULL, strstr(line, "peermem_cuda=on; also loaded: nvidia_peermem"))
+		TH_LOG("%s", line);
+	ASSERT_EQ(0, ph_reg(self->host, (void *)(uintptr_t)va, GPU_PAGE, &r));
+	EXPECT_EQ(PEERHOST_OWNER_PEER, r.owner);
+	ASSERT_EQ(0, ph_dereg(self->host, r.id));
+
+	ASSERT_EQ(0, gp_write_file(CUDA_PARAM, "off"));
+	EXPECT_EQ(-EFAULT, ph_reg(self->host, (void *)(uintptr_t)va, GPU_PAGE, &r));
+	/* a value it does not know is refused, the setting stays */
+	EXPECT_EQ(EINVAL, gp_write_file(CUDA_PARAM, "maybe"));
+	ASSERT_EQ(0, gp_read_line(CUDA_PARAM, line, sizeof(line)));
+	EXPECT_STREQ("off", line);
+	ASSERT_EQ(0, gp_nvstub_free(self->nv, va));
 }
 
 /*
