@@ -42,11 +42,11 @@
  *   core's umem mapping lock (get_pages, dma_map, dma_unmap, put_pages)
  *   -> pm_ctx.lock -> pm_list_lock -> gdrpeer_region.memory_lock (read)
  * So nothing that runs under the core's mapping lock may wait for the RM
- * lock: the inversion of nvidia-peermem with MOFED 5.1 (its put_pages and
- * dma_map call NVIDIA under that lock).  A CUDA pin is therefore taken in
- * acquire and put in release, which the core calls outside its mapping
- * lock, and mapped with the DMA API on the page table's addresses, which
- * needs no NVIDIA lock, instead of nvidia_p2p_dma_map_pages.
+ * lock (the class of nvidia-peermem's inversion with MOFED 5.1, between
+ * the mapping lock and an NVIDIA driver lock).  A CUDA pin is therefore
+ * taken in acquire and put in release, which the core calls outside its
+ * mapping lock, and mapped with the DMA API on the page table's addresses,
+ * which needs no NVIDIA lock, instead of nvidia_p2p_dma_map_pages.
  * The core's invalidate takes its umem mapping lock, and without
  * INVALIDATE_UNMAPS calls dma_unmap/put_pages (pm_ctx.lock) from inside,
  * so it is called with no lock of ours held: pm_ctx.lock is dropped after
