@@ -1,34 +1,52 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Peer-memory client of MLNX_OFED / DOCA-OFED's ib_core: a plain
- * ibv_reg_mr() of a gdrpeer mapping (mmap of a /dev/gdrpeer handle)
- * registers the device memory behind it, the way nvidia-peermem does for
- * CUDA addresses.  Built only when driver/Makefile's probe
- * (conftest_peermem.sh) found OFED's include/rdma/peer_mem.h and the two
- * ib_*_peer_memory_client exports in its Module.symvers; otherwise this
- * file only says why in providers/peermem/status.
+ * ibv_reg_mr() of a gdrpeer mapping (mmap of a /dev/gdrpeer handle) or of
+ * a CUDA address registers the device memory behind it, the way
+ * nvidia-peermem does for CUDA addresses.  Built only when
+ * driver/Makefile's probe (conftest_peermem.sh) found OFED's
+ * include/rdma/peer_mem.h and the two ib_*_peer_memory_client exports in
+ * its Module.symvers; otherwise this file only says why in
+ * providers/peermem/status.
  *
  * What it serves: user addresses inside one handle mapping of a region of
- * plain BAR ranges (the pcibar provider).  Everything else (host memory,
- * CUDA addresses, regions with provider ops) is answered "not mine", so
- * the core tries the next client or pins host pages.
+ * plain BAR ranges (the pcibar provider), and (peermem_cuda, below) CUDA
+ * addresses the nvidia provider can pin: acquire pins the 64 KiB GPU
+ * pages around the range (nvidia_p2p_get_pages with a free callback, or
+ * _persistent: peermem_cuda_pin) as a region of its own.  Everything else
+ * (host memory, regions with provider ops) is answered "not mine", so the
+ * core tries the next client or pins host pages.
  *
  * One registration (struct pm_ctx) goes
- *   acquire:   region reference and a module reference (rmmod gdrpeer is
- *              refused with -EBUSY while any registration lives)
+ *   acquire:   region reference (a CUDA pin: the pin) and a module
+ *              reference (rmmod gdrpeer is refused with -EBUSY while any
+ *              registration lives)
  *   get_pages: on the pinned list (revocation finds it there)
  *   dma_map:   every physically contiguous piece of the range mapped with
  *              dma_map_resource() on the HCA's device, one sg entry each
- *   dma_unmap, put_pages, release: undone in that order
- * Revocation (the device is unbound or removed) calls the core's
- * invalidate for every pinned registration of the region and unmaps it
- * itself afterwards (PEER_MEM_INVALIDATE_UNMAPS): once invalidate returns
- * the HCA does no more DMA, and the memory goes back only after that.
+ *   dma_unmap, put_pages, release: undone in that order; release drops
+ *              the region (a CUDA pin's last reference puts its pages)
+ * Revocation (the device is unbound or removed; NVIDIA's free callback of
+ * a CUDA pin, i.e. cudaFree) calls the core's invalidate for every pinned
+ * registration of the region and unmaps it itself afterwards
+ * (PEER_MEM_INVALIDATE_UNMAPS): once invalidate returns the HCA does no
+ * more DMA, and the memory goes back only after that (NVIDIA frees the
+ * pages when its callback returns).
  *
  * Lock order (outermost first), all mutexes, every holder may sleep:
  *   core's peer client lock (acquire) -> mmap_lock (read)
+ *   core's peer client lock (acquire) -> NVIDIA's RM lock (CUDA pin)
+ *   NVIDIA's RM lock (its free path, running our free callback)
+ *     -> core's umem mapping lock (the core's invalidate; no lock of ours
+ *     is held across that call)
  *   core's umem mapping lock (get_pages, dma_map, dma_unmap, put_pages)
  *   -> pm_ctx.lock -> pm_list_lock -> gdrpeer_region.memory_lock (read)
+ * So nothing that runs under the core's mapping lock may wait for the RM
+ * lock (the class of nvidia-peermem's inversion with MOFED 5.1, between
+ * the mapping lock and an NVIDIA driver lock).  A CUDA pin is therefore
+ * taken in acquire and put in release, which the core calls outside its
+ * mapping lock, and mapped with the DMA API on the page table's addresses,
+ * which needs no NVIDIA lock, instead of nvidia_p2p_dma_map_pages.
  * The core's invalidate takes its umem mapping lock, and without
  * INVALIDATE_UNMAPS calls dma_unmap/put_pages (pm_ctx.lock) from inside,
  * so it is called with no lock of ours held: pm_ctx.lock is dropped after
@@ -42,14 +60,19 @@
 #include <linux/list.h>
 #include <linux/mm.h>
 #include <linux/module.h>
+#include <linux/moduleparam.h>
 #include <linux/mutex.h>
+#include <linux/namei.h>
 #include <linux/sched.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
 #include <linux/sysfs.h>
 
+#include <gdrpeer.h>
+
 #include "gdrpeer_compat.h"
 #include "exporter.h"
+#include "provider.h"
 /* GDRPEER_PEERMEM, GDRPEER_PEERMEM_LINK and OFED's peer_mem.h, or why not */
 #include "peermem_link.h"
 
@@ -78,10 +101,12 @@ struct pm_ctx {
 	struct kref ref;		/* release's + revocation's walkers */
 	struct mutex lock;		/* everything below */
 	struct gdrpeer_region *r;	/* reference from acquire to release */
+	bool cuda;			/* @r is a CUDA pin made by acquire */
+	u64 page_size;			/* what get_page_size reports */
 	unsigned long addr;		/* as acquire got them */
 	size_t size;
-	u64 offset;			/* page-aligned start in @r */
-	u64 len;			/* page-aligned length */
+	u64 offset;			/* @page_size aligned start in @r */
+	u64 len;			/* @page_size aligned length */
 	enum pm_state state;
 	bool invalidating;		/* revocation started: no new dma_map */
 	u64 core_context;
@@ -105,6 +130,108 @@ static invalidate_peer_memory pm_core_invalidate;
 static atomic64_t pm_acquired = ATOMIC64_INIT(0);	/* gauge */
 static atomic64_t pm_mapped = ATOMIC64_INIT(0);		/* gauge */
 static atomic64_t pm_invalidations = ATOMIC64_INIT(0);	/* total */
+static atomic64_t pm_cuda_acquired = ATOMIC64_INIT(0);	/* gauge */
+
+/*
+ * Coexistence with nvidia-peermem: who serves CUDA addresses.  ib_core
+ * gives a registration to the first client whose acquire takes it, so
+ * two clients claiming the same memory would split it by load order;
+ * the default leaves CUDA addresses to nvidia-peermem whenever it is
+ * loaded.
+ */
+enum { PM_CUDA_AUTO, PM_CUDA_ON, PM_CUDA_OFF };
+static const char * const pm_cuda_names[] = { "auto", "on", "off" };
+/* how CUDA addresses are pinned (nvidia_p2p_get_pages or _persistent) */
+enum { PM_PIN_CALLBACK, PM_PIN_PERSISTENT };
+static const char * const pm_pin_names[] = { "callback", "persistent" };
+
+struct pm_choice {
+	int val;			/* READ_ONCE: a sysfs write may change it */
+	const char * const *names;
+	unsigned int n;
+};
+
+static int pm_choice_set(const char *val, const struct kernel_param *kp)
+{
+	struct pm_choice *c = kp->arg;
+	int i = __sysfs_match_string(c->names, c->n, val);
+
+	if (i < 0)
+		return -EINVAL;
+	WRITE_ONCE(c->val, i);
+	return 0;
+}
+
+static int pm_choice_get(char *buf, const struct kernel_param *kp)
+{
+	const struct pm_choice *c = kp->arg;
+
+	return scnprintf(buf, PAGE_SIZE, "%s\n", c->names[READ_ONCE(c->val)]);
+}
+
+static const struct kernel_param_ops pm_choice_ops = {
+	.set = pm_choice_set,
+	.get = pm_choice_get,
+};
+
+static struct pm_choice pm_cuda = {
+	PM_CUDA_AUTO, pm_cuda_names, ARRAY_SIZE(pm_cuda_names)
+};
+module_param_cb(peermem_cuda, &pm_choice_ops, &pm_cuda, 0644);
+MODULE_PARM_DESC(peermem_cuda,
+		 "serve CUDA addresses (ibv_reg_mr of cudaMalloc memory) through the nvidia provider: auto (default: not while nvidia_peermem or nv_peer_mem is loaded), on, off");
+
+static struct pm_choice pm_pin = {
+	PM_PIN_CALLBACK, pm_pin_names, ARRAY_SIZE(pm_pin_names)
+};
+module_param_cb(peermem_cuda_pin, &pm_choice_ops, &pm_pin, 0644);
+MODULE_PARM_DESC(peermem_cuda_pin,
+		 "pins of CUDA registrations: callback (default: cudaFree invalidates the registration) or persistent (the memory stays until deregistration)");
+
+/* NVIDIA's own peer-memory client (or its predecessor) is loaded. */
+static const char *pm_nvidia_client_loaded(void)
+{
+	static const char * const names[] = { "nvidia_peermem", "nv_peer_mem" };
+	char path[64];
+	struct path p;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(names); i++) {
+		snprintf(path, sizeof(path), "/sys/module/%s", names[i]);
+		if (!kern_path(path, LOOKUP_FOLLOW, &p)) {
+			path_put(&p);
+			return names[i];
+		}
+	}
+	return NULL;
+}
+
+/*
+ * Whether new registrations of CUDA addresses are ours, and why, in a
+ * few words for the status line; @buf may be NULL.
+ */
+static bool pm_cuda_claimed(char *buf, size_t size)
+{
+	int mode = READ_ONCE(pm_cuda.val);
+	const char *other = mode == PM_CUDA_OFF ? NULL :
+			    pm_nvidia_client_loaded();
+	bool claim = mode == PM_CUDA_ON || (mode == PM_CUDA_AUTO && !other);
+
+	if (!buf)
+		return claim;
+	if (mode == PM_CUDA_OFF)
+		scnprintf(buf, size, "not claimed (peermem_cuda=off)");
+	else if (!claim)
+		scnprintf(buf, size, "left to %s (it is loaded; peermem_cuda=auto)",
+			  other);
+	else
+		scnprintf(buf, size, "claimed through the nvidia provider, %s pins (peermem_cuda=%s%s%s)",
+			  pm_pin_names[READ_ONCE(pm_pin.val)],
+			  pm_cuda_names[mode],
+			  other ? "; also loaded: " : ", nvidia_peermem not loaded",
+			  other ? other : "");
+	return claim;
+}
 
 static void pm_ctx_free(struct kref *ref)
 {
@@ -114,6 +241,35 @@ static void pm_ctx_free(struct kref *ref)
 	kfree(ctx);
 }
 
+/*
+ * A CUDA address: pinned here, in acquire, for the whole registration
+ * (released in release), so that no call into NVIDIA's driver is made
+ * under the core's mapping lock, which the core's invalidate takes from
+ * inside NVIDIA's free callback (see the lock order at the top).  A range
+ * NVIDIA does not know is "not mine".  Returns the pin's region or NULL.
+ */
+static struct gdrpeer_region *pm_cuda_pin(unsigned long addr, size_t size,
+					  u64 *offset, u64 *page_size)
+{
+	struct gdrpeer_region *r;
+	u32 mode;
+
+	if (!pm_cuda_claimed(NULL, 0))
+		return NULL;
+	mode = READ_ONCE(pm_pin.val) == PM_PIN_PERSISTENT ?
+	       GDRPEER_PIN_PERSISTENT : GDRPEER_PIN_CALLBACK;
+	r = gdrpeer_providers_pin_user(addr, size, &mode, page_size);
+	if (IS_ERR(r)) {
+		/* -EINVAL is "not device memory of this process": say nothing */
+		if (PTR_ERR(r) != -EINVAL && PTR_ERR(r) != -ENODEV)
+			pr_warn_ratelimited("CUDA address %#lx (+%zu) not registered: pinning failed (%pe)\n",
+					    addr, size, r);
+		return NULL;
+	}
+	*offset = addr - round_down(addr, *page_size);
+	return r;
+}
+
 static int pm_acquire(unsigned long addr, size_t size, void *private_data,
 		      char *peer_mem_name, void **client_context)
 {
@@ -121,15 +277,26 @@ static int pm_acquire(unsigned long addr, size_t size, void *private_data,
 	struct pm_ctx *ctx;
 	u64 offset;
 
+	u64 page_size = PAGE_SIZE;
+	bool cuda = false;
+
 	if (!size || !current->mm)
 		return 0;
 	mmap_read_lock(current->mm);
 	r = gdrpeer_region_from_user(current->mm, addr, size, &offset);
 	mmap_read_unlock(current->mm);
-	if (!r)
+	/* handle mappings are of plain regions; anything else is refused */
+	if (r && r->ops) {
+		gdrpeer_region_put(r);
 		return 0;
-	/* regions with provider ops (nvidia pins) are not served (yet) */
-	if (r->ops || !try_module_get(THIS_MODULE)) {
+	}
+	if (!r) {
+		r = pm_cuda_pin(addr, size, &offset, &page_size);
+		if (!r)
+			return 0;
+		cuda = true;
+	}
+	if (!try_module_get(THIS_MODULE)) {
 		gdrpeer_region_put(r);
 		return 0;
 	}
@@ -143,12 +310,16 @@ static int pm_acquire(unsigned long addr, size_t size, void *private_data,
 	mutex_init(&ctx->lock);
 	INIT_LIST_HEAD(&ctx->node);
 	ctx->r = r;
+	ctx->cuda = cuda;
+	ctx->page_size = page_size;
 	ctx->addr = addr;
 	ctx->size = size;
-	ctx->offset = round_down(offset, PAGE_SIZE);
-	ctx->len = PAGE_ALIGN(offset + size) - ctx->offset;
+	ctx->offset = round_down(offset, page_size);
+	ctx->len = round_up(offset + size, page_size) - ctx->offset;
 	ctx->state = PM_ACQUIRED;
 	atomic64_inc(&pm_acquired);
+	if (cuda)
+		atomic64_inc(&pm_cuda_acquired);
 	*client_context = ctx;
 	return 1;
 }
@@ -354,10 +525,12 @@ static void pm_put_pages(struct sg_table *sg_head, void *client_context)
 	mutex_unlock(&ctx->lock);
 }
 
-/* BAR ranges are mapped in CPU pages. */
+/* BAR ranges are mapped in CPU pages, CUDA memory in GPU pages (64 KiB). */
 static unsigned long pm_get_page_size(void *client_context)
 {
-	return PAGE_SIZE;
+	struct pm_ctx *ctx = client_context;
+
+	return ctx->page_size;
 }
 
 static void pm_release(void *client_context)
@@ -373,8 +546,11 @@ static void pm_release(void *client_context)
 	r = ctx->r;
 	ctx->r = NULL;
 	mutex_unlock(&ctx->lock);
+	/* a CUDA pin is put here (nvidia_p2p_put_pages), under no core lock */
 	gdrpeer_region_put(r);
 	atomic64_dec(&pm_acquired);
+	if (ctx->cuda)
+		atomic64_dec(&pm_cuda_acquired);
 	kref_put(&ctx->ref, pm_ctx_free);
 	module_put(THIS_MODULE);
 }
@@ -443,6 +619,30 @@ static struct kobj_attribute name##_attr = __ATTR_RO(name)
 PM_GAUGE_ATTR(acquired);
 PM_GAUGE_ATTR(mapped);
 PM_GAUGE_ATTR(invalidations);
+PM_GAUGE_ATTR(cuda_acquired);
+
+static ssize_t cuda_show(struct kobject *kobj, struct kobj_attribute *attr,
+			 char *buf)
+{
+	char line[160];
+
+	pm_cuda_claimed(line, sizeof(line));
+	return sysfs_emit(buf, "%s\n", line);
+}
+static struct kobj_attribute cuda_attr = __ATTR_RO(cuda);
+
+/* The load line's status, kept as it was at load (sysfs shows it now). */
+static char pm_load_line[256];
+
+static const char *pm_active_line(char *buf, size_t size)
+{
+	char cuda[160];
+
+	pm_cuda_claimed(cuda, sizeof(cuda));
+	scnprintf(buf, size, "active: registered with ib_core as peer-memory client \"%s\" (gdrpeer handle mappings; CUDA addresses: %s)",
+		  KBUILD_MODNAME, cuda);
+	return buf;
+}
 
 static int pm_register(void)
 {
@@ -475,7 +675,7 @@ static int pm_register(void)
 		pr_err("ib_core registered gdrpeer but gave no invalidate callback: revocation could not stop the HCA, so the client stays off. Fix: an OFED whose peer_mem.h has PEER_MEM_U64_CORE_CONTEXT (MLNX_OFED 5.x, DOCA-OFED)\n");
 		return 0;
 	}
-	pm_status = "active: registered with ib_core as peer-memory client \"" KBUILD_MODNAME "\" (gdrpeer handle mappings)";
+	pm_status = pm_active_line(pm_load_line, sizeof(pm_load_line));
 	return 0;
 }
 
@@ -507,6 +707,14 @@ static void pm_unregister(void)
 static ssize_t status_show(struct kobject *kobj, struct kobj_attribute *attr,
 			   char *buf)
 {
+#ifdef GDRPEER_PEERMEM
+	char line[256];
+
+	/* who owns CUDA addresses can change (parameter, nvidia_peermem) */
+	if (pm_handle)
+		return sysfs_emit(buf, "%s\n",
+				  pm_active_line(line, sizeof(line)));
+#endif
 	return sysfs_emit(buf, "%s\n", pm_status);
 }
 static struct kobj_attribute status_attr = __ATTR_RO(status);
@@ -517,6 +725,8 @@ static struct attribute *pm_attrs[] = {
 	&acquired_attr.attr,
 	&mapped_attr.attr,
 	&invalidations_attr.attr,
+	&cuda_acquired_attr.attr,
+	&cuda_attr.attr,
 #endif
 	NULL,
 };

@@ -163,6 +163,19 @@ struct dma_buf *gdrpeer_providers_export_va(struct gdrpeer_export_va *e)
 	return ERR_PTR(-ENODEV);
 }
 
+/* The peer-memory client's user addresses go to the provider that pins them. */
+struct gdrpeer_region *gdrpeer_providers_pin_user(u64 addr, u64 size,
+						  u32 *mode, u64 *page_size)
+{
+	const struct gdrpeer_provider *p;
+	unsigned int i;
+
+	gdrpeer_for_each_provider(p, i)
+		if (p->pin_user)
+			return p->pin_user(addr, size, mode, page_size);
+	return ERR_PTR(-ENODEV);
+}
+
 /* "pcibar active, nvidia unavailable: ..." into @buf; returns its length. */
 size_t gdrpeer_providers_describe(char *buf, size_t size)
 {

@@ -70,6 +70,17 @@ struct gdrpeer_provider {
 	 * or an ERR_PTR.  At most one provider has it.
 	 */
 	struct dma_buf *(*export_va)(struct gdrpeer_export_va *e);
+	/*
+	 * The peer-memory client's registration of a user address that is
+	 * not a gdrpeer mapping (a CUDA address): pin the provider's pages
+	 * around [addr, addr + size) of the calling process in *@mode
+	 * (GDRPEER_PIN_*, 0 = the provider's default; the mode used comes
+	 * back), set *@page_size (the region starts at addr rounded down to
+	 * it), return the region with one reference or an ERR_PTR (-EINVAL:
+	 * not the provider's memory).  At most one provider has it.
+	 */
+	struct gdrpeer_region *(*pin_user)(u64 addr, u64 size, u32 *mode,
+					   u64 *page_size);
 };
 
 /* The providers built into gdrpeer.ko (listed in gdrpeer_providers.c). */
@@ -82,6 +93,8 @@ int gdrpeer_providers_init(struct kobject *parent);
 void gdrpeer_providers_exit(void);
 u32 gdrpeer_providers_caps(void);
 struct dma_buf *gdrpeer_providers_export_va(struct gdrpeer_export_va *e);
+struct gdrpeer_region *gdrpeer_providers_pin_user(u64 addr, u64 size,
+						  u32 *mode, u64 *page_size);
 size_t gdrpeer_providers_describe(char *buf, size_t size);
 struct kobject *gdrpeer_providers(void);
 

@@ -16,7 +16,10 @@
  * nvidia.ko loaded first.  providers/nvidia/status says which way is used,
  * or why the provider is unavailable.
  *
- * One pin = one region = one dma-buf.  A pin is either persistent (pages
+ * One pin = one region = one dma-buf, or one registration of the OFED
+ * peer-memory client (pin_user: exporter_peermem.c pins in its acquire
+ * and maps the region's ranges with the DMA API itself, never calling
+ * nvidia_p2p_dma_map_pages).  A pin is either persistent (pages
  * stay until put, even across cudaFree) or callback-based: NVIDIA calls
  * nvp_free_callback() when the memory is freed underneath, and after the
  * callback returns it frees the page table and every DMA mapping of it
@@ -663,26 +666,16 @@ static int nvp_take_table(struct nvp_pin *pin, u64 len)
 }
 
 /*
- * GDRPEER_IOCTL_EXPORT_VA: pin [e->va, +e->length) of the caller's CUDA
- * memory and export it.  Fills the outputs of @e; returns the dma-buf.
+ * Pin [va, va + length) of the caller's CUDA memory (64 KiB aligned, the
+ * caller checked) in @mode: GDRPEER_PIN_PERSISTENT, GDRPEER_PIN_CALLBACK
+ * or 0 (persistent where the driver has it, else callback).  Returns the
+ * pin's region with one reference, or an ERR_PTR.
  */
-static struct dma_buf *nvp_export_va(struct gdrpeer_export_va *e)
+static struct nvp_pin *nvp_pin_va(u64 va, u64 length, u32 mode)
 {
-	u32 mode = e->flags & (GDRPEER_PIN_PERSISTENT | GDRPEER_PIN_CALLBACK);
-	struct dma_buf *dmabuf;
 	struct nvp_pin *pin;
-	u64 end;
 	int ret;
 
-	if (e->flags & ~(GDRPEER_PIN_PERSISTENT | GDRPEER_PIN_CALLBACK) ||
-	    mode == (GDRPEER_PIN_PERSISTENT | GDRPEER_PIN_CALLBACK))
-		return ERR_PTR(-EINVAL);
-	if (check_add_overflow(e->va, e->length, &end))
-		return ERR_PTR(-EOVERFLOW);
-	if (!e->length || !IS_ALIGNED(e->va, GDRPEER_NV_PAGE_SIZE) ||
-	    !IS_ALIGNED(e->length, GDRPEER_NV_PAGE_SIZE) ||
-	    e->length / GDRPEER_NV_PAGE_SIZE > U32_MAX)
-		return ERR_PTR(-EINVAL);
 	if (!nvp_is_active())
 		return ERR_PTR(-ENODEV);
 	if (mode == GDRPEER_PIN_PERSISTENT && !nvp.get_pages_persistent)
@@ -696,21 +689,20 @@ static struct dma_buf *nvp_export_va(struct gdrpeer_export_va *e)
 	init_completion(&pin->cb_done);
 	atomic_set(&pin->unmaps_in_flight, 0);
 	init_waitqueue_head(&pin->unmap_wq);
-	pin->va = e->va;
+	pin->va = va;
 	pin->state = NVP_PINNED;
 	/*
 	 * Before get_pages: its free callback may revoke the region at once,
 	 * and revocation counts in the region's gauges.
 	 */
-	gdrpeer_region_init(&pin->region, e->length,
-			    GDRPEER_REVOCABLE_ANY_TIME);
+	gdrpeer_region_init(&pin->region, length, GDRPEER_REVOCABLE_ANY_TIME);
 	pin->region.ops = &nvp_region_ops;
 	pin->region.cnt = &nvp_cnt;
 
 	/* persistent by default where the driver has it */
 	ret = -EOPNOTSUPP;
 	if (mode != GDRPEER_PIN_CALLBACK && nvp.get_pages_persistent) {
-		ret = nvp.get_pages_persistent(e->va, e->length, &pin->pt, 0);
+		ret = nvp.get_pages_persistent(va, length, &pin->pt, 0);
 		if (!ret)
 			pin->persistent = true;
 		else if (ret == -ENOTSUPP || ret == -EOPNOTSUPP)
@@ -718,7 +710,7 @@ static struct dma_buf *nvp_export_va(struct gdrpeer_export_va *e)
 	}
 	if (!pin->persistent && mode != GDRPEER_PIN_PERSISTENT &&
 	    (ret == -ENOTSUPP || ret == -EOPNOTSUPP))
-		ret = nvp.get_pages(0, 0, e->va, e->length, &pin->pt,
+		ret = nvp.get_pages(0, 0, va, length, &pin->pt,
 				    nvp_free_callback, pin);
 	if (ret) {
 		mutex_destroy(&pin->lock);
@@ -730,7 +722,7 @@ static struct dma_buf *nvp_export_va(struct gdrpeer_export_va *e)
 	if (pin->persistent)
 		pin->region.revocable = GDRPEER_REVOCABLE_WITH_DEVICE;
 	atomic64_inc(&nvp_cnt.allocations);
-	atomic64_add(e->length, &nvp_cnt.alloc_bytes);
+	atomic64_add(length, &nvp_cnt.alloc_bytes);
 	atomic64_inc(pin->persistent ? &nvp_pins_persistent :
 				       &nvp_pins_callback);
 
@@ -738,8 +730,7 @@ static struct dma_buf *nvp_export_va(struct gdrpeer_export_va *e)
 	 * the callback has not started: hold the lock while reading it
 	 */
 	mutex_lock(&pin->lock);
-	ret = pin->state == NVP_PINNED ? nvp_take_table(pin, e->length) :
-					 -ENODEV;
+	ret = pin->state == NVP_PINNED ? nvp_take_table(pin, length) : -ENODEV;
 	mutex_unlock(&pin->lock);
 	if (!ret)
 		nvp_wc_reserve(pin);
@@ -748,6 +739,32 @@ static struct dma_buf *nvp_export_va(struct gdrpeer_export_va *e)
 		gdrpeer_region_put(&pin->region);
 		return ERR_PTR(ret);
 	}
+	return pin;
+}
+
+/*
+ * GDRPEER_IOCTL_EXPORT_VA: pin [e->va, +e->length) of the caller's CUDA
+ * memory and export it.  Fills the outputs of @e; returns the dma-buf.
+ */
+static struct dma_buf *nvp_export_va(struct gdrpeer_export_va *e)
+{
+	u32 mode = e->flags & (GDRPEER_PIN_PERSISTENT | GDRPEER_PIN_CALLBACK);
+	struct dma_buf *dmabuf;
+	struct nvp_pin *pin;
+	u64 end;
+
+	if (e->flags & ~(GDRPEER_PIN_PERSISTENT | GDRPEER_PIN_CALLBACK) ||
+	    mode == (GDRPEER_PIN_PERSISTENT | GDRPEER_PIN_CALLBACK))
+		return ERR_PTR(-EINVAL);
+	if (check_add_overflow(e->va, e->length, &end))
+		return ERR_PTR(-EOVERFLOW);
+	if (!e->length || !IS_ALIGNED(e->va, GDRPEER_NV_PAGE_SIZE) ||
+	    !IS_ALIGNED(e->length, GDRPEER_NV_PAGE_SIZE) ||
+	    e->length / GDRPEER_NV_PAGE_SIZE > U32_MAX)
+		return ERR_PTR(-EINVAL);
+	pin = nvp_pin_va(e->va, e->length, mode);
+	if (IS_ERR(pin))
+		return ERR_CAST(pin);
 
 	dmabuf = gdrpeer_dmabuf_export(&pin->region, 0, e->length);
 	/* the dma-buf holds its own reference from here on */
@@ -766,6 +783,31 @@ static struct dma_buf *nvp_export_va(struct gdrpeer_export_va *e)
 	e->page_size = (u32)GDRPEER_NV_PAGE_SIZE;
 	e->pages = e->length / GDRPEER_NV_PAGE_SIZE;
 	return dmabuf;
+}
+
+/*
+ * The peer-memory client's CUDA addresses: pin the GPU pages around
+ * [addr, addr + size).  No lock of gdrpeer is held; the caller may hold
+ * ib_core's client lock, which NVIDIA's free path never takes.
+ */
+static struct gdrpeer_region *nvp_pin_user(u64 addr, u64 size, u32 *mode,
+					   u64 *page_size)
+{
+	u64 start = round_down(addr, GDRPEER_NV_PAGE_SIZE), end;
+	struct nvp_pin *pin;
+
+	if (!size || check_add_overflow(addr, size, &end) ||
+	    end > U64_MAX - GDRPEER_NV_PAGE_SIZE)
+		return ERR_PTR(-EINVAL);
+	end = round_up(end, GDRPEER_NV_PAGE_SIZE);
+	if ((end - start) / GDRPEER_NV_PAGE_SIZE > U32_MAX)
+		return ERR_PTR(-EINVAL);
+	pin = nvp_pin_va(start, end - start, *mode);
+	if (IS_ERR(pin))
+		return ERR_CAST(pin);
+	*mode = pin->persistent ? GDRPEER_PIN_PERSISTENT : GDRPEER_PIN_CALLBACK;
+	*page_size = GDRPEER_NV_PAGE_SIZE;
+	return &pin->region;
 }
 
 /* ---- sysfs: .../providers/nvidia/ --------------------------------------- */
@@ -910,4 +952,5 @@ const struct gdrpeer_provider gdrpeer_nvidia_provider = {
 	.caps = nvp_caps,
 	.status = nvp_status_line,
 	.export_va = nvp_export_va,
+	.pin_user = nvp_pin_user,
 };

@@ -9,16 +9,25 @@ gdrpeer-ofed.ko (make vm-modules). The plain gdrpeer.ko, built without OFED, lea
 
 One boot per IOMMU mode (off, translated, passthrough) on VM_KERNEL runs, in order:
   1. gdrpeer-ofed.ko cannot load before the host (the kernel names the missing symbol);
-  2. edu stand-in, host, gdrpeer-ofed.ko: the status line, the host's view of the client;
-  3. the kselftest gdrpeer_selftest_peermem: contract (order, calls out of order refused, page
+  2. CUDA addresses (and, with a module named nvidia_peermem loaded, who owns them): the nvidia_p2p stand-in gdrpeer_nvstub_gpl.ko owns the BAR ("GPU memory"
+     in 64 KiB pages, NVSTUB_IOCTL_ALLOC/FREE as cuMemAlloc/cuMemFree), gdrpeer-ofed.ko without
+     pcibar=; the kselftest's peermem_cuda fixture: 64 KiB page size, entries per contiguous
+     range, refusal of addresses that are not the caller's CUDA memory and peermem_cuda=off,
+     cudaFree during DMA (free callback -> invalidate, DMA stopped, nothing put afterwards),
+     persistent pins outliving cudaFree, process exit, an 8-thread free/register/deregister race;
+  3. edu stand-in, host, gdrpeer-ofed.ko: the status line, the host's view of the client;
+  4. the kselftest's peermem fixture: contract (order, calls out of order refused, page
      size, one coalesced entry, refusal of memory it does not own, handle lifetime, rmmod
      refused while registered, process exit and fork), invalidation on device revocation
      during DMA, an 8-thread race;
-  4. its --proof mode: the data test once more, leaving the bytes edu wrote through the client's
+  5. its --proof mode: the data test once more, leaving the bytes edu wrote through the client's
      DMA addresses in the BAR for the host to find;
-  5. the host cannot be unloaded before its client; then both unload; a host that refuses the
+  6. the host cannot be unloaded before its client; then both unload; a host that refuses the
      client, and one that gives it no invalidate callback: gdrpeer loads, inactive, one line why;
-  6. the plain gdrpeer.ko: the client left out, saying why, in sysfs and the kernel log.
+  7. the plain gdrpeer.ko: the client left out, saying why, in sysfs and the kernel log;
+  8. --cuda-proof (last: it leaves a CUDA allocation held): bytes edu wrote through a CUDA
+     registration are in the BAR file, and the pages of an allocation freed during DMA hold
+     nothing but the stand-in's poison (DMA had stopped before they were reused).
 Other kernels: GDRPEER_ALL_KERNELS=1 (make test-kernels), translated only.
 """
 
@@ -39,14 +48,28 @@ M = "/gdrpeer/modules"
 PM = "/sys/class/gdrpeer/gdrpeer/providers/peermem"
 HOST = "/sys/class/misc/gdrpeer_peerhost"
 SELFTESTS = 10
+CUDA_SELFTESTS = 7
+NVSTUB_POISON = 0x6B  # NVSTUB_POISON_BYTE of selftests/kmod/gdrpeer_nvstub.h
+GPU_PAGE = 65536
+STUB = f"insmod {M}/gdrpeer_nvstub_gpl.ko bar=$GDRPEER_GPU_BDF"
+OFED_CUDA = f"insmod {M}/gdrpeer-ofed.ko nvidia_module=gdrpeer_nvstub_gpl"
 
 COMMANDS = {
     "no_host": f"insmod {M}/gdrpeer-ofed.ko pcibar=$GDRPEER_GPU_BDF; echo rc=$?; "
                "test -e /sys/module/gdrpeer || echo notloaded",
-    "load": f"insmod {M}/gdrpeer_edu_hca.ko && insmod {M}/gdrpeer_peerhost.ko && "
+    "cuda": f"insmod {M}/gdrpeer_edu_hca.ko && {STUB} && insmod {M}/gdrpeer_peerhost.ko && "
+            f"{OFED_CUDA} && cat {PM}/status && gdrpeer_selftest_peermem --only peermem_cuda; "
+            "rc=$?; rmmod gdrpeer && rmmod gdrpeer_peerhost && rmmod gdrpeer_nvstub_gpl && "
+            "echo unloaded; exit $rc",
+    # a module named nvidia_peermem (name only) loaded first: auto leaves CUDA addresses to it
+    "coexist": f"insmod {M}/nvidia_peermem.ko && {STUB} && insmod {M}/gdrpeer_peerhost.ko && "
+               f"{OFED_CUDA} && gdrpeer_selftest_peermem --only peermem_coexist; rc=$?; "
+               "rmmod gdrpeer && rmmod gdrpeer_peerhost && rmmod gdrpeer_nvstub_gpl && "
+               "rmmod nvidia_peermem && echo unloaded; exit $rc",
+    "load": f"insmod {M}/gdrpeer_peerhost.ko && "
             f"insmod {M}/gdrpeer-ofed.ko pcibar=$GDRPEER_GPU_BDF && cat {PM}/status && "
             f"cat {HOST}/clients",
-    "selftest": "gdrpeer_selftest_peermem",
+    "selftest": "gdrpeer_selftest_peermem --only peermem",
     "proof": "gdrpeer_selftest_peermem --proof /out/peermem_proof",
     "unload": "rmmod gdrpeer_peerhost; echo host_first_rc=$?; rmmod gdrpeer && "
               "rmmod gdrpeer_peerhost && echo unloaded",
@@ -60,13 +83,16 @@ COMMANDS = {
                 "rmmod gdrpeer_edu_hca",
     "plain": f"insmod {M}/gdrpeer.ko pcibar=$GDRPEER_GPU_BDF && cat {PM}/status && "
              f"ls {PM} && rmmod gdrpeer",
+    "cuda_proof": f"insmod {M}/gdrpeer_edu_hca.ko && {STUB} && insmod {M}/gdrpeer_peerhost.ko && "
+                  f"{OFED_CUDA} && gdrpeer_selftest_peermem --cuda-proof /out/peermem_cuda_proof",
 }
 NAMES = list(COMMANDS)
 
 
 def boot(kernel, iommu):
     kmod = REPO / "build" / "kmod" / kernel
-    for ko in ("gdrpeer-ofed.ko", "gdrpeer_peerhost.ko", "gdrpeer_edu_hca.ko", "gdrpeer.ko"):
+    for ko in ("gdrpeer-ofed.ko", "gdrpeer_peerhost.ko", "gdrpeer_edu_hca.ko", "gdrpeer.ko",
+               "gdrpeer_nvstub_gpl.ko", "nvidia_peermem.ko"):
         if not (kmod / ko).exists():
             pytest.fail(f"{kmod / ko} missing (make vm-modules VM_KERNEL={kernel})")
     if not (BIN / "gdrpeer_selftest_peermem").exists():
@@ -80,15 +106,62 @@ def run(request, kernel_name):
     return (request.param,) + boot(kernel_name, request.param)
 
 
+def check_cuda(res, out):
+    # 2: CUDA addresses through the nvidia provider: every kselftest ran and passed
+    cu = out["cuda"]
+    assert "CUDA addresses: claimed through the nvidia provider, callback pins " \
+           "(peermem_cuda=auto, nvidia_peermem not loaded)" in cu.output, cu.output[-3000:]
+    plan, ok, not_ok, skipped, tot = tap(cu.output)
+    assert plan == CUDA_SELFTESTS, cu.output[-3000:]
+    assert not not_ok, "\n".join(not_ok) + "\n" + cu.output[-4000:]
+    assert not skipped, "\n".join(skipped)
+    assert tot == {"pass": CUDA_SELFTESTS, "fail": 0, "skip": 0, "error": 0}
+    assert cu.status == 0 and "unloaded" in cu.output, cu.output[-3000:]
+    race = re.search(r"cuda race: (\d+) registrations, \d+ refused, (\d+) freed underneath, "
+                     r"\d+ seen invalidated, (\d+) client invalidations", cu.output)
+    assert race and all(int(g) > 0 for g in race.groups()), cu.output[-3000:]
+    # the stand-in logged no API violation (a put or unmap gdrpeer must not make)
+    assert "API violation" not in res.kernel_log
+
+    # coexistence: with nvidia_peermem loaded, the load line and sysfs say who owns CUDA addresses
+    co = out["coexist"]
+    plan, ok, not_ok, skipped, tot = tap(co.output)
+    assert plan == 1 and tot == {"pass": 1, "fail": 0, "skip": 0, "error": 0}, co.output[-3000:]
+    assert co.status == 0 and "unloaded" in co.output, co.output[-3000:]
+    assert re.search(r"gdrpeer: ABI .* loaded, 0 device\(s\) bound; providers: .*; peermem active: "
+                     r"registered with ib_core .*CUDA addresses: left to nvidia_peermem "
+                     r"\(it is loaded; peermem_cuda=auto\)\)", res.kernel_log)
+
+    # 8: the bytes of A are in the BAR file at its two scattered GPU pages; B's pages, freed
+    # while edu wrote through them, hold only poison: the DMA stopped before the pages went
+    pr = out["cuda_proof"]
+    assert pr.status == 0, pr.output[-3000:]
+    a_line, b_line = res.files["peermem_cuda_proof"].splitlines()
+    a0, a1, seed, off, length = map(int, a_line.split())
+    b0, b1, rounds = map(int, b_line.split())
+    assert rounds > 0
+    with open(res.bar_path, "rb") as f:
+        def page(o):
+            f.seek(o)
+            return f.read(GPU_PAGE)
+        a = page(a0) + page(a1)
+        assert a[off:off + length] == pattern(seed, length)
+        for b in (b0, b1):
+            assert page(b) == bytes([NVSTUB_POISON]) * GPU_PAGE, f"BAR page {b:#x}"
+    return {a0, a1, b0, b1}
+
+
 def check_boot(res, out):
     # 1: linked against the host's exports, so the kernel refuses it and names the symbol
     assert "rc=0" not in out["no_host"].output and "notloaded" in out["no_host"].output
     assert re.search(r"gdrpeer: Unknown symbol ib_register_peer_memory_client", res.kernel_log)
+    cuda_pages = check_cuda(res, out)
 
     # 2: registered with the host, with invalidation and INVALIDATE_UNMAPS
     load = out["load"]
     assert load.status == 0, load.output
-    assert "active: registered with ib_core as peer-memory client \"gdrpeer\"" in load.output
+    assert "active: registered with ib_core as peer-memory client \"gdrpeer\" (gdrpeer handle " \
+           "mappings; CUDA addresses: " in load.output
     assert "gdrpeer inval unmaps" in load.output
     assert re.search(r"gdrpeer: ABI .* loaded, 1 device\(s\) bound; providers: pcibar active, "
                      r"nvidia .*; peermem active", res.kernel_log)
@@ -108,6 +181,9 @@ def check_boot(res, out):
     pr = out["proof"]
     assert pr.status == 0, pr.output[-3000:]
     bar_off, seed, length = map(int, res.files["peermem_proof"].split())
+    # the CUDA proof's pages (from the top of the BAR) must not cover these bytes
+    assert not any(p <= bar_off < p + GPU_PAGE or p < bar_off + length <= p + GPU_PAGE
+                   for p in cuda_pages), (bar_off, cuda_pages)
     with open(res.bar_path, "rb") as f:
         f.seek(bar_off)
         got = f.read(length)

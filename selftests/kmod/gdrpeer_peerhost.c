@@ -237,12 +237,14 @@ static int ph_check_table(struct ph_reg *reg, int nmap)
 			reg->client->ops->name, nmap, reg->sgt.orig_nents);
 		return -EPROTO;
 	}
+	/* the HCA's MR is built in the client's pages: entries align to them */
 	for_each_sg(reg->sgt.sgl, sg, nmap, i) {
-		if (!PAGE_ALIGNED(sg_dma_address(sg)) ||
-		    !PAGE_ALIGNED((u64)sg_dma_len(sg)) || !sg_dma_len(sg)) {
-			pr_warn("client %.64s: entry %d (%pad, %u bytes) is not page aligned\n",
+		if (!IS_ALIGNED(sg_dma_address(sg), reg->page_size) ||
+		    !IS_ALIGNED((u64)sg_dma_len(sg), reg->page_size) ||
+		    !sg_dma_len(sg)) {
+			pr_warn("client %.64s: entry %d (%pad, %u bytes) is not aligned to its page size %llu\n",
 				reg->client->ops->name, i, &sg_dma_address(sg),
-				sg_dma_len(sg));
+				sg_dma_len(sg), reg->page_size);
 			return -EPROTO;
 		}
 		total += sg_dma_len(sg);

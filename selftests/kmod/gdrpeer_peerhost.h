@@ -40,7 +40,8 @@
  * none does, the range is pinned with pin_user_pages_fast like ordinary
  * memory (what ib_core falls back to).  The host checks what the client
  * returns: *nmap equal to the table's entries, every entry's DMA address
- * and length page aligned, the entries covering the page-aligned range;
+ * and length aligned to the client's page size (get_page_size), the
+ * entries covering the range widened to that page size;
  * a client that breaks this gets its registration undone and -EPROTO.
  * Errors: -EINVAL bad arguments, -ENODEV no edu bound, the client's
  * errors as they come, pin_user_pages_fast's (-EFAULT) for host pages.
