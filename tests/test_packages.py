@@ -7,8 +7,9 @@ rule data and checks a reference input like the source tree does; the emulated n
 the gdrpeer.ko DKMS built in the chroot, the modprobe.d file and udev rule the package installed,
 and `modprobe gdrpeer` loads it; `dpkg --purge` of both leaves the chroot as it found it.
 
-Slow (the package build alone takes about 11 minutes on 2 cores): `make test-packages` runs it,
-`make test` skips it. Needs root (debootstrap, chroot, a private mount namespace for /proc).
+Slow (2.5 minutes with the packages, base system and downloads cached; 9 to 11 minutes cold on
+2 cores): `make test-packages` runs it, `make test` skips it. Needs root (debootstrap, chroot, a
+private mount namespace for /proc).
 """
 
 import hashlib
@@ -36,7 +37,8 @@ PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("GDRPEER_PACKAGE_TESTS") != "1",
-    reason="the package build and clean-chroot install take ~20 minutes: `make test-packages` runs them")
+    reason="the package build and the clean-chroot install take 2.5 (cached) to 11 minutes (cold): "
+           "`make test-packages` runs them")
 
 
 def sh(cmd, timeout=3600, **kw):
