@@ -74,8 +74,8 @@ def built_debs():
         stage = cached.with_name(cached.name + ".new")
         shutil.rmtree(stage, ignore_errors=True)  # (an interrupted copy of this same key)
         stage.mkdir(parents=True)
-        for f in (build / "deb").iterdir():
-            if f.suffix in (".deb", ".changes", ".buildinfo"):
+        for f in (build / "deb").iterdir():  # (not the -dbgsym package: most of the size, unused)
+            if f.suffix in (".deb", ".changes", ".buildinfo") and "-dbgsym_" not in f.name:
                 shutil.copy2(f, stage / f.name)
         stage.rename(cached)
     debs = {f.name.split("_")[0]: f for f in cached.glob("*.deb")}
