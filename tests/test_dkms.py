@@ -107,25 +107,27 @@ def module_tree_files(kernel, ko, tmp):
 
 
 def elf_files(guest_path, host_path):
-    """A host program and the shared libraries it needs, at the paths the loader looks for them."""
+    """A host program and the shared libraries it needs, at the paths the loader looks for them;
+    not the loader itself (ldd's line without "=>"): the node's base archive has it, executable,
+    and a copy from `files` (mode 0644) would replace it and stop every dynamic program in the
+    guest with "Permission denied"."""
     files = {guest_path: Path(host_path).read_bytes()}
     for line in sh(["ldd", host_path]).splitlines():
         m = re.search(r"(/\S+) \(0x", line)
-        if m:
+        if m and "=>" in line:
             lib = line.split("=>")[-1].split("(")[0].strip() or m.group(1)
             files[lib] = Path(lib).resolve().read_bytes()
     return files
 
 
-def guest_files(kernel, ko, tmp):
+def guest_files(kernel, ko, tmp, modprobe_conf, udev_rule, sysusers_conf):
     files = module_tree_files(kernel, ko, tmp)
     for guest, host in GUEST_TOOLS.items():
         files.update(elf_files(guest, host))
-    packaging = REPO / "packaging"
-    files["/etc/modprobe.d/gdrpeer.conf"] = (packaging / "modprobe.d" / "gdrpeer.conf").read_bytes()
-    files["/etc/udev/rules.d/70-gdrpeer.rules"] = (packaging / "udev" / "70-gdrpeer.rules").read_bytes()
-    # What systemd-sysusers makes of packaging/sysusers.d/gdrpeer.conf ("g gdrpeer -").
-    assert (packaging / "sysusers.d" / "gdrpeer.conf").read_text().splitlines()[-1] == "g gdrpeer -"
+    files["/etc/modprobe.d/gdrpeer.conf"] = Path(modprobe_conf).read_bytes()
+    files["/etc/udev/rules.d/70-gdrpeer.rules"] = Path(udev_rule).read_bytes()
+    # What systemd-sysusers makes of the shipped sysusers.d/gdrpeer.conf ("g gdrpeer -").
+    assert Path(sysusers_conf).read_text().splitlines()[-1] == "g gdrpeer -"
     files["/etc/group"] = f"root:x:0:\ngdrpeer:x:{GDRPEER_GID}:\n".encode()
     return files
 
@@ -144,10 +146,15 @@ GUEST_COMMANDS = [
 ]
 
 
-def test_dkms_cycle_and_modprobe_in_guest(tmp_path, node_factory):
-    kernel = kernels.ensure_kernel(vm_kernel())
-    dkms, ko = dkms_install(kernel, tmp_path / "dkms")
-    files = guest_files(kernel, ko, tmp_path)
+def boot_and_modprobe(node_factory, kernel, ko, tmp, shipped=REPO / "packaging"):
+    """Boot the node with `ko` in updates/dkms of the kernel's module tree; `modprobe gdrpeer` must
+    load it with pcibar= from the shipped modprobe.d file, and the shipped udev rule must set
+    /dev/gdrpeer's mode and group. `shipped`: {"modprobe", "udev", "sysusers"} -> path, or the
+    source tree's packaging/ folder."""
+    if isinstance(shipped, Path):
+        shipped = {"modprobe": shipped / "modprobe.d/gdrpeer.conf", "udev": shipped / "udev/70-gdrpeer.rules",
+                   "sysusers": shipped / "sysusers.d/gdrpeer.conf"}
+    files = guest_files(kernel, ko, tmp, shipped["modprobe"], shipped["udev"], shipped["sysusers"])
     res = node_factory(topology="switch", iommu="off").run(GUEST_COMMANDS, files=files, timeout=900)
     opts, udevd, load, node, unload = res.results
     assert opts.status == 0 and re.search(r"^options gdrpeer pcibar=\S+:\S+ dev_mode=0600$", opts.output, re.M), opts.output
@@ -160,6 +167,12 @@ def test_dkms_cycle_and_modprobe_in_guest(tmp_path, node_factory):
     assert node.status == 0 and node.output.strip().splitlines()[-1] == "660 gdrpeer", node.output
     assert unload.status == 0 and "removed" in unload.output, unload.output
     assert res.problems() == []
+
+
+def test_dkms_cycle_and_modprobe_in_guest(tmp_path, node_factory):
+    kernel = kernels.ensure_kernel(vm_kernel())
+    dkms, ko = dkms_install(kernel, tmp_path / "dkms")
+    boot_and_modprobe(node_factory, kernel, ko, tmp_path)
 
     dkms("remove", "-m", "gdrpeer", "-v", VERSION, "--all", "--no-depmod")
     assert dkms.status() == ""

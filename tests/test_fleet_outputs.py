@@ -164,6 +164,45 @@ def test_nfd_feature_file(path, tmp_path):
     assert sorted(p.name for p in out.parent.iterdir()) == ["gdrpeer"], "temporary file left behind"
 
 
+def nfd_expiry_ahead(*opts):
+    """Seconds between the check and the expiry its feature file names."""
+    good = REF / "stelline-asus-esc8000a-e12.md"
+    rc, _ = check_json(good)
+    before = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    p = gdrpeer("check", "--format", "nfd", *opts, good, rc=rc)
+    after = datetime.datetime.now(datetime.timezone.utc)
+    expiry, labels = parse_nfd(p.stdout)
+    assert labels, "no labels"
+    return (expiry - before).total_seconds(), (expiry - after).total_seconds()
+
+
+@pytest.mark.parametrize("value,seconds", [("7200", 7200), ("90m", 5400), ("2h", 7200), ("1d", 86400),
+                                           ("60s", 60), ("366d", 366 * 86400)])
+def test_nfd_expiry_option(value, seconds):
+    """--nfd-expiry: how long NFD keeps the labels after the check (default one hour, above)."""
+    from_before, from_after = nfd_expiry_ahead("--nfd-expiry", value)
+    assert from_after - 1 <= seconds <= from_before, (value, from_before, from_after)
+
+
+@pytest.mark.parametrize("value,why", [("59", "out of range"), ("367d", "out of range"), ("0", "out of range"),
+                                       ("1w", "unit s, m, h or d"), ("h", "unit s, m, h or d"),
+                                       ("-5m", "unit s, m, h or d"), ("1.5h", "unit s, m, h or d"),
+                                       ("99999999999", "unit s, m, h or d"), ("", "unit s, m, h or d")])
+def test_nfd_expiry_rejects_bad_values(value, why):
+    good = REF / "stelline-asus-esc8000a-e12.md"
+    p = gdrpeer("check", "--format", "nfd", "--nfd-expiry", value, good, rc=64)
+    assert f'--nfd-expiry "{value}"' in p.stderr and why in p.stderr, p.stderr
+    assert p.stdout == "", "a rejected option must not write a feature file"
+
+
+def test_nfd_expiry_needs_nfd_format():
+    good = REF / "stelline-asus-esc8000a-e12.md"
+    p = gdrpeer("check", "--format", "prometheus", "--nfd-expiry", "2h", good, rc=64)
+    assert "--nfd-expiry applies to --format nfd only" in p.stderr, p.stderr
+    p = gdrpeer("check", "--nfd-expiry", "2h", good, rc=64)
+    assert "--nfd-expiry applies to --format nfd only" in p.stderr, p.stderr
+
+
 def test_output_is_atomic_and_kept_on_failure(tmp_path):
     out = tmp_path / "gdrpeer.prom"
     good = REF / "stelline-asus-esc8000a-e12.md"

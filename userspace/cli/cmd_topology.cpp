@@ -18,6 +18,7 @@
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
+#include <string>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -37,8 +38,12 @@ namespace topo = gdrpeer::topo;
 
 namespace {
 
-// NFD drops the labels of a node whose refresh (gdrpeer-check.timer, every 15 min) stopped.
-constexpr long kNfdExpirySeconds = 3600;
+// NFD drops the labels of a node whose refresh (gdrpeer-check.timer, every 15 min) stopped:
+// by default an hour after the check, four refreshes later (--nfd-expiry).
+constexpr const char* kNfdExpiryDefault = "1h";
+// NFD's worker re-reads features.d every minute by default: a shorter expiry could drop the
+// labels between two of its reads. The upper bound only keeps the arithmetic in range.
+constexpr long kNfdExpiryMin = 60, kNfdExpiryMax = 366L * 24 * 3600;
 constexpr int kExitUsage = 64, kExitDataErr = 65, kExitNoInput = 66, kExitCantCreate = 73, kExitConfig = 78;
 
 struct InputOptions {
@@ -59,6 +64,8 @@ struct CheckFlags {
   std::string pairs = "gpu-nic,gpu-gpu";
   std::string format = "text";  // text, json, dot, prometheus, nfd (fleet_outputs.hpp)
   std::string output = "-";
+  std::string nfd_expiry = kNfdExpiryDefault;
+  bool nfd_expiry_given = false;
 };
 
 struct TopoFlags {
@@ -230,6 +237,27 @@ int guarded(Fn&& fn) {
   }
 }
 
+// "--nfd-expiry" value: a whole number of seconds, or of minutes, hours or days ("90m", "2h", "1d").
+long nfd_expiry_seconds(const std::string& text) {
+  const auto bad = [&](const std::string& why) {
+    return std::invalid_argument("--nfd-expiry \"" + text + "\": " + why);
+  };
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  const std::string unit = text.substr(digits);
+  long scale = 0;
+  if (unit.empty() || unit == "s") scale = 1;
+  else if (unit == "m") scale = 60;
+  else if (unit == "h") scale = 3600;
+  else if (unit == "d") scale = 86400;
+  if (digits == 0 || scale == 0 || digits > 9)
+    throw bad("expected a whole number of seconds, or with a unit s, m, h or d (e.g. 3600, 90m, 2h, 1d)");
+  const long seconds = std::stol(text.substr(0, digits)) * scale;
+  if (seconds < kNfdExpiryMin || seconds > kNfdExpiryMax)
+    throw bad("out of range: at least 60 s (NFD reads the file every minute), at most 366 days");
+  return seconds;
+}
+
 topo::CheckOptions check_options(const CheckFlags& f) {
   topo::CheckOptions o;
   o.gpu_nic = o.gpu_gpu = o.gpu_nvme = false;
@@ -372,6 +400,8 @@ int run_check(const InputOptions& in, CheckFlags f) {
       throw std::invalid_argument(std::string(f.json ? "--json" : "--dot") + " contradicts --format " + f.format);
     f.json = f.json || f.format == "json";
     f.dot = f.dot || f.format == "dot";
+    if (f.nfd_expiry_given && f.format != "nfd") throw std::invalid_argument("--nfd-expiry applies to --format nfd only");
+    const long nfd_expiry = nfd_expiry_seconds(f.nfd_expiry);
     topo::CheckOptions opt = check_options(f);
     topo::Knowledge k = load_knowledge(in);
     std::vector<NodeSpec> specs = node_specs(in);
@@ -382,7 +412,7 @@ int run_check(const InputOptions& in, CheckFlags f) {
       const std::string text = f.json ? topo::render_json(t, r)
                                : f.dot ? topo::render_dot(t, r)
                                : f.format == "prometheus" ? render_prometheus(t, k, r, std::time(nullptr))
-                               : f.format == "nfd" ? render_nfd(t, r, std::time(nullptr), kNfdExpirySeconds)
+                               : f.format == "nfd" ? render_nfd(t, r, std::time(nullptr), nfd_expiry)
                                                     : topo::render_matrix(t, r, opt.gpu_nvme);
       try {
         write_file_atomically(f.output, text);
@@ -494,9 +524,15 @@ void add_check_command(CLI::App& app, int& exit_code) {
                 "Output format: text (default), json, dot, prometheus (node_exporter textfile collector) or nfd "
                 "(node-feature-discovery local features); docs/fleet.md")
       ->check(CLI::IsMember({"text", "json", "dot", "prometheus", "nfd"}));
+  CLI::Option* nfd_expiry = c->add_option("--nfd-expiry", check_flags->nfd_expiry,
+                "With --format nfd: NFD drops the labels this long after the check unless a newer check replaced them; "
+                "seconds, or with a unit s, m, h, d (default 1h)");
   c->add_option("-o,--output", check_flags->output,
                 "Write the output to this file atomically (temporary file + rename) instead of stdout (\"-\")");
-  c->callback([check_in, check_flags, &exit_code] { exit_code = run_check(*check_in, *check_flags); });
+  c->callback([check_in, check_flags, nfd_expiry, &exit_code] {
+    check_flags->nfd_expiry_given = nfd_expiry->count() > 0;
+    exit_code = run_check(*check_in, *check_flags);
+  });
 }
 
 void add_snapshot_command(CLI::App& app, int& exit_code) {
