@@ -35,6 +35,7 @@ DEBUG_KERNELS = {"6.1-debug": "6.1"}
 DEBUG_PATCHES = ("debug-kernel-rcu-tasks-boot-deadlock.patch",)
 BUILD_FORMAT = 3  # bump when the build steps change what ends up in the tree
 APPLIED = ".gdrpeer-patches"  # in the source tree: the patches applied to it, one name a line
+SEEDED_FROM = ".gdrpeer-seed"  # in a copied source tree: the tree it was copied from
 
 
 def debug_kernels():
@@ -172,6 +173,21 @@ def _sync_patches(name, src, log):
         (src / APPLIED).write_text("".join(f"{x}\n" for x in have))
 
 
+def _keep_objtool_time(name, src, seed, make):
+    """objtool's own build records absolute paths, so a copied tree rebuilds objtool, and every
+    kernel object lists objtool as a prerequisite: Kbuild would recompile all of them (a cold
+    build). It is the same program from the same source: once `make prepare` has rebuilt it,
+    give objtool's build outputs the seed's objtool time back."""
+    _run([*make, "prepare"], f"{name}: make prepare")
+    ref = seed / "tools/objtool/objtool"
+    if not ref.exists():
+        return
+    st = ref.stat()
+    for f in (src / "tools/objtool").rglob("*"):
+        if f.is_file() and not f.is_symlink() and f.stat().st_mtime_ns > st.st_mtime_ns:
+            os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
 def _build(name, stock, version, key, base, log):
     started = time.monotonic()
     tarball = _source_tarball(stock, version, base.parent / "source", log)
@@ -191,6 +207,7 @@ def _build(name, stock, version, key, base, log):
         if seed is not None:
             log(f"emunode: copying {seed} (built) into {src}: only what changed is rebuilt")
             _run(["cp", "-a", str(seed), str(src)], f"copying {seed}")
+            (src / SEEDED_FROM).write_text(str(seed))
             if (seed.parent / "applied-patches").is_dir():
                 shutil.copytree(seed.parent / "applied-patches", base / "applied-patches",
                                 dirs_exist_ok=True)
@@ -211,6 +228,8 @@ def _build(name, stock, version, key, base, log):
     bad = _check_config(src / ".config")
     if bad:
         raise HarnessError(f"{name}: Kconfig dropped options of {FRAGMENT.name}: {', '.join(bad)}")
+    if (src / SEEDED_FROM).exists():
+        _keep_objtool_time(name, src, Path((src / SEEDED_FROM).read_text()), make)
     log(f"emunode: building {name} ({version}, config {key}) with nice; this takes a long time once")
     _run([*make, "bzImage", "modules"], f"{name}: building the kernel")
     depmod = shutil.which("depmod") or "/sbin/depmod"
@@ -220,6 +239,8 @@ def _build(name, stock, version, key, base, log):
     shutil.copy2(src / "arch/x86/boot/bzImage", base / "vmlinuz")
     took = round(time.monotonic() - started)
     log(f"emunode: {name} = {release} built in {took} s")
+    seeded = src / SEEDED_FROM
     return {"name": name, "release": release, "key": key, "source_version": version,
             "stock_release": stock.release, "patches": list(DEBUG_PATCHES), "build_seconds": took,
-            "cpus": os.cpu_count(), "incremental_from": str(seed.parent) if seed else None}
+            "cpus": os.cpu_count(),
+            "incremental_from": seeded.read_text() if seeded.exists() else None}
