@@ -8,13 +8,20 @@ One boot (switch topology, IOMMU translating, native PCIe hotplug):
      stand-in HCA runs DMA through an import: everything is revoked, then after re-plug and
      bind the device serves again. It needs gdrpeer to be the device's PCI driver
      (/sys/bus/pci/drivers/gdrpeer); it skips, saying so, where it is not.
+
+On the debug kernel every pciehp hot-unplug gives one lockdep report that is pciehp's own
+(emunode.node.KNOWN_REPORTS, "pciehp-reset-lock-vs-rescan-remove"); the harness accepts exactly
+that report, and a control boot with no gdrpeer module loaded must still give it (else the entry
+has to go). Lockdep switches itself off after any report, so a boot that had it says so.
 """
 
 import re
+import warnings
 from pathlib import Path
 
 import pytest
 
+from emunode.debugkernel import debug_kernels
 from test_driver import tap
 
 REPO = Path(__file__).resolve().parents[1]
@@ -35,12 +42,28 @@ COMMANDS = {
 }
 
 
+PCIEHP_REPORT = "pciehp-reset-lock-vs-rescan-remove"
+# the control boot: no gdrpeer or test module loaded, the same device_del
+CONTROL = ("cat /proc/modules; echo modules_end; emunode-host device_del gpu; echo del_rc=$?; "
+           "test -e /sys/bus/pci/devices/$GDRPEER_GPU_BDF || echo gone")
+
+
+def say_lockdep_off(res):
+    """One line per accepted report: lockdep checked nothing after it in that boot."""
+    for name in res.known_reports():
+        msg = (f"{res.kernel}: accepted the kernel's own lockdep report {name}; lockdep is off "
+               f"for the rest of this boot (KASAN, KFENCE, DMA-API, ODEBUG and WARN still count)")
+        print(msg)
+        warnings.warn(msg)
+
+
 @pytest.fixture(scope="module")
 def run(node_factory, gdrpeer_ko):
     if not (BIN / "gdrpeer_selftest_hotplug").exists():
         pytest.fail(f"{BIN / 'gdrpeer_selftest_hotplug'} is missing (make selftests)")
     res = node_factory("switch", "translated", bar_mib=64, rxe=False,
                        native_hotplug=True).run(list(COMMANDS.values()), timeout=900)
+    say_lockdep_off(res)
     return res, dict(zip(COMMANDS, res.results))
 
 
@@ -80,3 +103,22 @@ def test_unload_after_hotplug(run):
     """gdrpeer bound to a device that was unplugged and re-plugged before it loaded unloads."""
     _, out = run
     assert out["unload"].status == 0 and "unloaded" in out["unload"].output, out["unload"].output
+
+
+def test_pciehp_lockdep_report_comes_without_gdrpeer(node_factory, kernel_name):
+    """The report the harness accepts on hot-unplug is the kernel's own: a boot with no gdrpeer
+    (or test) module loaded and the same QMP device_del gives exactly it. If a kernel stops
+    giving it, this fails: then the KNOWN_REPORTS entry must go."""
+    if kernel_name not in debug_kernels():
+        pytest.skip(f"kernel {kernel_name} has no lockdep (the report exists on the debug kernel only)")
+    res = node_factory("switch", "translated", bar_mib=64, rxe=False,
+                       native_hotplug=True).run([CONTROL], timeout=900, allow_problems=True)
+    out = res.results[0].output
+    modules = out.split("modules_end", 1)[0]
+    assert "gdrpeer" not in modules, modules
+    assert "del_rc=0" in out and "gone" in out, out
+    assert res.known_reports() == [PCIEHP_REPORT], (
+        f"{kernel_name} without gdrpeer no longer gives the accepted pciehp lockdep report "
+        f"(got {res.known_reports()}): remove it from emunode.node.KNOWN_REPORTS")
+    assert res.problems() == [], "\n".join(res.problems())
+    say_lockdep_off(res)
