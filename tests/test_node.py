@@ -284,6 +284,13 @@ def test_known_pciehp_report_is_accepted_only_as_is():
         assert res.known_reports() == [], what
         assert any("possible circular locking" in p for p in res.problems()), what
 
+    cut = report[:report.index("Call Trace:")]
+    inside = report.replace(" <TASK>\n", " <TASK>\nBUG: KASAN: wild-memory-access in foo+0x1/0x2\n", 1)
+    for what, text in {"cut short": cut, "another report inside": inside}.items():
+        res = _result_with_log(text + "ok\n")
+        assert res.known_reports() == [], what
+        assert res.problems(), what
+
     later = "BUG: KASAN: slab-use-after-free in gdrpeer_release+0x1c/0x80 [gdrpeer]\n"
     res = _result_with_log(log + later)
     assert res.problems() == [later.strip()]

@@ -38,8 +38,9 @@ PROBLEM = re.compile(r"(\bBUG:|\bWARNING:|\bOops\b|Kernel panic|general protecti
 class KnownReport:
     """A kernel report that is not ours, accepted only as a whole and only in exactly this shape.
 
-    A report is the block from its title line to the end of its stack backtrace ("</TASK>").
-    It is accepted when the title matches, every `lines` pattern matches some line of it, and
+    A report is the block from its title line to the end of its stack backtrace ("</TASK>");
+    a block cut short, or with another report's line inside, is never accepted. It is accepted
+    when the title matches, every `lines` pattern matches some line of it, and
     every call-trace frame and every lock's "at:" function is one of `frames`, in the kernel
     itself: a frame or lock site in gdrpeer, a test module or any other module makes it a
     problem again. Frames marked "? " are left-over stack words the unwinder could not place
@@ -52,7 +53,10 @@ class KnownReport:
     why: str
 
     def matches(self, block):
-        if self.title not in block[0]:
+        # whole: from its title to the end of its backtrace, and no other report inside it
+        if self.title not in block[0] or "</TASK>" not in block[-1]:
+            return False
+        if any(PROBLEM.search(line) for line in block[1:]):
             return False
         if not all(any(re.search(p, line) for line in block) for p in self.lines):
             return False
