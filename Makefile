@@ -236,7 +236,7 @@ test-kernels: deps userspace selftests
 
 # The debug guest kernel (Debian's linux-source-6.1 of the stock image's version, KASAN, KFENCE,
 # lockdep, DEBUG_ATOMIC_SLEEP, DMA_API_DEBUG, DEBUG_OBJECTS; tests/emunode/debug-kernel.config),
-# built once with nice into build/cache/kernels/6.1-debug. Its cold build is long on 2 cores
+# built once with nice into build/cache/kernels/6.1-debug/<key>. Its cold build is long on 2 cores
 # (docs/driver.md, "Reliability campaign"), so it is not part of `make test`.
 DEBUG_KERNEL := 6.1-debug
 DEBUG_TESTS  := tests/test_driver.py tests/test_nvidia.py tests/test_fuzz.py tests/test_hotplug.py \
@@ -253,6 +253,8 @@ test-debug: deps userspace selftests debug-kernel
 		GDRPEER_BIN=$(BUILD)/bin/gdrpeer \
 		PYTHONPATH=$(CURDIR)/tests $(PYTHON) -m pytest -ra $(DEBUG_TESTS) -k "not other_kernels" \
 		$(PYTEST_ARGS)
+	VM_KERNEL=$(DEBUG_KERNEL) PYTHONPATH=$(CURDIR)/tests $(PYTHON) -m pytest -ra \
+		tests/test_rxe_dmabuf.py -k hot_unplug $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(BUILD)/userspace $(BUILD)/fuzz $(BUILD)/kcheck $(BUILD)/bin $(BUILD)/kmod $(BUILD)/runs \

@@ -37,3 +37,23 @@ def test_debug_kernel_name_is_known():
     assert kernels.is_known("6.1-debug")
     assert "6.1-debug" in debugkernel.debug_kernels()
     assert "6.1-debug" not in kernels.known_kernels()   # not in the stock kernel matrix
+
+
+def test_every_debug_patch_exists_and_says_why():
+    for name in debugkernel.DEBUG_PATCHES:
+        text = (debugkernel.HERE / name).read_text()
+        head = text.split("\n--- a/", 1)[0]
+        assert len(head.split()) > 20, f"{name} does not say why it is needed"
+        assert "\n+++ b/" in text, f"{name} is not a unified diff"
+
+
+def test_key_follows_the_patches(monkeypatch, tmp_path):
+    """A changed patch is a new build: its text is part of the cache key."""
+    before = debugkernel._key("6.1.192-2")
+    patch = tmp_path / "debug-kernel-test.patch"
+    patch.write_text("why\n--- a/x\n+++ b/x\n")
+    monkeypatch.setattr(debugkernel, "HERE", tmp_path)
+    monkeypatch.setattr(debugkernel, "DEBUG_PATCHES", ("debug-kernel-test.patch",))
+    with_test_patch = debugkernel._key("6.1.192-2")
+    patch.write_text("why\n--- a/x\n+++ b/x\n@@ changed @@\n")
+    assert len({before, with_test_patch, debugkernel._key("6.1.192-2")}) == 3

@@ -252,6 +252,48 @@ def test_kernel_report_lines(line, problem):
     assert bool(PROBLEM.search(line)) == problem
 
 
+KERNEL_REPORTS = Path(__file__).resolve().parent / "kernel-reports"
+
+
+def _result_with_log(log):
+    from emunode.node import RunResult
+    return RunResult("6.1-debug", "switch", "translated", [], None, log, log, 0, Path("/dev/null"),
+                     {}, Path("/tmp"), 0.0)
+
+
+def test_known_pciehp_report_is_accepted_only_as_is():
+    """pciehp's own lockdep report on hot-unplug (kept from a 6.1-debug boot with no gdrpeer
+    module loaded) passes; the same report with a module's frame, a gdrpeer lock or another
+    lock does not, and a report after it still fails the run."""
+    report = (KERNEL_REPORTS / "pciehp-reset-lock-6.1-debug.txt").read_text()
+    log = "pcieport 0000:02:00.0: pciehp: Slot(0): Attention button pressed\n" + report + "ok\n"
+    res = _result_with_log(log)
+    assert res.known_reports() == ["pciehp-reset-lock-vs-rescan-remove"]
+    assert res.problems() == []
+
+    frame = re.search(r"^( +)pciehp_ist\+0x[0-9a-f]+/0x[0-9a-f]+$", report, re.M)
+    assert frame, "the kept report has no pciehp_ist frame"
+    variants = {
+        "module frame": report.replace(frame.group(0), frame.group(1) + "gdrpeer_pci_remove+0x10/0x80 [gdrpeer]\n" + frame.group(0), 1),
+        "unknown frame": report.replace(frame.group(0), frame.group(1) + "device_release_driver+0x10/0x80\n" + frame.group(0), 1),
+        "other lock": report.replace("pci_rescan_remove_lock", "&gdev->lock"),
+        "other task": re.sub(r"irq/\d+-pciehp/\d+ is trying", "gdrpeer_fuzz/123 is trying", report),
+    }
+    for what, text in variants.items():
+        res = _result_with_log(text)
+        assert res.known_reports() == [], what
+        assert any("possible circular locking" in p for p in res.problems()), what
+
+    cut = report[:report.index("Call Trace:")]
+    inside = report.replace(" <TASK>\n", " <TASK>\nBUG: KASAN: wild-memory-access in foo+0x1/0x2\n", 1)
+    for what, text in {"cut short": cut, "another report inside": inside}.items():
+        res = _result_with_log(text + "ok\n")
+        assert res.known_reports() == [], what
+        assert res.problems(), what
+
+    later = "BUG: KASAN: slab-use-after-free in gdrpeer_release+0x1c/0x80 [gdrpeer]\n"
+    res = _result_with_log(log + later)
+    assert res.problems() == [later.strip()]
 @pytest.mark.parametrize("checker, says", [("true", "1"), ("false", "")])
 def test_checker_probe_answers_for_the_checker(checker, says):
     """The checker-valid.sh the 7.x toolchain chroot gets: kbuild checks with C=1 only when it

@@ -26,6 +26,7 @@ import pytest
 
 from conftest import vm_kernel
 from emunode import HarnessError, Node, softroce
+from test_hotplug import say_lockdep_off
 
 M = "/gdrpeer/modules"
 DEV = "/sys/class/gdrpeer/gdrpeer/devices/0"
@@ -185,6 +186,46 @@ def test_revoke_pcibar_under_write_loop(full, how):
         assert "device gone" in g or all(f"{n}=0" in g for n in GAUGES.split()), g
     else:
         assert "gdrpeer unloaded" in u.output, u.output
+
+
+UNPLUG = {
+    "load": f"insmod {M}/gdrpeer.ko pcibar=$GDRPEER_GPU_BDF && insmod {M}/gdrpeer_edu_hca.ko && "
+            "echo loaded",
+    "unplug": "gdrpeer_rxe_dmabuf revoke-pcibar device_del",
+    "unload": "rmmod gdrpeer_edu_hca && rmmod gdrpeer && echo unloaded",
+}
+
+
+def test_hot_unplug_with_live_mr_dma_and_mapping(node_factory, gdrpeer_ko):
+    """QEMU device_del of the "GPU" (the guest's pciehp handles it) while a dma-buf MR takes a
+    WRITE loop, an edu import of the same memory runs DMA and a CPU mapping is live: the WRITE
+    right after ends with an error completion and no byte lands after it (the host checks the
+    BAR file), the DMA loop ends with ENODEV, the import reads revoked, the mapping raises
+    SIGBUS; then device_add, bind, and a new MR's WRITE lands. A boot of its own (native
+    PCIe hotplug)."""
+    why = softroce.supported(vm_kernel())
+    if why:
+        pytest.skip(f"kernel {vm_kernel()}: {why}")
+    node = node_factory("switch", "translated", rxe="dmabuf", native_hotplug=True)
+    res = node.run(list(UNPLUG.values()), timeout=1500, bar_init=FILL,
+                   bar_host=softroce.HostFill(FILL))
+    say_lockdep_off(res)
+    r = dict(zip(UNPLUG, res.results))
+    assert r["load"].status == 0 and "loaded" in r["load"].output, r["load"].output
+    u = r["unplug"]
+    if u.status == 4:
+        pytest.skip(u.output.strip().splitlines()[0].removeprefix("SKIP: "))
+    assert u.status == 0, u.output
+    assert re.search(r"^loop: WRITE 65 \(the first after the revocation\) completed with ",
+                     u.output, re.M), u.output
+    assert re.search(r"^edu DMA loop: [1-9]\d* DMAs right, then ENODEV$", u.output, re.M), u.output
+    for line in ("edu import revoked", "CPU mapping: SIGBUS on read and write",
+                 "re-plugged: bound, new MR's WRITE success, bytes landed"):
+        assert line in u.output, u.output
+    assert_bar(res, u.output)
+    assert r["unload"].status == 0 and "unloaded" in r["unload"].output, r["unload"].output
+    assert [e[1] for e in res.host_events] == ["device_del gpu", "device_add gpu"]
+    assert res.problems() == []
 
 
 def test_log_clean(full):

@@ -38,12 +38,20 @@
  *	loop must then end with an error completion.
  *   gdrpeer_rxe_dmabuf revoke-pcibar unbind|remove
  *	the same, revoking by unbinding / removing the gdrpeer PCI device.
+ *   gdrpeer_rxe_dmabuf revoke-pcibar device_del
+ *	the same, revoking by a real hot-unplug (QEMU device_del, asked for
+ *	with emunode-host) while a CPU mapping of the memory and an edu import
+ *	of it doing DMA (gdrpeer_edu_hca.ko) are live too: the DMA loop ends
+ *	with ENODEV, the import reads revoked, the mapping raises SIGBUS; then
+ *	device_add, driver_override + bind, and a new MR's WRITE lands again.
  * Exit 0 when everything checked here held, 1 otherwise, 4 when skipped.
  * $GDRPEER_RDMA_DEV names the device (default rxe0).
  */
 #define _GNU_SOURCE
 #include <infiniband/verbs.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -51,6 +59,7 @@
 
 #include "gdrpeer_test.h"
 #include "gdrpeer_nvstub_test.h"
+#include "../kmod/gdrpeer_edu_hca.h"
 
 #define MTU_BYTES 1024
 #define ACCESS_ALL (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
@@ -801,6 +810,188 @@ static int pci_write(void *arg)
 	return n < 0 ? -errno : 0;
 }
 
+/* QEMU takes the device away (pciehp handles it); 0 once it left sysfs */
+static int unplug(void *arg)
+{
+	const char *bdf = arg;
+	char path[128];
+	int status = system("emunode-host device_del gpu");
+
+	if (status)
+		return -EIO;
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s", bdf);
+	for (int i = 0; i < 300; i++) {
+		if (access(path, F_OK))
+			return 0;
+		usleep(100000);
+	}
+	return -ETIMEDOUT;
+}
+
+struct edu_loop {
+	int hca;
+	uint32_t id;
+	unsigned long done;
+	uint64_t mismatches;
+	int err;		/* -errno that ended the loop */
+};
+
+static void *edu_loop_main(void *arg)
+{
+	struct edu_loop *e = arg;
+
+	for (;;) {
+		struct edu_hca_import_dma d = { .id = e->id, .length = 2048, .seed = e->done + 1 };
+		int ret = gp_ioctl(e->hca, EDU_HCA_IOCTL_IMPORT_DMA, &d);
+
+		e->mismatches += d.mismatches;
+		if (ret) {
+			e->err = ret;
+			return NULL;
+		}
+		e->done++;
+	}
+}
+
+static sigjmp_buf sigbus_env;
+
+static void on_sigbus(int sig)
+{
+	siglongjmp(sigbus_env, 1);
+}
+
+/* 1 when touching *p (a read, or a write) raised SIGBUS */
+static int touch_faults(volatile uint64_t *p, int write_it)
+{
+	if (sigsetjmp(sigbus_env, 1))
+		return 1;
+	if (write_it)
+		*p = 0x1234;
+	else
+		(void)*p;
+	return 0;
+}
+
+/* 1 when reading and writing *p each raised SIGBUS */
+static int mapping_revoked(volatile uint64_t *p)
+{
+	int revoked;
+
+	signal(SIGBUS, on_sigbus);
+	revoked = touch_faults(p, 0) && touch_faults(p, 1);
+	signal(SIGBUS, SIG_DFL);
+	return revoked;
+}
+
+/* after device_add: bound again by driver_override + bind, a new MR takes a WRITE */
+static int serves_again(const char *bdf)
+{
+	char path[128];
+	struct gmem g;
+	struct lb l;
+	struct ibv_mr *mr;
+	enum ibv_wc_status st;
+	int i, ret;
+
+	if (system("emunode-host device_add gpu"))
+		return -EIO;
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s", bdf);
+	for (i = 0; i < 300 && access(path, F_OK); i++)
+		usleep(100000);
+	sleep(2);	/* sysfs shows it before the PCI core has finished adding it */
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/driver_override", bdf);
+	ret = gp_write_file(path, "gdrpeer");
+	if (!ret)
+		ret = gp_write_file("/sys/bus/pci/drivers/gdrpeer/bind", bdf);
+	if (ret)
+		return ret;
+	gmem_alloc(&g, 1 << 16, 3u << 20);
+	lb_open(&l, 4096);
+	mr = reg_dmabuf(&l, g.dmabuf, 0, 1 << 16, 0);
+	memset(l.host, 0x5a, 64);
+	st = op(&l, IBV_WR_RDMA_WRITE, l.host, 64, l.host_mr->lkey, 0, mr->rkey, 0, 0,
+		"WRITE after re-plug");
+	ret = st == IBV_WC_SUCCESS && g.cpu[0] == 0x5a && g.cpu[63] == 0x5a ? 0 : -EIO;
+	printf("re-plugged: bound, new MR's WRITE %s, bytes %s\n", ibv_wc_status_str(st),
+	       g.cpu[0] == 0x5a ? "landed" : "missing");
+	ibv_dereg_mr(mr);
+	lb_close(&l);
+	close(g.dmabuf);
+	munmap((void *)g.cpu, 1 << 16);
+	close(g.fd);
+	return ret;
+}
+
+static int cmd_unplug(void)
+{
+	/* the MR's dma-buf: the first half; the edu import's: the second */
+	const size_t len = 1 << 16;
+	struct edu_hca_import im = { 0 };
+	struct edu_hca_import_state st = { 0 };
+	struct edu_loop e = { 0 };
+	struct gp_dev d;
+	struct gmem g;
+	struct lb l;
+	pthread_t tid;
+	uint64_t last;
+	int mr_buf, ret;
+
+	if (access("/usr/bin/emunode-host", X_OK)) {
+		printf("SKIP: emunode-host absent: not in the emulated node\n");
+		return 4;
+	}
+	gmem_alloc(&g, 2 * len, 4u << 20);
+	if (gp_find_device(g.fd, &d))
+		die("no device");
+	mr_buf = gp_export(g.fd, g.a.handle, 0, len);
+	im.dmabuf_fd = gp_export(g.fd, g.a.handle, len, len);
+	if (mr_buf < 0 || im.dmabuf_fd < 0)
+		die("export: %s", strerror(-(mr_buf < 0 ? mr_buf : im.dmabuf_fd)));
+	e.hca = open(EDU_HCA_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	if (e.hca < 0)
+		die("%s: %s (gdrpeer_edu_hca.ko loaded?)", EDU_HCA_DEVICE_PATH, strerror(errno));
+	ret = gp_ioctl(e.hca, EDU_HCA_IOCTL_IMPORT, &im);
+	if (ret)
+		die("edu IMPORT: %s", strerror(-ret));
+	e.id = im.id;
+	pthread_create(&tid, NULL, edu_loop_main, &e);
+	while (!e.done && !e.err)
+		usleep(10000);
+	g.cpu[2 * len - 8] = 7;	/* the CPU mapping is live (and faulted in) */
+
+	lb_open(&l, 4096);
+	ret = write_loop(&l, mr_buf, len, unplug, d.bdf, &last);
+	printf("BAR SEQMAX pcibar %llu %zu %" PRIu64 "\n",
+	       (unsigned long long)g.a.bar_offset, len, last);
+	pthread_join(tid, NULL);
+	if (e.err != -ENODEV || e.mismatches || !e.done)
+		fail("edu DMA loop: %lu DMAs, then %s (want ENODEV), %llu bytes wrong", e.done,
+		     strerror(-e.err), (unsigned long long)e.mismatches);
+	else
+		printf("edu DMA loop: %lu DMAs right, then ENODEV\n", e.done);
+	st.id = im.id;
+	ret = gp_ioctl(e.hca, EDU_HCA_IOCTL_IMPORT_STATE, &st);
+	if (ret || st.revoked != 1 || st.nents)
+		fail("edu import not revoked (state %s, revoked %u)", strerror(-ret), st.revoked);
+	else
+		printf("edu import revoked\n");
+	if (!mapping_revoked((volatile uint64_t *)g.cpu))
+		fail("the CPU mapping still reads or writes after the unplug");
+	else
+		printf("CPU mapping: SIGBUS on read and write\n");
+	lb_close(&l);
+	munmap((void *)g.cpu, 2 * len);
+	close(e.hca);
+	close(im.dmabuf_fd);
+	close(mr_buf);
+	close(g.dmabuf);
+	close(g.fd);
+	ret = serves_again(d.bdf);
+	if (ret)
+		fail("re-plug, bind and a WRITE through a new MR: %s", strerror(-ret));
+	return failures ? 1 : 0;
+}
+
 static int cmd_revoke_pcibar(const char *how)
 {
 	const size_t len = 1 << 16;
@@ -815,6 +1006,8 @@ static int cmd_revoke_pcibar(const char *how)
 		printf("SKIP: /sys/bus/pci/drivers/gdrpeer is absent: this gdrpeer is not the PCI driver of the BAR function, so unbind/remove cannot revoke yet\n");
 		return 4;
 	}
+	if (!strcmp(how, "device_del"))
+		return cmd_unplug();
 	/*
 	 * Each run's bytes get their own part of the BAR, so that what a later
 	 * command of the same boot allocates (and ALLOC clears) or the
@@ -853,7 +1046,7 @@ int main(int argc, char **argv)
 		return cmd_revoke_nvidia();
 	if (argc >= 3 && !strcmp(argv[1], "revoke-pcibar"))
 		return cmd_revoke_pcibar(argv[2]);
-	fprintf(stderr, "usage: %s traffic|demo|hold|revoke-nvidia|revoke-pcibar unbind|remove\n",
+	fprintf(stderr, "usage: %s traffic|demo|hold|revoke-nvidia|revoke-pcibar unbind|remove|device_del\n",
 		argv[0]);
 	return 2;
 }

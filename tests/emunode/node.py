@@ -32,6 +32,93 @@ PROBLEM = re.compile(r"(\bBUG:|\bWARNING:|\bOops\b|Kernel panic|general protecti
                      r"trying to register non-static key|locking correctness validator|"
                      r"sleeping function called from invalid context|KFENCE:|ODEBUG:|"
                      r"DMA-API: (?!preallocated \d+ debug entries|debugging enabled by kernel config))")
+
+
+@dataclasses.dataclass(frozen=True)
+class KnownReport:
+    """A kernel report that is not ours, accepted only as a whole and only in exactly this shape.
+
+    A report is the block from its title line to the end of its stack backtrace ("</TASK>");
+    a block cut short, or with another report's line inside, is never accepted. It is accepted
+    when the title matches, every `lines` pattern matches some line of it, and
+    every call-trace frame and every lock's "at:" function is one of `frames`, in the kernel
+    itself: a frame or lock site in gdrpeer, a test module or any other module makes it a
+    problem again. Frames marked "? " are left-over stack words the unwinder could not place
+    (after a driver's remove() they can name that driver): they are not callers and are not
+    checked."""
+    name: str
+    title: str
+    lines: tuple
+    frames: frozenset
+    why: str
+
+    def matches(self, block):
+        # whole: from its title to the end of its backtrace, and no other report inside it
+        if self.title not in block[0] or "</TASK>" not in block[-1]:
+            return False
+        if any(PROBLEM.search(line) for line in block[1:]):
+            return False
+        if not all(any(re.search(p, line) for line in block) for p in self.lines):
+            return False
+        for line in block:
+            m = _FRAME.match(line) or _LOCK_SITE.search(line)
+            if m and (m.group("module") or m.group("func") not in self.frames):
+                return False
+        return True
+
+
+_FRAME = re.compile(r"^\s*(?P<func>[\w.]+)\+0x[0-9a-f]+/0x[0-9a-f]+(?: \[(?P<module>\w+)\])?\s*$")
+_LOCK_SITE = re.compile(r", at: (?P<func>[\w.]+)\+0x[0-9a-f]+/0x[0-9a-f]+(?: \[(?P<module>\w+)\])?\s*$")
+_LOCKDEP_CORE = {"__lock_acquire", "lock_acquire", "check_noncircular", "check_prev_add",
+                 "check_prevs_add", "validate_chain", "print_circular_bug", "dump_stack_lvl"}
+KNOWN_REPORTS = (
+    KnownReport(
+        name="pciehp-reset-lock-vs-rescan-remove",
+        title="WARNING: possible circular locking dependency detected",
+        lines=(r"^irq/\d+-pciehp/\d+ is trying to acquire lock:$",
+               r"\(&ctrl->reset_lock/\d\).*, at: pciehp_unconfigure_device\+",
+               r"\(pci_rescan_remove_lock\).*, at: pciehp_unconfigure_device\+",
+               r"^-> #1 \(pci_rescan_remove_lock\)",
+               r"^-> #0 \(&ctrl->reset_lock/\d\)"),
+        frames=frozenset(_LOCKDEP_CORE | {
+            "__mutex_lock", "mutex_lock_nested", "down_read_nested",
+            "pciehp_unconfigure_device", "__pciehp_disable_slot", "pciehp_handle_disable_request",
+            "pciehp_ist", "irq_thread_fn", "irq_thread", "kthread", "ret_from_fork"}),
+        why="pciehp's own lock order in 6.1 (pciehp_unconfigure_device takes "
+            "pci_rescan_remove_lock under ctrl->reset_lock, then drops and retakes reset_lock "
+            "around each device's removal), on every hot-unplug with or without a driver; "
+            "lockdep switches itself off after it, so the rest of that boot has no lock checking"),
+)
+
+
+def _report_blocks(log_lines):
+    """(first, last) line indices of each report that starts with a known report's title."""
+    titles = {k.title for k in KNOWN_REPORTS}
+    blocks, i = [], 0
+    while i < len(log_lines):
+        if any(t in log_lines[i] for t in titles):
+            end = next((j for j in range(i, len(log_lines)) if "</TASK>" in log_lines[j]),
+                       len(log_lines) - 1)
+            blocks.append((i, end))
+            i = end + 1
+        else:
+            i += 1
+    return blocks
+
+
+def known_reports(kernel_log):
+    """[(known report name, its block of lines)] for each accepted report in `kernel_log`."""
+    lines = kernel_log.splitlines()
+    found = []
+    for first, last in _report_blocks(lines):
+        block = [re.sub(r"^\[\s*\d+\.\d+\]\s?", "", l).strip() for l in lines[first:last + 1]]
+        for k in KNOWN_REPORTS:
+            if k.matches(block):
+                found.append((k.name, block))
+                break
+    return found
+
+
 # Taint flags allowed in the guest: O (out-of-tree module, bit 12) and E (unsigned, bit 13).
 ALLOWED_TAINT = (1 << 12) | (1 << 13)
 TAINT_LETTERS = "PFSRMBUDAWCIOELKXTN"
@@ -63,13 +150,23 @@ class RunResult:
     host_events: list = dataclasses.field(default_factory=list)
 
     def problems(self):
-        """BUG/WARNING/Oops lines and taints other than out-of-tree/unsigned; [] when clean."""
-        found = [l.strip() for l in self.kernel_log.splitlines() if PROBLEM.search(l)]
+        """BUG/WARNING/Oops lines and taints other than out-of-tree/unsigned; [] when clean.
+        The lines of a report in KNOWN_REPORTS (see known_reports()) are not problems."""
+        lines = self.kernel_log.splitlines()
+        accepted = set()
+        for first, last in _report_blocks(lines):
+            if known_reports("\n".join(lines[first:last + 1])):
+                accepted.update(range(first, last + 1))
+        found = [l.strip() for i, l in enumerate(lines) if PROBLEM.search(l) and i not in accepted]
         bad = self.taint & ~ALLOWED_TAINT
         if bad:
             letters = "".join(c for i, c in enumerate(TAINT_LETTERS) if bad & (1 << i))
             found.append(f"kernel tainted {self.taint:#x} (unexpected flags: {letters})")
         return found
+
+    def known_reports(self):
+        """Names of the accepted KNOWN_REPORTS in this boot's kernel log, in order."""
+        return [name for name, _ in known_reports(self.kernel_log)]
 
     def __getitem__(self, i):
         return self.results[i]

@@ -37,7 +37,9 @@ HERE = Path(__file__).resolve().parent
 
 # Kernel name -> the rxe patch for that kernel family.
 KERNEL_PATCHES = {"6.1": "rxe-dmabuf-6.1.patch", "6.12": "rxe-dmabuf-6.12.patch",
-                  "7.2": "rxe-dmabuf-7.2.patch"}
+                  "7.2": "rxe-dmabuf-7.2.patch",
+                  # the debug kernel is built from the very source of the stock 6.1 image
+                  "6.1-debug": "rxe-dmabuf-6.1.patch"}
 UNSUPPORTED = {"5.10": "ibv_reg_dmabuf_mr needs Linux 5.12 or later (no REG_DMABUF_MR uAPI, no "
                        "reg_user_mr_dmabuf in 5.10)"}
 
@@ -78,6 +80,9 @@ def _locked(path):
 
 def image_source_version(kernel):
     """The Debian version of the linux source the image was built from ("6.1.192-2")."""
+    built = kernel.kdir / ".gdrpeer-source"  # a debug kernel, built here from that source
+    if built.exists():
+        return built.read_text().strip()
     pkg = kernel.kdir / "include" / "generated" / "package.h"
     if not pkg.exists():  # the arch headers package carries it; older layouts use -common
         pkg = next(kernel.root.glob("usr/src/linux-headers-*/include/generated/package.h"), pkg)
