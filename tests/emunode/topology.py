@@ -5,6 +5,8 @@ BAR2 is backed by a host file), the NIC (e1000e on an unconnected hub, rxe runs 
 QEMU's edu DMA engine on the root bus (the stand-in HCA DMA). Only where they sit differs.
 """
 
+import os
+
 from .errors import HarnessError
 
 TOPOLOGIES = {
@@ -34,7 +36,11 @@ def qemu_args(topology, iommu, bar_file, bar_mib, native_hotplug=False):
     check(topology, iommu)
     if bar_mib < 1 or bar_mib & (bar_mib - 1):
         raise HarnessError(f"BAR size {bar_mib} MiB is not a power of two")
-    args = ["-machine", "q35,kernel-irqchip=split", "-accel", "tcg", "-cpu", "max",
+    # EMUNODE_TCG_THREAD=single: both vCPUs on one TCG thread (the guest still has two CPUs and
+    # preempts between them). QEMU 7.2's multi-threaded TCG crashed (SIGSEGV in
+    # memory_region_dispatch_read on a vCPU thread) minutes into the debug kernel's long fuzz.
+    tcg = "tcg,thread=single" if os.environ.get("EMUNODE_TCG_THREAD") == "single" else "tcg"
+    args = ["-machine", "q35,kernel-irqchip=split", "-accel", tcg, "-cpu", "max",
             "-smp", "2,sockets=2,cores=1,threads=1", "-m", "2G", "-nodefaults", "-display", "none", "-vga", "none",
             "-no-reboot",
             # two NUMA nodes, one CPU each, so a host bridge can sit on node 1
