@@ -48,13 +48,7 @@
 #define NFILES 24
 #define NHANDLES 48
 #define NMAPS 24
-/*
- * Live edu imports (held in slots, being created, one-shot DMAs) stay within 8: the debug
- * kernel's DMA-API checker warns once more than 8 mappings of one physical cacheline are live
- * (MMIO included), and all of them may map the same allocation.
- */
-#define NIMPORTS 8
-#define MAX_EDU_MAPPINGS 8
+#define NIMPORTS 16
 #define MAX_THREADS 64
 #define PCI_DRIVER_DIR "/sys/bus/pci/drivers/gdrpeer"
 #define EDU_SYSFS "/sys/class/misc/gdrpeer_edu_hca"
@@ -109,7 +103,6 @@ static struct map_slot maps[NMAPS];
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER; /* handles, imports */
 static struct handle_slot handles[NHANDLES];
 static uint32_t imports[NIMPORTS];
-static unsigned int imports_pending; /* reserved by edu_mapping_reserve(), not yet in a slot */
 static uint64_t import_size[NIMPORTS];
 static int edu_fd = -1;
 static uint64_t page;
@@ -679,29 +672,6 @@ static void op_fork(uint64_t *s)
 
 /* ---- the edu stand-in HCA ---------------------------------------------------------- */
 
-/* Room for one more live edu import under MAX_EDU_MAPPINGS; false when there is none. */
-static bool edu_mapping_reserve(void)
-{
-	unsigned int i, live = 0;
-	bool ok;
-
-	pthread_mutex_lock(&table_lock);
-	for (i = 0; i < NIMPORTS; i++)
-		live += imports[i] != 0;
-	ok = live + imports_pending < MAX_EDU_MAPPINGS;
-	if (ok)
-		imports_pending++;
-	pthread_mutex_unlock(&table_lock);
-	return ok;
-}
-
-static void edu_mapping_release(void)
-{
-	pthread_mutex_lock(&table_lock);
-	imports_pending--;
-	pthread_mutex_unlock(&table_lock);
-}
-
 static void op_edu(uint64_t *s, enum op op)
 {
 	struct file_slot *f;
@@ -729,24 +699,17 @@ static void op_edu(uint64_t *s, enum op op)
 	case OP_EDU_IMPORT: {
 		struct edu_hca_import im = { .dmabuf_fd = -1 };
 
-		if (!edu_mapping_reserve())
-			return;
 		/* now and then a /dev/gdrpeer fd: not a dma-buf */
 		f = grab_file(s, one_in(s, 8) ? 0 : K_DMABUF);
-		if (!f) {
-			edu_mapping_release();
+		if (!f)
 			return;
-		}
 		im.dmabuf_fd = f->fd;
 		ret = gp_ioctl(edu_fd, EDU_HCA_IOCTL_IMPORT, &im);
 		account(op, ret, SET(EINVAL, EBADF, ENODEV, EOPNOTSUPP, ENOMEM, EBUSY,
 				     EPERM), NULL, f->kind == K_DMABUF ? "dma-buf" : "gdrpeer fd");
 		pthread_rwlock_unlock(&f->lock);
-		if (ret) {
-			edu_mapping_release();
-		} else {
+		if (!ret) {
 			pthread_mutex_lock(&table_lock);
-			imports_pending--;
 			if (imports[slot]) { /* slot taken: drop the older one */
 				struct edu_hca_unimport un = { .id = imports[slot] };
 
@@ -795,13 +758,9 @@ static void op_edu(uint64_t *s, enum op op)
 	default: { /* OP_EDU_ONESHOT: attach, map, DMA, unmap, detach */
 		struct edu_hca_dma d = { .seed = rnd(s) };
 
-		if (!edu_mapping_reserve())
-			return;
 		f = grab_file(s, K_DMABUF);
-		if (!f) {
-			edu_mapping_release();
+		if (!f)
 			return;
-		}
 		d.dmabuf_fd = f->fd;
 		d.length = 8 * (1 + below(s, 64));
 		d.offset = f->size > d.length ? 8 * below(s, (f->size - d.length) / 8) : 0;
@@ -809,7 +768,6 @@ static void op_edu(uint64_t *s, enum op op)
 		account(op, ret, SET(EINVAL, ENODEV, EOPNOTSUPP, ENOMEM, EBUSY, EPERM),
 			NULL, "one-shot dma");
 		pthread_rwlock_unlock(&f->lock);
-		edu_mapping_release();
 		if (!ret)
 			atomic_fetch_add(&dma_done, 1);
 		if (d.mismatches) {
