@@ -22,7 +22,6 @@
 #define _GNU_SOURCE
 
 #include <pthread.h>
-#include <setjmp.h>
 #include <signal.h>
 #include <time.h>
 
@@ -32,25 +31,6 @@
 
 #define PCI_DRIVER_DIR "/sys/bus/pci/drivers/gdrpeer"
 #define SIZE (64 * 1024)
-
-static sigjmp_buf hotplug_bus_env;
-
-static void on_sigbus(int sig)
-{
-	siglongjmp(hotplug_bus_env, 1);
-}
-
-/* 1 when reading (or writing) *p raised SIGBUS */
-static int touch_faults(volatile uint64_t *p, int write_it)
-{
-	if (sigsetjmp(hotplug_bus_env, 1))
-		return 1;
-	if (write_it)
-		*p = 0x1234;
-	else
-		(void)*p;
-	return 0;
-}
 
 static int wait_present(const char *bdf, int want, int seconds)
 {
@@ -115,7 +95,7 @@ int main(void)
 	if (access("/usr/bin/emunode-host", X_OK))
 		ksft_exit_skip("emunode-host absent: not in the emulated node\n");
 	ksft_set_plan(9);
-	signal(SIGBUS, on_sigbus);
+	bus_install();
 
 	fd = open(GDRPEER_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 	hca = open(EDU_HCA_DEVICE_PATH, O_RDWR | O_CLOEXEC);
@@ -161,9 +141,9 @@ int main(void)
 	ksft_test_result(!ret && st.revoked == 1 && st.nents == 0,
 			 "edu import revoked (state %s, revoked %u, nents %llu)\n",
 			 strerror(-ret), st.revoked, (unsigned long long)st.nents);
-	ksft_test_result(touch_faults((uint64_t *)hmap, 0) && touch_faults((uint64_t *)hmap, 1),
+	ksft_test_result(faults_on_read_and_write(hmap),
 			 "handle mapping: SIGBUS on read and write\n");
-	ksft_test_result(touch_faults((uint64_t *)bmap, 0) && touch_faults((uint64_t *)bmap, 1),
+	ksft_test_result(faults_on_read_and_write(bmap),
 			 "dma-buf mapping: SIGBUS on read and write\n");
 	{
 		int rq = gp_query(fd, a.handle, &q);

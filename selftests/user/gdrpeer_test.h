@@ -274,6 +274,14 @@ static inline int guarded_write(volatile uint8_t *p, uint8_t v)
 	return guarded_access(p, &v, true);
 }
 
+/* true when both a read and a write of the byte at @p raised SIGBUS (a revoked mapping) */
+static inline bool faults_on_read_and_write(volatile uint8_t *p)
+{
+	uint8_t v;
+
+	return guarded_read(p, &v) && guarded_write(p, 0x5a);
+}
+
 /* 0 or errno of writing @val to the (sysfs) file @path */
 static inline int gp_write_file(const char *path, const char *val)
 {
