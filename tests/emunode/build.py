@@ -7,6 +7,7 @@ gcc-12 would build something subtly different from the kernel: 7.2 modules are b
 Debian sid chroot (debootstrap) that has the matching gcc and kbuild.
 """
 
+import contextlib
 import os
 import re
 import shutil
@@ -40,17 +41,11 @@ def build_modules(kernel_name, log=print):
         # Stage the sources with the same Makefile rule, then build inside the chroot.
         _run(["make", "-C", str(REPO), "--no-print-directory", "modules-stage", f"MODOUT={stage}"],
              "staging module sources")
-        # objtool reads /proc/self/limits: the chroot needs /proc while it builds.
-        proc = root / "proc"
-        mounted = subprocess.run(["mount", "-t", "proc", "proc", str(proc)]).returncode == 0
-        try:
+        with _proc_mounted(root):
             _run(["chroot", str(root), "make", "-C", "/build/gdrpeer", "--no-print-directory",
                   "-f", "Makefile.modules", "modules-build",
                   f"KDIR=/usr/src/linux-headers-{kernel.release}", "MODOUT=/build/gdrpeer"],
                  f"building modules for kernel {kernel_name} in the sid chroot")
-        finally:
-            if mounted:
-                subprocess.run(["umount", str(proc)])
         out.mkdir(parents=True, exist_ok=True)
         for old in [*out.glob("*.ko"), *out.glob("*.log")]:
             old.unlink()
@@ -95,17 +90,23 @@ def check_modules(kernel_name, log=print):
         (["make", "-C", f"{inside}/driver", f"KDIR={kdir}", *cc, f"OFA_DIR={inside}/ofa_kernel",
           "check"], "the driver with the peer-memory client"),
     ]
-    # objtool reads /proc/self/limits: a chroot needs /proc while it builds.
-    proc = root / "proc" if root else None
-    mounted = proc is not None and subprocess.run(["mount", "-t", "proc", "proc", str(proc)]).returncode == 0
-    try:
+    with _proc_mounted(root) if root else contextlib.nullcontext():
         for cmd, what in steps:
             log(f"emunode: kernel-check {kernel_name}: {what}")
             _run([*prefix, *cmd], f"W=1 C=1 check of {what} for kernel {kernel_name}")
+    log(f"emunode: kernel-check {kernel_name} ({kernel.release}): clean")
+
+
+@contextlib.contextmanager
+def _proc_mounted(root):
+    """/proc mounted inside the chroot `root` for the block: objtool reads /proc/self/limits."""
+    proc = root / "proc"
+    mounted = subprocess.run(["mount", "-t", "proc", "proc", str(proc)]).returncode == 0
+    try:
+        yield
     finally:
         if mounted:
             subprocess.run(["umount", str(proc)])
-    log(f"emunode: kernel-check {kernel_name} ({kernel.release}): clean")
 
 
 def _install_checker_probe(root, kdir):
