@@ -630,7 +630,12 @@ static int edu_hca_ioc_import(struct edu_file *f, struct edu_hca_import *req)
 	req->nents = im->nents;
 	if (im->sgt && im->sgt->nents)
 		req->first_dma = sg_dma_address(im->sgt->sgl);
-	ret = xa_alloc(&f->imports, &id, im, xa_limit_31b, GFP_KERNEL);
+	/*
+	 * Ids from 1, asked for explicitly: callers take 0 for "no import", and
+	 * XA_FLAGS_ALLOC1 alone did not keep 0 out on 6.1 (the fuzzer lost an
+	 * import that edu had filed under id 0).
+	 */
+	ret = xa_alloc(&f->imports, &id, im, XA_LIMIT(1, INT_MAX), GFP_KERNEL);
 	if (ret) {
 		edu_import_put(im);
 		return ret;

@@ -48,10 +48,21 @@
 #define NFILES 24
 #define NHANDLES 48
 #define NMAPS 24
-#define NIMPORTS 16
+/*
+ * Mappings of one allocation that the edu importer may hold at once.  The debug kernel's DMA-API
+ * checker counts live mappings (MMIO included) by their first cacheline and warns once more than
+ * 8 are live ("exceeded 7 overlapping mappings"): a leak heuristic, which 9 legitimate importers
+ * of one allocation set off just as a leak would.  Every edu import may map the same allocation,
+ * so the fuzzer keeps the edu mappings that can be live at once within 8 (edu_mapping_reserve)
+ * and proves the other half, that none outlives its import, with dma-debug's own table at the
+ * end (check_dma_debug).
+ */
+#define MAX_EDU_MAPPINGS 8
+#define NIMPORTS 6
 #define MAX_THREADS 64
 #define PCI_DRIVER_DIR "/sys/bus/pci/drivers/gdrpeer"
 #define EDU_SYSFS "/sys/class/misc/gdrpeer_edu_hca"
+#define DMA_DEBUG_DUMP "/sys/kernel/debug/dma-api/dump"
 
 /* ---- random numbers ------------------------------------------------------ */
 
@@ -104,6 +115,13 @@ static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER; /* handles, impor
 static struct handle_slot handles[NHANDLES];
 static uint32_t imports[NIMPORTS];
 static uint64_t import_size[NIMPORTS];
+/*
+ * Also under table_lock.  An import stays mapped while an import DMA or state query of another
+ * thread holds it, even once it has left its slot (unimported or replaced): those calls are
+ * counted as mappings for as long as they run.
+ */
+static unsigned int edu_pending;	/* imports and one-shot DMAs being made */
+static unsigned int edu_holders;	/* import DMAs and state queries running */
 static int edu_fd = -1;
 static uint64_t page;
 static void *fault_ptr;		/* a PROT_NONE page: ioctl arguments that fault */
@@ -672,10 +690,41 @@ static void op_fork(uint64_t *s)
 
 /* ---- the edu stand-in HCA ---------------------------------------------------------- */
 
+/* Room for one more edu mapping within MAX_EDU_MAPPINGS: reserve it (true) or not (false). */
+static bool edu_mapping_reserve(void)
+{
+	unsigned int i, live;
+	bool ok;
+
+	pthread_mutex_lock(&table_lock);
+	live = edu_pending + edu_holders;
+	for (i = 0; i < NIMPORTS; i++)
+		live += imports[i] != 0;
+	ok = live < MAX_EDU_MAPPINGS;
+	edu_pending += ok;
+	pthread_mutex_unlock(&table_lock);
+	return ok;
+}
+
+static void edu_mapping_unreserve(void)
+{
+	pthread_mutex_lock(&table_lock);
+	edu_pending--;
+	pthread_mutex_unlock(&table_lock);
+}
+
+static void edu_holder_done(void)
+{
+	pthread_mutex_lock(&table_lock);
+	edu_holders--;
+	pthread_mutex_unlock(&table_lock);
+}
+
 static void op_edu(uint64_t *s, enum op op)
 {
 	struct file_slot *f;
 	unsigned int slot = below(s, NIMPORTS);
+	bool random_id;
 	uint32_t id;
 	uint64_t size;
 	int ret;
@@ -691,25 +740,35 @@ static void op_edu(uint64_t *s, enum op op)
 	}
 	id = imports[slot];
 	size = import_size[slot];
+	edu_holders += op == OP_EDU_DMA || op == OP_EDU_STATE;
 	pthread_mutex_unlock(&table_lock);
-	if (one_in(s, 16))
+	random_id = one_in(s, 16);
+	if (random_id)
 		id = (uint32_t)rnd(s);
 
 	switch (op) {
 	case OP_EDU_IMPORT: {
 		struct edu_hca_import im = { .dmabuf_fd = -1 };
 
+		if (!edu_mapping_reserve())
+			return;
 		/* now and then a /dev/gdrpeer fd: not a dma-buf */
 		f = grab_file(s, one_in(s, 8) ? 0 : K_DMABUF);
-		if (!f)
+		if (!f) {
+			edu_mapping_unreserve();
 			return;
+		}
 		im.dmabuf_fd = f->fd;
 		ret = gp_ioctl(edu_fd, EDU_HCA_IOCTL_IMPORT, &im);
 		account(op, ret, SET(EINVAL, EBADF, ENODEV, EOPNOTSUPP, ENOMEM, EBUSY,
 				     EPERM), NULL, f->kind == K_DMABUF ? "dma-buf" : "gdrpeer fd");
 		pthread_rwlock_unlock(&f->lock);
-		if (!ret) {
+		if (ret) {
+			edu_mapping_unreserve();
+		} else {
+			/* the reservation becomes the slot, with no gap between */
 			pthread_mutex_lock(&table_lock);
+			edu_pending--;
 			if (imports[slot]) { /* slot taken: drop the older one */
 				struct edu_hca_unimport un = { .id = imports[slot] };
 
@@ -727,6 +786,7 @@ static void op_edu(uint64_t *s, enum op op)
 		d.length = 8 * (1 + below(s, 64));
 		d.offset = size > d.length ? 8 * below(s, (size - d.length) / 8) : 0;
 		ret = gp_ioctl(edu_fd, EDU_HCA_IOCTL_IMPORT_DMA, &d);
+		edu_holder_done();
 		account(op, ret, SET(ENOENT, ENODEV, EINVAL), NULL, "import dma");
 		if (!ret)
 			atomic_fetch_add(&dma_done, 1);
@@ -739,28 +799,43 @@ static void op_edu(uint64_t *s, enum op op)
 	}
 	case OP_EDU_UNIMPORT: {
 		struct edu_hca_unimport un = { .id = id };
+		unsigned int i;
 
-		ret = gp_ioctl(edu_fd, EDU_HCA_IOCTL_UNIMPORT, &un);
-		account(op, ret, SET(ENOENT), NULL, "unimport");
+		/*
+		 * Under table_lock, with the slot read again, so that the slots name exactly the
+		 * imports edu holds: edu reuses a dropped import's id, and an id read earlier could
+		 * clear the slot of a newer import with that id that it never dropped (which then
+		 * lived, and stayed mapped, until the end of the run).
+		 */
 		pthread_mutex_lock(&table_lock);
-		if (imports[slot] == id)
-			imports[slot] = 0;
+		if (!random_id)
+			un.id = imports[slot];
+		ret = gp_ioctl(edu_fd, EDU_HCA_IOCTL_UNIMPORT, &un);
+		for (i = 0; i < NIMPORTS && !ret; i++)
+			if (imports[i] == un.id)
+				imports[i] = 0;
 		pthread_mutex_unlock(&table_lock);
+		account(op, ret, SET(ENOENT), NULL, "unimport");
 		return;
 	}
 	case OP_EDU_STATE: {
 		struct edu_hca_import_state st = { .id = id };
 
-		account(op, gp_ioctl(edu_fd, EDU_HCA_IOCTL_IMPORT_STATE, &st),
-			SET(ENOENT), NULL, "state");
+		ret = gp_ioctl(edu_fd, EDU_HCA_IOCTL_IMPORT_STATE, &st);
+		edu_holder_done();
+		account(op, ret, SET(ENOENT), NULL, "state");
 		return;
 	}
 	default: { /* OP_EDU_ONESHOT: attach, map, DMA, unmap, detach */
 		struct edu_hca_dma d = { .seed = rnd(s) };
 
-		f = grab_file(s, K_DMABUF);
-		if (!f)
+		if (!edu_mapping_reserve())
 			return;
+		f = grab_file(s, K_DMABUF);
+		if (!f) {
+			edu_mapping_unreserve();
+			return;
+		}
 		d.dmabuf_fd = f->fd;
 		d.length = 8 * (1 + below(s, 64));
 		d.offset = f->size > d.length ? 8 * below(s, (f->size - d.length) / 8) : 0;
@@ -768,6 +843,7 @@ static void op_edu(uint64_t *s, enum op op)
 		account(op, ret, SET(EINVAL, ENODEV, EOPNOTSUPP, ENOMEM, EBUSY, EPERM),
 			NULL, "one-shot dma");
 		pthread_rwlock_unlock(&f->lock);
+		edu_mapping_unreserve();
 		if (!ret)
 			atomic_fetch_add(&dma_done, 1);
 		if (d.mismatches) {
@@ -1019,6 +1095,67 @@ static int check_gauges(void)
 	return bad + (seen == 0);
 }
 
+/*
+ * Once the workers are done, edu holds exactly the imports in the slots: an import the fuzzer
+ * lost track of would stay mapped, uncounted by edu_mapping_reserve(), until the end.  1 when
+ * they differ.
+ */
+static int check_edu_table(void)
+{
+	unsigned int i, slots = 0;
+	long long held;
+
+	if (edu_fd < 0 || access(EDU_SYSFS "/imports", R_OK))
+		return 0;
+	for (i = 0; i < NIMPORTS; i++)
+		slots += imports[i] != 0;
+	held = gp_read_num(EDU_SYSFS "/imports");
+	printf("# edu imports before the close: %lld held by edu, %u in the fuzzer's slots\n",
+	       held, slots);
+	if (held == slots)
+		return 0;
+	for (i = 0; i < NIMPORTS; i++)
+		printf("# slot %u: id %u\n", i, imports[i]);
+	for (i = 0; i < 4096; i++) {
+		struct edu_hca_import_state st = { .id = i };
+
+		if (!gp_ioctl(edu_fd, EDU_HCA_IOCTL_IMPORT_STATE, &st))
+			printf("# edu holds id %u (revoked %u)\n", i, (unsigned int)st.revoked);
+	}
+	return 1;
+}
+
+/*
+ * With CONFIG_DMA_API_DEBUG the kernel lists every live DMA mapping in dma-api/dump, one per
+ * line: "<device> <driver> <type> idx ...".  Once everything is closed no mapping that the edu
+ * importer made of gdrpeer memory (type "resource") may be left.  Number of leaked ones; 0
+ * where the kernel has no such list (said in the output).
+ */
+static int check_dma_debug(void)
+{
+	FILE *f = fopen(DMA_DEBUG_DUMP, "r");
+	char line[512], dev[128], driver[128], type[32];
+	int leaked = 0, entries = 0;
+
+	if (!f) {
+		printf("# %s: %s: no check of live DMA mappings (kernel without "
+		       "CONFIG_DMA_API_DEBUG)\n", DMA_DEBUG_DUMP, strerror(errno));
+		return 0;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		entries++;
+		if (sscanf(line, "%127s %127s %31s", dev, driver, type) == 3 &&
+		    !strcmp(driver, "gdrpeer_edu_hca") && !strcmp(type, "resource")) {
+			if (leaked++ < 8)
+				printf("# leaked DMA mapping: %s", line);
+		}
+	}
+	fclose(f);
+	printf("# dma-api: %d live DMA mapping(s) in the kernel, %d of gdrpeer memory by edu\n",
+	       entries, leaked);
+	return leaked;
+}
+
 static void print_errnos(void)
 {
 	unsigned int op, e;
@@ -1056,7 +1193,7 @@ int main(int argc, char **argv)
 	struct churn c = { 0 };
 	struct sigaction sa = { 0 };
 	const char *bdf = getenv("GDRPEER_GPU_BDF");
-	int churn = 1, fd, bad, a;
+	int churn = 1, fd, bad, table_off, a;
 	struct gp_dev dut;
 
 	for (a = 1; a < argc; a++) {
@@ -1155,13 +1292,15 @@ int main(int argc, char **argv)
 	else
 		ksft_test_result_skip("churn: --no-churn\n");
 
+	table_off = check_edu_table();
 	release_everything();
 	if (churn && !device_bound(c.bdf)) {
 		if (!device_present(c.bdf))
 			gp_write_file("/sys/bus/pci/rescan", "1");
 		churn_bind(&c);
 	}
-	bad = check_gauges();
-	ksft_test_result(!bad, "gauges: all 0 once everything is closed (%d off)\n", bad);
+	bad = table_off + check_gauges() + check_dma_debug();
+	ksft_test_result(!bad, "gauges: all 0 and no DMA mapping left once everything is closed "
+			 "(%d off)\n", bad);
 	ksft_finished();
 }
