@@ -53,9 +53,10 @@
  * checker counts live mappings (MMIO included) by their first cacheline and warns once more than
  * 8 are live ("exceeded 7 overlapping mappings"): a leak heuristic, which 9 legitimate importers
  * of one allocation set off just as a leak would.  Every edu import may map the same allocation,
- * so the fuzzer keeps the edu mappings that can be live at once within 8 (edu_mapping_reserve)
- * and proves the other half, that none outlives its import, with dma-debug's own table at the
- * end (check_dma_debug).
+ * so the fuzzer keeps the edu mappings that can be live at once within 8 (edu_mapping_reserve;
+ * that its table names every import edu holds is checked at the end, check_edu_table) and
+ * proves the other half, that no mapping outlives its import, with dma-debug's own table
+ * (check_dma_debug).
  */
 #define MAX_EDU_MAPPINGS 8
 #define NIMPORTS 6
