@@ -691,17 +691,23 @@ static void op_fork(uint64_t *s)
 
 /* ---- the edu stand-in HCA ---------------------------------------------------------- */
 
+/* Slots holding an import; table_lock held, or the workers done. */
+static unsigned int imports_in_slots(void)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < NIMPORTS; i++)
+		n += imports[i] != 0;
+	return n;
+}
+
 /* Room for one more edu mapping within MAX_EDU_MAPPINGS: reserve it (true) or not (false). */
 static bool edu_mapping_reserve(void)
 {
-	unsigned int i, live;
 	bool ok;
 
 	pthread_mutex_lock(&table_lock);
-	live = edu_pending + edu_holders;
-	for (i = 0; i < NIMPORTS; i++)
-		live += imports[i] != 0;
-	ok = live < MAX_EDU_MAPPINGS;
+	ok = imports_in_slots() + edu_pending + edu_holders < MAX_EDU_MAPPINGS;
 	edu_pending += ok;
 	pthread_mutex_unlock(&table_lock);
 	return ok;
@@ -1103,13 +1109,11 @@ static int check_gauges(void)
  */
 static int check_edu_table(void)
 {
-	unsigned int i, slots = 0;
+	unsigned int i, slots = imports_in_slots();
 	long long held;
 
 	if (edu_fd < 0 || access(EDU_SYSFS "/imports", R_OK))
 		return 0;
-	for (i = 0; i < NIMPORTS; i++)
-		slots += imports[i] != 0;
 	held = gp_read_num(EDU_SYSFS "/imports");
 	printf("# edu imports before the close: %lld held by edu, %u in the fuzzer's slots\n",
 	       held, slots);
