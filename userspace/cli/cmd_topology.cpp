@@ -135,12 +135,11 @@ topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const top
   switch (spec.kind) {
     case NodeSpec::Kind::Live: {
       auto fs = topo::make_dir_source("/");
-      t = topo::parse_sysfs(*fs, "live sysfs");
-      // NVML by default (tens of ms, no CUDA context); the CUDA driver only on request
-      // (cuInit is most of a live check's time, docs/benchmarks.md).
+      // NVML by default (tens of ms, no CUDA context, asked while sysfs is read); the CUDA
+      // driver only on request (cuInit is most of a live check's time, docs/benchmarks.md).
       topo::LiveOptions lo;
       lo.cuda = in.cuda && !in.no_cuda;
-      topo::ask_drivers(t, lo);
+      t = topo::read_live_node(*fs, "live sysfs", lo);
       break;
     }
     case NodeSpec::Kind::Hwloc: {

@@ -98,8 +98,8 @@ v::P2pPrediction predict(const Predictions& c, const std::string& src, const std
       p.path = v::P2pPrediction::Path::NvLink;
       const std::string cell = topo::nvlink_cell(pr.nvlink);
       p.summary = cell + (pr.nvlink.inferred_from == "gpu-model" ? " (inferred from the GPU model)"
-                          : pr.nvlink.via_switch            ? " via NVSwitch" + std::string(pr.nvlink.inferred ? " (inferred)" : "")
-                                                             : " direct");
+                          : pr.nvlink.via_switch                 ? " via NVSwitch" + std::string(pr.nvlink.inferred ? " (inferred)" : "")
+                                                                 : " direct");
       return p;
     }
     // The flat virtual bus with NVLink unknown: check judged nothing (a note), so there is
@@ -138,7 +138,8 @@ int run_verify_p2p(const P2pArgs& a) {
     const size_t comma = s.find(',');
     const std::string src = s.substr(0, comma), dst = comma == std::string::npos ? "" : s.substr(comma + 1);
     const auto ps = topo::parse_bdf(src), pd = topo::parse_bdf(dst);
-    if (comma == std::string::npos || !ps || !pd) return usage("--pair " + s + ": expected SRC_BDF,DST_BDF (e.g. 0000:00:06.0,0000:00:07.0)");
+    if (comma == std::string::npos || !ps || !pd)
+      return usage("--pair " + s + ": expected SRC_BDF,DST_BDF (e.g. 0000:00:06.0,0000:00:07.0)");
     if (*ps == *pd) return usage("--pair " + s + ": a GPU with itself is not a peer pair");
     o.pairs.emplace_back(*ps, *pd);
   }

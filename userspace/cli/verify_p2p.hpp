@@ -11,7 +11,7 @@ struct P2pArgs {
   std::vector<std::string> gpus;   // BDFs
   std::string size = "256M";
   int reps = 10;
-  std::string predict_from;        // a snapshot tar or sysfs copy; "" = this node, live
+  std::string predict_from;  // a snapshot tar or sysfs copy; "" = this node, live
   std::string libcuda = "libcuda.so.1";
   std::string data_dir;
   bool json = false;

@@ -56,8 +56,8 @@ std::map<uintptr_t, Alloc> allocs;
 std::set<std::pair<uintptr_t, uintptr_t>> peer_on;  // (from ctx, to ctx)
 thread_local uintptr_t current = 0;                 // context = device ordinal + 1
 
-constexpr int kSuccess = 0, kInvalidValue = 1, kOutOfMemory = 2, kInvalidDevice = 101,
-              kPeerUnsupported = 217, kPeerAlreadyEnabled = 704, kPeerNotEnabled = 705;
+constexpr int kSuccess = 0, kInvalidValue = 1, kOutOfMemory = 2, kInvalidDevice = 101, kPeerUnsupported = 217, kPeerAlreadyEnabled = 704,
+              kPeerNotEnabled = 705;
 
 void configure() {
   cfg = Config{};
@@ -70,13 +70,20 @@ void configure() {
     if (k == "gpus") {
       std::istringstream list(v);
       for (std::string b; std::getline(list, b, ',');) cfg.gpus.push_back(b);
-    } else if (k == "peer") cfg.peer = v == "1";
-    else if (k == "corrupt") cfg.corrupt = v == "1";
-    else if (k == "peer_gbps") cfg.peer_gbps = std::atof(v.c_str());
-    else if (k == "staged_gbps") cfg.staged_gbps = std::atof(v.c_str());
-    else if (k == "lat_peer_us") cfg.lat_peer_us = std::atof(v.c_str());
-    else if (k == "lat_staged_us") cfg.lat_staged_us = std::atof(v.c_str());
-    else if (k == "init") cfg.init = std::atoi(v.c_str());
+    } else if (k == "peer")
+      cfg.peer = v == "1";
+    else if (k == "corrupt")
+      cfg.corrupt = v == "1";
+    else if (k == "peer_gbps")
+      cfg.peer_gbps = std::atof(v.c_str());
+    else if (k == "staged_gbps")
+      cfg.staged_gbps = std::atof(v.c_str());
+    else if (k == "lat_peer_us")
+      cfg.lat_peer_us = std::atof(v.c_str());
+    else if (k == "lat_staged_us")
+      cfg.lat_staged_us = std::atof(v.c_str());
+    else if (k == "init")
+      cfg.init = std::atoi(v.c_str());
   }
 }
 
@@ -194,9 +201,7 @@ int cuCtxEnablePeerAccess(void* peer, unsigned) {
   peer_on.insert(key);
   return kSuccess;
 }
-int cuCtxDisablePeerAccess(void* peer) {
-  return peer_on.erase({current, reinterpret_cast<uintptr_t>(peer)}) ? kSuccess : kPeerNotEnabled;
-}
+int cuCtxDisablePeerAccess(void* peer) { return peer_on.erase({current, reinterpret_cast<uintptr_t>(peer)}) ? kSuccess : kPeerNotEnabled; }
 int cuStreamCreate(Stream** s, unsigned) {
   *s = new Stream;
   streams.insert(*s);

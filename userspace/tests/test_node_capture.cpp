@@ -76,7 +76,9 @@ FakeNode vm_node(uint16_t gpu_device, int gpus) {
     g.resource = "0x00000000f8000000 0x00000000f8ffffff 0x0000000000040200\n0x0000100000000000 0x0000100fffffffff 0x000000000014220c\n";
     n.fns.push_back(g);
   }
-  n.cpuinfo = "vendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 143\nmodel name\t: Intel(R) Xeon(R) Processor\nflags\t\t: fpu sse hypervisor\nphysical id\t: 0\n";
+  n.cpuinfo =
+      "vendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 143\nmodel name\t: Intel(R) Xeon(R) Processor\nflags\t\t: fpu sse "
+      "hypervisor\nphysical id\t: 0\n";
   n.modules = "nvidia 1 0 - Live 0x0\n";
   n.nvidia_version = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build\n";
   n.numa_nodes = 1;
@@ -145,6 +147,27 @@ TEST(NodeCapture, DefaultCheckAsksNvmlAndNeverLoadsCuda) {
   EXPECT_TRUE(fake_cuda_loaded());
   ASSERT_EQ(t.sw.cuda.size(), 2u);
   EXPECT_EQ(t.sw.cuda[0].gdr_supported, 1);
+}
+
+TEST(NodeCapture, LiveNodeAsksNvmlWhileReadingSysfsAndNeverCuda) {
+  ::setenv("GDRPEER_FAKE_NVML", nvswitch_spec(2).c_str(), 1);
+  // (ctest runs each test in its own process; run together, an earlier test's --cuda loaded it)
+  const bool cuda_before = fake_cuda_loaded();
+  auto fs = make_tar_source(write_tar(vm_node(0x2335, 2).entries()), "node");
+  Topology t = read_live_node(*fs, "node", fakes(false));
+  EXPECT_TRUE(t.nvlink_known);
+  ASSERT_EQ(t.nvlinks.size(), 2u);  // one edge per GPU into the fabric
+  EXPECT_EQ(t.nvlinks[0].links, 18);
+  EXPECT_FALSE(t.sw.cuda_probed);
+  if (!cuda_before) {
+    EXPECT_FALSE(fake_cuda_loaded());
+  }
+  // The NVIDIA driver loaded but no NVIDIA display function: NVML's answer is not applied.
+  FakeNode none = vm_node(0x2335, 0);
+  auto fs2 = make_tar_source(write_tar(none.entries()), "node");
+  t = read_live_node(*fs2, "node", fakes(false));
+  EXPECT_FALSE(t.nvlink_known);
+  EXPECT_TRUE(t.nvml_note.empty());
 }
 
 TEST(NodeCapture, NvmlIsNotAskedWithoutAnNvidiaGpu) {
@@ -216,7 +239,9 @@ TEST(NodeCapture, GpusWithoutNvlinkCostOneQuestionEach) {
   EXPECT_TRUE(t.nvlinks.empty());
   const Report r = check(t, kb(), CheckOptions{});
   EXPECT_FALSE(gpu_pair(r, "GPU0", "GPU1").nvlink.linked);
-  EXPECT_EQ(finding(r.node_findings, "nvlink-nvml")->reason, "NVLink from NVML (driver 580.159.04): 2 GPU(s), 0 active link(s)");
+  const Finding* note = finding(r.node_findings, "nvlink-nvml");
+  ASSERT_NE(note, nullptr);
+  EXPECT_EQ(note->reason, "NVLink from NVML (driver 580.159.04): 2 GPU(s), 0 active link(s)");
 }
 
 TEST(NodeCapture, OneNvmlInitPerProcess) {
@@ -228,8 +253,7 @@ TEST(NodeCapture, OneNvmlInitPerProcess) {
 }
 
 TEST(NodeCapture, FabricNotStartedIsUnreliable) {
-  ::setenv("GDRPEER_FAKE_NVML",
-           "00000000:00:06.0@fabric=1>switch:FFFFFFFF:FF:FF.0;00000000:00:07.0@fabric=3/0>switch:FFFFFFFF:FF:FF.0", 1);
+  ::setenv("GDRPEER_FAKE_NVML", "00000000:00:06.0@fabric=1>switch:FFFFFFFF:FF:FF.0;00000000:00:07.0@fabric=3/0>switch:FFFFFFFF:FF:FF.0", 1);
   Topology t = live(vm_node(0x2335, 2), fakes());
   const Report r = check(t, kb(), CheckOptions{});
   const PairResult& p = gpu_pair(r, "GPU0", "GPU1");
@@ -238,7 +262,9 @@ TEST(NodeCapture, FabricNotStartedIsUnreliable) {
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Verdict::Unreliable);
   EXPECT_NE(f->reason.find("0000:00:06.0 is not started"), std::string::npos) << f->reason;
-  EXPECT_NE(finding(r.node_findings, "nvlink-nvml")->reason.find("fabric completed on 1 not-started on 1"), std::string::npos);
+  const Finding* note = finding(r.node_findings, "nvlink-nvml");
+  ASSERT_NE(note, nullptr);
+  EXPECT_NE(note->reason.find("fabric completed on 1 not-started on 1"), std::string::npos) << note->reason;
 }
 
 // ---- NVML absent or failing: NVLink unknown, never a guess --------------------------------
@@ -253,7 +279,9 @@ TEST(NodeCapture, NoNvmlLeavesNvlinkUnknownInOneNote) {
   int notes = 0;
   for (const auto& f : r.node_findings) notes += f.rule == "nvlink-nvml" || f.rule == "nvlink-unknown";
   EXPECT_EQ(notes, 1);
-  EXPECT_EQ(finding(r.node_findings, "nvlink-nvml")->reason.rfind("NVLink unknown: NVML could not be asked (libnvidia-ml-gdrpeer-test-missing.so.1 not loadable)", 0), 0u);
+  const Finding* note = finding(r.node_findings, "nvlink-nvml");
+  ASSERT_NE(note, nullptr);
+  EXPECT_EQ(note->reason.rfind("NVLink unknown: NVML could not be asked (libnvidia-ml-gdrpeer-test-missing.so.1 not loadable)", 0), 0u);
   // The H100 PCIe pair on the flat virtual bus: not unreliable, and the note says what is known.
   const PairResult& p = gpu_pair(r, "GPU0", "GPU1");
   EXPECT_FALSE(p.nvlink.linked);
@@ -297,7 +325,9 @@ TEST(NodeCapture, UnknownModelOnAFlatVirtualBusIsNotUnreliable) {
   const PairResult& p = gpu_pair(r, "GPU0", "GPU1");
   EXPECT_FALSE(p.nvlink.linked);
   EXPECT_NE(p.verdict, Verdict::Unreliable);
-  EXPECT_EQ(finding(p.findings, "platform-virtual")->severity, Verdict::Optimal);
+  const Finding* f = finding(p.findings, "platform-virtual");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Verdict::Optimal);
 }
 
 TEST(NodeCapture, SxmPartsWithoutLinkDataHaveNvlinkInferredFromTheModel) {
@@ -311,8 +341,9 @@ TEST(NodeCapture, SxmPartsWithoutLinkDataHaveNvlinkInferredFromTheModel) {
   EXPECT_TRUE(p.nvlink.inferred);
   EXPECT_EQ(p.nvlink.inferred_from, "gpu-model");
   EXPECT_EQ(p.verdict, Verdict::Optimal);
-  EXPECT_NE(finding(p.findings, "path-nvlink")->reason.find("inferred from the GPU model: GH100 [H200 SXM 141GB] (10de:2335) GPUs"),
-            std::string::npos);
+  const Finding* nv = finding(p.findings, "path-nvlink");
+  ASSERT_NE(nv, nullptr);
+  EXPECT_NE(nv->reason.find("inferred from the GPU model: GH100 [H200 SXM 141GB] (10de:2335) GPUs"), std::string::npos) << nv->reason;
   EXPECT_NE(finding(r.node_findings, "nvlink-inferred"), nullptr);
   // NVML answered that they have no links: known, nothing inferred.
   ::setenv("GDRPEER_FAKE_NVML", "00000000:00:06.0>;00000000:00:07.0>", 1);
@@ -354,7 +385,8 @@ std::vector<Kind> kinds() {
                "00000000:00:06.0>00000000:00:07.0,00000000:00:07.0;00000000:00:07.0>00000000:00:06.0,00000000:00:06.0;"
                "00000000:00:08.0>switch:FFFFFFFF:FF:FF.0;00000000:00:09.0>switch:FFFFFFFF:FF:FF.0"});
   FakeNode fab = vm_node(0x2335, 2);
-  k.push_back({"fabric not started", fab, "00000000:00:06.0@fabric=1>switch:FFFFFFFF:FF:FF.0;00000000:00:07.0@fabric=1>switch:FFFFFFFF:FF:FF.0"});
+  k.push_back(
+      {"fabric not started", fab, "00000000:00:06.0@fabric=1>switch:FFFFFFFF:FF:FF.0;00000000:00:07.0@fabric=1>switch:FFFFFFFF:FF:FF.0"});
   return k;
 }
 
@@ -362,8 +394,10 @@ TEST(NodeCapture, SnapshotChecksExactlyAsTheLiveNode) {
   for (const Kind& kind : kinds()) {
     SCOPED_TRACE(kind.name);
     LiveOptions lo = fakes();
-    if (kind.nvml == "missing") lo.nvml_library = "libnvidia-ml-gdrpeer-test-missing.so.1";
-    else ::setenv("GDRPEER_FAKE_NVML", kind.nvml.c_str(), 1);
+    if (kind.nvml == "missing")
+      lo.nvml_library = "libnvidia-ml-gdrpeer-test-missing.so.1";
+    else
+      ::setenv("GDRPEER_FAKE_NVML", kind.nvml.c_str(), 1);
     const std::string tar = write_tar(kind.node.entries());
     // Live: the tree read in place, the drivers asked.
     auto live_fs = make_tar_source(tar, "node");

@@ -205,8 +205,7 @@ std::pair<std::string, std::string> compare_p2p(const P2pPrediction& p, const P2
                                     : "measured no peer access (cuDeviceCanAccessPeer=" + std::to_string(a.can_access_peer) +
                                           "), staged through the host at " + gbps(m.uni_gbps_staged);
   switch (p.path) {
-    case P2pPrediction::Path::Unknown:
-      return {"no-prediction", "no prediction from check (" + p.why + "); " + measured};
+    case P2pPrediction::Path::Unknown: return {"no-prediction", "no prediction from check (" + p.why + "); " + measured};
     case P2pPrediction::Path::NvLink: {
       const std::string said = p.summary + ": predicted P2P over NVLink; ";
       if (!peer) return {"disagree", said + measured + ": NVLink is not used"};
@@ -315,8 +314,7 @@ P2pReport run_p2p(const P2pOptions& o, const P2pPredictor& predict) {
         if (i != j) order.emplace_back(i, j);
   }
   if (order.empty()) {
-    r.not_run = all.size() < 2 ? "peer-to-peer needs two GPUs; CUDA sees " + std::to_string(all.size())
-                               : "no GPU pair selected";
+    r.not_run = all.size() < 2 ? "peer-to-peer needs two GPUs; CUDA sees " + std::to_string(all.size()) : "no GPU pair selected";
     return finish();
   }
   Bench bench(*api, o.bytes, o.reps, o.latency_copies);
@@ -433,7 +431,9 @@ nlohmann::ordered_json p2p_to_json(const P2pReport& r) {
     x["lat_us_staged"] = round2(p.m.lat_us_staged);
     x["bad_bytes"] = p.m.bad_bytes;
     if (!p.m.error.empty()) x["error"] = p.m.error;
-    x["predicted"] = {{"path", path_word(p.predicted.path)}, {"summary", p.predicted.summary}, {"verdict", p.predicted.verdict},
+    x["predicted"] = {{"path", path_word(p.predicted.path)},
+                      {"summary", p.predicted.summary},
+                      {"verdict", p.predicted.verdict},
                       {"pcie_gbps", round2(p.predicted.pcie_gbps)}};
     if (!p.predicted.why.empty()) x["predicted"]["why"] = p.predicted.why;
     x["outcome"] = p.outcome;
@@ -471,10 +471,14 @@ void print_p2p_table(const P2pReport& r, std::ostream& out) {
   for (const auto& p : r.pairs) out << "  " << p.src_bdf << " -> " << p.dst_bdf << ": " << p.comparison << " [" << p.outcome << "]\n";
   int agree = 0, disagree = 0, fail = 0, none = 0;
   for (const auto& p : r.pairs) {
-    if (p.outcome == "agree") ++agree;
-    else if (p.outcome == "disagree") ++disagree;
-    else if (p.outcome == "fail") ++fail;
-    else ++none;
+    if (p.outcome == "agree")
+      ++agree;
+    else if (p.outcome == "disagree")
+      ++disagree;
+    else if (p.outcome == "fail")
+      ++fail;
+    else
+      ++none;
   }
   std::snprintf(line, sizeof line, "%.1f", r.seconds);
   out << "\nSummary: " << r.pairs.size() << " ordered pairs: " << agree << " agree, " << disagree << " disagree, " << fail << " failed, "

@@ -2,6 +2,7 @@
 #include "gdrpeer/topo/node_capture.hpp"
 
 #include <cstdio>
+#include <future>
 
 #include "gdrpeer/topo/cuda_probe.hpp"
 #include "gdrpeer/topo/parsers.hpp"
@@ -33,6 +34,20 @@ void ask_drivers(Topology& t, const LiveOptions& o) {
   if (o.cuda) probe_cuda(t.sw, o.cuda_library);
 }
 
+Topology read_live_node(FileSource& fs, const std::string& name, const LiveOptions& o) {
+  std::future<NvmlRecord> early;
+  if (fs.read("/proc/driver/nvidia/version", 4096))
+    early = std::async(std::launch::async, [lib = o.nvml_library] { return probe_nvml(lib); });
+  Topology t = parse_sysfs(fs, name);
+  if (!has_nvidia_gpu_function(t)) {
+    if (early.valid()) early.wait();  // (an NVIDIA driver without an NVIDIA display function: nothing to apply)
+    return t;
+  }
+  apply_nvml(early.valid() ? early.get() : probe_nvml(o.nvml_library), t);
+  if (o.cuda) probe_cuda(t.sw, o.cuda_library);
+  return t;
+}
+
 Snapshot take_snapshot(FileSource& base, const std::string& name, const SnapshotOptions& o) {
   RecordingSource rec(base);
   const std::string hostname = first_line(rec.read("/proc/sys/kernel/hostname", 4096));
@@ -56,7 +71,11 @@ Snapshot take_snapshot(FileSource& base, const std::string& name, const Snapshot
   std::string meta = "taken " + utc_time(o.now ? o.now : std::time(nullptr)) + "\n";
   meta += "hostname " + (hostname.empty() ? std::string("-") : hostname) + "\n";
   meta += "gdrpeer " + (o.tool_version.empty() ? std::string("-") : o.tool_version) + "\n";
-  meta += "nvidia_driver " + (!nvml.driver_version.empty() ? nvml.driver_version : t.sw.nvidia_version.empty() ? "-" : t.sw.nvidia_version) + "\n";
+  meta += "nvidia_driver " +
+          (!nvml.driver_version.empty()  ? nvml.driver_version
+           : t.sw.nvidia_version.empty() ? "-"
+                                         : t.sw.nvidia_version) +
+          "\n";
   meta += "kernel " + (t.sw.kernel_release.empty() ? std::string("-") : t.sw.kernel_release) + "\n";
   meta += std::string("drivers_asked ") + (o.ask_drivers ? "yes" : "no") + "\n";
   s.entries.push_back({TarEntry::Type::File, std::string(kSnapshotMetaPath).substr(1), meta});

@@ -26,6 +26,12 @@ struct LiveOptions {
 // GPU function is present, CUDA only with o.cuda.
 void ask_drivers(Topology& t, const LiveOptions& o);
 
+// The live node: parse_sysfs of `fs` and ask_drivers, with NVML asked on a second thread
+// while sysfs is read when the NVIDIA driver is loaded (/proc/driver/nvidia/version):
+// nvmlInit is most of a default check's time on a multi-GPU node. The answer is applied
+// only where the parsed node has an NVIDIA GPU function, as ask_drivers does.
+Topology read_live_node(FileSource& fs, const std::string& name, const LiveOptions& o);
+
 struct SnapshotOptions {
   bool ask_drivers = true;  // the live node (false for a --sysfs-root copy: its drivers are not here)
   bool cuda = true;         // record the CUDA driver's answers too (gdrpeer snapshot --no-cuda: false)

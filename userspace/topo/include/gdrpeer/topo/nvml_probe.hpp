@@ -21,10 +21,10 @@ struct NvmlLink {
 };
 
 struct NvmlGpu {
-  std::string bus_id;  // NVML's busId
-  unsigned pci_device_id = 0;  // (device << 16) | vendor, as nvmlPciInfo_t has it
+  std::string bus_id;                         // NVML's busId
+  unsigned pci_device_id = 0;                 // (device << 16) | vendor, as nvmlPciInfo_t has it
   int fabric_state = -1, fabric_status = -1;  // -1: not asked / not available
-  std::vector<NvmlLink> links;  // every link index NVML answered for, in order
+  std::vector<NvmlLink> links;                // every link index NVML answered for, in order
 };
 
 struct NvmlRecord {

@@ -31,7 +31,7 @@ struct P2pPrediction {
 };
 
 struct P2pAttributes {
-  int can_access_peer = -1;  // cuDeviceCanAccessPeer
+  int can_access_peer = -1;                                                // cuDeviceCanAccessPeer
   int access = -1, native_atomics = -1, cuda_arrays = -1, perf_rank = -1;  // cuDeviceGetP2PAttribute
 };
 
@@ -66,9 +66,9 @@ struct P2pOptions {
 };
 
 struct P2pReport {
-  std::string not_run;  // why nothing was measured (no CUDA, fewer than two GPUs); exit 3
-  std::string usage_error;  // a selected BDF CUDA does not see; exit 64
-  std::string driver;       // "CUDA driver 12080"
+  std::string not_run;                                    // why nothing was measured (no CUDA, fewer than two GPUs); exit 3
+  std::string usage_error;                                // a selected BDF CUDA does not see; exit 64
+  std::string driver;                                     // "CUDA driver 12080"
   std::vector<std::pair<std::string, std::string>> gpus;  // (BDF, name) in CUDA order
   size_t bytes = 0;
   int reps = 0;
