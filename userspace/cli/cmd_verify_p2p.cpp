@@ -124,7 +124,8 @@ int run_verify_p2p(const P2pArgs& a) {
   std::string why;
   const auto size = v::parse_size(a.size, &why);
   if (!size) return usage("--p2p-size: " + why);
-  if (*size < 4096 || *size > (uint64_t{16} << 30)) return usage("--p2p-size: between 4 KiB and 16 GiB");
+  if (*size < 4096 || *size > (uint64_t{16} << 30) || *size % 8 != 0)
+    return usage("--p2p-size: between 4 KiB and 16 GiB, a multiple of 8 bytes (the byte check compares 8-byte words)");
   if (a.reps < 1 || a.reps > 10000) return usage("--p2p-reps: between 1 and 10000");
   v::P2pOptions o;
   o.libcuda = a.libcuda;

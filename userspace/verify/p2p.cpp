@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iomanip>
+#include <memory>
 #include <sstream>
 
 #include "gdrpeer/dynload/cuda.hpp"
@@ -138,20 +139,25 @@ class Bench {
 
   // A pattern unique to the pair and seed, copied src -> dst with peer access on, read back
   // and compared byte for byte. Returns the number of bytes that differ.
-  long long bad_bytes(const Gpu& s, const Gpu& d, uint64_t seed) const {
+  long long bad_bytes(const Gpu& s, const Gpu& d, uint64_t seed) {
     const size_t words = bytes_ / 8;
-    std::vector<uint64_t> pattern(words), back(words, 0);
+    if (!pattern_) {  // host buffers allocated once (not cleared: every word is written before it is read)
+      pattern_.reset(new uint64_t[words]);
+      back_.reset(new uint64_t[words]);
+    }
+    uint64_t* pattern = pattern_.get();
+    uint64_t* back = back_.get();
     uint64_t x = seed ^ (static_cast<uint64_t>(s.ordinal) << 32) ^ static_cast<uint64_t>(d.ordinal + 1) * 0x9e3779b97f4a7c15ull;
-    for (auto& w : pattern) {  // splitmix64
+    for (size_t w = 0; w < words; ++w) {  // splitmix64
       x += 0x9e3779b97f4a7c15ull;
       uint64_t z = x;
       z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
       z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-      w = z ^ (z >> 31);
+      pattern[w] = z ^ (z >> 31);
     }
     const size_t n = words * 8;
     use(s);
-    ck(cu_.cuMemcpyHtoD(s.src, pattern.data(), n), "cuMemcpyHtoD");
+    ck(cu_.cuMemcpyHtoD(s.src, pattern, n), "cuMemcpyHtoD");
     use(d);
     ck(cu_.cuMemsetD8(d.dst, 0, n), "cuMemsetD8");
     ck(cu_.cuCtxSynchronize(), "cuCtxSynchronize");
@@ -159,10 +165,10 @@ class Bench {
     ck(cu_.cuMemcpyPeerAsync(d.dst, d.ctx, s.src, s.ctx, n, s.stream), "cuMemcpyPeerAsync");
     ck(cu_.cuStreamSynchronize(s.stream), "cuStreamSynchronize");
     use(d);
-    ck(cu_.cuMemcpyDtoH(back.data(), d.dst, n), "cuMemcpyDtoH");
+    ck(cu_.cuMemcpyDtoH(back, d.dst, n), "cuMemcpyDtoH");
     long long bad = 0;
-    const auto* p = reinterpret_cast<const unsigned char*>(pattern.data());
-    const auto* q = reinterpret_cast<const unsigned char*>(back.data());
+    const auto* p = reinterpret_cast<const unsigned char*>(pattern);
+    const auto* q = reinterpret_cast<const unsigned char*>(back);
     for (size_t w = 0; w < words; ++w)
       if (pattern[w] != back[w])
         for (size_t k = 0; k < 8; ++k) bad += p[w * 8 + k] != q[w * 8 + k];
@@ -186,6 +192,7 @@ class Bench {
   const cu::Api& cu_;
   size_t bytes_;
   int reps_, lat_;
+  std::unique_ptr<uint64_t[]> pattern_, back_;
 };
 
 int attribute(const cu::Api& api, int attr, cu::CUdevice a, cu::CUdevice b) {
