@@ -63,7 +63,7 @@ FakeNode vm_node(uint16_t gpu_device, int gpus) {
   n.fns.push_back(v);
   for (int i = 0; i < gpus; ++i) {
     FakeFn g;
-    char bdf[16];
+    char bdf[32];
     std::snprintf(bdf, sizeof bdf, "0000:00:%02x.0", 6 + i);
     g.bdf = bdf;
     g.sysfs_path = "/sys/devices/pci0000:00/" + g.bdf;
@@ -91,7 +91,7 @@ std::string nvml_bus(const std::string& bdf) { return "0000" + bdf; }  // "00000
 std::string nvswitch_spec(int gpus, int links = 18) {
   std::string s;
   for (int i = 0; i < gpus; ++i) {
-    char bdf[16];
+    char bdf[32];
     std::snprintf(bdf, sizeof bdf, "0000:00:%02x.0", 6 + i);
     s += (i ? ";" : "") + nvml_bus(bdf) + ">";
     for (int l = 0; l < links; ++l) s += std::string(l ? "," : "") + "switch:FFFFFFFF:FF:FF.0";
