@@ -582,7 +582,7 @@ Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt) {
     bool nvidia = false;
     for (int g : rep.gpus) nvidia = nvidia || (t.devices[g].ids_known && t.devices[g].vendor == 0x10de);
     if (nvidia) note("software-cuda", nvidia_driver_summary(t.sw.nvidia_version) +
-                                          "; CUDA's GPU_DIRECT_RDMA_SUPPORTED and DMA_BUF_SUPPORTED not asked (gdrpeer check --cuda asks; loading CUDA takes ~0.2 s)");
+                                          "; CUDA's GPU_DIRECT_RDMA_SUPPORTED and DMA_BUF_SUPPORTED not asked (gdrpeer check --cuda asks; cuInit takes ~0.25 s per GPU)");
   }
   for (const auto& g : t.sw.cuda)
     note("software-cuda", "CUDA on " + g.bdf + ": GPU_DIRECT_RDMA_SUPPORTED=" + std::to_string(g.gdr_supported) +
