@@ -22,7 +22,9 @@ RENDER = "userspace/topo/src/render.cpp"
 LOOPBACK = "userspace/verify/loopback.cpp"
 ENGINE = "userspace/verify/engine.cpp"
 LIB = "userspace/lib/gdrpeer.cpp"
-CUDA_PROBE = "userspace/topo/src/cuda_probe.cpp"
+NVML_PROBE = "userspace/topo/src/nvml_probe.cpp"
+NODE_CAPTURE = "userspace/topo/src/node_capture.cpp"
+P2P = "userspace/verify/p2p.cpp"
 
 TOPO = ["test_topo_truth", "test_topo"]
 VERIFY = ["test_verify_fake_nic", "test_verify"]
@@ -156,9 +158,18 @@ MUTANTS = [
            "if (nic && d.class_known && !network_class) nic = false;", "",
            TOPO, "BlueField DMA/bridge functions become RDMA NICs"),
     # ---- outputs ----------------------------------------------------------------------------
-    Mutant("nvml-inactive-links-count", CUDA_PROBE,
-           "active != nvml::NVML_FEATURE_ENABLED ||", "",
+    Mutant("nvml-inactive-links-count", NVML_PROBE,
+           "      if (!l.active) continue;\n", "",
            ["test_nvlink_nvml"], "NVML links that are down counted as NVLinks"),
+    Mutant("unknown-nvlink-flat-virtual-unreliable", RULES,
+           "if (flat && kind == PairKind::GpuGpu && !t_.nvlink_known", "if (false && flat && kind == PairKind::GpuGpu && !t_.nvlink_known",
+           ["test_node_capture"], "two NVIDIA GPUs on a VM's flat bus with NVLink unknown called unreliable"),
+    Mutant("snapshot-drops-nvml", NODE_CAPTURE,
+           "    s.entries.push_back({TarEntry::Type::File, std::string(kSnapshotNvmlPath).substr(1), nvml_record_text(nvml)});", "",
+           ["test_node_capture"], "a snapshot that checks differently from the live node (NVLink lost)"),
+    Mutant("p2p-staged-rate-counts-as-peer", P2P,
+           "const bool faster_than_staged = peer && m.uni_gbps_peer > 1.2 * m.uni_gbps_staged;", "const bool faster_than_staged = peer;",
+           ["test_verify_p2p"], "verify --p2p agrees with check when peer copies run only at the staged rate"),
     Mutant("render-json-gdr-beyond-pxb", RENDER,
            'j.key("nccl_gdr_default").value(p.path.nccl_gdr);',
            'j.key("nccl_gdr_default").value(p.path.cls != PathClass::SYS);',

@@ -29,8 +29,13 @@
 #include "gdrpeer/topo/cuda_probe.hpp"
 #include "gdrpeer/topo/errors.hpp"
 #include "gdrpeer/topo/knowledge.hpp"
+#include "gdrpeer/topo/node_capture.hpp"
 #include "gdrpeer/topo/parsers.hpp"
 #include "gdrpeer/topo/source.hpp"
+
+#ifndef GDRPEER_VERSION
+#define GDRPEER_VERSION "unknown"
+#endif
 
 namespace gdrpeer::cli {
 
@@ -54,7 +59,7 @@ struct InputOptions {
   std::vector<std::string> gpus, nics, nvmes;
   std::string data_dir;
   bool no_cuda = false;  // snapshot: do not record the CUDA driver's answers
-  bool cuda = false;     // live check/topo: ask the CUDA driver (loading it costs ~200 ms)
+  bool cuda = false;     // live check/topo: ask the CUDA driver (cuInit: ~1 s on a 4-GPU node)
 };
 
 struct CheckFlags {
@@ -97,8 +102,8 @@ void add_input_options(CLI::App* c, InputOptions& in) {
   c->add_option("--nvme", in.nvmes, "Same as --role NVME=BDF");
   c->add_option("--data-dir", in.data_dir, "Rule data directory (default: $GDRPEER_DATA_DIR, the installed share dir, the data built into this binary)");
   c->add_flag("--cuda", in.cuda,
-              "Live mode: also ask the CUDA driver (dlopen libcuda, cuInit) whether each GPU supports GPUDirect RDMA and dma-buf, "
-              "and NVML (libnvidia-ml) for the GPUs' active NVLinks; without it the driver's version and flavour come from /proc/driver/nvidia");
+              "Live mode: also ask the CUDA driver (dlopen libcuda, cuInit) whether each GPU supports GPUDirect RDMA and dma-buf; "
+              "NVML (libnvidia-ml: NVLinks, fabric state) is asked without it whenever an NVIDIA GPU is present");
   c->add_flag("--no-cuda", in.no_cuda, "Do not ask the CUDA driver (the default; kept for scripts)");
 }
 
@@ -111,12 +116,6 @@ std::vector<NodeSpec> node_specs(const InputOptions& in) {
   if (!in.lspci.empty()) out.push_back({NodeSpec::Kind::Lspci, in.lspci});
   if (out.empty()) out.push_back({NodeSpec::Kind::Live, {}});
   return out;
-}
-
-bool has_nvidia_gpu(const topo::Topology& t) {
-  for (const auto& d : t.devices)
-    if (d.role == topo::Role::GPU && d.ids_known && d.vendor == 0x10de) return true;
-  return false;
 }
 
 // Memory one fleet worker reuses from node to node: the input file's bytes and the
@@ -133,12 +132,14 @@ topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const top
   std::string* scratch = reuse ? &reuse->input : nullptr;
   auto spare_devices = [&] { return reuse ? std::move(reuse->devices) : std::vector<topo::Device>{}; };
   topo::Topology t;
-  bool live = false;
   switch (spec.kind) {
     case NodeSpec::Kind::Live: {
       auto fs = topo::make_dir_source("/");
-      t = topo::parse_sysfs(*fs, "live sysfs");
-      live = true;
+      // NVML by default (tens of ms, no CUDA context, asked while sysfs is read); the CUDA
+      // driver only on request (cuInit is most of a live check's time, docs/benchmarks.md).
+      topo::LiveOptions lo;
+      lo.cuda = in.cuda && !in.no_cuda;
+      t = topo::read_live_node(*fs, "live sysfs", lo);
       break;
     }
     case NodeSpec::Kind::Hwloc: {
@@ -202,13 +203,6 @@ topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const top
   for (const auto& b : in.gpus) topo::apply_role_override(t, "GPU=" + b);
   for (const auto& b : in.nics) topo::apply_role_override(t, "NIC=" + b);
   for (const auto& b : in.nvmes) topo::apply_role_override(t, "NVME=" + b);
-  // Loading the CUDA driver is most of a live check's time (docs/benchmarks.md): only on request.
-  if (live && in.cuda && !in.no_cuda && has_nvidia_gpu(t)) {
-    topo::probe_cuda(t.sw);
-    const std::string nvml = topo::probe_nvlink(t);
-    t.notes.push_back(nvml.empty() ? "NVLink from NVML: " + std::to_string(t.nvlinks.size()) + " active GPU link group(s)"
-                                   : "NVLink not asked: " + nvml);
-  }
   return t;
 }
 
@@ -450,20 +444,15 @@ int run_topo(const InputOptions& in, const TopoFlags& f) {
 int run_snapshot(const std::string& out, const std::string& root, bool no_cuda) {
   return guarded([&] {
     auto base = topo::make_dir_source(root.empty() ? "/" : root);
-    topo::RecordingSource rec(*base);
-    rec.read("/proc/sys/kernel/hostname", 4096);
-    topo::Topology t = topo::parse_sysfs(rec, root.empty() ? "live sysfs" : root);
-    std::vector<topo::TarEntry> entries = rec.entries();
-    if (root.empty() && !no_cuda) {
-      // Carry the CUDA driver's answers: a snapshot is checked elsewhere.
-      bool nvidia = false;
-      for (const auto& d : t.devices)
-        if (d.ids_known && d.vendor == 0x10de && d.class_known && d.base_class() == 0x03) nvidia = true;
-      if (nvidia) {
-        topo::probe_cuda(t.sw);
-        entries.push_back({topo::TarEntry::Type::File, "gdrpeer-snapshot/cuda-probe", topo::cuda_probe_text(t.sw)});
-      }
-    }
+    // A snapshot is checked elsewhere: it carries NVML's and (unless --no-cuda) the CUDA
+    // driver's answers, /proc/driver/nvidia/params, the time, hostname and versions.
+    topo::SnapshotOptions so;
+    so.ask_drivers = root.empty();
+    so.cuda = !no_cuda;
+    so.tool_version = GDRPEER_VERSION;
+    topo::Snapshot snap = topo::take_snapshot(*base, root.empty() ? "live sysfs" : root, so);
+    const std::vector<topo::TarEntry>& entries = snap.entries;
+    const topo::Topology& t = snap.topology;
     std::string bytes = topo::write_tar(entries);
     if (out == "-") {
       std::fwrite(bytes.data(), 1, bytes.size(), stdout);

@@ -12,6 +12,7 @@
 #include "gdrpeer/gdrpeer.hpp"
 #include "gdrpeer/verify/report.hpp"
 #include "gdrpeer/verify/sizes.hpp"
+#include "verify_p2p.hpp"
 
 namespace gdrpeer::cli {
 
@@ -37,6 +38,9 @@ struct VerifyArgs {
   double timeout = 10;
   uint64_t seed = 0;
   bool seed_given = false;
+  bool p2p = false;  // GPU peer-to-peer instead of RDMA (cmd_verify_p2p.cpp)
+  P2pArgs p2p_args;
+  bool rdma_options_given = false;
 };
 
 int usage_error(const std::string& msg) {
@@ -68,6 +72,18 @@ class Progress {
 };
 
 int run(const VerifyArgs& a) {
+  if (a.p2p) {
+    if (a.rdma_options_given)
+      return usage_error("--p2p measures GPU pairs: --device, --source, --method, --size, --bench and the gdrpeer/CUDA "
+                         "device options belong to the RDMA verification (use --pair, --gpu, --p2p-size, --p2p-reps)");
+    P2pArgs p = a.p2p_args;
+    p.json = a.json;
+    p.libcuda = a.libcuda;
+    if (a.seed_given) p.seed = a.seed;
+    return run_verify_p2p(p);
+  }
+  if (!a.p2p_args.pairs.empty() || !a.p2p_args.gpus.empty() || !a.p2p_args.predict_from.empty())
+    return usage_error("--pair, --gpu and --predict-from need --p2p");
   v::VerifyOptions opt;
   std::string why;
 
@@ -156,7 +172,8 @@ void add_verify_command(CLI::App& app, int& exit_code) {
       "ibv_reg_dmabuf_mr), move data through an RC loopback and check every byte");
   cmd->footer(
       "Exit codes: 0 every combination passed; 1 at least one failed; 2 none failed, at least "
-      "one unsupported; 3 nothing to verify (no RDMA device); 64 bad input.");
+      "one unsupported; 3 nothing to verify (no RDMA device); 64 bad input. With --p2p: 0 every GPU pair "
+      "agrees with check, 1 a pair failed or disagrees, 3 no CUDA or fewer than two GPUs.");
   cmd->add_option("-d,--device", args->devices,
                   "RDMA device to test, NAME or NAME:PORT (repeatable; default: all)");
   cmd->add_option("-s,--source", args->sources,
@@ -180,8 +197,24 @@ void add_verify_command(CLI::App& app, int& exit_code) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--timeout", args->timeout, "seconds to wait for one completion (default 10)");
   auto* seed = cmd->add_option("--seed", args->seed, "seed of the random data pattern");
-  cmd->callback([args, seed, &exit_code] {
+  cmd->add_flag("--p2p", args->p2p,
+                "GPU peer-to-peer instead: for every ordered GPU pair, peer access and its attributes, a byte-checked "
+                "copy, uni- and bidirectional bandwidth with peer access on and off, latency, and gdrpeer check's "
+                "prediction next to the measurement (docs/verify.md)");
+  cmd->add_option("--pair", args->p2p_args.pairs, "with --p2p: one ordered pair SRC_BDF,DST_BDF (repeatable; default: all)");
+  cmd->add_option("--gpu", args->p2p_args.gpus, "with --p2p: only pairs of these GPUs, by BDF (repeatable)");
+  cmd->add_option("--p2p-size", args->p2p_args.size, "with --p2p: bytes per copy (default 256M)");
+  cmd->add_option("--p2p-reps", args->p2p_args.reps, "with --p2p: timed copies per measurement (default 10)");
+  cmd->add_option("--predict-from", args->p2p_args.predict_from,
+                  "with --p2p: take check's prediction from this snapshot or dump instead of this node");
+  cmd->add_option("--data-dir", args->p2p_args.data_dir, "with --p2p: rule data directory for the prediction");
+  std::vector<CLI::Option*> rdma_only;
+  for (const char* name : {"--device", "--source", "--method", "--size", "--gdrpeer-device", "--gdrpeer-path", "--cuda-device",
+                           "--bench", "--bench-sizes", "--bench-seconds", "--timeout"})
+    rdma_only.push_back(cmd->get_option(name));
+  cmd->callback([args, seed, rdma_only, &exit_code] {
     args->seed_given = seed->count() > 0;
+    for (const CLI::Option* o : rdma_only) args->rdma_options_given = args->rdma_options_given || o->count() > 0;
     exit_code = run(*args);
   });
 }

@@ -62,6 +62,22 @@ Loaded load_now(const char* library) {
   bind(lib, a.cuMemSetAccess, "cuMemSetAccess", false, &missing);
   bind(lib, a.cuMemGetHandleForAddressRange, "cuMemGetHandleForAddressRange", false, &missing);
   bind(lib, a.cuFlushGPUDirectRDMAWrites, "cuFlushGPUDirectRDMAWrites", false, &missing);
+  std::string& p2p = a.p2p_missing;  // optional as a group: verify --p2p says which are missing
+  bind(lib, a.cuDeviceCanAccessPeer, "cuDeviceCanAccessPeer", true, &p2p);
+  bind(lib, a.cuDeviceGetP2PAttribute, "cuDeviceGetP2PAttribute", true, &p2p);
+  bind(lib, a.cuCtxEnablePeerAccess, "cuCtxEnablePeerAccess", true, &p2p);
+  bind(lib, a.cuCtxDisablePeerAccess, "cuCtxDisablePeerAccess", true, &p2p);
+  bind(lib, a.cuStreamCreate, "cuStreamCreate", true, &p2p);
+  bind(lib, a.cuStreamDestroy, "cuStreamDestroy_v2", true, &p2p);
+  bind(lib, a.cuStreamWaitEvent, "cuStreamWaitEvent", true, &p2p);
+  bind(lib, a.cuStreamSynchronize, "cuStreamSynchronize", true, &p2p);
+  bind(lib, a.cuEventCreate, "cuEventCreate", true, &p2p);
+  bind(lib, a.cuEventRecord, "cuEventRecord", true, &p2p);
+  bind(lib, a.cuEventSynchronize, "cuEventSynchronize", true, &p2p);
+  bind(lib, a.cuEventElapsedTime, "cuEventElapsedTime", true, &p2p);
+  bind(lib, a.cuEventDestroy, "cuEventDestroy_v2", true, &p2p);
+  bind(lib, a.cuMemcpyPeerAsync, "cuMemcpyPeerAsync", true, &p2p);
+  bind(lib, a.cuMemsetD8, "cuMemsetD8_v2", true, &p2p);
   if (!missing.empty()) {
     l.why = std::string(library) + " lacks " + missing + " (driver too old)";
     ::dlclose(lib);

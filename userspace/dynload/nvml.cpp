@@ -25,6 +25,9 @@ dl::Loaded<Api> load_now(const char* library) {
   dl::bind(lib, a.nvmlDeviceGetNvLinkState, "nvmlDeviceGetNvLinkState", true, &missing);
   dl::bind(lib, a.nvmlDeviceGetNvLinkRemotePciInfo, "nvmlDeviceGetNvLinkRemotePciInfo_v2", true, &missing);
   dl::bind(lib, a.nvmlDeviceGetNvLinkRemoteDeviceType, "nvmlDeviceGetNvLinkRemoteDeviceType", false, &missing);
+  dl::bind(lib, a.nvmlSystemGetDriverVersion, "nvmlSystemGetDriverVersion", false, &missing);
+  dl::bind(lib, a.nvmlDeviceGetGpuFabricInfo, "nvmlDeviceGetGpuFabricInfo", false, &missing);
+  dl::bind(lib, a.nvmlErrorString, "nvmlErrorString", false, &missing);
   if (!missing.empty()) {
     l.why = std::string(library) + " lacks the NVLink entry points (" + missing + ")";
     ::dlclose(lib);

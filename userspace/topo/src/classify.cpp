@@ -129,7 +129,10 @@ NvLinkPath nvlink_between(const Topology& t, int a, int b, bool nvswitch_on_bus)
   if (t.nvlinks.empty()) {
     // No link list, but NVSwitches on the PCI bus (HGX/DGX baseboards): their NVIDIA GPUs
     // reach each other through the switch fabric.
-    if (nvswitch_on_bus && is_nvidia(t.devices[a]) && is_nvidia(t.devices[b])) p.linked = p.via_switch = p.inferred = true;
+    if (nvswitch_on_bus && is_nvidia(t.devices[a]) && is_nvidia(t.devices[b])) {
+      p.linked = p.via_switch = p.inferred = true;
+      p.inferred_from = "nvswitch-on-bus";
+    }
     return p;
   }
   int direct_ab = 0, direct_ba = 0, switch_a = 0, switch_b = 0;

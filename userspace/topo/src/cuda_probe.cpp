@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "gdrpeer/dynload/cuda.hpp"
-#include "gdrpeer/dynload/nvml.hpp"
+#include "gdrpeer/topo/nvml_probe.hpp"
 
 namespace gdrpeer::topo {
 
@@ -50,39 +50,9 @@ void probe_cuda(Software& sw, const char* library) {
 }
 
 std::string probe_nvlink(Topology& t, const char* library) {
-  std::string why;
-  const nvml::Api* nv = nvml::load(&why, library);
-  if (!nv) return why;
-  if (const nvml::nvmlReturn_t rc = nv->nvmlInit(); rc != nvml::NVML_SUCCESS) return "nvmlInit failed with nvmlReturn_t " + std::to_string(rc);
-  unsigned n = 0;
-  if (nv->nvmlDeviceGetCount(&n) != nvml::NVML_SUCCESS) return "nvmlDeviceGetCount failed";
-  t.nvlink_known = true;  // NVML answered: GPUs without active links have none
-  for (unsigned i = 0; i < n; ++i) {
-    nvml::nvmlDevice_t dev = nullptr;
-    nvml::nvmlPciInfo_t info{};
-    if (nv->nvmlDeviceGetHandleByIndex(i, &dev) != nvml::NVML_SUCCESS || nv->nvmlDeviceGetPciInfo(dev, &info) != nvml::NVML_SUCCESS) continue;
-    const int gpu = t.find(bus_id_bdf(info.busId));
-    if (gpu < 0) continue;
-    for (unsigned link = 0; link < nvml::NVML_NVLINK_MAX_LINKS; ++link) {
-      int active = 0, kind = -1;
-      nvml::nvmlPciInfo_t peer{};
-      if (nv->nvmlDeviceGetNvLinkState(dev, link, &active) != nvml::NVML_SUCCESS || active != nvml::NVML_FEATURE_ENABLED ||
-          nv->nvmlDeviceGetNvLinkRemotePciInfo(dev, link, &peer) != nvml::NVML_SUCCESS)
-        continue;
-      const std::string peer_bdf = bus_id_bdf(peer.busId);
-      const bool to_switch = nv->nvmlDeviceGetNvLinkRemoteDeviceType &&
-                             nv->nvmlDeviceGetNvLinkRemoteDeviceType(dev, link, &kind) == nvml::NVML_SUCCESS &&
-                             kind == nvml::NVML_NVLINK_DEVICE_TYPE_SWITCH;
-      bool merged = false;  // one edge per peer, counting its links
-      for (auto& l : t.nvlinks)
-        if (l.gpu == gpu && l.peer_bdf == peer_bdf) {
-          ++l.links;
-          merged = true;
-        }
-      if (!merged) t.nvlinks.push_back(NvLink{gpu, t.find(peer_bdf), peer_bdf, to_switch, 1, 0});
-    }
-  }
-  return "";
+  const NvmlRecord r = probe_nvml(library);
+  apply_nvml(r, t);
+  return r.error;
 }
 
 std::string cuda_probe_text(const Software& sw) {

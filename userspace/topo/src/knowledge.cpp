@@ -274,6 +274,17 @@ Knowledge Knowledge::load(const std::string& dir) {
     k.gpu_families.push_back(g);
   }
   k.pci_ids_paths = strings(gpus, "pci_ids_paths", Where{w});
+  if (const JsonValue* nb = gpus.find("nvlink_baseboards")) {
+    const Where bw{w, "nvlink_baseboards"};
+    const std::string common_source = str_or(*nb, "source", "", bw);
+    for (const auto& e : list_at(*nb, "devices", bw)) {
+      NvlinkBaseboardPart part;
+      part.device = hex16(at(e, "id", Where{w, "nvlink_baseboards.devices"}), Where{w, "nvlink_baseboards.devices.id"});
+      part.name = str(at(e, "name", Where{w, "nvlink_baseboards.devices"}), Where{w, "nvlink_baseboards.devices.name"});
+      part.source = str_or(e, "source", common_source, Where{w, "nvlink_baseboards.devices"});
+      k.nvlink_baseboard_parts.push_back(part);
+    }
+  }
 
   Doc rcf = load_file(dir, "root_complexes.json");
   w = rcf.path;
@@ -336,6 +347,13 @@ const GpuFamily* Knowledge::gpu_family_by_name(std::string_view name) const {
   if (name.empty()) return nullptr;
   for (const auto& f : gpu_families)
     if (contains_any(name, f.name_patterns)) return &f;
+  return nullptr;
+}
+
+const NvlinkBaseboardPart* Knowledge::nvlink_baseboard_part(const Device& d) const {
+  if (!d.ids_known || d.vendor != 0x10de) return nullptr;
+  for (const auto& p : nvlink_baseboard_parts)
+    if (p.device == d.device) return &p;
   return nullptr;
 }
 

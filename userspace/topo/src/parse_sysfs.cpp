@@ -6,6 +6,8 @@
 #include <sstream>
 
 #include "gdrpeer/topo/cuda_probe.hpp"
+#include "gdrpeer/topo/node_capture.hpp"
+#include "gdrpeer/topo/nvml_probe.hpp"
 #include "gdrpeer/topo/parsers.hpp"
 #include "sysfs_readers.hpp"
 
@@ -124,6 +126,8 @@ Topology parse_sysfs(FileSource& fs, const std::string& name) {
   sysfs::read_software(fs, t.sw);
   sysfs::read_platform(fs, t);
   sysfs::read_cpus(fs, pci.local_cpus, t);
+  // A snapshot carries what NVML said on its node: applied as the live check applies it.
+  if (auto n = fs.read(kSnapshotNvmlPath, 1 << 20)) apply_nvml(parse_nvml_record_text(*n), t);
   t.finalize();
   return t;
 }

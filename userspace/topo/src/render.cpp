@@ -259,6 +259,7 @@ std::string render_json(const Topology& t, const Report& r) {
     j.key("device");
     d.ids_known ? j.value("0x" + hex4(d.device)) : j.null();
     j.key("driver").value(d.driver);
+    if (d.fabric_state >= 0) j.key("fabric").begin_object().key("state").value(d.fabric_state).key("status").value(d.fabric_status).end_object();
     j.key("host_bridge");
     d.host_bridge >= 0 ? j.value(t.host_bridges[d.host_bridge].name) : j.null();
     j.key("iommu_group").value(d.iommu_group);
@@ -350,10 +351,13 @@ std::string render_json(const Topology& t, const Report& r) {
       j.begin_object().key("fix").value(f.fix).key("reason").value(f.reason).key("rule").value(f.rule).key("severity").value(severity(f.severity)).end_object();
     j.end_array();
     j.key("nccl_gdr_default").value(p.path.nccl_gdr);
-    if (p.nvlink.linked)
+    if (p.nvlink.linked) {
       j.key("nvlink").begin_object().key("bandwidth_mbps").value(static_cast<unsigned long long>(p.nvlink.bandwidth_mbps))
-          .key("inferred").value(p.nvlink.inferred).key("links").value(p.nvlink.links)
-          .key("via").value(p.nvlink.via_switch ? "nvswitch" : "direct").end_object();
+          .key("inferred").value(p.nvlink.inferred);
+      if (p.nvlink.inferred) j.key("inferred_from").value(p.nvlink.inferred_from);  // nvswitch-on-bus | gpu-model
+      j.key("links").value(p.nvlink.links)
+          .key("via").value(p.nvlink.inferred_from == "gpu-model" ? "unknown" : p.nvlink.via_switch ? "nvswitch" : "direct").end_object();
+    }
     j.key("verdict").value(to_string(p.verdict));
     j.end_object();
   }

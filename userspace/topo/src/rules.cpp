@@ -57,6 +57,21 @@ std::string nvidia_driver_summary(const std::string& line) {
          (open ? "open" : "proprietary") + " kernel module)";
 }
 
+// The IOMMU parameters of the kernel command line, as " (kernel command line: intel_iommu=on iommu=pt)";
+// never the rest of it, which can hold anything (a VM's init arguments, paths, tokens).
+std::string iommu_cmdline_text(const Software& sw) {
+  if (sw.cmdline.empty()) return "";
+  std::string params;
+  std::istringstream words(sw.cmdline);
+  for (std::string w; words >> w;) {
+    const std::string key = w.substr(0, w.find('='));
+    // intel_iommu=, amd_iommu=, amd_iommu_intr=, iommu=, iommu.passthrough=, iommu.strict=,
+    // iommu.forcedac=, arm-smmu.*, vfio_iommu_type1.*: every key that names the IOMMU.
+    if (key.find("iommu") != std::string::npos || key.find("smmu") != std::string::npos) params += (params.empty() ? "" : " ") + w;
+  }
+  return params.empty() ? " (no IOMMU parameter on the kernel command line)" : " (kernel command line: " + params + ")";
+}
+
 enum class PairKind { GpuNic, GpuGpu, GpuNvme };
 
 class Checker {
@@ -141,10 +156,48 @@ class Checker {
     if (l.bandwidth_mbps > 0) how += ", " + std::to_string(l.bandwidth_mbps / 1000) + " GB/s";
     std::string why = "peer-to-peer goes over " + how + (l.via_switch ? " through NVSwitch" : ", GPU to GPU") + ", not over the PCIe path (" +
                       to_string(r.path.cls) + ")";
-    if (l.inferred) why += "; inferred from the NVSwitch devices in the PCI tree (HGX/DGX baseboard), check with nvidia-smi topo -m";
-    add(r.findings, "path-nvlink", Verdict::Optimal, why, "");
+    if (l.inferred_from == "gpu-model") {
+      why = "peer-to-peer goes over NVLink (directly or through NVSwitches: not known), not over the PCIe path (" +
+            std::string(to_string(r.path.cls)) + "); inferred from the GPU model: " + model_parts(r) +
+            " ship only on NVLink baseboards, and no input here lists the links (NVML not asked or not answering)";
+      add(r.findings, "path-nvlink", Verdict::Optimal, why, "nvidia-smi topo -m   # on the node: NV# confirms the links");
+    } else {
+      if (l.inferred) why += "; inferred from the NVSwitch devices in the PCI tree (HGX/DGX baseboard), check with nvidia-smi topo -m";
+      add(r.findings, "path-nvlink", Verdict::Optimal, why, "");
+    }
+    fabric_check(r, r.a);
+    fabric_check(r, r.b);
     link_check(r, r.a);
     link_check(r, r.b);
+  }
+
+  // "GH100 [H200 SXM 141GB] (10de:2335)" for the pair's GPUs, one name when both are the same part.
+  std::string model_parts(const PairResult& r) const {
+    const NvlinkBaseboardPart* pa = k_.nvlink_baseboard_part(t_.devices[r.a]);
+    const NvlinkBaseboardPart* pb = k_.nvlink_baseboard_part(t_.devices[r.b]);
+    auto one = [](const NvlinkBaseboardPart* p) {
+      char id[16];
+      std::snprintf(id, sizeof id, "10de:%04x", p->device);
+      return p->name + " (" + id + ")";
+    };
+    if (!pa || !pb) return "the GPUs";
+    return pa == pb ? one(pa) + " GPUs" : one(pa) + " and " + one(pb);
+  }
+
+  // NVLink through NVSwitches carries peer traffic only once the fabric manager has
+  // registered the GPU with the fabric (NVML's fabric state; Hopper and later).
+  void fabric_check(PairResult& r, int x) {
+    const Device& d = t_.devices[x];
+    if (d.fabric_state == 1 || d.fabric_state == 2) {
+      add(r.findings, "nvlink-fabric", Verdict::Unreliable,
+          "NVSwitch fabric registration of " + d.bdf + " is " + (d.fabric_state == 1 ? "not started" : "in progress") +
+              " (NVML): peer-to-peer over NVLink fails until it completes",
+          "systemctl start nvidia-fabricmanager   # on the host that owns the NVSwitches; then: nvidia-smi -q | grep -A3 Fabric");
+    } else if (d.fabric_state == 3 && d.fabric_status > 0) {
+      add(r.findings, "nvlink-fabric", Verdict::Unreliable,
+          "NVSwitch fabric registration of " + d.bdf + " completed with error nvmlReturn_t " + std::to_string(d.fabric_status) + " (NVML)",
+          "journalctl -u nvidia-fabricmanager   # on the host that owns the NVSwitches");
+    }
   }
 
   void path_rules(PairResult& r, PairKind kind) {
@@ -349,6 +402,8 @@ class Checker {
     }
   }
 
+  static bool nvidia(const Device& d) { return d.ids_known ? d.vendor == 0x10de : d.name.find("NVIDIA") != std::string::npos; }
+
   static Verdict platform_verdict(const PlatformRule& p) {
     return p.severity == "blocked" ? Verdict::Blocked : p.severity == "unreliable" ? Verdict::Unreliable : Verdict::Degraded;
   }
@@ -388,7 +443,15 @@ class Checker {
     }
     if (virtual_) {
       bool flat = r.path.cls == PathClass::PHB && r.path.ports_a.empty() && r.path.ports_b.empty();
-      if (flat) {
+      if (flat && kind == PairKind::GpuGpu && !t_.nvlink_known && nvidia(t_.devices[r.a]) && nvidia(t_.devices[r.b])) {
+        // Two NVIDIA GPUs may well reach each other over NVLink, which this input cannot say:
+        // what is known is the (virtual) PCIe path; a verdict would guess.
+        add(r.findings, "platform-virtual", Verdict::Optimal,
+            "virtual machine with a flat virtual PCIe topology: both GPUs sit on the hypervisor's root bus, the physical PCIe path is hidden; "
+            "NVLink between them is unknown (" + std::string(t_.nvml_failed ? "NVML could not be asked" : "not in this input") +
+                "), so whether peer-to-peer goes over NVLink or PCIe is not known",
+            "nvidia-smi topo -m   # on the node: NV# means NVLink; or gdrpeer verify --p2p");
+      } else if (flat) {
         add(r.findings, "platform-virtual", Verdict::Unreliable,
             "virtual machine with a flat virtual PCIe topology: both devices sit on the hypervisor's root bus, the physical path is hidden",
             "export NCCL_TOPO_FILE=/path/to/<instance-type>-topo.xml   # the cloud provider's topology file");
@@ -467,12 +530,23 @@ Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt) {
     }
   Checker c(t, k, opt, rep);
   const bool nvswitch_on_bus = opt.gpu_gpu && rep.gpus.size() > 1 && t.nvlinks.empty() && nvswitch_on_pci_bus(t);
+  // No link data at all (NVML not asked or failing, lspci, sysfs copies): GPUs that ship
+  // only on NVLink baseboards are NVLink-connected to each other.
+  const bool model_inference = opt.gpu_gpu && rep.gpus.size() > 1 && t.nvlinks.empty() && !t.nvlink_known;
+  bool inferred_from_model = false;
   auto run = [&](int a, int b, PairKind kind) {
     PairResult r;
     r.a = a;
     r.b = b;
     r.path = classify(t, a, b, k);
-    if (kind == PairKind::GpuGpu) r.nvlink = nvlink_between(t, a, b, nvswitch_on_bus);
+    if (kind == PairKind::GpuGpu) {
+      r.nvlink = nvlink_between(t, a, b, nvswitch_on_bus);
+      if (!r.nvlink.linked && model_inference && k.nvlink_baseboard_part(t.devices[a]) && k.nvlink_baseboard_part(t.devices[b])) {
+        r.nvlink.linked = r.nvlink.inferred = true;
+        r.nvlink.inferred_from = "gpu-model";
+        inferred_from_model = true;
+      }
+    }
     r.label_a = rep.labels[a];
     r.label_b = rep.labels[b];
     c.pair(r, kind);
@@ -500,7 +574,7 @@ Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt) {
   if (t.iommu == IommuMode::Unknown && !t.iommu_known_per_device)
     note("iommu-unknown", "IOMMU state is not in this input (" + t.format + "): check /sys/kernel/iommu_groups/*/type on the node or run gdrpeer check there");
   else if (t.iommu != IommuMode::Unknown)
-    note("iommu-mode", std::string("IOMMU: ") + to_string(t.iommu) + (t.sw.cmdline.empty() ? "" : " (kernel command line: " + t.sw.cmdline + ")"));
+    note("iommu-mode", std::string("IOMMU: ") + to_string(t.iommu) + iommu_cmdline_text(t.sw));
   if (!t.sw.inspected)
     note("software-unknown", "software stack (nvidia, nvidia_peermem, dma-buf) not inspected for " + t.format + " input");
   if (t.sw.inspected && !t.sw.cuda_error.empty()) note("software-cuda", "CUDA probe: " + t.sw.cuda_error);
@@ -508,7 +582,7 @@ Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt) {
     bool nvidia = false;
     for (int g : rep.gpus) nvidia = nvidia || (t.devices[g].ids_known && t.devices[g].vendor == 0x10de);
     if (nvidia) note("software-cuda", nvidia_driver_summary(t.sw.nvidia_version) +
-                                          "; CUDA's GPU_DIRECT_RDMA_SUPPORTED and DMA_BUF_SUPPORTED not asked (gdrpeer check --cuda asks; loading CUDA takes ~0.2 s)");
+                                          "; CUDA's GPU_DIRECT_RDMA_SUPPORTED and DMA_BUF_SUPPORTED not asked (gdrpeer check --cuda asks; cuInit takes ~0.25 s per GPU)");
   }
   for (const auto& g : t.sw.cuda)
     note("software-cuda", "CUDA on " + g.bdf + ": GPU_DIRECT_RDMA_SUPPORTED=" + std::to_string(g.gdr_supported) +
@@ -520,7 +594,11 @@ Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt) {
              : "CPU " + (t.cpu.model_name.empty() ? t.cpu.vendor + " family " + std::to_string(t.cpu.family) + " model " + std::to_string(t.cpu.model) : t.cpu.model_name) +
                    " is not in topology/root_complexes.json: root-complex P2P quality unknown");
   for (const auto& n : t.notes) note("input", n);
-  if (!t.nvlink_known) {
+  if (!t.nvml_note.empty()) note("nvlink-nvml", t.nvml_note);
+  if (inferred_from_model)
+    note("nvlink-inferred", "NVLink inferred from the GPU model for GPU pairs of SXM/HGX parts (topology/gpus.json nvlink_baseboards): "
+                            "no input here lists NVLinks; nvidia-smi topo -m or gdrpeer verify --p2p on the node confirms");
+  if (!t.nvlink_known && !t.nvml_failed) {  // (a failed NVML has its own note, nvlink-nvml)
     // GPU pairs judged on PCIe alone where NVLink may carry the traffic: say so.
     bool pcie_problem = false;
     for (const auto& p : rep.pairs)

@@ -122,11 +122,19 @@ void read_cpus(FileSource& fs, const std::map<size_t, CpuSet>& local_cpus, Topol
     for (const auto& e : *nodes)
       if (e.rfind("node", 0) == 0 && e.size() > 4 && std::isdigit(static_cast<unsigned char>(e[4]))) {
         ++n;
+        // Listed (not only counted) so that a snapshot records the node's folder and
+        // counts the same NUMA nodes offline.
+        fs.list("/sys/devices/system/node/" + e);
         if (!local_cpus.empty())
           if (auto l = fs.read("/sys/devices/system/node/" + e + "/cpulist", 65536))
             node_cpus[std::atoi(e.c_str() + 4)] = parse_cpulist(trimmed(*l));
       }
     t.numa_nodes = n;
+    // numa_node -1 means "no NUMA information" (firmware without an SRAT/_PXM, or a VM);
+    // on a machine with one NUMA node every device is on it, as nvidia-smi reads it.
+    if (n == 1)
+      for (auto& d : t.devices)
+        if (d.numa < 0) d.numa = 0;
   }
   locality_from_cpus(t, local_cpus, node_cpus);
   if (auto ci = fs.read("/proc/cpuinfo", 8 << 20)) {

@@ -18,6 +18,8 @@ using CUdevice = int;
 using CUdeviceptr = unsigned long long;
 using CUcontext = struct CUctx_st*;
 using CUmemGenericAllocationHandle = unsigned long long;
+using CUstream = struct CUstream_st*;
+using CUevent = struct CUevent_st*;
 
 inline constexpr CUresult CUDA_SUCCESS = 0;
 
@@ -33,6 +35,18 @@ enum DeviceAttribute : int {
   CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING = 118,
   CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED = 124,
 };
+
+// CUdevice_P2PAttribute (cuDeviceGetP2PAttribute).
+enum P2PAttribute : int {
+  CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK = 1,
+  CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED = 2,
+  CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED = 3,
+  CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED = 4,
+};
+inline constexpr unsigned CU_STREAM_NON_BLOCKING = 1;
+inline constexpr unsigned CU_EVENT_DEFAULT = 0;
+inline constexpr CUresult CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704;
+inline constexpr CUresult CUDA_ERROR_PEER_ACCESS_NOT_ENABLED = 705;
 
 inline constexpr int CU_POINTER_ATTRIBUTE_SYNC_MEMOPS = 6;
 inline constexpr int CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD = 1;
@@ -106,6 +120,25 @@ struct Api {
   CUresult (*cuMemGetHandleForAddressRange)(void*, CUdeviceptr, size_t, int,
                                             unsigned long long) = nullptr;
   CUresult (*cuFlushGPUDirectRDMAWrites)(int, int) = nullptr;
+  // GPU peer-to-peer (`gdrpeer verify --p2p`), optional: streams, events, peer access and
+  // the copy cudaMemcpyPeerAsync is built on.
+  CUresult (*cuDeviceCanAccessPeer)(int*, CUdevice, CUdevice) = nullptr;
+  CUresult (*cuDeviceGetP2PAttribute)(int*, int, CUdevice, CUdevice) = nullptr;
+  CUresult (*cuCtxEnablePeerAccess)(CUcontext, unsigned) = nullptr;
+  CUresult (*cuCtxDisablePeerAccess)(CUcontext) = nullptr;
+  CUresult (*cuStreamCreate)(CUstream*, unsigned) = nullptr;
+  CUresult (*cuStreamDestroy)(CUstream) = nullptr;  // _v2
+  CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned) = nullptr;
+  CUresult (*cuStreamSynchronize)(CUstream) = nullptr;
+  CUresult (*cuEventCreate)(CUevent*, unsigned) = nullptr;
+  CUresult (*cuEventRecord)(CUevent, CUstream) = nullptr;
+  CUresult (*cuEventSynchronize)(CUevent) = nullptr;
+  CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent) = nullptr;
+  CUresult (*cuEventDestroy)(CUevent) = nullptr;  // _v2
+  CUresult (*cuMemcpyPeerAsync)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream) = nullptr;
+  CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t) = nullptr;  // _v2
+  // Whether every P2P entry point above was found ("" or the missing names).
+  std::string p2p_missing;
 
   // "CUDA_ERROR_OUT_OF_MEMORY (out of memory)"
   std::string error_text(CUresult r) const;

@@ -1,5 +1,7 @@
-// NVML (libnvidia-ml.so.1), loaded at run time: the entry points `gdrpeer check
-// --cuda` asks for each GPU's active NVLinks. Types and values are declared from
+// NVML (libnvidia-ml.so.1), loaded at run time: the entry points `gdrpeer check`
+// (every live check of a node with an NVIDIA GPU) and `gdrpeer snapshot` ask for each
+// GPU's NVLinks and fabric state. NVML creates no CUDA context: asking it costs tens of
+// milliseconds where cuInit costs about a second on a 4-GPU node. Types and values are declared from
 // NVIDIA's public NVML API reference (docs.nvidia.com/deploy/nvml-api); no
 // build-time dependency on the driver.
 #pragma once
@@ -12,6 +14,8 @@ using nvmlReturn_t = int;
 using nvmlDevice_t = struct nvmlDevice_st*;
 
 inline constexpr nvmlReturn_t NVML_SUCCESS = 0;
+inline constexpr nvmlReturn_t NVML_ERROR_INVALID_ARGUMENT = 2;  // e.g. a link index past the GPU's last
+inline constexpr nvmlReturn_t NVML_ERROR_NOT_SUPPORTED = 3;
 inline constexpr int NVML_FEATURE_ENABLED = 1;  // nvmlEnableState_t
 // NVML_NVLINK_MAX_LINKS: 18 since Hopper (12 before; asking past a GPU's last link
 // returns an error, not a crash).
@@ -20,6 +24,21 @@ inline constexpr unsigned NVML_NVLINK_MAX_LINKS = 18;
 inline constexpr int NVML_NVLINK_DEVICE_TYPE_GPU = 0;
 inline constexpr int NVML_NVLINK_DEVICE_TYPE_IBMNPU = 1;
 inline constexpr int NVML_NVLINK_DEVICE_TYPE_SWITCH = 2;
+
+// nvmlGpuFabricState_t (nvmlDeviceGetGpuFabricInfo, R525+): the NVSwitch fabric's
+// registration of this GPU (Hopper and later on NVSwitch systems; the fabric manager does it).
+inline constexpr int NVML_GPU_FABRIC_STATE_NOT_SUPPORTED = 0;
+inline constexpr int NVML_GPU_FABRIC_STATE_NOT_STARTED = 1;
+inline constexpr int NVML_GPU_FABRIC_STATE_IN_PROGRESS = 2;
+inline constexpr int NVML_GPU_FABRIC_STATE_COMPLETED = 3;
+
+// nvmlGpuFabricInfo_t (the unversioned v1 layout nvmlDeviceGetGpuFabricInfo fills).
+struct nvmlGpuFabricInfo_t {
+  unsigned char clusterUuid[16];
+  nvmlReturn_t status;   // registration result once COMPLETED
+  unsigned cliqueId;
+  unsigned char state;   // nvmlGpuFabricState_t
+};
 
 // nvmlPciInfo_t as the _v2/_v3 entry points fill it.
 struct nvmlPciInfo_t {
@@ -39,6 +58,10 @@ struct Api {
   nvmlReturn_t (*nvmlDeviceGetNvLinkRemotePciInfo)(nvmlDevice_t, unsigned, nvmlPciInfo_t*) = nullptr;  // _v2
   // Optional (R460+): whether a link ends at a GPU or an NVSwitch.
   nvmlReturn_t (*nvmlDeviceGetNvLinkRemoteDeviceType)(nvmlDevice_t, unsigned, int*) = nullptr;
+  // Optional: the driver version (recorded in snapshots) and the fabric state (R525+).
+  nvmlReturn_t (*nvmlSystemGetDriverVersion)(char*, unsigned) = nullptr;
+  nvmlReturn_t (*nvmlDeviceGetGpuFabricInfo)(nvmlDevice_t, nvmlGpuFabricInfo_t*) = nullptr;
+  const char* (*nvmlErrorString)(nvmlReturn_t) = nullptr;
 };
 
 // Loads the library once per process. Returns nullptr and sets *why when it

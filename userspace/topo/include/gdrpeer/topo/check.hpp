@@ -37,7 +37,8 @@ struct PathInfo {
 struct NvLinkPath {
   bool linked = false;
   bool via_switch = false;
-  bool inferred = false;  // from NVSwitch devices in the PCI tree, not from a link list
+  bool inferred = false;  // from NVSwitch devices in the PCI tree or the GPU model, not from a link list
+  std::string inferred_from;  // "nvswitch-on-bus" or "gpu-model" when inferred
   int links = 0;          // nvidia-smi's NV#; 0 unknown
   uint64_t bandwidth_mbps = 0;
 };

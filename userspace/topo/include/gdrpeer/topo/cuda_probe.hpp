@@ -11,8 +11,8 @@ namespace gdrpeer::topo {
 
 void probe_cuda(Software& sw, const char* library = "libcuda.so.1");
 // Ask NVML (libnvidia-ml.so.1, or `library`) for each GPU's active NVLinks and where
-// they lead (another GPU or an NVSwitch): adds them to t.nvlinks. Live mode, with
-// --cuda. Returns "" or why NVML could not be asked (the caller notes it).
+// they lead (another GPU or an NVSwitch): probe_nvml + apply_nvml (nvml_probe.hpp).
+// Returns "" or why NVML could not be asked (also in t.nvml_note).
 std::string probe_nvlink(Topology& t, const char* library = "libnvidia-ml.so.1");
 // The probe's answers as the text file a snapshot carries ("gdrpeer-snapshot/cuda-probe").
 std::string cuda_probe_text(const Software& sw);

@@ -50,6 +50,15 @@ struct GpuFamilyMatch {
   std::string provenance() const;
 };
 
+// A GPU part that only ships on an NVLink baseboard (SXM/HGX modules, GB200/GB300
+// boards): two of them in one node are NVLink-connected even where a VM hides the
+// NVSwitches and nothing lists the links (gpus.json "nvlink_baseboards").
+struct NvlinkBaseboardPart {
+  uint16_t device = 0;  // NVIDIA device id
+  std::string name;     // its name in the source ("GH100 [H200 SXM 141GB]")
+  std::string source;   // where the id comes from
+};
+
 struct RootComplex {
   std::string name;
   std::string vendor;           // cpuinfo vendor_id / hwloc CPUVendor
@@ -83,6 +92,7 @@ struct Knowledge {
   std::vector<NicRule> nics;
   std::vector<IdMatch> flatten_switches;
   std::vector<GpuFamily> gpu_families;
+  std::vector<NvlinkBaseboardPart> nvlink_baseboard_parts;
   std::vector<RootComplex> root_complexes;
   std::vector<PlatformRule> platforms;
   std::vector<std::string> cloud_dmi_vendors;
@@ -127,6 +137,8 @@ struct Knowledge {
   // pci_ids_paths that exists; "" for none.
   std::string pci_ids_path() const;
   const RootComplex* root_complex(const CpuInfo& cpu) const;
+  // The baseboard part this GPU is (by NVIDIA device id), or nullptr.
+  const NvlinkBaseboardPart* nvlink_baseboard_part(const Device& d) const;
   bool flattens(const Device& d) const;
   std::optional<uint16_t> vendor_from_name(std::string_view name) const;
 };

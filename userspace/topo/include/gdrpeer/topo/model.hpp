@@ -93,6 +93,9 @@ struct Device {
   std::string iommu_type;  // "DMA", "DMA-FQ", "identity", "blocked", "unmanaged", ""
   std::string driver;
   std::string rdma_name;  // RDMA device bound to this function (mlx5_0, rdmap16s27), if known
+  // NVML's NVSwitch fabric state of a GPU (nvmlGpuFabricState_t: 0 not supported, 1 not
+  // started, 2 in progress, 3 completed) and, once completed, its status; -1 not asked.
+  int fabric_state = -1, fabric_status = -1;
   std::string net_name;   // network interface name, if known
 
   uint32_t base_class() const { return (class_code >> 16) & 0xff; }
@@ -166,6 +169,9 @@ struct Topology {
   std::vector<std::string> notes;     // parser remarks worth showing the operator
   std::vector<NvLink> nvlinks;
   bool nvlink_known = false;          // the input tells NVLink (even that there is none)
+  // What NVML said or why it could not be asked (live check and snapshots), one note; "" when not asked.
+  std::string nvml_note;
+  bool nvml_failed = false;           // NVML was asked and could not answer: NVLink unknown
 
   int find(const std::string& bdf) const;
   // Add or find a host bridge by name; returns its index.

@@ -1,0 +1,119 @@
+"""The real 4x H200 node (issue 23; topology/reference/README.md says where each file came from):
+its snapshot in the reference set checked offline against what nvidia-smi printed on that node,
+and `gdrpeer verify --p2p` end to end through the CLI with a fake CUDA driver
+(userspace/tests/fake_cuda.cpp) whose GPUs are that node's, predicting from that snapshot."""
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from test_check import REF, REPO, run
+
+SNAPSHOT = REF / "h200x4-node-snapshot.tar"
+FAKE_CUDA = Path(os.environ.get("GDRPEER_FAKE_CUDA_LIB", REPO / "build/userspace/tests/libfake_cuda.so"))
+GPUS = "0000:00:06.0,0000:00:07.0,0000:00:08.0,0000:00:09.0"
+
+
+def smi_matrix():
+    """nvidia-smi topo -m of the node: {(GPUi, GPUj): cell} and each GPU's NUMA Affinity."""
+    lines = (REF / "h200x4-nvidia-smi-topo-m.txt").read_text().splitlines()
+    header = lines[0].split()
+    labels = [h for h in header if re.fullmatch(r"GPU\d+", h)]
+    cells, numa = {}, {}
+    for line in lines[1:]:
+        f = line.split()
+        if not f or not re.fullmatch(r"GPU\d+", f[0]):
+            break
+        for col, c in zip(labels, f[1:1 + len(labels)]):
+            cells[(f[0], col)] = c
+        numa[f[0]] = f[len(labels) + 2]  # after the CPU Affinity column
+    return labels, cells, numa
+
+
+def test_real_h200_node_snapshot_matches_nvidia_smi():
+    labels, smi, numa = smi_matrix()
+    p = run("check", "--json", SNAPSHOT, check_rc=0)
+    j = json.loads(p.stdout)
+    assert j["matrix"]["labels"] == labels
+    for i, a in enumerate(labels):
+        for k, b in enumerate(labels):
+            assert j["matrix"]["classes"][i][k] == smi[(a, b)], (a, b)
+    for pair in j["pairs"]:
+        assert pair["nvlink"] == {"bandwidth_mbps": 0, "inferred": False, "links": 18, "via": "nvswitch"}, pair
+        assert pair["verdict"] == "optimal"
+    gpus = [d for d in j["devices"] if d["role"] == "gpu"]
+    assert [str(d["numa"]) for d in gpus] == [numa[g] for g in labels]  # 0, as nvidia-smi: one NUMA node
+    notes = {n["rule"]: n["text"] for n in j["notes"]}
+    assert notes["nvlink-nvml"] == "NVLink from NVML (driver 580.159.04): 4 GPU(s), 72 active link(s), 72 into NVSwitches"
+    # The IOMMU note names no part of that VM's command line (it has no IOMMU parameter).
+    assert notes["iommu-mode"] == "IOMMU: off (no IOMMU parameter on the kernel command line)"
+    text = run("check", SNAPSHOT, check_rc=0).stdout
+    assert re.search(r"^GPU0 +X +NV18 +NV18 +NV18 +0 +0000:00:06\.0$", text, re.M), text
+
+
+def fake_cuda():
+    if not FAKE_CUDA.exists():
+        pytest.fail(f"{FAKE_CUDA} is missing: build userspace first")
+    return str(FAKE_CUDA)
+
+
+def verify(*args, fake="", rc=None):
+    env = dict(os.environ, GDRPEER_DATA_DIR=str(REPO / "topology"), GDRPEER_FAKE_CUDA=fake)
+    import subprocess
+    from test_check import gdrpeer_bin
+    p = subprocess.run([gdrpeer_bin(), "verify", "--p2p", *map(str, args)], capture_output=True, text=True, env=env, timeout=120)
+    if rc is not None:
+        assert p.returncode == rc, f"rc={p.returncode}\n{p.stdout}\n{p.stderr}"
+    return p
+
+
+def test_verify_p2p_agrees_with_the_real_node_prediction():
+    p = verify("--libcuda", fake_cuda(), "--predict-from", SNAPSHOT, "--p2p-size", "1M", "--json",
+               fake=f"gpus={GPUS} peer=1 peer_gbps=391 staged_gbps=38", rc=0)
+    j = json.loads(p.stdout)
+    assert len(j["pairs"]) == 12
+    for x in j["pairs"]:
+        assert x["outcome"] == "agree"
+        assert x["comparison"] == "NV18 via NVSwitch: predicted P2P over NVLink; measured 391 GB/s"
+        assert x["bad_bytes"] == 0 and x["can_access_peer"] == 1
+    text = verify("--libcuda", fake_cuda(), "--predict-from", SNAPSHOT, "--p2p-size", "1M",
+                  "--pair", "0000:00:09.0,00:06.0", fake=f"gpus={GPUS}", rc=0).stdout
+    assert "0000:00:09.0 -> 0000:00:06.0: NV18 via NVSwitch: predicted P2P over NVLink; measured 390 GB/s [agree]" in text
+    assert "Summary: 1 ordered pairs: 1 agree" in text
+
+
+def test_verify_p2p_disagreement_exits_1():
+    p = verify("--libcuda", fake_cuda(), "--predict-from", SNAPSHOT, "--p2p-size", "1M", "--json",
+               fake=f"gpus={GPUS} peer=0", rc=1)
+    j = json.loads(p.stdout)
+    assert {x["outcome"] for x in j["pairs"]} == {"disagree"}
+
+
+@pytest.mark.parametrize("args, msg", [
+    (["--pair", "0000:00:06.0"], "--pair 0000:00:06.0: expected SRC_BDF,DST_BDF"),
+    (["--pair", "0000:00:06.0,0000:00:06.0"], "a GPU with itself is not a peer pair"),
+    (["--gpu", "zz"], "--gpu zz: expected a PCI address"),
+    (["--p2p-size", "1K"], "--p2p-size: between 4 KiB and 16 GiB"),
+    (["--p2p-reps", "0"], "--p2p-reps: between 1 and 10000"),
+    (["--size", "4K"], "--p2p measures GPU pairs"),
+    (["--device", "mlx5_0"], "--p2p measures GPU pairs"),
+    (["--predict-from", "/no/such/file"], "--predict-from /no/such/file: cannot open"),
+])
+def test_verify_p2p_argument_errors(args, msg):
+    p = verify(*args, "--libcuda", fake_cuda(), fake=f"gpus={GPUS}", rc=64)
+    assert msg in p.stderr
+
+
+def test_verify_p2p_pair_cuda_does_not_see_is_a_usage_error():
+    p = verify("--libcuda", fake_cuda(), "--pair", "0000:00:06.0,0000:00:0a.0", fake=f"gpus={GPUS}", rc=64)
+    assert "no CUDA device at 0000:00:0a.0" in p.stderr
+
+
+def test_verify_p2p_without_cuda_or_with_one_gpu_exits_3():
+    p = verify("--libcuda", "libcuda-gdrpeer-test-missing.so.1", rc=3)
+    assert "nothing to verify: cannot load libcuda-gdrpeer-test-missing.so.1" in p.stdout
+    p = verify("--libcuda", fake_cuda(), "--json", fake="gpus=0000:00:06.0", rc=3)
+    assert json.loads(p.stdout)["not_run"] == "peer-to-peer needs two GPUs; CUDA sees 1"
