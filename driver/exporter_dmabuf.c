@@ -645,12 +645,104 @@ static const struct dma_buf_ops gdrpeer_mapped_dmabuf_ops = {
 	GDRPEER_DMABUF_COMMON_OPS,
 };
 
+/* ---- test-only: EXPORT racing revocation, made deterministic ---------- */
+
+#ifdef GDRPEER_TEST_HOOKS
+/*
+ * Built only with GDRPEER_TEST_HOOKS=1 (gdrpeer-testhooks.ko of the
+ * emulated node; never in a package).  One EXPORT and one revocation meet
+ * at fixed points, so that a selftest exports inside a revocation without
+ * relying on preemption:
+ *   the test writes ARMED;
+ *   the next export (past its ioctl's revoked check, before its dma-buf is
+ *   listed) sets HELD and waits;
+ *   a revocation, after its first phase, sees HELD, sets RELEASED and
+ *   waits for the export to list its dma-buf (or be refused): LISTED;
+ *   the export then keeps its dma-buf until that revocation is over
+ *   (DONE), so a walk that met it still finds it live, and sets OFF.
+ * Every wait is bounded (a test that never unbinds costs 10 s, no hang).
+ */
+enum {
+	GDRPEER_TH_OFF,
+	GDRPEER_TH_ARMED,
+	GDRPEER_TH_HELD,
+	GDRPEER_TH_RELEASED,
+	GDRPEER_TH_LISTED,
+	GDRPEER_TH_DONE,
+};
+
+static int test_export_hold;
+module_param(test_export_hold, int, 0600);
+MODULE_PARM_DESC(test_export_hold,
+		 "TEST-ONLY (GDRPEER_TEST_HOOKS builds): 1 holds the next EXPORT until a revocation meets it");
+static DECLARE_WAIT_QUEUE_HEAD(gdrpeer_th_wait);
+#define GDRPEER_TH_TIMEOUT (10 * HZ)
+
+static void gdrpeer_th_set(int state)
+{
+	WRITE_ONCE(test_export_hold, state);
+	wake_up_all(&gdrpeer_th_wait);
+}
+
+static bool gdrpeer_th_wait_for(int state)
+{
+	return wait_event_timeout(gdrpeer_th_wait,
+				  READ_ONCE(test_export_hold) == state,
+				  GDRPEER_TH_TIMEOUT) != 0;
+}
+
+/* An export, before it lists its dma-buf: true when it is the held one. */
+static bool gdrpeer_th_export_hold(void)
+{
+	if (cmpxchg(&test_export_hold, GDRPEER_TH_ARMED, GDRPEER_TH_HELD) !=
+	    GDRPEER_TH_ARMED)
+		return false;
+	wake_up_all(&gdrpeer_th_wait);
+	if (!gdrpeer_th_wait_for(GDRPEER_TH_RELEASED))
+		pr_warn("test_export_hold: no revocation met the held export\n");
+	return true;
+}
+
+/* The held export listed its dma-buf (or was refused). */
+static void gdrpeer_th_export_listed(bool held)
+{
+	if (!held)
+		return;
+	gdrpeer_th_set(GDRPEER_TH_LISTED);
+	gdrpeer_th_wait_for(GDRPEER_TH_DONE);
+	gdrpeer_th_set(GDRPEER_TH_OFF);
+}
+
+/* A revocation after its first phase: true when it met the held export. */
+static bool gdrpeer_th_revoke_meet(void)
+{
+	if (cmpxchg(&test_export_hold, GDRPEER_TH_HELD, GDRPEER_TH_RELEASED) !=
+	    GDRPEER_TH_HELD)
+		return false;
+	wake_up_all(&gdrpeer_th_wait);
+	gdrpeer_th_wait_for(GDRPEER_TH_LISTED);
+	return true;
+}
+
+static void gdrpeer_th_revoke_done(bool met)
+{
+	if (met)
+		gdrpeer_th_set(GDRPEER_TH_DONE);
+}
+#else
+static inline bool gdrpeer_th_export_hold(void) { return false; }
+static inline void gdrpeer_th_export_listed(bool held) { }
+static inline bool gdrpeer_th_revoke_meet(void) { return false; }
+static inline void gdrpeer_th_revoke_done(bool met) { }
+#endif /* GDRPEER_TEST_HOOKS */
+
 struct dma_buf *gdrpeer_dmabuf_export(struct gdrpeer_region *r, u64 offset,
 				      u64 length)
 {
 	DEFINE_DMA_BUF_EXPORT_INFO(exp_info);
 	struct gdrpeer_dmabuf *gb;
 	struct dma_buf *dmabuf;
+	bool held;
 
 	gb = kzalloc(sizeof(*gb), GFP_KERNEL_ACCOUNT);
 	if (!gb)
@@ -681,9 +773,11 @@ struct dma_buf *gdrpeer_dmabuf_export(struct gdrpeer_region *r, u64 offset,
 	/* from here on gdrpeer_dmabuf_release undoes these */
 	atomic_inc(&r->exports);
 	atomic64_inc(&r->cnt->exports);
+	held = gdrpeer_th_export_hold();
 	mutex_lock(&r->exports_lock);
 	list_add(&gb->node, &r->dmabufs);
 	mutex_unlock(&r->exports_lock);
+	gdrpeer_th_export_listed(held);
 	/* revoked while we exported: it must not escape unrevoked */
 	if (gdrpeer_region_revoked(r)) {
 		dma_buf_put(dmabuf);
@@ -748,6 +842,7 @@ void gdrpeer_dmabuf_revoke_region(struct gdrpeer_region *r)
 {
 	struct gdrpeer_dmabuf *gb, **live;
 	unsigned int n = 0, i;
+	bool met;
 
 	mutex_lock(&r->exports_lock);
 	list_for_each_entry(gb, &r->dmabufs, node)
@@ -755,6 +850,7 @@ void gdrpeer_dmabuf_revoke_region(struct gdrpeer_region *r)
 	mutex_unlock(&r->exports_lock);
 	if (!n)
 		return;
+	met = gdrpeer_th_revoke_meet();
 	live = kcalloc(n, sizeof(*live), GFP_KERNEL | __GFP_NOFAIL);
 	i = 0;
 	mutex_lock(&r->exports_lock);
@@ -773,4 +869,5 @@ void gdrpeer_dmabuf_revoke_region(struct gdrpeer_region *r)
 		dma_buf_put(live[i]->dmabuf);
 	}
 	kfree(live);
+	gdrpeer_th_revoke_done(met);
 }
