@@ -8,8 +8,9 @@ dependencies as modules.dep lists them). It runs gdrpeer_selftest_revoke_race:
   - EXPORT inside a revocation: every dma-buf still revoked (CPU mapping SIGBUS, importer told);
   - 3,000 dma-bufs of one region revoked at unbind: no tenant-sized allocation (the old driver
     WARNed from __GFP_NOFAIL above 1,024 pointers), nothing hangs;
-  - vb2-vmalloc's dma_buf_vmap with no attachment refused (the old driver served it: revocation
-    waited for ever and vb2's release hit BUG_ON in dma_buf_vunmap).
+  - vb2-vmalloc's dma_buf_vmap with no attachment refused (gdrpeer loaded with dmabuf_vmap off,
+    the default; the old driver served it: revocation waited for ever and vb2's release hit
+    BUG_ON in dma_buf_vunmap).
 The harness fails the boot on any kernel report (BUG/WARNING/Oops, tests/emunode/node.py).
 6.1 runs in `make test`; other kernels with VM_KERNEL=... (`make test-kernels`).
 """
@@ -81,7 +82,7 @@ def run(node_factory, gdrpeer_ko, kernel_name):
         "active_maps vmaps revoked; do echo $f=$(cat $f); done",
         "rmmod gdrpeer_edu_hca && rmmod gdrpeer && echo unloaded",
     ]
-    res = node_factory("switch", "translated", bar_mib=64).run(commands, timeout=900)
+    res = node_factory("switch", "translated", bar_mib=64).run(commands, timeout=900, files=files)
     return res
 
 

@@ -13,7 +13,8 @@
  *    harness checks, and nothing hangs);
  *  - a kernel user that maps the dma-buf with dma_buf_vmap and holds no
  *    attachment (videobuf2-vmalloc through V4L2_MEMORY_DMABUF; vivid) is
- *    refused, and unbinding afterwards does not wait for it.
+ *    refused (gdrpeer loaded with dmabuf_vmap off, the default), and
+ *    unbinding afterwards does not wait for it.
  *
  * Needs gdrpeer-testhooks.ko loaded with the device under test bound,
  * gdrpeer_edu_hca.ko, vivid; each test skips, saying why, without its
@@ -255,7 +256,7 @@ GP_TEST_F_TIMEOUT(rr, revoke_more_dmabufs_than_a_page_holds, 300)
 /* /dev/videoN of vivid's first capture node into @path; false when none. */
 static bool vivid_capture_node(char *path, size_t n)
 {
-	char name[128], p[300];
+	char name[128], p[320];
 	struct dirent *e;
 	bool found = false;
 	DIR *d;
@@ -269,8 +270,9 @@ static bool vivid_capture_node(char *path, size_t n)
 		snprintf(p, sizeof(p), "/sys/class/video4linux/%s/name", e->d_name);
 		if (gp_read_line(p, name, sizeof(name)))
 			continue;
-		if (strstr(name, "vivid") && strstr(name, "vid-cap")) {
-			snprintf(path, n, "/dev/%s", e->d_name);
+		if (strstr(name, "vivid") && strstr(name, "vid-cap") &&
+		    strlen(e->d_name) + 6 <= n) {
+			snprintf(path, n, "/dev/%.*s", (int)(n - 6), e->d_name);
 			found = true;
 		}
 	}
@@ -281,8 +283,9 @@ static bool vivid_capture_node(char *path, size_t n)
 /*
  * vb2-vmalloc maps a V4L2_MEMORY_DMABUF buffer with dma_buf_vmap() and no
  * attachment: revocation could never tell it, and its release of an I/O
- * mapping hits BUG_ON in dma_buf_vunmap.  gdrpeer must refuse the vmap
- * (QBUF fails), count no vmap, and an unbind afterwards must finish.
+ * mapping hits BUG_ON in dma_buf_vunmap.  gdrpeer (loaded without
+ * dmabuf_vmap=1) must refuse the vmap (QBUF fails), count no vmap, and an
+ * unbind afterwards must finish.
  */
 GP_TEST_F_TIMEOUT(rr, vmap_without_attachment_refused, 60)
 {
