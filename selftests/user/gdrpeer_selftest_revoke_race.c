@@ -340,4 +340,64 @@ GP_TEST_F_TIMEOUT(rr, vmap_without_attachment_refused, 60)
 	ASSERT_EQ(0, rebind(self));
 }
 
+#define VMAP_PARAM "/sys/module/gdrpeer/parameters/dmabuf_vmap"
+
+/*
+ * The same with vmap served (dmabuf_vmap=1): gdrpeer's own check refuses
+ * a vmap of a dma-buf that has no dynamic attachment.  6.1's and 6.12's
+ * dma_buf_vmap() WARN_ON_ONCE on any exporter refusal, so this runs only
+ * in a boot that expects that one report (GDRPEER_RR_VMAP_GATE=1, see
+ * tests/test_revoke_race.py); elsewhere it skips, saying so.
+ */
+GP_TEST_F_TIMEOUT(rr, vmap_gate_refuses_without_attachment, 60)
+{
+	struct v4l2_requestbuffers req;
+	struct v4l2_format fmt;
+	struct v4l2_buffer buf;
+	struct gdrpeer_alloc a;
+	char node[64];
+	uint64_t size;
+	int vfd, dfd, ret;
+
+	if (!getenv("GDRPEER_RR_VMAP_GATE"))
+		SKIP(return, "GDRPEER_RR_VMAP_GATE unset: the kernel WARNs once on this refusal, "
+		     "so it runs in its own boot");
+	if (!vivid_capture_node(node, sizeof(node)))
+		SKIP(return, "no vivid capture node (modprobe vivid)");
+	ASSERT_EQ(0, gp_write_file(VMAP_PARAM, "1"));
+	vfd = open(node, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, vfd) TH_LOG("%s: %s", node, strerror(errno));
+	memset(&fmt, 0, sizeof(fmt));
+	fmt.type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
+	ASSERT_EQ(0, ioctl(vfd, VIDIOC_G_FMT, &fmt));
+	size = (fmt.fmt.pix.sizeimage + self->page - 1) & ~(self->page - 1);
+	ASSERT_EQ(0, gp_alloc(self->fd, self->dev, size, &a));
+	dfd = gp_export(self->fd, a.handle, 0, size);	/* exported with a vmap op */
+	ASSERT_LE(0, dfd);
+	EXPECT_EQ(0, gp_write_file(VMAP_PARAM, "0"));
+
+	memset(&req, 0, sizeof(req));
+	req.count = 1;
+	req.type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
+	req.memory = V4L2_MEMORY_DMABUF;
+	ASSERT_EQ(0, ioctl(vfd, VIDIOC_REQBUFS, &req));
+	memset(&buf, 0, sizeof(buf));
+	buf.type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
+	buf.memory = V4L2_MEMORY_DMABUF;
+	buf.m.fd = dfd;
+	buf.length = (uint32_t)size;
+	ret = ioctl(vfd, VIDIOC_QBUF, &buf);
+	EXPECT_EQ(-1, ret) TH_LOG("QBUF served a vmap to a user with no attachment");
+	EXPECT_EQ(0, gp_sysfs(self->dev, "vmaps"));
+	memset(&req, 0, sizeof(req));
+	req.type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
+	req.memory = V4L2_MEMORY_DMABUF;
+	EXPECT_EQ(0, ioctl(vfd, VIDIOC_REQBUFS, &req));
+	close(vfd);
+	ASSERT_EQ(0, unbind(self));
+	close(dfd);
+	EXPECT_EQ(0, gp_free(self->fd, a.handle));
+	ASSERT_EQ(0, rebind(self));
+}
+
 TEST_HARNESS_MAIN
