@@ -105,6 +105,19 @@ int conftest(struct dma_buf *d, struct dma_buf_map *m) { return 0; }
 const struct dma_buf_ops conftest_ops = { .vmap = conftest };
 EOF
 
+# 6.2 moved dma_buf_vmap() to the dynamic locking rules: the caller holds the
+# reservation lock (dma_buf_vmap_unlocked() takes it), so the exporter's
+# vmap runs under it; before, under the dma-buf's own mutex.
+probe dma_buf_vmap_unlocked <<'EOF'
+#include <linux/dma-buf.h>
+#include <linux/iosys-map.h>
+int conftest(struct dma_buf *d, struct iosys_map *m);
+int conftest(struct dma_buf *d, struct iosys_map *m)
+{
+	return dma_buf_vmap_unlocked(d, m);
+}
+EOF
+
 probe dma_map_resource <<'EOF'
 #include <linux/dma-mapping.h>
 dma_addr_t conftest(struct device *d);

@@ -27,25 +27,36 @@
  *   pinned importers; memory that goes only with its device may be pinned,
  *   and unbinding the device then waits until the pinned importer lets go.
  * - vmap gives kernel CPU access (importers that copy with the CPU, such
- *   as the test bed's soft-RoCE): the range ioremap'ed write-combined,
- *   handed out as I/O memory, at most one mapping per dma-buf (the core
- *   shares it between vmap users), counted in the "vmaps" gauge.
- *   Contract: an importer that holds a vmap must hold a dynamic
- *   attachment, and its move_notify / invalidate_mappings must stop every
- *   access and dma_buf_vunmap() before returning (the reservation lock is
- *   held there, as dma_buf_vunmap needs since 6.2); revocation waits for
- *   the vmap to go like it waits for sg tables, and says so in the kernel
- *   log while it waits.  vmap of revoked memory is refused (-ENODEV).
+ *   as the test bed's soft-RoCE), only for dma-bufs exported while the
+ *   parameter dmabuf_vmap is set (otherwise their ops have no .vmap) and
+ *   only while the dma-buf has a dynamic attachment: dma_buf_vmap() needs
+ *   none, and a user without one cannot be told of a revocation.  The
+ *   range ioremap'ed write-combined, handed out as I/O memory, at most one
+ *   mapping per dma-buf (the core shares it between vmap users), counted
+ *   in the "vmaps" gauge.
+ *   Contract: an importer that holds a vmap holds a dynamic attachment,
+ *   takes the vmap under the reservation lock, and its move_notify /
+ *   invalidate_mappings must stop every access and dma_buf_vunmap() before
+ *   returning; revocation waits for the vmap to go like it waits for sg
+ *   tables, and says so in the kernel log while it waits.  vmap of revoked
+ *   memory is refused (-ENODEV).
  * - The dma-buf holds a region reference until its release.
+ * - Revocation (gdrpeer_dmabuf_revoke_region) closes the region's list of
+ *   dma-bufs to new exports, then takes one dma-buf at a time until none
+ *   is left: nothing counted in advance, nothing allocated.
  *
  * Lock order (outermost first), all may sleep:
- *   gdrpeer_region.exports_lock (the list of a region's dma-bufs; only
- *   held to walk or change it, never across an importer call)
+ *   gdrpeer_region.dmabuf_revoke_lock (one revocation of the region's
+ *   dma-bufs; held across its waits, taken by nothing else)
+ *   -> gdrpeer_region.exports_lock (the list of a region's dma-bufs and
+ *   exports_closed; only held to walk or change it, never across an
+ *   importer call or a wait)
  *   dma-buf reservation lock -> importer's locks (move_notify)
+ *   dma-buf reservation lock (6.2+) or the dma-buf's mutex (before)
+ *   -> gdrpeer_region.memory_lock (read, vmap)
  *   mmap_lock (fault) -> gdrpeer_region.memory_lock (read)
- * map/unmap run under the reservation lock and take none of ours; so do
- * vmap/vunmap (the reservation lock since 6.2, the dma-buf's own lock
- * before), which read @revoked with READ_ONCE like map does.
+ * map/unmap run under the reservation lock and take none of ours and read
+ * @revoked with READ_ONCE (revocation sets it before it takes that lock).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": dmabuf: " fmt
 
@@ -71,10 +82,15 @@ struct gdrpeer_dmabuf {
 	struct gdrpeer_region *region;	/* one reference */
 	struct dma_buf *dmabuf;
 	struct list_head node;		/* in region->dmabufs */
+	bool revoke_taken;		/* a revocation has taken it; under
+					 * region->exports_lock */
 	u64 offset;			/* into the region */
 	u64 length;
 	atomic_t pins;
 	atomic_t maps;			/* live importer sg tables */
+	/* attachments of dynamic importers (they get move_notify), the
+	 * only ones vmap is served for */
+	atomic_t dynamic_attachments;
 	wait_queue_head_t unmapped;	/* woken when @maps drops to 0 */
 	void __iomem *vaddr;		/* the vmap, NULL when none; set and
 					 * cleared by vmap/vunmap, which the
@@ -263,6 +279,10 @@ static int gdrpeer_attach_prepare(struct dma_buf_attachment *attach)
 
 static void gdrpeer_attach_done(struct dma_buf_attachment *attach)
 {
+	struct gdrpeer_dmabuf *gb = attach->dmabuf->priv;
+
+	if (dma_buf_attachment_is_dynamic(attach))
+		atomic_inc(&gb->dynamic_attachments);
 	atomic64_inc(&dmabuf_cnt(attach->dmabuf)->attachments);
 }
 
@@ -274,6 +294,10 @@ static void gdrpeer_attach_drop(struct dma_buf_attachment *attach)
 
 static void gdrpeer_detach_done(struct dma_buf_attachment *attach)
 {
+	struct gdrpeer_dmabuf *gb = attach->dmabuf->priv;
+
+	if (dma_buf_attachment_is_dynamic(attach))
+		atomic_dec(&gb->dynamic_attachments);
 	gdrpeer_attach_drop(attach);
 	atomic64_dec(&dmabuf_cnt(attach->dmabuf)->attachments);
 }
@@ -520,26 +544,51 @@ static int gdrpeer_dmabuf_mmap(struct dma_buf *dmabuf,
 
 #ifdef GDRPEER_HAVE_DMABUF_VMAP
 /*
+ * The lock the dma-buf core calls vmap/vunmap under: the reservation lock
+ * since 6.2 (asserted), the dma-buf's own mutex before (not reachable).
+ */
+static void gdrpeer_vmap_assert_locked(struct dma_buf *dmabuf)
+{
+#ifdef GDRPEER_HAVE_DMA_BUF_VMAP_UNLOCKED
+	dma_resv_assert_held(dmabuf->resv);
+#endif
+}
+
+/*
  * Kernel CPU access to the exported range: called by the dma-buf core for
- * the first vmap user only (under the reservation lock since 6.2, under
- * the dma-buf's own lock before).  One physically contiguous range only:
+ * the first vmap user only.  One physically contiguous range only:
  * ioremap_wc cannot stitch BAR pieces, which only a fragmented nvidia pin
  * has (refused with a log line).
+ *
+ * Served only while the dma-buf has a dynamic attachment: dma_buf_vmap()
+ * needs none, and a user without one (videobuf2-vmalloc imports
+ * V4L2_MEMORY_DMABUF buffers by vmap alone) can never be told of a
+ * revocation, which would then wait for it for ever; vb2 also gives an
+ * I/O mapping back in a way dma_buf_vunmap() BUG()s on.  The dma-buf API
+ * cannot tie a vmap to an attachment (the core shares one vmap between
+ * all its users and calls us for the first only), so this is as far as
+ * the exporter can check: see "vmap contract" in docs/driver.md.
+ *
+ * @revoked is read under memory_lock, held until @vaddr is set: a
+ * revocation (down_write, then move_notify) either refuses this vmap or
+ * finds @vaddr set and waits for it, also before 6.2, where vmap does
+ * not run under the reservation lock that move_notify holds.
  */
 static int gdrpeer_dmabuf_vmap(struct dma_buf *dmabuf,
 			       struct gdrpeer_iosys_map *map)
 {
 	struct gdrpeer_dmabuf *gb = dmabuf->priv;
-	const struct gdrpeer_region *r = gb->region;
+	struct gdrpeer_region *r = gb->region;
 	struct gdrpeer_pieces it;
 	u64 start, len;
 	void __iomem *va;
+	int ret = 0;
 
-	/* revoke sets @revoked before it takes the reservation lock */
-	if (READ_ONCE(gb->region->revoked)) {
-		pr_warn_ratelimited("vmap of %llu bytes refused: the memory was revoked (freed by its owner or its device removed)\n",
+	gdrpeer_vmap_assert_locked(dmabuf);
+	if (!atomic_read(&gb->dynamic_attachments)) {
+		pr_warn_ratelimited("vmap of %llu bytes refused: the dma-buf has no dynamic attachment, so revocation could not tell the user (e.g. videobuf2-vmalloc)\n",
 				    gb->length);
-		return -ENODEV;
+		return -EOPNOTSUPP;
 	}
 	/* one piece of the whole length: one contiguous range */
 	gdrpeer_pieces_start(&it, r->ranges, r->nr_ranges, gb->offset,
@@ -549,13 +598,24 @@ static int gdrpeer_dmabuf_vmap(struct dma_buf *dmabuf,
 				    gb->length);
 		return -EOPNOTSUPP;
 	}
+	down_read(&r->memory_lock);
+	if (r->revoked) {
+		pr_warn_ratelimited("vmap of %llu bytes refused: the memory was revoked (freed by its owner or its device removed)\n",
+				    gb->length);
+		ret = -ENODEV;
+		goto out;
+	}
 	va = ioremap_wc(start, gb->length);
-	if (!va)
-		return -ENOMEM;
-	gb->vaddr = va;
+	if (!va) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	WRITE_ONCE(gb->vaddr, va);
 	gdrpeer_iosys_map_set_vaddr_iomem(map, va);
 	atomic64_inc(&dmabuf_cnt(dmabuf)->vmaps);
-	return 0;
+out:
+	up_read(&r->memory_lock);
+	return ret;
 }
 
 /* Called by the dma-buf core when the last vmap user is gone. */
@@ -564,6 +624,7 @@ static void gdrpeer_dmabuf_vunmap(struct dma_buf *dmabuf,
 {
 	struct gdrpeer_dmabuf *gb = dmabuf->priv;
 
+	gdrpeer_vmap_assert_locked(dmabuf);
 	if (WARN_ON(!gb->vaddr || gb->vaddr != map->vaddr_iomem))
 		return;
 	iounmap(gb->vaddr);
@@ -620,30 +681,166 @@ static void gdrpeer_dmabuf_release(struct dma_buf *dmabuf)
 #define GDRPEER_DMABUF_COMMON_OPS					\
 	.unpin = gdrpeer_dmabuf_unpin,					\
 	.mmap = gdrpeer_dmabuf_mmap,					\
-	GDRPEER_DMABUF_VMAP_OPS						\
 	.begin_cpu_access = gdrpeer_dmabuf_begin_cpu_access,		\
 	.end_cpu_access = gdrpeer_dmabuf_end_cpu_access,		\
 	.release = gdrpeer_dmabuf_release
 
 /* Regions without ops: ranges of a BAR, mapped here for each importer. */
-static const struct dma_buf_ops gdrpeer_plain_dmabuf_ops = {
-	.attach = gdrpeer_plain_attach,
-	.detach = gdrpeer_plain_detach,
-	.pin = gdrpeer_plain_pin,
-	.map_dma_buf = gdrpeer_plain_map,
-	.unmap_dma_buf = gdrpeer_plain_unmap,
-	GDRPEER_DMABUF_COMMON_OPS,
-};
+#define GDRPEER_PLAIN_OPS						\
+	.attach = gdrpeer_plain_attach,					\
+	.detach = gdrpeer_plain_detach,					\
+	.pin = gdrpeer_plain_pin,					\
+	.map_dma_buf = gdrpeer_plain_map,				\
+	.unmap_dma_buf = gdrpeer_plain_unmap,				\
+	GDRPEER_DMABUF_COMMON_OPS
 
 /* Regions with ops: their provider maps them for each importer. */
-static const struct dma_buf_ops gdrpeer_mapped_dmabuf_ops = {
-	.attach = gdrpeer_mapped_attach,
-	.detach = gdrpeer_mapped_detach,
-	.pin = gdrpeer_mapped_pin,
-	.map_dma_buf = gdrpeer_mapped_map,
-	.unmap_dma_buf = gdrpeer_mapped_unmap,
-	GDRPEER_DMABUF_COMMON_OPS,
+#define GDRPEER_MAPPED_OPS						\
+	.attach = gdrpeer_mapped_attach,				\
+	.detach = gdrpeer_mapped_detach,				\
+	.pin = gdrpeer_mapped_pin,					\
+	.map_dma_buf = gdrpeer_mapped_map,				\
+	.unmap_dma_buf = gdrpeer_mapped_unmap,				\
+	GDRPEER_DMABUF_COMMON_OPS
+
+/*
+ * Without .vmap unless the administrator serves kernel CPU importers
+ * (dmabuf_vmap=1): then dma_buf_vmap() answers -EINVAL in the core, with
+ * no exporter call, where an exporter's refusal is a WARN_ON_ONCE on the
+ * kernels of the test bed (6.1, 6.12).
+ */
+static const struct dma_buf_ops gdrpeer_plain_dmabuf_ops = {
+	GDRPEER_PLAIN_OPS,
 };
+
+static const struct dma_buf_ops gdrpeer_mapped_dmabuf_ops = {
+	GDRPEER_MAPPED_OPS,
+};
+
+#ifdef GDRPEER_HAVE_DMABUF_VMAP
+static const struct dma_buf_ops gdrpeer_plain_vmap_dmabuf_ops = {
+	GDRPEER_PLAIN_OPS,
+	GDRPEER_DMABUF_VMAP_OPS
+};
+
+static const struct dma_buf_ops gdrpeer_mapped_vmap_dmabuf_ops = {
+	GDRPEER_MAPPED_OPS,
+	GDRPEER_DMABUF_VMAP_OPS
+};
+#endif
+
+/*
+ * Kernel CPU access (vmap) for importers that copy with the CPU, such as
+ * the test bed's soft-RoCE; RDMA NICs never need it.  Off by default: a
+ * kernel user of dma_buf_vmap() needs no attachment, so it may be one that
+ * revocation cannot tell (videobuf2-vmalloc), see gdrpeer_dmabuf_vmap().
+ * Read at each EXPORT: dma-bufs keep the ops they were exported with.
+ */
+static bool dmabuf_vmap;
+module_param(dmabuf_vmap, bool, 0644);
+MODULE_PARM_DESC(dmabuf_vmap,
+		 "serve dma_buf_vmap() to importers that hold a dynamic attachment (CPU importers such as soft-RoCE); default off");
+
+static const struct dma_buf_ops *gdrpeer_dmabuf_ops_for(struct gdrpeer_region *r)
+{
+#ifdef GDRPEER_HAVE_DMABUF_VMAP
+	if (READ_ONCE(dmabuf_vmap))
+		return r->ops ? &gdrpeer_mapped_vmap_dmabuf_ops :
+				&gdrpeer_plain_vmap_dmabuf_ops;
+#endif
+	return r->ops ? &gdrpeer_mapped_dmabuf_ops : &gdrpeer_plain_dmabuf_ops;
+}
+
+/* ---- test-only: EXPORT racing revocation, made deterministic ---------- */
+
+#ifdef GDRPEER_TEST_HOOKS
+/*
+ * Built only with GDRPEER_TEST_HOOKS=1 (gdrpeer-testhooks.ko of the
+ * emulated node; never in a package).  One EXPORT and one revocation meet
+ * at fixed points, so that a selftest exports inside a revocation without
+ * relying on preemption:
+ *   the test writes ARMED;
+ *   the next export (past its ioctl's revoked check, before its dma-buf is
+ *   listed) sets HELD and waits;
+ *   a revocation, after its first phase, sees HELD, sets RELEASED and
+ *   waits for the export to list its dma-buf (or be refused): LISTED;
+ *   the export then keeps its dma-buf until that revocation is over
+ *   (DONE), so a walk that met it still finds it live, and sets OFF.
+ * Every wait is bounded (a test that never unbinds costs 10 s, no hang).
+ */
+enum {
+	GDRPEER_TH_OFF,
+	GDRPEER_TH_ARMED,
+	GDRPEER_TH_HELD,
+	GDRPEER_TH_RELEASED,
+	GDRPEER_TH_LISTED,
+	GDRPEER_TH_DONE,
+};
+
+static int test_export_hold;
+module_param(test_export_hold, int, 0600);
+MODULE_PARM_DESC(test_export_hold,
+		 "TEST-ONLY (GDRPEER_TEST_HOOKS builds): 1 holds the next EXPORT until a revocation meets it");
+static DECLARE_WAIT_QUEUE_HEAD(gdrpeer_th_wait);
+#define GDRPEER_TH_TIMEOUT (10 * HZ)
+
+static void gdrpeer_th_set(int state)
+{
+	WRITE_ONCE(test_export_hold, state);
+	wake_up_all(&gdrpeer_th_wait);
+}
+
+static bool gdrpeer_th_wait_for(int state)
+{
+	return wait_event_timeout(gdrpeer_th_wait,
+				  READ_ONCE(test_export_hold) == state,
+				  GDRPEER_TH_TIMEOUT) != 0;
+}
+
+/* An export, before it lists its dma-buf: true when it is the held one. */
+static bool gdrpeer_th_export_hold(void)
+{
+	if (cmpxchg(&test_export_hold, GDRPEER_TH_ARMED, GDRPEER_TH_HELD) !=
+	    GDRPEER_TH_ARMED)
+		return false;
+	wake_up_all(&gdrpeer_th_wait);
+	if (!gdrpeer_th_wait_for(GDRPEER_TH_RELEASED))
+		pr_warn("test_export_hold: no revocation met the held export\n");
+	return true;
+}
+
+/* The held export listed its dma-buf (or was refused). */
+static void gdrpeer_th_export_listed(bool held)
+{
+	if (!held)
+		return;
+	gdrpeer_th_set(GDRPEER_TH_LISTED);
+	gdrpeer_th_wait_for(GDRPEER_TH_DONE);
+	gdrpeer_th_set(GDRPEER_TH_OFF);
+}
+
+/* A revocation after its first phase: true when it met the held export. */
+static bool gdrpeer_th_revoke_meet(void)
+{
+	if (cmpxchg(&test_export_hold, GDRPEER_TH_HELD, GDRPEER_TH_RELEASED) !=
+	    GDRPEER_TH_HELD)
+		return false;
+	wake_up_all(&gdrpeer_th_wait);
+	gdrpeer_th_wait_for(GDRPEER_TH_LISTED);
+	return true;
+}
+
+static void gdrpeer_th_revoke_done(bool met)
+{
+	if (met)
+		gdrpeer_th_set(GDRPEER_TH_DONE);
+}
+#else
+static inline bool gdrpeer_th_export_hold(void) { return false; }
+static inline void gdrpeer_th_export_listed(bool held) { }
+static inline bool gdrpeer_th_revoke_meet(void) { return false; }
+static inline void gdrpeer_th_revoke_done(bool met) { }
+#endif /* GDRPEER_TEST_HOOKS */
 
 struct dma_buf *gdrpeer_dmabuf_export(struct gdrpeer_region *r, u64 offset,
 				      u64 length)
@@ -651,6 +848,7 @@ struct dma_buf *gdrpeer_dmabuf_export(struct gdrpeer_region *r, u64 offset,
 	DEFINE_DMA_BUF_EXPORT_INFO(exp_info);
 	struct gdrpeer_dmabuf *gb;
 	struct dma_buf *dmabuf;
+	bool held, closed;
 
 	gb = kzalloc(sizeof(*gb), GFP_KERNEL_ACCOUNT);
 	if (!gb)
@@ -661,13 +859,13 @@ struct dma_buf *gdrpeer_dmabuf_export(struct gdrpeer_region *r, u64 offset,
 	gb->length = length;
 	atomic_set(&gb->pins, 0);
 	atomic_set(&gb->maps, 0);
+	atomic_set(&gb->dynamic_attachments, 0);
 	init_waitqueue_head(&gb->unmapped);
 	INIT_LIST_HEAD(&gb->node);
 
 	exp_info.exp_name = KBUILD_MODNAME;
 	exp_info.owner = THIS_MODULE;	/* rmmod refused while it lives */
-	exp_info.ops = r->ops ? &gdrpeer_mapped_dmabuf_ops :
-				&gdrpeer_plain_dmabuf_ops;
+	exp_info.ops = gdrpeer_dmabuf_ops_for(r);
 	exp_info.size = length;
 	exp_info.flags = O_RDWR;
 	exp_info.priv = gb;
@@ -681,12 +879,21 @@ struct dma_buf *gdrpeer_dmabuf_export(struct gdrpeer_region *r, u64 offset,
 	/* from here on gdrpeer_dmabuf_release undoes these */
 	atomic_inc(&r->exports);
 	atomic64_inc(&r->cnt->exports);
+	held = gdrpeer_th_export_hold();
+	/*
+	 * Listed only while the region's dma-buf revocation has not begun:
+	 * it closes the list under this lock before it walks it, so every
+	 * dma-buf is either listed before (and the walk meets it) or refused
+	 * here.  Nothing is counted in advance.
+	 */
 	mutex_lock(&r->exports_lock);
-	list_add(&gb->node, &r->dmabufs);
+	closed = r->exports_closed;
+	if (!closed)
+		list_add(&gb->node, &r->dmabufs);
 	mutex_unlock(&r->exports_lock);
-	/* revoked while we exported: it must not escape unrevoked */
-	if (gdrpeer_region_revoked(r)) {
-		dma_buf_put(dmabuf);
+	gdrpeer_th_export_listed(held);
+	if (closed) {
+		dma_buf_put(dmabuf);	/* its release unlinks nothing */
 		return ERR_PTR(-ENODEV);
 	}
 	return dmabuf;
@@ -709,9 +916,30 @@ static bool gdrpeer_dmabuf_get_unless_dying(struct dma_buf *dmabuf)
 /* Seconds between "still waiting" lines while importers hold mappings. */
 #define GDRPEER_REVOKE_WARN_SECS 10
 
+/*
+ * Fences of the reservation object: an importer's queued work must end
+ * before the memory goes.  Since 6.0 any holder of the dma-buf's fd can
+ * add a fence (DMA_BUF_IOCTL_IMPORT_SYNC_FILE); one that never signals
+ * keeps this waiting, said in the log every GDRPEER_REVOKE_WARN_SECS
+ * (giving the memory back under queued work would be worse: see
+ * docs/driver.md, "Revocation").
+ */
+static void gdrpeer_dmabuf_wait_fences(struct gdrpeer_dmabuf *gb)
+{
+	unsigned int waited = 0;
+
+	while (!gdrpeer_resv_wait(gb->dmabuf->resv,
+				  GDRPEER_REVOKE_WARN_SECS * HZ)) {
+		waited += GDRPEER_REVOKE_WARN_SECS;
+		pr_warn("revoked dma-buf (%llu bytes): still waiting after %u s for fences of its reservation object (queued importer work, or a fence added with DMA_BUF_IOCTL_IMPORT_SYNC_FILE) before the memory is given back\n",
+			gb->length, waited);
+	}
+}
+
 static void gdrpeer_dmabuf_revoke_one(struct gdrpeer_dmabuf *gb)
 {
 	struct dma_buf *dmabuf = gb->dmabuf;
+	unsigned int waited = 0;
 
 	dma_resv_lock(dmabuf->resv, NULL);
 #ifdef GDRPEER_HAVE_DMA_BUF_INVALIDATE_MAPPINGS
@@ -720,57 +948,88 @@ static void gdrpeer_dmabuf_revoke_one(struct gdrpeer_dmabuf *gb)
 	dma_buf_move_notify(dmabuf);
 #endif
 	dma_resv_unlock(dmabuf->resv);
-	/* work an importer queued on the buffer must end before the memory */
-	gdrpeer_resv_wait_all(dmabuf->resv);
+	gdrpeer_dmabuf_wait_fences(gb);
 
 	/* every CPU mapping of the dma-buf goes through its file */
 	unmap_mapping_range(dmabuf->file->f_mapping, 0, 0, 1);
 
 	/*
-	 * Dynamic importers unmap in move_notify or right after; a pinned
-	 * one keeps its mapping until it detaches, and the memory must not
-	 * be given back before.
+	 * Dynamic importers unmap (and vunmap) in move_notify or right
+	 * after; a pinned one keeps its mapping until it detaches, and the
+	 * memory must not be given back before.  A vmap left with no
+	 * dynamic attachment belongs to a user nobody can tell (one that
+	 * shared another importer's vmap): said as such.
 	 */
 	while (!wait_event_timeout(gb->unmapped, !atomic_read(&gb->maps) &&
 				   !READ_ONCE(gb->vaddr),
-				   GDRPEER_REVOKE_WARN_SECS * HZ))
-		pr_warn("revoked dma-buf: still waiting for %d importer mapping(s) (%d pinned)%s to go before the memory is given back\n",
-			atomic_read(&gb->maps), atomic_read(&gb->pins),
-			READ_ONCE(gb->vaddr) ? " and a kernel vmap" : "");
+				   GDRPEER_REVOKE_WARN_SECS * HZ)) {
+		waited += GDRPEER_REVOKE_WARN_SECS;
+		pr_warn("revoked dma-buf (%llu bytes): still waiting after %u s for %d importer mapping(s) (%d pinned)%s to go before the memory is given back\n",
+			gb->length, waited, atomic_read(&gb->maps),
+			atomic_read(&gb->pins),
+			!READ_ONCE(gb->vaddr) ? "" :
+			atomic_read(&gb->dynamic_attachments) ?
+			" and a kernel vmap" :
+			" and a kernel vmap whose user holds no attachment and cannot be told");
+	}
 }
 
 /*
- * Revoke every live dma-buf exported from @r (gdrpeer_region_revoke, after
+ * The next dma-buf of @r that no revocation has taken yet, with a file
+ * reference, or NULL when none is left.  Taken ones go to the tail and
+ * new ones cannot come (@exports_closed), so the first entry tells.  A
+ * dma-buf whose last reference is already gone is taken and skipped: its
+ * release (waiting on exports_lock) finds no importer and no mapping.
+ */
+static struct gdrpeer_dmabuf *gdrpeer_dmabuf_take_next(struct gdrpeer_region *r)
+{
+	struct gdrpeer_dmabuf *gb;
+
+	lockdep_assert_held(&r->dmabuf_revoke_lock);
+	mutex_lock(&r->exports_lock);
+	WARN_ON(!r->exports_closed);
+	while ((gb = list_first_entry_or_null(&r->dmabufs,
+					      struct gdrpeer_dmabuf, node))) {
+		if (gb->revoke_taken) {
+			gb = NULL;
+			break;
+		}
+		gb->revoke_taken = true;
+		list_move_tail(&gb->node, &r->dmabufs);
+		if (gdrpeer_dmabuf_get_unless_dying(gb->dmabuf))
+			break;
+	}
+	mutex_unlock(&r->exports_lock);
+	return gb;
+}
+
+/*
+ * Revoke every dma-buf exported from @r (gdrpeer_region_revoke, after
  * @r->revoked is set, so that no new attachment, map or mmap succeeds).
- * Sleeps; no lock of ours is held.
+ * First the list is closed: an export that has not listed its dma-buf
+ * yet is refused (gdrpeer_dmabuf_export).  Then the dma-bufs are taken
+ * one at a time under exports_lock and revoked with no lock of ours but
+ * dmabuf_revoke_lock held, until none is left: no count taken in advance,
+ * no allocation, one that is released meanwhile simply leaves the list.
+ * dmabuf_revoke_lock makes a second revocation of @r (idempotent) return
+ * only once the first one is complete.  Sleeps; no lock of ours is held.
  */
 void gdrpeer_dmabuf_revoke_region(struct gdrpeer_region *r)
 {
-	struct gdrpeer_dmabuf *gb, **live;
-	unsigned int n = 0, i;
+	struct gdrpeer_dmabuf *gb;
+	bool met;
 
+	might_sleep();
+	mutex_lock(&r->dmabuf_revoke_lock);
 	mutex_lock(&r->exports_lock);
-	list_for_each_entry(gb, &r->dmabufs, node)
-		n++;
+	r->exports_closed = true;
 	mutex_unlock(&r->exports_lock);
-	if (!n)
-		return;
-	live = kcalloc(n, sizeof(*live), GFP_KERNEL | __GFP_NOFAIL);
-	i = 0;
-	mutex_lock(&r->exports_lock);
-	list_for_each_entry(gb, &r->dmabufs, node) {
-		/* one exported meanwhile sees @revoked and drops itself */
-		if (i == n)
-			break;
-		if (gdrpeer_dmabuf_get_unless_dying(gb->dmabuf))
-			live[i++] = gb;
-	}
-	mutex_unlock(&r->exports_lock);
+	met = gdrpeer_th_revoke_meet();
 
-	n = i;
-	for (i = 0; i < n; i++) {
-		gdrpeer_dmabuf_revoke_one(live[i]);
-		dma_buf_put(live[i]->dmabuf);
+	while ((gb = gdrpeer_dmabuf_take_next(r))) {
+		gdrpeer_dmabuf_revoke_one(gb);
+		dma_buf_put(gb->dmabuf);
 	}
-	kfree(live);
+	mutex_unlock(&r->dmabuf_revoke_lock);
+	gdrpeer_th_revoke_done(met);
 }

@@ -58,17 +58,18 @@ static inline void gdrpeer_vm_flags_set(struct vm_area_struct *vma,
 #endif
 
 /*
- * Wait for every fence of a dma-buf's reservation object: an importer's
- * queued work on a revoked buffer must be over before its memory goes.
+ * Wait up to @timeout jiffies for every fence of a dma-buf's reservation
+ * object: an importer's queued work on a revoked buffer must be over
+ * before its memory goes.  Returns 0 when fences are still unsignalled.
  * dma_resv_usage arrived in 5.19; before it, dma_resv_wait_timeout_rcu().
  */
-static inline void gdrpeer_resv_wait_all(struct dma_resv *resv)
+static inline long gdrpeer_resv_wait(struct dma_resv *resv, long timeout)
 {
 #if defined(GDRPEER_HAVE_DMA_RESV_USAGE)
-	dma_resv_wait_timeout(resv, DMA_RESV_USAGE_BOOKKEEP, false,
-			      MAX_SCHEDULE_TIMEOUT);
+	return dma_resv_wait_timeout(resv, DMA_RESV_USAGE_BOOKKEEP, false,
+				     timeout);
 #else
-	dma_resv_wait_timeout_rcu(resv, true, false, MAX_SCHEDULE_TIMEOUT);
+	return dma_resv_wait_timeout_rcu(resv, true, false, timeout);
 #endif
 }
 

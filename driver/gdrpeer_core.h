@@ -32,10 +32,14 @@
  *   -> gdrpeer_region.memory_lock (read by CPU faults and by ALLOC's clear,
  *                               one 2 MiB chunk at a time with no other
  *                               lock held; written by revoke)
- *   gdrpeer_region.exports_lock -> dma-buf reservation lock -> importer
- *   locks (move_notify); never held while waiting for importers.
- * Revocation takes memory_lock, then (after dropping it) exports_lock, then
- * the reservation lock; it never holds a lock of ours while it waits.
+ *   gdrpeer_region.dmabuf_revoke_lock (held across a region's whole
+ *   dma-buf revocation, waits included; taken by nothing else)
+ *   -> gdrpeer_region.exports_lock -> dma-buf reservation lock -> importer
+ *   locks (move_notify); exports_lock never held while waiting.
+ * Revocation takes memory_lock, then (after dropping it) dmabuf_revoke_lock,
+ * under it exports_lock (dropped before each dma-buf is revoked), then the
+ * reservation lock; while it waits for importers it holds only
+ * dmabuf_revoke_lock, which no importer, fault or ioctl path takes.
  * The provider registry (gdrpeer_providers.c) has no lock: its list is
  * fixed at build time.  Providers' own locks are written in their files
  * (pcibar_bind_lock above; pcibar_wanted_lock innermost; nvp_resolve_lock
@@ -160,8 +164,16 @@ struct gdrpeer_region {
 	/* protects @revoked; read-held by CPU faults while they insert */
 	struct rw_semaphore memory_lock;
 	bool revoked;
-	struct mutex exports_lock;	/* protects @dmabufs */
+	struct mutex exports_lock;	/* protects @dmabufs, @exports_closed */
 	struct list_head dmabufs;	/* struct gdrpeer_dmabuf, live ones */
+	/*
+	 * Set by the dma-buf revocation under @exports_lock before it walks
+	 * @dmabufs: an export checks it under the same lock before it lists
+	 * its dma-buf, so the walk cannot miss one (exporter_dmabuf.c).
+	 */
+	bool exports_closed;
+	/* one dma-buf revocation of this region at a time (sleeps inside) */
+	struct mutex dmabuf_revoke_lock;
 	/* in gdev->regions; under gdev->lock; plain (BAR) regions only */
 	struct list_head dev_node;
 	bool memory_returned;		/* the provider took it back at revoke */

@@ -356,6 +356,7 @@ void gdrpeer_region_init(struct gdrpeer_region *r, u64 size,
 	init_rwsem(&r->memory_lock);
 	mutex_init(&r->exports_lock);
 	INIT_LIST_HEAD(&r->dmabufs);
+	mutex_init(&r->dmabuf_revoke_lock);
 	INIT_LIST_HEAD(&r->dev_node);
 	/* one guard page between windows */
 	r->mmap_pgoff = (unsigned long)atomic64_fetch_add(pages + 1,
@@ -493,6 +494,7 @@ static void gdrpeer_region_release(struct kref *ref)
 	if (r->ranges != &r->range0)
 		kfree(r->ranges);
 	mutex_destroy(&r->exports_lock);
+	mutex_destroy(&r->dmabuf_revoke_lock);
 	kfree(r);
 	kobject_put(&gdev->kobj);
 }

@@ -28,7 +28,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=1.0)
     args = ap.parse_args()
     sizes = ",".join(str(s) for s in SIZES)
-    cmds = ["insmod /gdrpeer/modules/gdrpeer.ko pcibar=$GDRPEER_GPU_BDF && echo loaded"]
+    cmds = ["insmod /gdrpeer/modules/gdrpeer.ko pcibar=$GDRPEER_GPU_BDF dmabuf_vmap=1 && echo loaded"]
     for s in SIZES:
         iters = max(20, min(1000, (64 << 20) // s))
         cmds.append(perftest("ib_write_bw", s, iters))

@@ -40,13 +40,13 @@ def gauges(path, names=GAUGES):
 
 
 def traffic_commands():
-    return [f"insmod {M}/gdrpeer.ko pcibar=$GDRPEER_GPU_BDF && echo loaded",
+    return [f"insmod {M}/gdrpeer.ko pcibar=$GDRPEER_GPU_BDF dmabuf_vmap=1 && echo loaded",
             "gdrpeer_rxe_dmabuf traffic"]
 
 
 def full_commands():
     nv_load = (f"insmod {M}/gdrpeer_nvstub_gpl.ko bar=$GDRPEER_GPU_BDF && "
-               f"insmod {M}/gdrpeer.ko nvidia_module=gdrpeer_nvstub_gpl")
+               f"insmod {M}/gdrpeer.ko nvidia_module=gdrpeer_nvstub_gpl dmabuf_vmap=1")
     return {
         "load": traffic_commands()[0],
         "traffic": traffic_commands()[1],
@@ -66,7 +66,7 @@ def full_commands():
         "unload": "rmmod gdrpeer && echo gdrpeer unloaded",
         # before the stand-in, whose pages at BAR offset 0 the host checks for poison last
         # ... and the function back (rescan) for the stand-in
-        "remove": f"insmod {M}/gdrpeer.ko pcibar=$GDRPEER_GPU_BDF && "
+        "remove": f"insmod {M}/gdrpeer.ko pcibar=$GDRPEER_GPU_BDF dmabuf_vmap=1 && "
                   "{ gdrpeer_rxe_dmabuf revoke-pcibar remove; s=$?; rmmod gdrpeer && "
                   "echo gdrpeer unloaded; echo 1 > /sys/bus/pci/rescan; i=0; "
                   "while [ $i -lt 100 ] && ! ls -d /sys/bus/pci/devices/*$GDRPEER_GPU_BDF "
@@ -189,7 +189,7 @@ def test_revoke_pcibar_under_write_loop(full, how):
 
 
 UNPLUG = {
-    "load": f"insmod {M}/gdrpeer.ko pcibar=$GDRPEER_GPU_BDF && insmod {M}/gdrpeer_edu_hca.ko && "
+    "load": f"insmod {M}/gdrpeer.ko pcibar=$GDRPEER_GPU_BDF dmabuf_vmap=1 && insmod {M}/gdrpeer_edu_hca.ko && "
             "echo loaded",
     "unplug": "gdrpeer_rxe_dmabuf revoke-pcibar device_del",
     "unload": "rmmod gdrpeer_edu_hca && rmmod gdrpeer && echo unloaded",

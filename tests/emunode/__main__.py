@@ -45,7 +45,8 @@ def _print_results(res):
 DEMO_COMMANDS = [
     "uname -r",
     "lspci -tv",
-    "insmod /gdrpeer/modules/gdrpeer.ko pcibar=$GDRPEER_GPU_BDF && dmesg | grep gdrpeer | tail -5",
+    # dmabuf_vmap=1: the dma-buf rxe copies through dma_buf_vmap (docs/driver.md, "vmap contract")
+    "insmod /gdrpeer/modules/gdrpeer.ko pcibar=$GDRPEER_GPU_BDF dmabuf_vmap=1 && dmesg | grep gdrpeer | tail -5",
     "gdrpeer check --role GPU=$GDRPEER_GPU_BDF --role NIC=$GDRPEER_NIC_BDF",
     "gdrpeer verify --size 1M",
 ]

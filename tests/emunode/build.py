@@ -61,7 +61,7 @@ def check_modules(kernel_name, log=print):
     """`make kernel-check`: the W=1 + sparse (C=1) build of the driver and the test modules against
     `kernel_name`'s headers, from a staged copy in build/kcheck/<name>, where any warning fails;
     then the driver again with the peer-memory client, against the test-only host's OFED-style
-    headers (ofa-stage). Kernels of CHROOT_TOOLCHAIN are checked inside their chroot (with its
+    headers (ofa-stage), and once more as its test-only build (GDRPEER_TEST_HOOKS=1). Kernels of CHROOT_TOOLCHAIN are checked inside their chroot (with its
     gcc and its sparse), the others with the host's."""
     kernel = kernels.ensure_kernel(kernel_name, log=log)
     if kernel_name in CHROOT_TOOLCHAIN:
@@ -89,6 +89,8 @@ def check_modules(kernel_name, log=print):
          "the OFED-style headers of the test host"),
         (["make", "-C", f"{inside}/driver", f"KDIR={kdir}", *cc, f"OFA_DIR={inside}/ofa_kernel",
           "check"], "the driver with the peer-memory client"),
+        (["make", "-C", f"{inside}/driver", f"KDIR={kdir}", *cc, "GDRPEER_TEST_HOOKS=1",
+          "check"], "the driver's test-only build (GDRPEER_TEST_HOOKS=1, gdrpeer-testhooks.ko)"),
     ]
     with _proc_mounted(root) if root else contextlib.nullcontext():
         for cmd, what in steps:

@@ -11,6 +11,7 @@ modules-build:
 		$(MAKE) -C $(MODOUT)/selftests/kmod KDIR=$(KDIR); fi
 	@cp $(MODOUT)/driver/*.ko $(MODOUT)/
 	@if ls $(MODOUT)/selftests/kmod/*.ko >/dev/null 2>&1; then cp $(MODOUT)/selftests/kmod/*.ko $(MODOUT)/; fi
+	$(MAKE) -f $(MODOUT)/Makefile.modules testhooks-build KDIR=$(KDIR) MODOUT=$(MODOUT)
 	@if [ -f $(MODOUT)/selftests/kmod/gdrpeer_nvstub.ko ]; then \
 		$(MAKE) -f $(MODOUT)/Makefile.modules linked-build prop-build KDIR=$(KDIR) MODOUT=$(MODOUT); fi
 	@if [ -f $(MODOUT)/selftests/kmod/gdrpeer_peerhost.ko ]; then \
@@ -30,6 +31,11 @@ define variant
 	cat $(MODOUT)/gdrpeer-$(1).log
 	cp $(MODOUT)/$(1)/driver/gdrpeer.ko $(MODOUT)/gdrpeer-$(1).ko
 endef
+
+# gdrpeer-testhooks.ko: gdrpeer.ko with the test-only race hooks (GDRPEER_TEST_HOOKS=1, see
+# driver/Kbuild and docs/driver.md); only tests/test_revoke_race.py loads it.
+testhooks-build:
+	$(call variant,testhooks,GDRPEER_TEST_HOOKS=1)
 
 # $(call symvers,MODULE): the nvidia_p2p_* lines of selftests/kmod/Module.symvers as MODULE's
 # own, EXPORT_SYMBOL. The stand-ins export the same names from one kbuild directory, and some
