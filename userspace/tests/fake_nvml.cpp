@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -28,6 +29,12 @@ struct Gpu {
 };
 std::vector<Gpu> gpus;
 std::map<std::string, int> calls;
+// NVML is thread-safe and gdrpeer asks it from one thread per GPU: so is the fake's call count.
+std::mutex calls_mu;
+void count(const char* name) {
+  std::lock_guard lock(calls_mu);
+  ++calls[name];
+}
 
 struct PciInfo {  // nvmlPciInfo_t
   char bus_id_legacy[16];
@@ -96,10 +103,13 @@ void fill(PciInfo* info, const std::string& bus_id) {
 
 extern "C" {
 
-int gdrpeer_fake_nvml_calls(const char* name) { return calls[name]; }
+int gdrpeer_fake_nvml_calls(const char* name) {
+  std::lock_guard lock(calls_mu);
+  return calls[name];
+}
 
 int nvmlInit_v2() {
-  ++calls["nvmlInit_v2"];
+  count("nvmlInit_v2");
   const char* rc = std::getenv("GDRPEER_FAKE_NVML_INIT");
   return rc ? std::atoi(rc) : kSuccess;
 }
@@ -112,7 +122,7 @@ int nvmlSystemGetDriverVersion(char* v, unsigned len) {
 }
 
 int nvmlDeviceGetCount_v2(unsigned* n) {
-  ++calls["nvmlDeviceGetCount_v2"];
+  count("nvmlDeviceGetCount_v2");
   if (!parse_spec()) return kInvalidArgument;
   *n = static_cast<unsigned>(gpus.size());
   return kSuccess;
@@ -143,7 +153,7 @@ int nvmlDeviceGetGpuFabricInfo(void* dev, FabricInfo* info) {
 
 // Past a GPU's last link NVML answers Invalid Argument, as the real one does (link 18 of an H200).
 int nvmlDeviceGetNvLinkState(void* dev, unsigned link, int* active) {
-  ++calls["nvmlDeviceGetNvLinkState"];
+  count("nvmlDeviceGetNvLinkState");
   const Link* l = link_of(dev, link);
   if (!l) return kInvalidArgument;
   *active = l->active ? 1 : 0;

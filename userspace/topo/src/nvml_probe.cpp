@@ -4,9 +4,12 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <future>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
+#include <vector>
 
 #include "gdrpeer/dynload/nvml.hpp"
 
@@ -66,6 +69,43 @@ const char* fabric_word(int s) {
   }
 }
 
+// One GPU's facts, or nothing when NVML cannot open it (fallen off the bus: nothing to say
+// about its links). NVML is thread-safe; each call here touches only device @p index.
+std::optional<NvmlGpu> probe_gpu(const nvml::Api& nv, unsigned index) {
+  nvml::nvmlDevice_t dev = nullptr;
+  nvml::nvmlPciInfo_t info{};
+  if (nv.nvmlDeviceGetHandleByIndex(index, &dev) != nvml::NVML_SUCCESS || nv.nvmlDeviceGetPciInfo(dev, &info) != nvml::NVML_SUCCESS)
+    return std::nullopt;
+  NvmlGpu g;
+  g.bus_id = info.busId;
+  g.pci_device_id = info.pciDeviceId;
+  if (nv.nvmlDeviceGetGpuFabricInfo) {
+    nvml::nvmlGpuFabricInfo_t fi{};
+    if (nv.nvmlDeviceGetGpuFabricInfo(dev, &fi) == nvml::NVML_SUCCESS) {
+      g.fabric_state = fi.state;
+      if (fi.state == nvml::NVML_GPU_FABRIC_STATE_COMPLETED) g.fabric_status = fi.status;
+    }
+  }
+  // Link indices are dense from 0; NVML refuses the first one past the GPU's last
+  // (Invalid Argument at 18 on an H200), and a GPU without NVLink refuses link 0.
+  for (unsigned link = 0; link < 64; ++link) {
+    int active = 0;
+    if (nv.nvmlDeviceGetNvLinkState(dev, link, &active) != nvml::NVML_SUCCESS) break;
+    NvmlLink l;
+    l.index = link;
+    l.active = active == nvml::NVML_FEATURE_ENABLED;
+    if (l.active) {
+      nvml::nvmlPciInfo_t peer{};
+      if (nv.nvmlDeviceGetNvLinkRemotePciInfo(dev, link, &peer) == nvml::NVML_SUCCESS) l.remote_bus_id = peer.busId;
+      int kind = -1;
+      if (nv.nvmlDeviceGetNvLinkRemoteDeviceType && nv.nvmlDeviceGetNvLinkRemoteDeviceType(dev, link, &kind) == nvml::NVML_SUCCESS)
+        l.remote_type = kind;
+    }
+    g.links.push_back(l);
+  }
+  return g;
+}
+
 }  // namespace
 
 bool has_nvidia_gpu_function(const Topology& t) {
@@ -97,40 +137,14 @@ NvmlRecord probe_nvml(const char* library) {
     r.error = "nvmlDeviceGetCount failed: " + nvml_error(*nv, rc);
     return r;
   }
-  for (unsigned i = 0; i < n; ++i) {
-    nvml::nvmlDevice_t dev = nullptr;
-    nvml::nvmlPciInfo_t info{};
-    if (nv->nvmlDeviceGetHandleByIndex(i, &dev) != nvml::NVML_SUCCESS || nv->nvmlDeviceGetPciInfo(dev, &info) != nvml::NVML_SUCCESS)
-      continue;  // a GPU NVML cannot open (fallen off the bus): nothing to say about its links
-    NvmlGpu g;
-    g.bus_id = info.busId;
-    g.pci_device_id = info.pciDeviceId;
-    if (nv->nvmlDeviceGetGpuFabricInfo) {
-      nvml::nvmlGpuFabricInfo_t fi{};
-      if (nv->nvmlDeviceGetGpuFabricInfo(dev, &fi) == nvml::NVML_SUCCESS) {
-        g.fabric_state = fi.state;
-        if (fi.state == nvml::NVML_GPU_FABRIC_STATE_COMPLETED) g.fabric_status = fi.status;
-      }
-    }
-    // Link indices are dense from 0; NVML refuses the first one past the GPU's last
-    // (Invalid Argument at 18 on an H200), and a GPU without NVLink refuses link 0.
-    for (unsigned link = 0; link < 64; ++link) {
-      int active = 0;
-      if (nv->nvmlDeviceGetNvLinkState(dev, link, &active) != nvml::NVML_SUCCESS) break;
-      NvmlLink l;
-      l.index = link;
-      l.active = active == nvml::NVML_FEATURE_ENABLED;
-      if (l.active) {
-        nvml::nvmlPciInfo_t peer{};
-        if (nv->nvmlDeviceGetNvLinkRemotePciInfo(dev, link, &peer) == nvml::NVML_SUCCESS) l.remote_bus_id = peer.busId;
-        int kind = -1;
-        if (nv->nvmlDeviceGetNvLinkRemoteDeviceType && nv->nvmlDeviceGetNvLinkRemoteDeviceType(dev, link, &kind) == nvml::NVML_SUCCESS)
-          l.remote_type = kind;
-      }
-      g.links.push_back(l);
-    }
-    r.gpus.push_back(std::move(g));
-  }
+  // One thread per GPU: opening a device handle costs NVML several milliseconds per GPU
+  // (about 7 ms each on a 4x H200 node, 28 ms in a row), and NVML lets the GPUs be opened
+  // in parallel (12 ms for the four there; docs/benchmarks.md, "Real multi-GPU node").
+  std::vector<std::future<std::optional<NvmlGpu>>> per_gpu;
+  per_gpu.reserve(n);
+  for (unsigned i = 0; i < n; ++i) per_gpu.push_back(std::async(std::launch::async, [nv, i] { return probe_gpu(*nv, i); }));
+  for (auto& f : per_gpu)
+    if (auto g = f.get()) r.gpus.push_back(std::move(*g));
   return r;
 }
 
