@@ -51,6 +51,9 @@
  * INVALIDATE_UNMAPS calls dma_unmap/put_pages (pm_ctx.lock) from inside,
  * so it is called with no lock of ours held: pm_ctx.lock is dropped after
  * marking the registration invalidating, and taken again after it returns.
+ * pm_nv_lock (which of NVIDIA's peer-memory modules are loaded) is a leaf:
+ *   module notifier chain (its rwsem) -> pm_nv_lock -> module kset's
+ *   list_lock (spinlock, in kset_find_obj)
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": peermem: " fmt
 
@@ -62,7 +65,7 @@
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/mutex.h>
-#include <linux/namei.h>
+#include <linux/notifier.h>
 #include <linux/sched.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
@@ -188,22 +191,108 @@ module_param_cb(peermem_cuda_pin, &pm_choice_ops, &pm_pin, 0644);
 MODULE_PARM_DESC(peermem_cuda_pin,
 		 "pins of CUDA registrations: callback (default: cudaFree invalidates the registration) or persistent (the memory stays until deregistration)");
 
-/* NVIDIA's own peer-memory client (or its predecessor) is loaded. */
+/*
+ * Whether NVIDIA's own peer-memory client (or its predecessor) is loaded,
+ * from the kernel's module list, never from a path: a path is resolved in
+ * the calling process's root and mount namespace, so a tenant in a chroot
+ * or a container would see another owner of CUDA addresses (or fake one
+ * with a directory of that name).  A module notifier follows each name
+ * (COMING/LIVE: loaded, GOING: gone); the modules already loaded when
+ * gdrpeer loads are found once, after the notifier is in place, in the
+ * kernel's module kset (the kobjects /sys/module shows, looked up inside
+ * the kernel): our own module's kset, since module_kset is not exported.
+ * The lookup only ever sets "loaded", and only for a module not GOING, so
+ * it cannot undo what the notifier saw meanwhile.
+ *
+ * pm_nv_lock is a leaf (taken under the module notifier chain's rwsem;
+ * nothing is called under it but the kset's spinlock).
+ */
+static const char * const pm_nv_modules[] = { "nvidia_peermem", "nv_peer_mem" };
+static DEFINE_MUTEX(pm_nv_lock);
+static bool pm_nv_loaded[ARRAY_SIZE(pm_nv_modules)];	/* READ_ONCE */
+static bool pm_nv_tracking;		/* the notifier is registered */
+
+static int pm_nv_index(const char *name)
+{
+	return match_string(pm_nv_modules, ARRAY_SIZE(pm_nv_modules), name);
+}
+
+/* The first of NVIDIA's peer-memory modules that is loaded, or NULL. */
 static const char *pm_nvidia_client_loaded(void)
 {
-	static const char * const names[] = { "nvidia_peermem", "nv_peer_mem" };
-	char path[64];
-	struct path p;
 	unsigned int i;
 
-	for (i = 0; i < ARRAY_SIZE(names); i++) {
-		snprintf(path, sizeof(path), "/sys/module/%s", names[i]);
-		if (!kern_path(path, LOOKUP_FOLLOW, &p)) {
-			path_put(&p);
-			return names[i];
-		}
-	}
+	for (i = 0; i < ARRAY_SIZE(pm_nv_modules); i++)
+		if (READ_ONCE(pm_nv_loaded[i]))
+			return pm_nv_modules[i];
 	return NULL;
+}
+
+static int pm_module_event(struct notifier_block *nb, unsigned long state,
+			   void *data)
+{
+	struct module *mod = data;
+	int i = pm_nv_index(mod->name);
+
+	if (i < 0)
+		return NOTIFY_DONE;
+	mutex_lock(&pm_nv_lock);
+	if (state == MODULE_STATE_COMING || state == MODULE_STATE_LIVE)
+		WRITE_ONCE(pm_nv_loaded[i], true);
+	else if (state == MODULE_STATE_GOING)
+		WRITE_ONCE(pm_nv_loaded[i], false);
+	mutex_unlock(&pm_nv_lock);
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block pm_module_nb = {
+	.notifier_call = pm_module_event,
+};
+
+/*
+ * Is @name loaded right now, by the module kset?  Holding the kobject
+ * keeps the struct module: module removal waits for the last reference
+ * to its kobject before it frees the module.  A kobject without a module
+ * is a built-in one (only parameters): loaded for good.
+ */
+static bool pm_module_present(const char *name)
+{
+	struct kobject *kobj;
+	struct module *mod;
+	bool present;
+
+	kobj = kset_find_obj(THIS_MODULE->mkobj.kobj.kset, name);
+	if (!kobj)
+		return false;
+	mod = container_of(kobj, struct module_kobject, kobj)->mod;
+	present = !mod || READ_ONCE(mod->state) == MODULE_STATE_COMING ||
+		  READ_ONCE(mod->state) == MODULE_STATE_LIVE;
+	kobject_put(kobj);
+	return present;
+}
+
+static int pm_nv_track_start(void)
+{
+	unsigned int i;
+	int ret;
+
+	ret = register_module_notifier(&pm_module_nb);
+	if (ret)
+		return ret;
+	pm_nv_tracking = true;
+	mutex_lock(&pm_nv_lock);
+	for (i = 0; i < ARRAY_SIZE(pm_nv_modules); i++)
+		if (pm_module_present(pm_nv_modules[i]))
+			WRITE_ONCE(pm_nv_loaded[i], true);
+	mutex_unlock(&pm_nv_lock);
+	return 0;
+}
+
+static void pm_nv_track_stop(void)
+{
+	if (pm_nv_tracking)
+		unregister_module_notifier(&pm_module_nb);
+	pm_nv_tracking = false;
 }
 
 /*
@@ -647,7 +736,14 @@ static const char *pm_active_line(char *buf, size_t size)
 static int pm_register(void)
 {
 	struct peer_memory_client *c = &pm_client.client;
+	int ret;
 
+	/* before anything can ask who owns CUDA addresses */
+	ret = pm_nv_track_start();
+	if (ret) {
+		pr_err("register_module_notifier failed (%d)\n", ret);
+		return ret;
+	}
 	strscpy(c->name, KBUILD_MODNAME, sizeof(c->name));
 	strscpy(c->version, "1.1", sizeof(c->version) - 1);
 	/* the last version byte says "this is a peer_memory_client_ex" */
@@ -685,6 +781,7 @@ static void pm_unregister(void)
 	if (pm_handle)
 		ib_unregister_peer_memory_client(pm_handle);
 	pm_handle = NULL;
+	pm_nv_track_stop();
 }
 
 #else /* !GDRPEER_PEERMEM */
@@ -748,7 +845,10 @@ int gdrpeer_peermem_init(struct kobject *providers)
 		pm_kobj = NULL;
 		return ret;
 	}
-	return pm_register();
+	ret = pm_register();
+	if (ret)
+		gdrpeer_peermem_exit();
+	return ret;
 }
 
 void gdrpeer_peermem_exit(void)

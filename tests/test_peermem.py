@@ -237,3 +237,50 @@ def test_peermem_other_kernels(kernel):
         pytest.skip(f"kernel {kernel} is VM_KERNEL: test_peermem_client covers it")
     res, out = boot(kernel, "translated")
     check_boot(res, out)
+
+
+# Who owns CUDA addresses must not depend on the caller's filesystem view (issue 22, defect 6):
+# gdrpeer decides "nvidia_peermem is loaded" from the kernel's module list (a module notifier and
+# the module kset), not from a path resolved in the caller's root. The chroot has sysfs mounted at
+# /s, so /sys/module is not where the old path lookup looked; a plain directory
+# /sys/module/nvidia_peermem in the chroot is what a tenant could plant.
+CHROOT = "/tmp/croot"
+CUDA_ATTR = "class/gdrpeer/gdrpeer/providers/peermem/cuda"
+VIEWS = (f'echo "host: $(cat /sys/{CUDA_ATTR})"; '
+         f'echo "chroot: $(chroot {CHROOT} /bin/busybox cat /s/{CUDA_ATTR})"')
+LEFT = "left to nvidia_peermem (it is loaded; peermem_cuda=auto)"
+CLAIMED = "claimed through the nvidia provider, callback pins (peermem_cuda=auto, " \
+          "nvidia_peermem not loaded)"
+OWNER_COMMANDS = [
+    # nvidia_peermem loaded before gdrpeer (found in the module kset at load)
+    f"insmod {M}/nvidia_peermem.ko && insmod {M}/gdrpeer_peerhost.ko && "
+    f"insmod {M}/gdrpeer-ofed.ko && mkdir -p {CHROOT}/bin {CHROOT}/s && "
+    f"cp /bin/busybox {CHROOT}/bin/ && mount -t sysfs none {CHROOT}/s && {VIEWS}",
+    # unloaded (the notifier's GOING), with a planted /sys/module/nvidia_peermem in the chroot
+    f"rmmod nvidia_peermem && mkdir -p {CHROOT}/sys/module/nvidia_peermem && {VIEWS}",
+    # loaded after gdrpeer (the notifier's COMING/LIVE)
+    f"insmod {M}/nvidia_peermem.ko && {VIEWS}",
+    f"rmmod gdrpeer && rmmod gdrpeer_peerhost && rmmod nvidia_peermem && echo unloaded",
+]
+
+
+def views(result):
+    got = dict(line.split(": ", 1) for line in result.output.splitlines()
+               if line.startswith(("host: ", "chroot: ")))
+    return got.get("host"), got.get("chroot")
+
+
+def test_cuda_owner_same_from_chroot(kernel_name):
+    kmod = REPO / "build" / "kmod" / kernel_name
+    for ko in ("gdrpeer-ofed.ko", "gdrpeer_peerhost.ko", "nvidia_peermem.ko"):
+        if not (kmod / ko).exists():
+            pytest.fail(f"{kmod / ko} missing (make vm-modules VM_KERNEL={kernel_name})")
+    res = Node(kernel_name, "switch", "translated", bar_mib=64).run(OWNER_COMMANDS, timeout=300)
+    before, gone, after, unload = res.results
+    for r in (before, gone, after):
+        assert r.status == 0, r.output
+    assert views(before) == (LEFT, LEFT), before.output
+    assert views(gone) == (CLAIMED, CLAIMED), gone.output
+    assert views(after) == (LEFT, LEFT), after.output
+    assert unload.status == 0 and "unloaded" in unload.output, unload.output
+    assert res.problems() == []
