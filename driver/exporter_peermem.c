@@ -57,6 +57,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": peermem: " fmt
 
+#include <linux/ctype.h>
 #include <linux/dma-mapping.h>
 #include <linux/kobject.h>
 #include <linux/kref.h>
@@ -69,6 +70,7 @@
 #include <linux/sched.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
+#include <linux/string.h>
 #include <linux/sysfs.h>
 
 #include <gdrpeer.h>
@@ -192,6 +194,48 @@ MODULE_PARM_DESC(peermem_cuda_pin,
 		 "pins of CUDA registrations: callback (default: cudaFree invalidates the registration) or persistent (the memory stays until deregistration)");
 
 /*
+ * The name the client registers under.  Consumers do not ask ib_core
+ * which clients exist: each looks for the sysfs entry of names it knows
+ * (MOFED's ib_core makes /sys/kernel/mm/memory_peers/<name>/), see
+ * docs/driver.md.  "gdrpeer" (the default) is recognised by none of them
+ * and can never collide with NVIDIA's client; "nv_mem" is what NCCL,
+ * NVSHMEM and UCX recognise, and is nvidia_peermem's own name, so it is
+ * refused while nvidia_peermem (or nv_peer_mem) is loaded, and while
+ * gdrpeer holds it they are refused (pm_module_event).  Set at load only:
+ * the client is registered once.  A sysfs directory name of at most
+ * IB_PEER_MEMORY_NAME_MAX - 1 characters from [A-Za-z0-9_-].
+ */
+static char pm_name[IB_PEER_MEMORY_NAME_MAX] = KBUILD_MODNAME;
+
+static int pm_name_set(const char *val, const struct kernel_param *kp)
+{
+	size_t len = strcspn(val, "\n");
+	size_t i;
+
+	if (!len || len >= sizeof(pm_name))
+		return -EINVAL;
+	for (i = 0; i < len; i++)
+		if (!isalnum(val[i]) && val[i] != '_' && val[i] != '-')
+			return -EINVAL;
+	memcpy(pm_name, val, len);
+	pm_name[len] = '\0';
+	return 0;
+}
+
+static int pm_name_get(char *buf, const struct kernel_param *kp)
+{
+	return scnprintf(buf, PAGE_SIZE, "%s\n", pm_name);
+}
+
+static const struct kernel_param_ops pm_name_ops = {
+	.set = pm_name_set,
+	.get = pm_name_get,
+};
+module_param_cb(peermem_name, &pm_name_ops, NULL, 0444);
+MODULE_PARM_DESC(peermem_name,
+		 "name of the peer-memory client in ib_core (/sys/kernel/mm/memory_peers/<name>): gdrpeer (default, seen by no consumer) or e.g. nv_mem (what NCCL, NVSHMEM and UCX look for; refused while nvidia_peermem is loaded). Set at load only");
+
+/*
  * Whether NVIDIA's own peer-memory client (or its predecessor) is loaded,
  * from the kernel's module list, never from a path: a path is resolved in
  * the calling process's root and mount namespace, so a tenant in a chroot
@@ -208,9 +252,29 @@ MODULE_PARM_DESC(peermem_cuda_pin,
  * nothing is called under it but the kset's spinlock).
  */
 static const char * const pm_nv_modules[] = { "nvidia_peermem", "nv_peer_mem" };
+/*
+ * The client names both register (nvidia-peermem.c of the open NVIDIA
+ * modules: "nv_mem" with invalidation and "nv_mem_nc" without; nv_peer_mem
+ * (Mellanox/nv_peer_memory): "nv_mem", later also "nv_mem_nc").
+ */
+static const char * const pm_nv_client_names[] = { "nv_mem", "nv_mem_nc" };
 static DEFINE_MUTEX(pm_nv_lock);
 static bool pm_nv_loaded[ARRAY_SIZE(pm_nv_modules)];	/* READ_ONCE */
 static bool pm_nv_tracking;		/* the notifier is registered */
+/*
+ * gdrpeer registers (or holds) one of pm_nv_client_names: set under
+ * pm_nv_lock before ib_register_peer_memory_client, so that either the
+ * notifier saw NVIDIA's module first (and gdrpeer refuses the name) or it
+ * sees this and refuses the module.  Two clients under one name never
+ * exist, whether or not the core refuses duplicates itself.
+ */
+static bool pm_holds_nv_name;
+
+static bool pm_name_is_nvidias(void)
+{
+	return match_string(pm_nv_client_names, ARRAY_SIZE(pm_nv_client_names),
+			    pm_name) >= 0;
+}
 
 static int pm_nv_index(const char *name)
 {
@@ -237,6 +301,13 @@ static int pm_module_event(struct notifier_block *nb, unsigned long state,
 	if (i < 0)
 		return NOTIFY_DONE;
 	mutex_lock(&pm_nv_lock);
+	if (state == MODULE_STATE_COMING && pm_holds_nv_name) {
+		mutex_unlock(&pm_nv_lock);
+		/* the kernel fails the load; we get no GOING for it */
+		pr_err("%s refused: gdrpeer's peer-memory client is registered as \"%s\", a name %s registers too, and two clients under one name must not exist (consumers could not tell which one they found). Fix: unload gdrpeer, or load it with another peermem_name (default gdrpeer)\n",
+		       mod->name, pm_name, mod->name);
+		return notifier_from_errno(-EBUSY);
+	}
 	if (state == MODULE_STATE_COMING || state == MODULE_STATE_LIVE)
 		WRITE_ONCE(pm_nv_loaded[i], true);
 	else if (state == MODULE_STATE_GOING)
@@ -729,13 +800,22 @@ static const char *pm_active_line(char *buf, size_t size)
 
 	pm_cuda_claimed(cuda, sizeof(cuda));
 	scnprintf(buf, size, "active: registered with ib_core as peer-memory client \"%s\" (gdrpeer handle mappings; CUDA addresses: %s)",
-		  KBUILD_MODNAME, cuda);
+		  pm_name, cuda);
 	return buf;
+}
+
+/* The name is no longer held: NVIDIA's modules may load again. */
+static void pm_name_release(void)
+{
+	mutex_lock(&pm_nv_lock);
+	pm_holds_nv_name = false;
+	mutex_unlock(&pm_nv_lock);
 }
 
 static int pm_register(void)
 {
 	struct peer_memory_client *c = &pm_client.client;
+	const char *other;
 	int ret;
 
 	/* before anything can ask who owns CUDA addresses */
@@ -744,7 +824,21 @@ static int pm_register(void)
 		pr_err("register_module_notifier failed (%d)\n", ret);
 		return ret;
 	}
-	strscpy(c->name, KBUILD_MODNAME, sizeof(c->name));
+	/* an NVIDIA client name: not while NVIDIA's module is loaded */
+	mutex_lock(&pm_nv_lock);
+	other = pm_name_is_nvidias() ? pm_nvidia_client_loaded() : NULL;
+	pm_holds_nv_name = pm_name_is_nvidias() && !other;
+	mutex_unlock(&pm_nv_lock);
+	if (other) {
+		scnprintf(pm_load_line, sizeof(pm_load_line),
+			  "inactive: peermem_name=%s refused: %s is loaded and registers that name",
+			  pm_name, other);
+		pm_status = pm_load_line;
+		pr_err("peermem_name=%s refused: %s is loaded and registers its client under that name; two peer-memory clients under one name must not exist. gdrpeer's client stays off (dma-buf export works). Fix: load gdrpeer with the default peermem_name (gdrpeer), or unload %s first\n",
+		       pm_name, other, other);
+		return 0;
+	}
+	strscpy(c->name, pm_name, sizeof(c->name));
 	strscpy(c->version, "1.1", sizeof(c->version) - 1);
 	/* the last version byte says "this is a peer_memory_client_ex" */
 	c->version[IB_PEER_MEMORY_VER_MAX - 1] = 1;
@@ -760,13 +854,16 @@ static int pm_register(void)
 
 	pm_handle = ib_register_peer_memory_client(c, &pm_core_invalidate);
 	if (!pm_handle) {
+		pm_name_release();
 		pm_status = "inactive: ib_core refused the registration (ib_register_peer_memory_client returned NULL)";
-		pr_err("ib_register_peer_memory_client refused gdrpeer (see ib_core's message above); ibv_reg_mr of gdrpeer mappings will fail, dma-buf export still works. Fix: load an ib_core of the OFED that gdrpeer was built against (" GDRPEER_PEERMEM_LINK ")\n");
+		pr_err("ib_register_peer_memory_client refused gdrpeer as client \"%s\" (see ib_core's message above); ibv_reg_mr of gdrpeer mappings will fail, dma-buf export still works. Fix: if ib_core says a client of that name exists, load gdrpeer with another peermem_name; otherwise load an ib_core of the OFED that gdrpeer was built against (" GDRPEER_PEERMEM_LINK ")\n",
+		       pm_name);
 		return 0;
 	}
 	if (!pm_core_invalidate) {
 		ib_unregister_peer_memory_client(pm_handle);
 		pm_handle = NULL;
+		pm_name_release();
 		pm_status = "inactive: ib_core gave no invalidate callback";
 		pr_err("ib_core registered gdrpeer but gave no invalidate callback: revocation could not stop the HCA, so the client stays off. Fix: an OFED whose peer_mem.h has PEER_MEM_U64_CORE_CONTEXT (MLNX_OFED 5.x, DOCA-OFED)\n");
 		return 0;
@@ -781,6 +878,7 @@ static void pm_unregister(void)
 	if (pm_handle)
 		ib_unregister_peer_memory_client(pm_handle);
 	pm_handle = NULL;
+	pm_name_release();
 	pm_nv_track_stop();
 }
 
