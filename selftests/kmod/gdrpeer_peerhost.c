@@ -35,6 +35,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/completion.h>
+#include <linux/kernfs.h>
 #include <linux/kobject.h>
 #include <linux/kref.h>
 #include <linux/list.h>
@@ -121,6 +122,8 @@ static DEFINE_MUTEX(ph_clients_lock);
 static LIST_HEAD(ph_clients);
 /* /sys/kernel/mm/memory_peers while a client is registered; ph_clients_lock */
 static struct kobject *ph_peers_kobj;
+/* /sys/kernel/mm (a reference from init to exit) */
+static struct kobject *ph_mm_kobj;
 static atomic64_t ph_registrations = ATOMIC64_INIT(0);
 static atomic64_t ph_invalidations = ATOMIC64_INIT(0);
 static atomic64_t ph_stale_invalidations = ATOMIC64_INIT(0);
@@ -212,6 +215,26 @@ static struct kobj_type ph_peer_ktype = {
 	.release = ph_client_release,
 };
 
+/*
+ * The kobject of /sys/kernel/mm, where MOFED's ib_core puts memory_peers
+ * (under mm_kobj).  mm_kobj is exported up to 6.1 here but not by 6.12, so
+ * it is found the same way on every kernel: the "mm" directory below
+ * kernel_kobj, whose kernfs node keeps its kobject in priv (sysfs creates
+ * a kobject's directory that way).  Test code only.
+ */
+static struct kobject *ph_find_mm_kobj(void)
+{
+	struct kernfs_node *kn = kernfs_find_and_get(kernel_kobj->sd, "mm");
+	struct kobject *mm = NULL;
+
+	if (!kn)
+		return NULL;
+	if (kernfs_type(kn) == KERNFS_DIR && kn->priv)
+		mm = kobject_get(kn->priv);
+	kernfs_put(kn);
+	return mm;
+}
+
 /* A client registered under @name?  ph_clients_lock held. */
 static bool ph_name_taken(const char *name)
 {
@@ -231,7 +254,8 @@ static int ph_peer_dir_add(struct ph_client *c)
 
 	lockdep_assert_held(&ph_clients_lock);
 	if (!ph_peers_kobj) {
-		ph_peers_kobj = kobject_create_and_add("memory_peers", mm_kobj);
+		ph_peers_kobj = kobject_create_and_add("memory_peers",
+						       ph_mm_kobj);
 		if (!ph_peers_kobj)
 			return -ENOMEM;
 	}
@@ -879,13 +903,24 @@ static struct miscdevice ph_misc = {
 
 static int __init ph_init(void)
 {
-	return misc_register(&ph_misc);
+	int ret;
+
+	ph_mm_kobj = ph_find_mm_kobj();
+	if (!ph_mm_kobj) {
+		pr_err("/sys/kernel/mm not found\n");
+		return -ENOENT;
+	}
+	ret = misc_register(&ph_misc);
+	if (ret)
+		kobject_put(ph_mm_kobj);
+	return ret;
 }
 
 /* Clients link against this module: they are all gone by now. */
 static void __exit ph_exit(void)
 {
 	misc_deregister(&ph_misc);
+	kobject_put(ph_mm_kobj);
 }
 
 module_init(ph_init);
