@@ -29,6 +29,10 @@ One boot per IOMMU mode (off, translated, passthrough) on VM_KERNEL runs, in ord
      registration are in the BAR file, and the pages of an allocation freed during DMA hold
      nothing but the stand-in's poison (DMA had stopped before they were reused).
 Other kernels: GDRPEER_ALL_KERNELS=1 (make test-kernels), translated only.
+
+Two more boots (translated): who owns CUDA addresses seen from a chroot (issue 22, defect 6), and
+the client's name in ib_core with the host's memory_peers/<name>/ entries (issue 24, item 4);
+test_owner_and_name_other_kernels runs both on the other kernels in make test-kernels.
 """
 
 import os
@@ -273,6 +277,10 @@ def views(result):
 
 
 def test_cuda_owner_same_from_chroot(kernel_name):
+    check_cuda_owner_from_chroot(kernel_name)
+
+
+def check_cuda_owner_from_chroot(kernel_name):
     kmod = REPO / "build" / "kmod" / kernel_name
     for ko in ("gdrpeer-ofed.ko", "gdrpeer_peerhost.ko", "gdrpeer_edu_hca.ko",
                "nvidia_peermem.ko"):
@@ -348,6 +356,20 @@ def peermem_name_tap(result, tests=3):
 
 
 def test_peermem_client_name(kernel_name):
+    check_client_name(kernel_name)
+
+
+@pytest.mark.parametrize("kernel", known_kernels())
+def test_owner_and_name_other_kernels(kernel):
+    if not ALL:
+        pytest.skip("other kernels run in 'make test-kernels' (GDRPEER_ALL_KERNELS=1)")
+    if kernel == os.environ.get("VM_KERNEL", "6.1"):
+        pytest.skip(f"kernel {kernel} is VM_KERNEL: the two tests above cover it")
+    check_cuda_owner_from_chroot(kernel)
+    check_client_name(kernel)
+
+
+def check_client_name(kernel_name):
     kmod = REPO / "build" / "kmod" / kernel_name
     for ko in ("gdrpeer-ofed.ko", "gdrpeer_peerhost.ko", "gdrpeer_peerclient.ko",
                "gdrpeer_edu_hca.ko", "nvidia_peermem.ko"):
