@@ -32,6 +32,12 @@ exports() {
 	awk -v s="$1" '$2 == s { f = 1 } END { exit !f }' "$SYMVERS" 2>/dev/null
 }
 
+# kexports SYMBOL: the kernel itself (KDIR's Module.symvers) exports it
+kexports() {
+	awk -v s="$1" '$2 == s { f = 1 } END { exit !f }' \
+		"$KDIR/Module.symvers" 2>/dev/null
+}
+
 if [ -z "$OFA" ]; then
 	why="left out: OFA_DIR is empty"
 elif [ ! -f "$HDR" ]; then
@@ -72,12 +78,45 @@ void *conftest(void)
 					      &conftest_cb);
 }
 EOF
-	echo "obj-m := peer_mem_abi.o" > "$WORK/Kbuild"
-	make -C "$KDIR" M="$(cd "$WORK" && pwd)" "$@" peer_mem_abi.o \
-		> "$WORK/make.log" 2>&1 || true
+	# Who owns CUDA addresses is decided from the kernel's module list: a
+	# module notifier, and the module kset (struct module_kobject) for the
+	# modules loaded before gdrpeer (exporter_peermem.c, pm_nv_track_start)
+	cat > "$WORK/module_list.c" <<'EOF'
+#include <linux/kobject.h>
+#include <linux/module.h>
+#include <linux/notifier.h>
+static int conftest_event(struct notifier_block *nb, unsigned long state,
+			  void *data)
+{
+	return NOTIFY_DONE;
+}
+static struct notifier_block conftest_nb = { .notifier_call = conftest_event };
+int conftest(const char *name);
+int conftest(const char *name)
+{
+	struct kobject *k = kset_find_obj(THIS_MODULE->mkobj.kobj.kset, name);
+	struct module *mod = k ?
+		container_of(k, struct module_kobject, kobj)->mod : NULL;
+	int live = mod && mod->state == MODULE_STATE_LIVE;
+
+	kobject_put(k);
+	if (register_module_notifier(&conftest_nb))
+		return -1;
+	unregister_module_notifier(&conftest_nb);
+	return live;
+}
+EOF
+	echo "obj-m := peer_mem_abi.o module_list.o" > "$WORK/Kbuild"
+	make -k -C "$KDIR" M="$(cd "$WORK" && pwd)" "$@" peer_mem_abi.o \
+		module_list.o > "$WORK/make.log" 2>&1 || true
 	if [ ! -f "$WORK/peer_mem_abi.o" ]; then
-		err=$(grep -m 1 'error' "$WORK/make.log" | sed 's/"/'"'"'/g' || true)
+		err=$(grep -v module_list "$WORK/make.log" | grep -m 1 'error' | sed 's/"/'"'"'/g' || true)
 		why="left out: $HDR is not the peer-memory ABI gdrpeer is written for (u64 core_context, peer_memory_client_ex; MLNX_OFED 5.x or DOCA-OFED): ${err:-compile probe failed}"
+	elif [ ! -f "$WORK/module_list.o" ] ||
+		! kexports kset_find_obj || ! kexports register_module_notifier ||
+		! kexports unregister_module_notifier; then
+		err=$(grep -m 1 'module_list.c.*error' "$WORK/make.log" | sed 's/"/'"'"'/g' || true)
+		why="left out: $KDIR lacks what decides who owns CUDA addresses (a module notifier, kset_find_obj and struct module_kobject, exported): ${err:-not exported in $KDIR/Module.symvers}"
 	fi
 	rm -rf "$WORK"
 fi

@@ -51,9 +51,13 @@
  * INVALIDATE_UNMAPS calls dma_unmap/put_pages (pm_ctx.lock) from inside,
  * so it is called with no lock of ours held: pm_ctx.lock is dropped after
  * marking the registration invalidating, and taken again after it returns.
+ * pm_nv_lock (which of NVIDIA's peer-memory modules are loaded) is a leaf:
+ *   module notifier chain (its rwsem) -> pm_nv_lock -> module kset's
+ *   list_lock (spinlock, in kset_find_obj)
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": peermem: " fmt
 
+#include <linux/ctype.h>
 #include <linux/dma-mapping.h>
 #include <linux/kobject.h>
 #include <linux/kref.h>
@@ -62,10 +66,11 @@
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/mutex.h>
-#include <linux/namei.h>
+#include <linux/notifier.h>
 #include <linux/sched.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
+#include <linux/string.h>
 #include <linux/sysfs.h>
 
 #include <gdrpeer.h>
@@ -188,22 +193,177 @@ module_param_cb(peermem_cuda_pin, &pm_choice_ops, &pm_pin, 0644);
 MODULE_PARM_DESC(peermem_cuda_pin,
 		 "pins of CUDA registrations: callback (default: cudaFree invalidates the registration) or persistent (the memory stays until deregistration)");
 
-/* NVIDIA's own peer-memory client (or its predecessor) is loaded. */
+/*
+ * The name the client registers under.  Consumers do not ask ib_core
+ * which clients exist: each looks for the sysfs entry of names it knows
+ * (MOFED's ib_core makes /sys/kernel/mm/memory_peers/<name>/), see
+ * docs/driver.md.  "gdrpeer" (the default) is recognised by none of them
+ * and can never collide with NVIDIA's client; "nv_mem" is what NCCL,
+ * NVSHMEM and UCX recognise, and is nvidia_peermem's own name, so it is
+ * refused while nvidia_peermem (or nv_peer_mem) is loaded, and while
+ * gdrpeer holds it they are refused (pm_module_event).  Set at load only:
+ * the client is registered once.  A sysfs directory name of at most
+ * IB_PEER_MEMORY_NAME_MAX - 1 characters from [A-Za-z0-9_-].
+ */
+static char pm_name[IB_PEER_MEMORY_NAME_MAX] = KBUILD_MODNAME;
+
+static int pm_name_set(const char *val, const struct kernel_param *kp)
+{
+	size_t len = strcspn(val, "\n");
+	size_t i;
+
+	if (!len || len >= sizeof(pm_name))
+		return -EINVAL;
+	for (i = 0; i < len; i++)
+		if (!isalnum(val[i]) && val[i] != '_' && val[i] != '-')
+			return -EINVAL;
+	memcpy(pm_name, val, len);
+	pm_name[len] = '\0';
+	return 0;
+}
+
+static int pm_name_get(char *buf, const struct kernel_param *kp)
+{
+	return scnprintf(buf, PAGE_SIZE, "%s\n", pm_name);
+}
+
+static const struct kernel_param_ops pm_name_ops = {
+	.set = pm_name_set,
+	.get = pm_name_get,
+};
+module_param_cb(peermem_name, &pm_name_ops, NULL, 0444);
+MODULE_PARM_DESC(peermem_name,
+		 "name of the peer-memory client in ib_core (/sys/kernel/mm/memory_peers/<name>): gdrpeer (default, seen by no consumer) or e.g. nv_mem (what NCCL, NVSHMEM and UCX look for; refused while nvidia_peermem is loaded). Set at load only");
+
+/*
+ * Whether NVIDIA's own peer-memory client (or its predecessor) is loaded,
+ * from the kernel's module list, never from a path: a path is resolved in
+ * the calling process's root and mount namespace, so a tenant in a chroot
+ * or a container would see another owner of CUDA addresses (or fake one
+ * with a directory of that name).  A module notifier follows each name
+ * (COMING/LIVE: loaded, GOING: gone); the modules already loaded when
+ * gdrpeer loads are found once, after the notifier is in place, in the
+ * kernel's module kset (the kobjects /sys/module shows, looked up inside
+ * the kernel): our own module's kset, since module_kset is not exported.
+ * The lookup only ever sets "loaded", and only for a module not GOING, so
+ * it cannot undo what the notifier saw meanwhile.
+ *
+ * pm_nv_lock is a leaf (taken under the module notifier chain's rwsem;
+ * nothing is called under it but the kset's spinlock).
+ */
+static const char * const pm_nv_modules[] = { "nvidia_peermem", "nv_peer_mem" };
+/*
+ * The client names both register (nvidia-peermem.c of the open NVIDIA
+ * modules: "nv_mem" with invalidation and "nv_mem_nc" without; nv_peer_mem
+ * (Mellanox/nv_peer_memory): "nv_mem", later also "nv_mem_nc").
+ */
+static const char * const pm_nv_client_names[] = { "nv_mem", "nv_mem_nc" };
+static DEFINE_MUTEX(pm_nv_lock);
+static bool pm_nv_loaded[ARRAY_SIZE(pm_nv_modules)];	/* READ_ONCE */
+static bool pm_nv_tracking;		/* the notifier is registered */
+/*
+ * gdrpeer registers (or holds) one of pm_nv_client_names: set under
+ * pm_nv_lock before ib_register_peer_memory_client, so that either the
+ * notifier saw NVIDIA's module first (and gdrpeer refuses the name) or it
+ * sees this and refuses the module.  Two clients under one name never
+ * exist, whether or not the core refuses duplicates itself.
+ */
+static bool pm_holds_nv_name;
+
+static bool pm_name_is_nvidias(void)
+{
+	return match_string(pm_nv_client_names, ARRAY_SIZE(pm_nv_client_names),
+			    pm_name) >= 0;
+}
+
+static int pm_nv_index(const char *name)
+{
+	return match_string(pm_nv_modules, ARRAY_SIZE(pm_nv_modules), name);
+}
+
+/* The first of NVIDIA's peer-memory modules that is loaded, or NULL. */
 static const char *pm_nvidia_client_loaded(void)
 {
-	static const char * const names[] = { "nvidia_peermem", "nv_peer_mem" };
-	char path[64];
-	struct path p;
 	unsigned int i;
 
-	for (i = 0; i < ARRAY_SIZE(names); i++) {
-		snprintf(path, sizeof(path), "/sys/module/%s", names[i]);
-		if (!kern_path(path, LOOKUP_FOLLOW, &p)) {
-			path_put(&p);
-			return names[i];
-		}
-	}
+	for (i = 0; i < ARRAY_SIZE(pm_nv_modules); i++)
+		if (READ_ONCE(pm_nv_loaded[i]))
+			return pm_nv_modules[i];
 	return NULL;
+}
+
+static int pm_module_event(struct notifier_block *nb, unsigned long state,
+			   void *data)
+{
+	struct module *mod = data;
+	int i = pm_nv_index(mod->name);
+
+	if (i < 0)
+		return NOTIFY_DONE;
+	mutex_lock(&pm_nv_lock);
+	if (state == MODULE_STATE_COMING && pm_holds_nv_name) {
+		mutex_unlock(&pm_nv_lock);
+		/* the kernel fails the load; we get no GOING for it */
+		pr_err("%s refused: gdrpeer's peer-memory client is registered as \"%s\", a name %s registers too, and two clients under one name must not exist (consumers could not tell which one they found). Fix: unload gdrpeer, or load it with another peermem_name (default gdrpeer)\n",
+		       mod->name, pm_name, mod->name);
+		return notifier_from_errno(-EBUSY);
+	}
+	if (state == MODULE_STATE_COMING || state == MODULE_STATE_LIVE)
+		WRITE_ONCE(pm_nv_loaded[i], true);
+	else if (state == MODULE_STATE_GOING)
+		WRITE_ONCE(pm_nv_loaded[i], false);
+	mutex_unlock(&pm_nv_lock);
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block pm_module_nb = {
+	.notifier_call = pm_module_event,
+};
+
+/*
+ * Is @name loaded right now, by the module kset?  Holding the kobject
+ * keeps the struct module: module removal waits for the last reference
+ * to its kobject before it frees the module.  A kobject without a module
+ * is a built-in one (only parameters): loaded for good.
+ */
+static bool pm_module_present(const char *name)
+{
+	struct kobject *kobj;
+	struct module *mod;
+	bool present;
+
+	kobj = kset_find_obj(THIS_MODULE->mkobj.kobj.kset, name);
+	if (!kobj)
+		return false;
+	mod = container_of(kobj, struct module_kobject, kobj)->mod;
+	present = !mod || READ_ONCE(mod->state) == MODULE_STATE_COMING ||
+		  READ_ONCE(mod->state) == MODULE_STATE_LIVE;
+	kobject_put(kobj);
+	return present;
+}
+
+static int pm_nv_track_start(void)
+{
+	unsigned int i;
+	int ret;
+
+	ret = register_module_notifier(&pm_module_nb);
+	if (ret)
+		return ret;
+	pm_nv_tracking = true;
+	mutex_lock(&pm_nv_lock);
+	for (i = 0; i < ARRAY_SIZE(pm_nv_modules); i++)
+		if (pm_module_present(pm_nv_modules[i]))
+			WRITE_ONCE(pm_nv_loaded[i], true);
+	mutex_unlock(&pm_nv_lock);
+	return 0;
+}
+
+static void pm_nv_track_stop(void)
+{
+	if (pm_nv_tracking)
+		unregister_module_notifier(&pm_module_nb);
+	pm_nv_tracking = false;
 }
 
 /*
@@ -640,15 +800,45 @@ static const char *pm_active_line(char *buf, size_t size)
 
 	pm_cuda_claimed(cuda, sizeof(cuda));
 	scnprintf(buf, size, "active: registered with ib_core as peer-memory client \"%s\" (gdrpeer handle mappings; CUDA addresses: %s)",
-		  KBUILD_MODNAME, cuda);
+		  pm_name, cuda);
 	return buf;
+}
+
+/* The name is no longer held: NVIDIA's modules may load again. */
+static void pm_name_release(void)
+{
+	mutex_lock(&pm_nv_lock);
+	pm_holds_nv_name = false;
+	mutex_unlock(&pm_nv_lock);
 }
 
 static int pm_register(void)
 {
 	struct peer_memory_client *c = &pm_client.client;
+	const char *other;
+	int ret;
 
-	strscpy(c->name, KBUILD_MODNAME, sizeof(c->name));
+	/* before anything can ask who owns CUDA addresses */
+	ret = pm_nv_track_start();
+	if (ret) {
+		pr_err("register_module_notifier failed (%d)\n", ret);
+		return ret;
+	}
+	/* an NVIDIA client name: not while NVIDIA's module is loaded */
+	mutex_lock(&pm_nv_lock);
+	other = pm_name_is_nvidias() ? pm_nvidia_client_loaded() : NULL;
+	pm_holds_nv_name = pm_name_is_nvidias() && !other;
+	mutex_unlock(&pm_nv_lock);
+	if (other) {
+		scnprintf(pm_load_line, sizeof(pm_load_line),
+			  "inactive: peermem_name=%s refused: %s is loaded and registers that name",
+			  pm_name, other);
+		pm_status = pm_load_line;
+		pr_err("peermem_name=%s refused: %s is loaded and registers its client under that name; two peer-memory clients under one name must not exist. gdrpeer's client stays off (dma-buf export works). Fix: load gdrpeer with the default peermem_name (gdrpeer), or unload %s first\n",
+		       pm_name, other, other);
+		return 0;
+	}
+	strscpy(c->name, pm_name, sizeof(c->name));
 	strscpy(c->version, "1.1", sizeof(c->version) - 1);
 	/* the last version byte says "this is a peer_memory_client_ex" */
 	c->version[IB_PEER_MEMORY_VER_MAX - 1] = 1;
@@ -664,13 +854,16 @@ static int pm_register(void)
 
 	pm_handle = ib_register_peer_memory_client(c, &pm_core_invalidate);
 	if (!pm_handle) {
+		pm_name_release();
 		pm_status = "inactive: ib_core refused the registration (ib_register_peer_memory_client returned NULL)";
-		pr_err("ib_register_peer_memory_client refused gdrpeer (see ib_core's message above); ibv_reg_mr of gdrpeer mappings will fail, dma-buf export still works. Fix: load an ib_core of the OFED that gdrpeer was built against (" GDRPEER_PEERMEM_LINK ")\n");
+		pr_err("ib_register_peer_memory_client refused gdrpeer as client \"%s\" (see ib_core's message above); ibv_reg_mr of gdrpeer mappings will fail, dma-buf export still works. Fix: if ib_core says a client of that name exists, load gdrpeer with another peermem_name; otherwise load an ib_core of the OFED that gdrpeer was built against (" GDRPEER_PEERMEM_LINK ")\n",
+		       pm_name);
 		return 0;
 	}
 	if (!pm_core_invalidate) {
 		ib_unregister_peer_memory_client(pm_handle);
 		pm_handle = NULL;
+		pm_name_release();
 		pm_status = "inactive: ib_core gave no invalidate callback";
 		pr_err("ib_core registered gdrpeer but gave no invalidate callback: revocation could not stop the HCA, so the client stays off. Fix: an OFED whose peer_mem.h has PEER_MEM_U64_CORE_CONTEXT (MLNX_OFED 5.x, DOCA-OFED)\n");
 		return 0;
@@ -685,6 +878,8 @@ static void pm_unregister(void)
 	if (pm_handle)
 		ib_unregister_peer_memory_client(pm_handle);
 	pm_handle = NULL;
+	pm_name_release();
+	pm_nv_track_stop();
 }
 
 #else /* !GDRPEER_PEERMEM */
@@ -748,7 +943,10 @@ int gdrpeer_peermem_init(struct kobject *providers)
 		pm_kobj = NULL;
 		return ret;
 	}
-	return pm_register();
+	ret = pm_register();
+	if (ret)
+		gdrpeer_peermem_exit();
+	return ret;
 }
 
 void gdrpeer_peermem_exit(void)

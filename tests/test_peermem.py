@@ -29,6 +29,10 @@ One boot per IOMMU mode (off, translated, passthrough) on VM_KERNEL runs, in ord
      registration are in the BAR file, and the pages of an allocation freed during DMA hold
      nothing but the stand-in's poison (DMA had stopped before they were reused).
 Other kernels: GDRPEER_ALL_KERNELS=1 (make test-kernels), translated only.
+
+Two more boots (translated): who owns CUDA addresses seen from a chroot (issue 22, defect 6), and
+the client's name in ib_core with the host's memory_peers/<name>/ entries (issue 24, item 4);
+test_owner_and_name_other_kernels runs both on the other kernels in make test-kernels.
 """
 
 import os
@@ -237,3 +241,187 @@ def test_peermem_other_kernels(kernel):
         pytest.skip(f"kernel {kernel} is VM_KERNEL: test_peermem_client covers it")
     res, out = boot(kernel, "translated")
     check_boot(res, out)
+
+
+# Who owns CUDA addresses must not depend on the caller's filesystem view (issue 22, defect 6):
+# gdrpeer decides "nvidia_peermem is loaded" from the kernel's module list (a module notifier and
+# the module kset), not from a path resolved in the caller's root. The chroot has sysfs mounted at
+# /s, so /sys/module is not where the old path lookup looked; a plain directory
+# /sys/module/nvidia_peermem in the chroot is what a tenant could plant.
+CHROOT = "/tmp/croot"
+CUDA_ATTR = "class/gdrpeer/gdrpeer/providers/peermem/cuda"
+VIEWS = (f'echo "host: $(cat /sys/{CUDA_ATTR})"; '
+         f'echo "chroot: $(chroot {CHROOT} /bin/busybox cat /s/{CUDA_ATTR})"')
+LEFT = "left to nvidia_peermem (it is loaded; peermem_cuda=auto)"
+CLAIMED = "claimed through the nvidia provider, callback pins (peermem_cuda=auto, " \
+          "nvidia_peermem not loaded)"
+OWNER_COMMANDS = [
+    # nvidia_peermem loaded before gdrpeer (found in the module kset at load)
+    f"insmod {M}/nvidia_peermem.ko && insmod {M}/gdrpeer_edu_hca.ko && "
+    f"insmod {M}/gdrpeer_peerhost.ko && insmod {M}/gdrpeer-ofed.ko && "
+    f"mkdir -p {CHROOT}/bin {CHROOT}/s && cp /bin/busybox {CHROOT}/bin/ && "
+    f"mount -t sysfs none {CHROOT}/s && echo ready && {VIEWS}",
+    # unloaded (the notifier's GOING), with a planted /sys/module/nvidia_peermem in the chroot
+    f"rmmod nvidia_peermem && mkdir -p {CHROOT}/sys/module/nvidia_peermem && {VIEWS}",
+    # loaded after gdrpeer (the notifier's COMING/LIVE)
+    f"insmod {M}/nvidia_peermem.ko && {VIEWS}",
+    f"rmmod gdrpeer && rmmod gdrpeer_peerhost && rmmod nvidia_peermem && "
+    "rmmod gdrpeer_edu_hca && echo unloaded",
+]
+
+
+def views(result):
+    got = dict(line.split(": ", 1) for line in result.output.splitlines()
+               if line.startswith(("host: ", "chroot: ")))
+    return got.get("host"), got.get("chroot")
+
+
+def test_cuda_owner_same_from_chroot(kernel_name):
+    check_cuda_owner_from_chroot(kernel_name)
+
+
+def check_cuda_owner_from_chroot(kernel_name):
+    kmod = REPO / "build" / "kmod" / kernel_name
+    for ko in ("gdrpeer-ofed.ko", "gdrpeer_peerhost.ko", "gdrpeer_edu_hca.ko",
+               "nvidia_peermem.ko"):
+        if not (kmod / ko).exists():
+            pytest.fail(f"{kmod / ko} missing (make vm-modules VM_KERNEL={kernel_name})")
+    res = Node(kernel_name, "switch", "translated", bar_mib=64).run(OWNER_COMMANDS, timeout=300)
+    before, gone, after, unload = res.results
+    assert "ready" in before.output, before.output
+    for r in (before, gone, after):
+        assert r.status == 0, r.output
+    assert views(before) == (LEFT, LEFT), before.output
+    assert views(gone) == (CLAIMED, CLAIMED), gone.output
+    assert views(after) == (LEFT, LEFT), after.output
+    assert unload.status == 0 and "unloaded" in unload.output, unload.output
+    assert res.problems() == []
+
+
+# The name the client registers under (issue 24, item 4): peermem_name= chooses it; the host makes
+# /sys/kernel/mm/memory_peers/<name>/ as MOFED's ib_core does (what NCCL, NVSHMEM and UCX look
+# for) and refuses a second client under a name already registered, as MOFED's does. Two clients
+# under one name never exist: gdrpeer refuses an NVIDIA client name while nvidia_peermem is
+# loaded, and refuses nvidia_peermem while it holds one. gdrpeer_peerclient.ko name=nv_mem plays
+# nvidia_peermem's client (the name-only nvidia_peermem.ko plays its module name).
+PEERS = "/sys/kernel/mm/memory_peers"
+OFED_BAR = f"insmod {M}/gdrpeer-ofed.ko pcibar=$GDRPEER_GPU_BDF"
+NAME_COMMANDS = {
+    # the default name next to nvidia_peermem's stand-ins: both listed, each with its version
+    "default": f"insmod {M}/gdrpeer_edu_hca.ko && insmod {M}/nvidia_peermem.ko && "
+               f"insmod {M}/gdrpeer_peerhost.ko && insmod {M}/gdrpeer_peerclient.ko name=nv_mem && "
+               f"{OFED_BAR} && cat {PM}/status && ls {PEERS} && "
+               f"echo \"gdrpeer $(cat {PEERS}/gdrpeer/version) nv_mem $(cat {PEERS}/nv_mem/version)\"",
+    "default_counters": "gdrpeer_selftest_peermem --only peermem_name",
+    # nv_mem asked while nvidia_peermem is loaded: gdrpeer refuses it itself, loads inactive
+    "nv_loaded": f"rmmod gdrpeer && {OFED_BAR} peermem_name=nv_mem && cat {PM}/status && "
+                 f"ls {PEERS}",
+    # no NVIDIA module, but a client named nv_mem registered: the host refuses the duplicate
+    "duplicate": f"rmmod gdrpeer && rmmod nvidia_peermem && {OFED_BAR} peermem_name=nv_mem && "
+                 f"cat {PM}/status && ls {PEERS}",
+    # gdrpeer as nv_mem: its entry and counters
+    "as_nv_mem": f"rmmod gdrpeer && rmmod gdrpeer_peerclient && {OFED_BAR} peermem_name=nv_mem && "
+                 f"cat {PM}/status && cat /sys/module/gdrpeer/parameters/peermem_name && "
+                 f"ls {PEERS} && cat {PEERS}/nv_mem/version && "
+                 "gdrpeer_selftest_peermem --only peermem_name",
+    # while gdrpeer holds nv_mem: a second nv_mem client and nvidia_peermem are refused
+    "held": f"insmod {M}/gdrpeer_peerclient.ko name=nv_mem; echo client_rc=$?; "
+            f"insmod {M}/nvidia_peermem.ko; echo nvpm_rc=$?; "
+            "test -e /sys/module/nvidia_peermem && echo nvpm_loaded; "
+            f"test -e /sys/module/gdrpeer_peerclient && echo client_loaded; ls {PEERS}; "
+            f"rmmod gdrpeer && insmod {M}/nvidia_peermem.ko && echo nvpm_after_rc=$?",
+    # names that cannot be a client's directory: the load is refused
+    "bad_names": f"insmod {M}/gdrpeer-ofed.ko peermem_name=a/b; echo slash_rc=$?; "
+                 f"insmod {M}/gdrpeer-ofed.ko peermem_name={'x' * 64}; echo long_rc=$?; "
+                 f"insmod {M}/gdrpeer-ofed.ko peermem_name=; echo empty_rc=$?; "
+                 "test -e /sys/module/gdrpeer || echo notloaded",
+    # memory_peers/ goes with the last client, as in MOFED
+    "gone": f"test ! -e {PEERS} && echo peers_gone; rmmod gdrpeer_peerhost && "
+            "rmmod nvidia_peermem && echo unloaded",
+}
+
+
+def rc(output, name):
+    m = re.search(rf"^{name}=(\d+)$", output, re.M)
+    assert m, output
+    return int(m.group(1))
+
+
+def peermem_name_tap(result, tests=3):
+    plan, ok, not_ok, skipped, tot = tap(result.output)
+    assert plan == tests, result.output[-3000:]
+    assert tot == {"pass": tests, "fail": 0, "skip": 0, "error": 0}, \
+        "\n".join(not_ok + skipped) + "\n" + result.output[-3000:]
+    assert result.status == 0
+
+
+def test_peermem_client_name(kernel_name):
+    check_client_name(kernel_name)
+
+
+@pytest.mark.parametrize("kernel", known_kernels())
+def test_owner_and_name_other_kernels(kernel):
+    if not ALL:
+        pytest.skip("other kernels run in 'make test-kernels' (GDRPEER_ALL_KERNELS=1)")
+    if kernel == os.environ.get("VM_KERNEL", "6.1"):
+        pytest.skip(f"kernel {kernel} is VM_KERNEL: the two tests above cover it")
+    check_cuda_owner_from_chroot(kernel)
+    check_client_name(kernel)
+
+
+def check_client_name(kernel_name):
+    kmod = REPO / "build" / "kmod" / kernel_name
+    for ko in ("gdrpeer-ofed.ko", "gdrpeer_peerhost.ko", "gdrpeer_peerclient.ko",
+               "gdrpeer_edu_hca.ko", "nvidia_peermem.ko"):
+        if not (kmod / ko).exists():
+            pytest.fail(f"{kmod / ko} missing (make vm-modules VM_KERNEL={kernel_name})")
+    if not (BIN / "gdrpeer_selftest_peermem").exists():
+        pytest.fail(f"{BIN / 'gdrpeer_selftest_peermem'} missing (make selftests)")
+    res = Node(kernel_name, "switch", "translated", bar_mib=64).run(
+        list(NAME_COMMANDS.values()), timeout=600)
+    out = {n: res.results[i] for i, n in enumerate(NAME_COMMANDS)}
+    log = res.kernel_log
+
+    d = out["default"]
+    assert d.status == 0, d.output
+    assert 'active: registered with ib_core as peer-memory client "gdrpeer"' in d.output
+    assert d.output.split().count("gdrpeer") >= 1 and "nv_mem" in d.output.split(), d.output
+    assert "gdrpeer 1.1 nv_mem stand-in" in d.output, d.output
+    peermem_name_tap(out["default_counters"])
+
+    nv = out["nv_loaded"]
+    assert nv.status == 0, nv.output
+    assert "inactive: peermem_name=nv_mem refused: nvidia_peermem is loaded and registers " \
+           "that name" in nv.output, nv.output
+    assert nv.output.split()[-1] == "nv_mem" and "gdrpeer" not in nv.output.split(), nv.output
+    assert re.search(r"gdrpeer: peermem: peermem_name=nv_mem refused: nvidia_peermem is loaded "
+                     r"and registers its client under that name.*Fix: ", log)
+
+    dup = out["duplicate"]
+    assert dup.status == 0, dup.output
+    assert "inactive: ib_core refused the registration" in dup.output, dup.output
+    assert re.search(r"gdrpeer_peerhost: client nv_mem refused: a client of that name is "
+                     r"registered", log)
+    assert re.search(r'gdrpeer: peermem: ib_register_peer_memory_client refused gdrpeer as '
+                     r'client "nv_mem" .*Fix: ', log)
+
+    nvm = out["as_nv_mem"]
+    assert 'active: registered with ib_core as peer-memory client "nv_mem"' in nvm.output, \
+        nvm.output
+    assert "\nnv_mem\nnv_mem\n1.1\n" in nvm.output, nvm.output     # parameter, ls, version
+    peermem_name_tap(nvm)
+
+    held = out["held"]
+    assert rc(held.output, "client_rc") != 0 and rc(held.output, "nvpm_rc") != 0, held.output
+    assert "nvpm_loaded" not in held.output and "client_loaded" not in held.output, held.output
+    assert rc(held.output, "nvpm_after_rc") == 0, held.output   # the name is free again
+    assert re.search(r"gdrpeer: peermem: nvidia_peermem refused: gdrpeer's peer-memory client "
+                     r'is registered as "nv_mem".*Fix: ', log)
+
+    bad = out["bad_names"]
+    for name in ("slash_rc", "long_rc", "empty_rc"):
+        assert rc(bad.output, name) != 0, bad.output
+    assert "notloaded" in bad.output, bad.output
+    gone = out["gone"]
+    assert "peers_gone" in gone.output and "unloaded" in gone.output, gone.output
+    assert res.problems() == []

@@ -11,8 +11,21 @@
  * deregistration; and the invalidate callback.  Ioctls:
  * gdrpeer_peerhost.h.
  *
+ * Like MLNX_OFED's ib_core (drivers/infiniband/core/peer_mem.c of
+ * mlnx-ofa_kernel, read at MLNX_OFED 5.1-2.5.8.0), each registered client
+ * gets /sys/kernel/mm/memory_peers/<name>/ with its version and counters
+ * (version, num_alloc_mrs, num_dealloc_mrs, num_reg_pages,
+ * num_dereg_pages, num_reg_bytes, num_dereg_bytes, num_free_callbacks);
+ * memory_peers/ exists while at least one client is registered.  That is
+ * where NCCL, NVSHMEM and UCX look for a peer-memory client by name.  A
+ * second client under a name already registered is refused: ib_core's
+ * kobject_add of the same directory fails with -EEXIST and the
+ * registration returns NULL; this host checks the name first and says so
+ * in one line (instead of the kernel's duplicate-sysfs-name warning).
+ *
  * Lock order (outermost first), all mutexes, all holders may sleep:
- *   ph_clients_lock (acquire runs under it, as in ib_core)
+ *   ph_clients_lock (acquire runs under it, as in ib_core; also the
+ *   memory_peers directories: created and removed under it)
  *   ph_reg.mapping_lock (get_pages, dma_map, dma_unmap, put_pages, each
  *   edu DMA chunk, and invalidate: so invalidate waits for a registration
  *   in progress and for the DMA chunk in flight)
@@ -22,6 +35,8 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/completion.h>
+#include <linux/kernfs.h>
+#include <linux/kobject.h>
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/miscdevice.h>
@@ -45,8 +60,21 @@
 /* Most host pages one registration pins (1 GiB of 4 KiB pages). */
 #define PH_MAX_HOST_PAGES (1UL << 18)
 
+/* MOFED's per-client statistics, shown in memory_peers/<name>/ */
+struct ph_stats {
+	atomic64_t num_alloc_mrs;	/* registrations mapped */
+	atomic64_t num_dealloc_mrs;	/* mapped registrations unmapped */
+	atomic64_t num_reg_pages;	/* sum of *nmap (sg entries) */
+	atomic64_t num_dereg_pages;
+	atomic64_t num_reg_bytes;	/* sum of registered lengths */
+	atomic64_t num_dereg_bytes;
+	atomic64_t num_free_callbacks;	/* invalidate calls, stale ones too */
+};
+
 struct ph_client {
 	const struct peer_memory_client *ops;
+	struct kobject kobj;		/* memory_peers/<name>; frees this */
+	struct ph_stats stats;
 	bool inval_required;		/* gave an invalidate_callback pointer */
 	bool unmaps;			/* PEER_MEM_INVALIDATE_UNMAPS */
 	struct list_head node;		/* ph_clients, under ph_clients_lock */
@@ -70,6 +98,8 @@ struct ph_reg {
 	unsigned long addr;
 	u64 length;
 	u64 page_size;
+	int nmap;			/* the client's *nmap when mapped */
+	bool dereg_counted;		/* num_dereg_* counted already */
 	struct page **pages;		/* host pages */
 	unsigned long npages;
 	atomic64_t dmas_done;
@@ -90,9 +120,164 @@ MODULE_PARM_DESC(no_invalidation, "give clients no invalidate callback");
 
 static DEFINE_MUTEX(ph_clients_lock);
 static LIST_HEAD(ph_clients);
+/* /sys/kernel/mm/memory_peers while a client is registered; ph_clients_lock */
+static struct kobject *ph_peers_kobj;
+/* /sys/kernel/mm (a reference from init to exit) */
+static struct kobject *ph_mm_kobj;
 static atomic64_t ph_registrations = ATOMIC64_INIT(0);
 static atomic64_t ph_invalidations = ATOMIC64_INIT(0);
 static atomic64_t ph_stale_invalidations = ATOMIC64_INIT(0);
+
+/* ---- memory_peers/<name>/, as MOFED's ib_core ------------------------- */
+
+/* MAPPED -> unmapped (deregistration or invalidation), as MOFED counts it */
+static void ph_count_unmap(struct ph_client *c)
+{
+	atomic64_inc(&c->stats.num_dealloc_mrs);
+}
+
+/* the registration's pages and bytes go back (once) */
+static void ph_count_dereg(struct ph_client *c, struct ph_reg *reg)
+{
+	if (reg->dereg_counted)
+		return;
+	reg->dereg_counted = true;
+	atomic64_add(reg->nmap, &c->stats.num_dereg_pages);
+	atomic64_add(reg->length, &c->stats.num_dereg_bytes);
+}
+
+struct ph_peer_attr {
+	struct attribute attr;
+	ssize_t (*show)(struct ph_client *c, char *buf);
+};
+
+static ssize_t ph_peer_attr_show(struct kobject *kobj, struct attribute *attr,
+				 char *buf)
+{
+	struct ph_peer_attr *a = container_of(attr, struct ph_peer_attr, attr);
+
+	return a->show(container_of(kobj, struct ph_client, kobj), buf);
+}
+
+static const struct sysfs_ops ph_peer_sysfs_ops = {
+	.show = ph_peer_attr_show,
+};
+
+/* the client's version string (its last byte is the _ex flag, not text) */
+static ssize_t version_show(struct ph_client *c, char *buf)
+{
+	return sysfs_emit(buf, "%.*s\n", IB_PEER_MEMORY_VER_MAX - 1,
+			  c->ops->version);
+}
+
+#define PH_PEER_STAT(_n)						\
+static ssize_t _n##_show(struct ph_client *c, char *buf)		\
+{									\
+	return sysfs_emit(buf, "%llu\n",				\
+			  (u64)atomic64_read(&c->stats._n));		\
+}									\
+static struct ph_peer_attr ph_peer_attr_##_n = {			\
+	.attr = { .name = #_n, .mode = 0444 }, .show = _n##_show,	\
+}
+
+static struct ph_peer_attr ph_peer_attr_version = {
+	.attr = { .name = "version", .mode = 0444 }, .show = version_show,
+};
+PH_PEER_STAT(num_alloc_mrs);
+PH_PEER_STAT(num_dealloc_mrs);
+PH_PEER_STAT(num_reg_pages);
+PH_PEER_STAT(num_dereg_pages);
+PH_PEER_STAT(num_reg_bytes);
+PH_PEER_STAT(num_dereg_bytes);
+PH_PEER_STAT(num_free_callbacks);
+
+static struct attribute *ph_peer_attrs[] = {
+	&ph_peer_attr_version.attr,
+	&ph_peer_attr_num_alloc_mrs.attr,
+	&ph_peer_attr_num_dealloc_mrs.attr,
+	&ph_peer_attr_num_reg_pages.attr,
+	&ph_peer_attr_num_dereg_pages.attr,
+	&ph_peer_attr_num_reg_bytes.attr,
+	&ph_peer_attr_num_dereg_bytes.attr,
+	&ph_peer_attr_num_free_callbacks.attr,
+	NULL,
+};
+ATTRIBUTE_GROUPS(ph_peer);
+
+static void ph_client_release(struct kobject *kobj)
+{
+	kfree(container_of(kobj, struct ph_client, kobj));
+}
+
+static struct kobj_type ph_peer_ktype = {
+	.sysfs_ops = &ph_peer_sysfs_ops,
+	.default_groups = ph_peer_groups,
+	.release = ph_client_release,
+};
+
+/*
+ * The kobject of /sys/kernel/mm, where MOFED's ib_core puts memory_peers
+ * (under mm_kobj).  mm_kobj is exported up to 6.1 here but not by 6.12, so
+ * it is found the same way on every kernel: the "mm" directory below
+ * kernel_kobj, whose kernfs node keeps its kobject in priv (sysfs creates
+ * a kobject's directory that way).  Test code only.
+ */
+static struct kobject *ph_find_mm_kobj(void)
+{
+	struct kernfs_node *kn = kernfs_find_and_get(kernel_kobj->sd, "mm");
+	struct kobject *mm = NULL;
+
+	if (!kn)
+		return NULL;
+	if (kernfs_type(kn) == KERNFS_DIR && kn->priv)
+		mm = kobject_get(kn->priv);
+	kernfs_put(kn);
+	return mm;
+}
+
+/* A client registered under @name?  ph_clients_lock held. */
+static bool ph_name_taken(const char *name)
+{
+	struct ph_client *c;
+
+	lockdep_assert_held(&ph_clients_lock);
+	list_for_each_entry(c, &ph_clients, node)
+		if (!strncmp(c->ops->name, name, IB_PEER_MEMORY_NAME_MAX))
+			return true;
+	return false;
+}
+
+/* memory_peers/<name> for @c; ph_clients_lock held */
+static int ph_peer_dir_add(struct ph_client *c)
+{
+	int ret;
+
+	lockdep_assert_held(&ph_clients_lock);
+	if (!ph_peers_kobj) {
+		ph_peers_kobj = kobject_create_and_add("memory_peers",
+						       ph_mm_kobj);
+		if (!ph_peers_kobj)
+			return -ENOMEM;
+	}
+	ret = kobject_add(&c->kobj, ph_peers_kobj, "%.*s",
+			  IB_PEER_MEMORY_NAME_MAX, c->ops->name);
+	if (ret && list_empty(&ph_clients)) {
+		kobject_put(ph_peers_kobj);
+		ph_peers_kobj = NULL;
+	}
+	return ret;
+}
+
+/* ph_clients_lock held, @c already off the list */
+static void ph_peer_dir_del(struct ph_client *c)
+{
+	lockdep_assert_held(&ph_clients_lock);
+	kobject_del(&c->kobj);
+	if (list_empty(&ph_clients)) {
+		kobject_put(ph_peers_kobj);
+		ph_peers_kobj = NULL;
+	}
+}
 
 /* ---- the exported ABI ------------------------------------------------- */
 
@@ -120,6 +305,7 @@ static int ph_invalidate(void *reg_handle, u64 core_context)
 	struct ph_client *c = reg_handle;
 	struct ph_reg *reg;
 
+	atomic64_inc(&c->stats.num_free_callbacks);
 	xa_lock(&c->regs);
 	reg = core_context < PH_NO_INVALIDATION ?
 	      xa_load(&c->regs, (unsigned long)core_context) : NULL;
@@ -137,7 +323,10 @@ static int ph_invalidate(void *reg_handle, u64 core_context)
 			c->ops->dma_unmap(&reg->sgt, reg->client_ctx,
 					  reg->dma_dev);
 			c->ops->put_pages(&reg->sgt, reg->client_ctx);
+			/* MOFED: straight to UNMAPPED, pages given back */
+			ph_count_dereg(c, reg);
 		}
+		ph_count_unmap(c);
 		/* the client owns the table; ib_core forgets it here too */
 		memset(&reg->sgt, 0, sizeof(reg->sgt));
 		reg->state = PH_INVALIDATED;
@@ -180,6 +369,7 @@ void *ib_register_peer_memory_client(const struct peer_memory_client *peer_clien
 	c = kzalloc(sizeof(*c), GFP_KERNEL);
 	if (!c)
 		return NULL;
+	kobject_init(&c->kobj, &ph_peer_ktype);
 	c->ops = peer_client;
 	c->unmaps = ph_unmaps_on_invalidate(peer_client);
 	refcount_set(&c->users, 1);
@@ -190,12 +380,29 @@ void *ib_register_peer_memory_client(const struct peer_memory_client *peer_clien
 		c->inval_required = true;
 	}
 	mutex_lock(&ph_clients_lock);
+	if (ph_name_taken(peer_client->name)) {
+		mutex_unlock(&ph_clients_lock);
+		pr_err("client %.64s refused: a client of that name is registered (MOFED's ib_core refuses it too: its kobject_add of memory_peers/%.64s fails with -EEXIST)\n",
+		       peer_client->name, peer_client->name);
+		goto err;
+	}
+	if (ph_peer_dir_add(c)) {
+		mutex_unlock(&ph_clients_lock);
+		pr_err("client %.64s refused: memory_peers/%.64s could not be created\n",
+		       peer_client->name, peer_client->name);
+		goto err;
+	}
 	list_add_tail(&c->node, &ph_clients);
 	mutex_unlock(&ph_clients_lock);
 	pr_info("client %.64s %.15s registered%s%s\n", peer_client->name,
 		peer_client->version, c->inval_required ? ", invalidation" : "",
 		c->unmaps ? ", INVALIDATE_UNMAPS" : "");
 	return c;
+
+err:
+	xa_destroy(&c->regs);
+	kobject_put(&c->kobj);		/* frees @c */
+	return NULL;
 }
 EXPORT_SYMBOL(ib_register_peer_memory_client);
 
@@ -211,13 +418,14 @@ void ib_unregister_peer_memory_client(void *reg_handle)
 
 	mutex_lock(&ph_clients_lock);
 	list_del(&c->node);
+	ph_peer_dir_del(c);
 	mutex_unlock(&ph_clients_lock);
 	/* as ib_core: no client call after this returns */
 	ph_client_put(c);
 	wait_for_completion(&c->unused);
 	xa_destroy(&c->regs);
 	pr_info("client %.64s unregistered\n", c->ops->name);
-	kfree(c);
+	kobject_put(&c->kobj);		/* frees @c */
 }
 EXPORT_SYMBOL(ib_unregister_peer_memory_client);
 
@@ -323,7 +531,11 @@ static int ph_reg_peer(struct ph_reg *reg, u32 flags)
 		goto err_pages;
 	}
 	reg->sgt.nents = nmap;
+	reg->nmap = nmap;
 	reg->state = PH_MAPPED;
+	atomic64_add(nmap, &c->stats.num_reg_pages);
+	atomic64_add(reg->length, &c->stats.num_reg_bytes);
+	atomic64_inc(&c->stats.num_alloc_mrs);
 	mutex_unlock(&reg->mapping_lock);
 	atomic64_inc(&ph_registrations);
 	return 0;
@@ -376,7 +588,10 @@ static void ph_reg_release(struct ph_reg *reg)
 			c->ops->dma_unmap(&reg->sgt, reg->client_ctx,
 					  reg->dma_dev);
 			c->ops->put_pages(&reg->sgt, reg->client_ctx);
+			ph_count_unmap(c);
 		}
+		if (reg->state != PH_UNMAPPED)
+			ph_count_dereg(c, reg);
 		reg->state = PH_UNMAPPED;
 		mutex_unlock(&reg->mapping_lock);
 		if (reg->core_id != PH_NO_INVALIDATION)
@@ -688,13 +903,24 @@ static struct miscdevice ph_misc = {
 
 static int __init ph_init(void)
 {
-	return misc_register(&ph_misc);
+	int ret;
+
+	ph_mm_kobj = ph_find_mm_kobj();
+	if (!ph_mm_kobj) {
+		pr_err("/sys/kernel/mm not found\n");
+		return -ENOENT;
+	}
+	ret = misc_register(&ph_misc);
+	if (ret)
+		kobject_put(ph_mm_kobj);
+	return ret;
 }
 
 /* Clients link against this module: they are all gone by now. */
 static void __exit ph_exit(void)
 {
 	misc_deregister(&ph_misc);
+	kobject_put(ph_mm_kobj);
 }
 
 module_init(ph_init);

@@ -119,6 +119,11 @@ struct peerhost_state {
  *   invalidations  invalidate calls that hit a live registration (total)
  *   stale_invalidations  invalidate calls for a core_context that is not
  *                  (or no longer) registered: harmless, counted (total)
+ * and, as MLNX_OFED's ib_core, one directory per registered client,
+ * /sys/kernel/mm/memory_peers/<name>/: version, num_alloc_mrs,
+ * num_dealloc_mrs, num_reg_pages, num_dereg_pages, num_reg_bytes,
+ * num_dereg_bytes, num_free_callbacks (docs/driver.md).  A second client
+ * under a registered name is refused (NULL), with one line in the log.
  */
 
 #endif /* GDRPEER_PEERHOST_H */

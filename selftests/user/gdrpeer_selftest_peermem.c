@@ -12,7 +12,9 @@
  *                 nvidia_p2p stand-in gdrpeer_nvstub_gpl.ko (bar=GPU),
  *                 gdrpeer-ofed.ko nvidia_module=gdrpeer_nvstub_gpl;
  *   peermem_coexist  as peermem_cuda, with a module named nvidia_peermem
- *                 loaded (selftests/kmod's name-only nvidia_peermem.ko).
+ *                 loaded (selftests/kmod's name-only nvidia_peermem.ko);
+ *   peermem_name  as peermem, with any peermem_name=: the client's entry
+ *                 in /sys/kernel/mm/memory_peers/<name>/ and its counters.
  *
  * "--proof FILE" (not a kselftest: run it after them, with no allocation
  * after it) registers, DMAs and deregisters like data_through_client and
@@ -594,6 +596,167 @@ GP_TEST_F_TIMEOUT(peermem, race_register_deregister_revoke, 180)
 	EXPECT_EQ(0, host_num("registrations"));
 	/* the device is bound again (maybe under a new index) */
 	close(self->fd);
+	GP_SETUP_DUT(self);
+}
+
+/* ---- the client's entry in /sys/kernel/mm/memory_peers ------------------ */
+
+/*
+ * peermem_name: loaded as the peermem fixture, with any peermem_name=.
+ * The client must appear where MOFED's ib_core puts every client,
+ * /sys/kernel/mm/memory_peers/<name>/ (what NCCL, NVSHMEM and UCX look
+ * for), with the version it registered and counters that follow what the
+ * core did: registrations mapped and unmapped, sg entries and bytes in
+ * and out, invalidate calls.
+ */
+#define NAME_PARAM "/sys/module/gdrpeer/parameters/peermem_name"
+#define PEERS_DIR "/sys/kernel/mm/memory_peers"
+
+FIXTURE(peermem_name)
+{
+	int fd, host;
+	unsigned int dev;
+	uint64_t bar_size, page;
+	char bdf[32];
+	char name[64];
+};
+
+FIXTURE_SETUP(peermem_name)
+{
+	char line[512];
+	struct gp_dev d;
+
+	self->host = -1;
+	GP_SETUP_DUT(self);
+	ASSERT_EQ(0, gp_find_device(self->fd, &d));
+	memcpy(self->bdf, d.bdf, sizeof(self->bdf));
+	if (gp_read_line(PEERMEM_SYSFS "/status", line, sizeof(line)) ||
+	    strncmp(line, "active", 6))
+		SKIP(return, "peer-memory client not active (load gdrpeer-ofed.ko after gdrpeer_peerhost.ko)");
+	ASSERT_EQ(0, gp_read_line(NAME_PARAM, self->name, sizeof(self->name)))
+		TH_LOG("%s: gdrpeer has no peermem_name parameter", NAME_PARAM);
+	self->host = open(PEERHOST_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->host);
+}
+
+FIXTURE_TEARDOWN(peermem_name)
+{
+	if (self->host >= 0)
+		close(self->host);
+	if (self->fd >= 0)
+		close(self->fd);
+}
+
+struct peer_counts {
+	long long alloc, dealloc, reg_pages, dereg_pages, reg_bytes,
+		  dereg_bytes, free_callbacks;
+};
+
+static long long peer_num(const char *name, const char *file)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), PEERS_DIR "/%s/%s", name, file);
+	return gp_read_num(path);
+}
+
+static void peer_counts(const char *name, struct peer_counts *c)
+{
+	c->alloc = peer_num(name, "num_alloc_mrs");
+	c->dealloc = peer_num(name, "num_dealloc_mrs");
+	c->reg_pages = peer_num(name, "num_reg_pages");
+	c->dereg_pages = peer_num(name, "num_dereg_pages");
+	c->reg_bytes = peer_num(name, "num_reg_bytes");
+	c->dereg_bytes = peer_num(name, "num_dereg_bytes");
+	c->free_callbacks = peer_num(name, "num_free_callbacks");
+}
+
+/* The entry is there under the parameter's name, with the version. */
+GP_TEST_F(peermem_name, entry_under_the_name)
+{
+	char path[256], line[128], clients[512] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), PEERS_DIR "/%s/version", self->name);
+	ASSERT_EQ(0, gp_read_line(path, line, sizeof(line)))
+		TH_LOG("%s missing", path);
+	EXPECT_STREQ("1.1", line);
+	/* the host's own list (one line per client) says the same */
+	f = fopen(HOST_SYSFS "/clients", "r");
+	ASSERT_NE(NULL, f);
+	snprintf(line, sizeof(line), "%s inval unmaps\n", self->name);
+	while (fgets(clients, sizeof(clients), f) && strcmp(clients, line))
+		;
+	EXPECT_STREQ(line, clients);
+	fclose(f);
+}
+
+/* One registration, a DMA through it, its deregistration: counted. */
+GP_TEST_F(peermem_name, counters_follow_a_registration)
+{
+	struct peer_counts c0, c1, c2;
+	struct gdrpeer_alloc a;
+	struct peerhost_reg r;
+	struct peerhost_dma d;
+	uint8_t *p;
+
+	peer_counts(self->name, &c0);
+	ASSERT_LE(0, c0.alloc) TH_LOG("no counters under %s/%s", PEERS_DIR,
+				      self->name);
+	p = alloc_map(_metadata, self->fd, self->dev, SIZE, &a);
+	ASSERT_EQ(0, ph_reg(self->host, p, SIZE, &r));
+	EXPECT_EQ(PEERHOST_OWNER_PEER, r.owner);
+	EXPECT_STREQ(self->name, r.client);
+	ASSERT_LT(0, r.nents);
+	peer_counts(self->name, &c1);
+	EXPECT_EQ(c0.alloc + 1, c1.alloc);
+	EXPECT_EQ(c0.reg_pages + r.nents, c1.reg_pages);
+	EXPECT_EQ(c0.reg_bytes + SIZE, c1.reg_bytes);
+	EXPECT_EQ(c0.dealloc, c1.dealloc);
+	EXPECT_EQ(c0.dereg_pages, c1.dereg_pages);
+	EXPECT_EQ(c0.dereg_bytes, c1.dereg_bytes);
+	ASSERT_EQ(0, ph_dma(self->host, r.id, 0, 64, 7, &d));
+	EXPECT_EQ(0, d.mismatches);
+	ASSERT_EQ(0, ph_dereg(self->host, r.id));
+	peer_counts(self->name, &c2);
+	EXPECT_EQ(c1.alloc, c2.alloc);
+	EXPECT_EQ(c1.dealloc + 1, c2.dealloc);
+	EXPECT_EQ(c1.dereg_pages + r.nents, c2.dereg_pages);
+	EXPECT_EQ(c1.dereg_bytes + SIZE, c2.dereg_bytes);
+	EXPECT_EQ(c0.free_callbacks, c2.free_callbacks);
+	munmap(p, SIZE);
+	gp_free(self->fd, a.handle);
+}
+
+/*
+ * The device goes while registered: one invalidate call, the registration
+ * unmapped (dealloc) at once, its pages and bytes given back when it is
+ * deregistered (MOFED counts them on the way to "unmapped").
+ */
+GP_TEST_F_TIMEOUT(peermem_name, invalidation_counted, 60)
+{
+	struct peer_counts c0, c1, c2;
+	struct gdrpeer_alloc a;
+	struct peerhost_reg r;
+	uint8_t *p;
+
+	p = alloc_map(_metadata, self->fd, self->dev, SIZE, &a);
+	ASSERT_EQ(0, ph_reg(self->host, p, SIZE, &r));
+	peer_counts(self->name, &c0);
+	ASSERT_EQ(0, gp_write_file(GDRPEER_SYSFS "/pcibar_unbind", self->bdf));
+	peer_counts(self->name, &c1);
+	EXPECT_EQ(c0.free_callbacks + 1, c1.free_callbacks);
+	EXPECT_EQ(c0.dealloc + 1, c1.dealloc);
+	EXPECT_EQ(c0.dereg_pages, c1.dereg_pages);
+	ASSERT_EQ(0, ph_dereg(self->host, r.id));
+	peer_counts(self->name, &c2);
+	EXPECT_EQ(c1.dealloc, c2.dealloc);
+	EXPECT_EQ(c1.dereg_pages + r.nents, c2.dereg_pages);
+	EXPECT_EQ(c1.dereg_bytes + SIZE, c2.dereg_bytes);
+	munmap(p, SIZE);
+	gp_free(self->fd, a.handle);
+	close(self->fd);
+	ASSERT_EQ(0, rebind(self->bdf));
 	GP_SETUP_DUT(self);
 }
 
