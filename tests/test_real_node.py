@@ -117,3 +117,21 @@ def test_verify_p2p_without_cuda_or_with_one_gpu_exits_3():
     assert "nothing to verify: cannot load libcuda-gdrpeer-test-missing.so.1" in p.stdout
     p = verify("--libcuda", fake_cuda(), "--json", fake="gpus=0000:00:06.0", rc=3)
     assert json.loads(p.stdout)["not_run"] == "peer-to-peer needs two GPUs; CUDA sees 1"
+
+
+def test_real_h200_node_snapshot_taken_by_gdrpeer_checks_as_nvidia_smi_saw_it():
+    """The snapshot gdrpeer itself took on the node (run 2, no file added by hand): offline it
+    gives nvidia-smi's matrix, NV18 through NVSwitches on every pair, and NVML's fabric state."""
+    labels, smi, numa = smi_matrix()
+    j = json.loads(run("check", "--json", REF / "h200x4-run2-snapshot.tar", check_rc=0).stdout)
+    assert j["matrix"]["labels"] == labels
+    for i, a in enumerate(labels):
+        for k, b in enumerate(labels):
+            assert j["matrix"]["classes"][i][k] == smi[(a, b)], (a, b)
+    assert len(j["pairs"]) == 6
+    for pair in j["pairs"]:
+        assert pair["nvlink"]["links"] == 18 and pair["nvlink"]["via"] == "nvswitch", pair
+        assert pair["verdict"] == "optimal"
+    assert [str(d["numa"]) for d in j["devices"] if d["role"] == "gpu"] == [numa[g] for g in labels]
+    notes = {n["rule"]: n["text"] for n in j["notes"]}
+    assert notes["nvlink-nvml"].endswith("72 active link(s), 72 into NVSwitches; fabric completed on 4"), notes
