@@ -260,6 +260,9 @@ long nfd_expiry_seconds(const std::string& text) {
 
 topo::CheckOptions check_options(const CheckFlags& f) {
   topo::CheckOptions o;
+  // The consumers (NCCL, NVSHMEM, UCX) read their variables from the job's environment:
+  // check judges with the ones it is run with (docs/check.md).
+  o.env = topo::consumer_environment();
   o.gpu_nic = o.gpu_gpu = o.gpu_nvme = false;
   std::stringstream ss(f.pairs);
   std::string item;
@@ -464,6 +467,10 @@ int run_snapshot(const std::string& out, const std::string& root, bool no_cuda) 
         entries.push_back({topo::TarEntry::Type::File, "gdrpeer-snapshot/cuda-probe", topo::cuda_probe_text(t.sw)});
       }
     }
+    // The kernel log is a character device, not a file the recorder sees: carry the lines
+    // the checker kept (peer-memory load failures, dma-buf attach refusals).
+    if (t.sw.stack.kernel_log_read)
+      entries.push_back({topo::TarEntry::Type::File, "gdrpeer-snapshot/kernel-log", topo::kernel_log_text(t.sw.stack)});
     std::string bytes = topo::write_tar(entries);
     if (out == "-") {
       std::fwrite(bytes.data(), 1, bytes.size(), stdout);
