@@ -135,7 +135,11 @@ struct FakeNode {
     file("/proc/sys/kernel/osrelease", osrelease);
     file("/proc/cmdline", "root=/dev/sda1\n");
     if (!nvidia_version.empty()) file("/proc/driver/nvidia/version", nvidia_version);
-    for (const auto& p : memory_peers) e.push_back({TarEntry::Type::Directory, "sys/kernel/mm/memory_peers/" + p, ""});
+    // As MOFED's ib_core creates them: a directory per registered client with its version file.
+    for (const auto& p : memory_peers) {
+      e.push_back({TarEntry::Type::Directory, "sys/kernel/mm/memory_peers/" + p, ""});
+      file("/sys/kernel/mm/memory_peers/" + p + "/version", "1.0\n");
+    }
     for (int i = 0; i < numa_nodes; ++i)
       e.push_back({TarEntry::Type::Directory, "sys/devices/system/node/node" + std::to_string(i), ""});
     return e;

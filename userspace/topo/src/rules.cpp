@@ -326,7 +326,8 @@ class Checker {
     // file), not when a module is merely loaded: NVIDIA/nccl #1939, #1537. Only where the input
     // lacks the memory_peers directory altogether does a loaded module stand in for it.
     bool registered = false;
-    for (const auto& c : sw.stack.peer_clients) registered = registered || (c.has_version && c.name != "nvidia-fs");
+    // (ib_core creates memory_peers/<name>/ when a client registers; nvidia-fs is GDS's, not a NIC's.)
+    for (const auto& c : sw.stack.peer_clients) registered = registered || c.name != "nvidia-fs";
     const bool loaded = sw.has_module("nvidia_peermem") || sw.has_module("nv_peer_mem");
     const bool unregistered = loaded && sw.memory_peers_dir && !registered;
     bool peer = registered || (loaded && !sw.memory_peers_dir);

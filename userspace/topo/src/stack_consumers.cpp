@@ -177,7 +177,7 @@ ConsumerDecision decide_nccl(const NodeFacts& n, const PairFacts& p, const std::
   } else if (ptr_cuda == 1) {
     d.path = "peer-memory";
     d.why = "within the GDR level; peer memory (nvidia_peermem / nv_mem), dma-buf not available";
-    if (n.mp_nv_mem != 1 && n.mp_nv_mem_nc != 1 && n.mod_nvidia_peermem == 1) {
+    if (n.mp_nv_mem == 0 && n.mp_nv_mem_nc == 0 && n.mod_nvidia_peermem == 1) {
       d.why += "; but NCCL accepts /sys/module/nvidia_peermem/version alone and no nv_mem client is registered in memory_peers: "
                "NCCL says Enabled and memory registration fails";
       d.rule = "consumer-nccl";

@@ -215,7 +215,8 @@ class StackStage {
              c.name == "gdrpeer" ? "# load gdrpeer with its client-name module parameter set to nv_mem where nvidia_peermem is not loaded (docs/driver.md)"
                                  : "");
     const bool loaded = sw.has_module("nvidia_peermem") || sw.has_module("nv_peer_mem");
-    if (loaded && !s.client("nv_mem") && !s.client("nv_mem_nc") && sw.modules_known) {
+    // Without the memory_peers directory a copy of sysfs cannot tell; the live node can (absent: none).
+    if (loaded && !s.client("nv_mem") && !s.client("nv_mem_nc") && sw.modules_known && (sw.memory_peers_dir || t_.source == "live sysfs")) {
       node("peermem-unregistered", Verdict::Optimal,
            std::string(sw.has_module("nvidia_peermem") ? "nvidia_peermem" : "nv_peer_mem") +
                " is loaded but no nv_mem client is registered in /sys/kernel/mm/memory_peers" +
@@ -336,7 +337,9 @@ class StackStage {
         fix = s.nvidia_version_known && !s.nvidia_open
                   ? "modprobe nvidia_peermem   # needs MLNX_OFED / DOCA-OFED; or install the open NVIDIA module for dma-buf"
                   : "modprobe nvidia_peermem   # needs MLNX_OFED / DOCA-OFED; or dma-buf: open NVIDIA module, Linux >= 5.12, NCCL_DMABUF_ENABLE unset or 1";
-      add(pr, d.rule, Verdict::Degraded, d.consumer + ": GPUDirect RDMA off for this pair: " + d.why, fix);
+      // GDR on with a client that cannot register: the job fails (blocked); GDR off: staged through host memory.
+      if (d.gdr == 1) add(pr, d.rule, Verdict::Blocked, d.consumer + ": GPUDirect RDMA on, but " + d.why, fix);
+      else add(pr, d.rule, Verdict::Degraded, d.consumer + ": GPUDirect RDMA off for this pair: " + d.why, fix);
     }
   }
 };

@@ -1,0 +1,303 @@
+"""The stack stage of `gdrpeer check` (issue 24): the NVIDIA driver's state, peer clients as
+registered, kernel-log causes, the exporter's gate and what NCCL / NVSHMEM / UCX decide.
+Inputs are the real artefacts of topology/reference/stack (README there names each source),
+placed into the synthetic sysfs trees of test_check_sysfs.make_node."""
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from test_check import REPO, gdrpeer_bin
+import subprocess
+
+
+def run(*args, env=None):
+    env = dict(env if env is not None else os.environ, GDRPEER_DATA_DIR=str(REPO / "topology"))
+    p = subprocess.run([gdrpeer_bin(), *map(str, args)], capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode in (0, 1, 2), p.stderr
+    return p
+from test_check_sysfs import make_node
+
+FIX = REPO / "topology/reference/stack"
+PARAMS = (FIX / "h200-580.159.04-open-params.txt").read_text()
+OPEN_VERSION = (FIX / "h200-580.159.04-open-version.txt").read_text()
+PROPRIETARY_VERSION = (FIX / "proprietary-580.159.04-version.txt").read_text()
+
+
+def node(tmp_path, *, version=OPEN_VERSION, params=PARAMS, modprobe=None, peers=None, peermem=None,
+         kernel_log=None, modules=("nvidia", "ib_core"), kernel="6.8.0", cpuinfo=None, gpu_device=None,
+         iommu=None, name="n"):
+    root = make_node(tmp_path / name, modules=modules, iommu=iommu)
+    (root / "proc/sys/kernel/osrelease").write_text(kernel + "\n")
+    nv = root / "proc/driver/nvidia"
+    nv.mkdir(parents=True)
+    if version is not None:
+        (nv / "version").write_text(version)
+    if params is not None:
+        (nv / "params").write_text(params)
+    for fname, text in (modprobe or {}).items():
+        d = root / "etc/modprobe.d"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / fname).write_text(text)
+    if peers is not None:
+        mp = root / "sys/kernel/mm/memory_peers"
+        mp.mkdir(parents=True)
+        for pname, files in peers.items():
+            (mp / pname).mkdir()
+            for f, v in files.items():
+                (mp / pname / f).write_text(v + "\n")
+    if peermem is not None:
+        pm = root / "sys/module/nvidia_peermem"
+        (pm / "parameters").mkdir(parents=True)
+        (pm / "version").write_text("580.159.04\n")
+        for k, v in peermem.items():
+            (pm / "parameters" / k).write_text(v + "\n")
+    if kernel_log is not None:
+        (root / "gdrpeer-snapshot").mkdir()
+        shutil.copy(FIX / kernel_log, root / "gdrpeer-snapshot/kernel-log")
+    if cpuinfo is not None:
+        (root / "proc/cpuinfo").write_text(cpuinfo)
+    if gpu_device is not None:
+        gpu = root / "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:00.0/0000:03:00.0"
+        (gpu / "device").write_text(gpu_device + "\n")
+        cfg = bytearray((gpu / "config").read_bytes())
+        cfg[2:4] = int(gpu_device, 16).to_bytes(2, "little")
+        (gpu / "config").write_bytes(bytes(cfg))
+    return root
+
+
+def check(root, env=None, rc=None):
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "NVSHMEM_", "UCX_"))}
+    e.update(env or {})
+    p = run("check", "--json", "--sysfs-root", root, env=e)
+    j = json.loads(p.stdout)
+    (pair,) = [x for x in j["pairs"] if x["a"] == "GPU0" and x["b"] == "NIC0"]
+    return j, pair
+
+
+def rules(j, pair):
+    return {f["rule"] for f in pair["findings"]} | {n["rule"] for n in j["notes"]}
+
+
+def note(j, rule):
+    return [n for n in j["notes"] if n["rule"] == rule]
+
+
+# A registered nv_mem client as MOFED's ib_core shows it (counters of peer_mem.c; values of the
+# NVIDIA GDS guide's memory_peers listing).
+NV_MEM = {"version": "580.159.04", "num_alloc_mrs": "1288", "num_dealloc_mrs": "1288", "num_reg_pages": "329728",
+          "num_dereg_pages": "329728", "num_reg_bytes": "1350565888", "num_dereg_bytes": "1350565888",
+          "num_free_callbacks": "0"}
+
+
+def test_params_of_the_real_h200_node_are_read(tmp_path):
+    j, pair = check(node(tmp_path))
+    nv = j["node"]["software"]["stack"]["nvidia"]
+    assert nv["flavour"] == "open" and nv["version"] == "580.159.04" and nv["params_known"]
+    assert len(nv["params"]) == len([l for l in PARAMS.splitlines() if ": " in l])
+    assert nv["params"]["GrdmaPciTopoCheckOverride"] == "0" and nv["params"]["DmaRemapPeerMmio"] == "1"
+    assert nv["params"]["RegistryDwords"] == ""
+    (d,) = note(j, "nvidia-driver")
+    assert "580.159.04 (open kernel module" in d["text"] and "GrdmaPciTopoCheckOverride=0" in d["text"]
+
+
+def test_registry_dwords_keys_are_split(tmp_path):
+    params = PARAMS.replace('RegistryDwords: ""', 'RegistryDwords: "PeerMappingOverride=1;RMForceStaticBar1=1"').replace(
+        'RegistryDwordsPerDevice: ""', 'RegistryDwordsPerDevice: "pci=0000:03:00.0;RMPcieP2PType=2"')
+    j, _ = check(node(tmp_path, params=params))
+    nv = j["node"]["software"]["stack"]["nvidia"]
+    assert nv["registry_dwords"] == {"PeerMappingOverride": "1", "RMForceStaticBar1": "1"}
+    assert nv["registry_dwords_per_device"] == {"0000:03:00.0": {"RMPcieP2PType": "2"}}
+    assert "PeerMappingOverride=1" in note(j, "nvidia-driver")[0]["text"]
+
+
+def test_without_params_file_params_stay_unknown(tmp_path):
+    j, _ = check(node(tmp_path, params=None))
+    assert not j["node"]["software"]["stack"]["nvidia"]["params_known"]
+    assert "params not in this input" in note(j, "nvidia-driver")[0]["text"]
+
+
+def test_configured_but_not_active_is_a_finding(tmp_path):
+    conf = "# azhpc-images style\noptions nvidia NVreg_GrdmaPciTopoCheckOverride=1 NVreg_EnableStreamMemOPs=1\n"
+    j, _ = check(node(tmp_path, modprobe={"nvidia.conf": conf}))
+    pend = note(j, "nvidia-params-pending")
+    assert {p["text"].split(" is configured")[0] for p in pend} == {"NVreg_GrdmaPciTopoCheckOverride=1", "NVreg_EnableStreamMemOPs=1"}
+    assert "/etc/modprobe.d/nvidia.conf:2" in pend[0]["text"] and "next driver load" in pend[0]["text"]
+    assert "initramfs" in pend[0]["fix"]
+    opts = j["node"]["software"]["stack"]["modprobe"]
+    assert {"file": "/etc/modprobe.d/nvidia.conf", "key": "NVreg_EnableStreamMemOPs", "line": 2, "module": "nvidia", "value": "1"} in opts
+
+
+def test_configured_equal_to_active_is_quiet(tmp_path):
+    j, _ = check(node(tmp_path, modprobe={"nvidia.conf": "options nvidia NVreg_GrdmaPciTopoCheckOverride=0 NVreg_DmaRemapPeerMmio=1\n"}))
+    assert note(j, "nvidia-params-pending") == []
+    assert len(j["node"]["software"]["stack"]["modprobe"]) == 2  # read, and found equal
+
+
+def test_active_override_says_its_security_cost(tmp_path):
+    j, _ = check(node(tmp_path, params=PARAMS.replace("GrdmaPciTopoCheckOverride: 0", "GrdmaPciTopoCheckOverride: 1")))
+    (o,) = note(j, "nvidia-override")
+    assert "security trade-off" in o["text"]
+    j, _ = check(node(tmp_path, name="m"))
+    assert note(j, "nvidia-override") == []
+
+
+def test_loaded_but_unregistered_peermem_no_longer_counts(tmp_path):
+    """NVIDIA/nccl #1939: lsmod shows nvidia_peermem, memory_peers has no nv_mem, NCCL says Disabled
+    (here with the proprietary module, so no dma-buf either)."""
+    root = node(tmp_path, version=PROPRIETARY_VERSION, modules=("nvidia", "nvidia_peermem", "ib_core"), peers={},
+                peermem={"peerdirect_support": "0", "persistent_api_support": "1"})
+    j, pair = check(root)
+    sp = [f for f in pair["findings"] if f["rule"] == "software-peer-memory"]
+    assert sp and sp[0]["severity"] == "blocked" and "loaded but no peer-memory client is registered" in sp[0]["reason"]
+    assert note(j, "peermem-unregistered")
+    nccl = pair["consumers"]["nccl"]
+    assert nccl["gdr"] is True and nccl["path"] == "peer-memory" and "memory registration fails" in nccl["why"]
+    assert "persistent_api_support=1" in note(j, "peermem-params")[0]["text"]
+
+
+def test_registered_nv_mem_is_peer_memory(tmp_path):
+    root = node(tmp_path, version=PROPRIETARY_VERSION, modules=("nvidia", "nvidia_peermem", "ib_core"), peers={"nv_mem": NV_MEM},
+                peermem={"peerdirect_support": "0", "persistent_api_support": "1"})
+    j, pair = check(root)
+    assert "software-peer-memory" not in rules(j, pair) and not note(j, "peermem-unregistered")
+    for c in ("nccl", "nvshmem", "ucx"):
+        assert pair["consumers"][c]["path"] == "peer-memory" and pair["consumers"][c]["gdr"] is True, c
+    assert "nv_mem 580.159.04, 1288 MRs" in note(j, "peer-clients")[0]["text"]
+    assert "seen by NCCL, NVSHMEM, UCX" in note(j, "peer-clients")[0]["text"]
+
+
+def test_gdrpeer_client_is_invisible_to_consumers(tmp_path):
+    root = node(tmp_path, version=PROPRIETARY_VERSION, modules=("nvidia", "gdrpeer", "ib_core"), peers={"gdrpeer": {"version": "0.1"}})
+    j, pair = check(root)
+    assert note(j, "peer-client-invisible")
+    nccl = pair["consumers"]["nccl"]
+    assert nccl["gdr"] is False and "Disabled for HCA" in nccl["why"]
+    assert any(f["rule"] == "consumer-nccl" and f["severity"] == "degraded" for f in pair["findings"])
+    assert pair["consumers"]["nvshmem"]["path"] == "none" and pair["consumers"]["ucx"]["path"] == "none"
+    root = node(tmp_path, version=PROPRIETARY_VERSION, modules=("nvidia", "gdrpeer", "ib_core"), peers={"nv_mem": {"version": "0.1"}}, name="m")
+    j, pair = check(root)
+    assert not note(j, "peer-client-invisible") and pair["consumers"]["nccl"]["gdr"] is True
+
+
+@pytest.mark.parametrize("log, kind, module, fix_word", [
+    ("kmsg-gpu-operator-2868.txt", "symbol-version", "nvidia_peermem", "rebuild nvidia_peermem against the running OFED"),
+    ("kmsg-nv-peer-memory-84.txt", "unknown-symbol", "nv_peer_mem", "openibd"),
+    ("kmsg-gpl-symbol-get.txt", "gpl-symbol-get", "", "rebuild the module against the OFED tree"),
+])
+def test_kernel_log_names_why_peer_memory_did_not_load(tmp_path, log, kind, module, fix_word):
+    j, _ = check(node(tmp_path, kernel_log=log))
+    causes = j["node"]["software"]["stack"]["kernel_log"]
+    assert [(c["kind"], c["module"]) for c in causes] == [(kind, module)]  # one cause: the err -22 line is the same one
+    (n,) = note(j, "peermem-load-failed")
+    assert fix_word in n["fix"]
+
+
+def test_kernel_log_without_peer_lines_gives_no_cause(tmp_path):
+    (tmp_path / "quiet").write_text("[    1.0] mlx5_core 0000:04:00.0: firmware version: 28.39.1002\n")
+    root = node(tmp_path)
+    (root / "gdrpeer-snapshot").mkdir()
+    shutil.copy(tmp_path / "quiet", root / "gdrpeer-snapshot/kernel-log")
+    j, _ = check(root)
+    assert j["node"]["software"]["stack"]["kernel_log_read"] and not note(j, "peermem-load-failed")
+
+
+GRACE = "processor\t: 0\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd4f\n"
+
+# The exporter's gate, derived by hand from open-gpu-kernel-modules 580.142 (table in
+# topology/reference/stack/README.md): flavour x platform x IOMMU -> (dma-buf default,
+# PCIe mapping type, nvidia_p2p); True allowed, False refused.
+GATE = [
+    ("open", "x86", None, (True, False, True)),
+    ("proprietary", "x86", None, (False, False, True)),
+    ("open", "grace-pcie-gpu", None, (True, False, True)),            # distrusted chipset, common bridge (the switch)
+    ("open", "gh200", None, (True, True, True)),                      # coherent; no IOMMU: NULL groups compare equal
+    ("open", "gh200", "DMA", (True, True, True)),                     # one IOMMU group for the whole tree here
+    ("proprietary", "gh200", None, (False, False, True)),
+]
+
+
+@pytest.mark.parametrize("flavour, platform, iommu, want", GATE)
+def test_exporter_gate_matrix(tmp_path, flavour, platform, iommu, want):
+    cpu = GRACE if platform != "x86" else None
+    dev = "0x2342" if platform == "gh200" else None  # GH200's GPU (grace-c2c family)
+    root = node(tmp_path, version=OPEN_VERSION if flavour == "open" else PROPRIETARY_VERSION, cpuinfo=cpu, gpu_device=dev, iommu=iommu)
+    _, pair = check(root)
+    g = pair["consumers"]["nvidia_driver"]
+    assert (g["dmabuf_default"]["allowed"], g["dmabuf_pcie"]["allowed"], g["nvidia_p2p"]["allowed"]) == want
+
+
+def test_override_two_denies_and_override_one_allows(tmp_path):
+    j, pair = check(node(tmp_path, params=PARAMS.replace("GrdmaPciTopoCheckOverride: 0", "GrdmaPciTopoCheckOverride: 2")))
+    g = pair["consumers"]["nvidia_driver"]
+    assert g["dmabuf_default"]["allowed"] is False and g["nvidia_p2p"]["allowed"] is False
+    gate = [f for f in pair["findings"] if f["rule"] == "exporter-gate"]
+    assert gate and gate[0]["severity"] == "blocked" and "=2" in gate[0]["reason"] and "remove" in gate[0]["fix"]
+
+
+def test_proprietary_without_peer_memory_is_disabled_for_hca(tmp_path):
+    j, pair = check(node(tmp_path, version=PROPRIETARY_VERSION, peers={}))
+    nccl = pair["consumers"]["nccl"]
+    assert nccl["gdr"] is False and "DMA_BUF_SUPPORTED=0" in nccl["why"]
+    assert pair["consumers"]["nvidia_driver"]["dmabuf_default"]["allowed"] is False
+    sp = [f for f in pair["findings"] if f["rule"] == "software-peer-memory"]
+    assert sp and sp[0]["severity"] == "blocked"
+
+
+def test_open_module_takes_dma_buf(tmp_path):
+    j, pair = check(node(tmp_path, peers={}))
+    for c in ("nccl", "nvshmem", "ucx"):
+        assert pair["consumers"][c]["path"] == "dma-buf", c
+    assert pair["consumers"]["nccl"]["level"].startswith("PIX vs P2C") and pair["consumers"]["version"] == 1
+    j, pair = check(node(tmp_path, peers={}, name="m"), env={"NCCL_DMABUF_ENABLE": "0", "NVSHMEM_IB_DISABLE_DMABUF": "1"})
+    assert pair["consumers"]["nccl"]["gdr"] is False and pair["consumers"]["nvshmem"]["path"] == "none"
+
+
+def test_nccl_ib_hca_excludes_the_nic(tmp_path):
+    root = node(tmp_path, peers={})
+    (root / "sys/class/infiniband/mlx5_0").mkdir(parents=True)
+    os.symlink("../../../devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:01.0/0000:04:00.0", root / "sys/class/infiniband/mlx5_0/device")
+    _, pair = check(root, env={"NCCL_IB_HCA": "^mlx5_0"})
+    assert pair["consumers"]["nccl"]["path"] == "none" and "leaves mlx5_0 out" in pair["consumers"]["nccl"]["why"]
+    _, pair = check(root, env={"NCCL_IB_HCA": "=mlx5_0:1"})
+    assert pair["consumers"]["nccl"]["path"] == "dma-buf"
+
+
+def test_text_output_has_one_line_per_consumer(tmp_path):
+    p = run("check", "--sysfs-root", node(tmp_path, peers={}))
+    assert "GPU0 - NIC0  nccl: GDR on, dma-buf (default mapping), PIX vs P2C" in p.stdout
+    assert "  nvshmem: GDR on, dma-buf" in p.stdout and "  ucx: GDR on, dma-buf" in p.stdout
+
+
+# NCCL topology XML with <c2c> and <net gdr> (DGX Spark GB10 dump, README).
+def xml_check(path, env=None):
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "NVSHMEM_", "UCX_"))}
+    e.update(env or {})
+    p = run("check", "--json", "--nccl-xml", path, env=e)
+    return json.loads(p.stdout)
+
+
+def test_nccl_xml_gdr_zero_of_gb10_is_read(tmp_path):
+    j = xml_check(FIX / "nccl-dgx-spark-gb10-c2c.xml")
+    pairs = [p for p in j["pairs"] if p["a"] == "GPU0" and p["b"].startswith("NIC")]
+    assert len(pairs) == 2
+    for p in pairs:
+        assert p["consumers"]["nccl"]["gdr"] is False and "gdr=0" in p["consumers"]["nccl"]["why"]
+
+
+def test_nccl_xml_c2c_turns_p2c_on(tmp_path):
+    x = tmp_path / "gdr1.xml"
+    x.write_text((FIX / "nccl-dgx-spark-gb10-c2c.xml").read_text().replace('gdr="0"', 'gdr="1"'))
+    p = [p for p in xml_check(x)["pairs"] if p["b"] == "NIC0"][0]["consumers"]["nccl"]
+    assert p["gdr"] is True and p["level"].startswith("P2C vs P2C") and p["mapping"] == "default"
+    p = [p for p in xml_check(x, {"NCCL_NET_GDR_C2C": "0"})["pairs"] if p["b"] == "NIC0"][0]["consumers"]["nccl"]
+    assert p["gdr"] is False and p["level"].startswith("P2C vs PXB")
+    y = tmp_path / "noc2c.xml"
+    y.write_text(x.read_text().replace('<c2c bw="43125" count="8"/>', ""))
+    p = [p for p in xml_check(y)["pairs"] if p["b"] == "NIC0"][0]["consumers"]["nccl"]
+    assert p["gdr"] is False and p["level"].startswith("PHB vs P2C")
+    p = [p for p in xml_check(y, {"NCCL_NET_GDR_LEVEL": "PHB"})["pairs"] if p["b"] == "NIC0"][0]["consumers"]["nccl"]
+    assert p["gdr"] is True
