@@ -301,3 +301,83 @@ def test_nccl_xml_c2c_turns_p2c_on(tmp_path):
     assert p["gdr"] is False and p["level"].startswith("PHB vs P2C")
     p = [p for p in xml_check(y, {"NCCL_NET_GDR_LEVEL": "PHB"})["pairs"] if p["b"] == "NIC0"][0]["consumers"]["nccl"]
     assert p["gdr"] is True
+
+
+def nic_in_own_iommu_group(root):
+    """make_node(iommu=...) puts every function in group 3: move the NIC to group 4."""
+    nic = root / "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:01.0/0000:04:00.0"
+    g = root / "sys/kernel/iommu_groups/4"
+    g.mkdir()
+    (g / "type").write_text((root / "sys/kernel/iommu_groups/3/type").read_text())
+    os.remove(nic / "iommu_group")
+    os.symlink("../../../../../../kernel/iommu_groups/4", nic / "iommu_group")
+    return root
+
+
+def two_root_ports(root, cpuinfo, version=OPEN_VERSION, gpu_device="0x2330"):
+    """GPU and NIC each under a root port of its own: no bridge in common (PHB)."""
+    from test_check_sysfs import ROOT_PORT, ENDPOINT, config_space
+    fns = [("0000:00:01.0", "devices/pci0000:00/0000:00:01.0", 0x10DE, 0x22B2, 0x060400, ROOT_PORT, 1),
+           ("0000:00:02.0", "devices/pci0000:00/0000:00:02.0", 0x10DE, 0x22B2, 0x060400, ROOT_PORT, 2),
+           ("0000:01:00.0", "devices/pci0000:00/0000:00:01.0/0000:01:00.0", 0x10DE, int(gpu_device, 16), 0x030200, ENDPOINT, None),
+           ("0000:02:00.0", "devices/pci0000:00/0000:00:02.0/0000:02:00.0", 0x15B3, 0x1021, 0x020700, ENDPOINT, None)]
+    (root / "sys/bus/pci/devices").mkdir(parents=True)
+    for bdf, path, ven, dev, cls, port, sec in fns:
+        d = root / "sys" / path
+        d.mkdir(parents=True, exist_ok=True)
+        for f, v in (("vendor", f"0x{ven:04x}"), ("device", f"0x{dev:04x}"), ("class", f"0x{cls:06x}"), ("numa_node", "0")):
+            (d / f).write_text(v + "\n")
+        (d / "config").write_bytes(config_space(ven, dev, cls, port, sec, 0 if sec else None))
+        os.symlink("../../../" + path, root / "sys/bus/pci/devices" / bdf)
+    (root / "proc/sys/kernel").mkdir(parents=True)
+    (root / "proc/driver/nvidia").mkdir(parents=True)
+    (root / "proc/driver/nvidia/version").write_text(version)
+    (root / "proc/driver/nvidia/params").write_text(PARAMS)
+    (root / "proc/modules").write_text("nvidia 16384 0 - Live 0x0\nib_core 16384 0 - Live 0x0\n")
+    (root / "proc/cpuinfo").write_text(cpuinfo)
+    (root / "proc/cmdline").write_text("root=/dev/sda1\n")
+    (root / "proc/sys/kernel/osrelease").write_text("6.8.0\n")
+    (root / "sys/kernel/mm/memory_peers").mkdir(parents=True)
+    return root
+
+
+def test_grace_with_a_pcie_gpu_needs_a_common_bridge(tmp_path):
+    """osinit.c: TH500 (Grace) is on RM's list of chipsets without PCIe P2P; without a bridge
+    common to GPU and NIC the default dma-buf type and nvidia_p2p are refused."""
+    j, pair = check(two_root_ports(tmp_path / "n", GRACE))
+    g = pair["consumers"]["nvidia_driver"]
+    assert g["dmabuf_default"]["allowed"] is False and g["nvidia_p2p"]["allowed"] is False
+    assert "distrusts" in g["dmabuf_default"]["why"]
+    assert pair["consumers"]["nvshmem"]["rule"] == "exporter-gate"
+    gate = [f for f in pair["findings"] if f["rule"] == "exporter-gate"]
+    assert gate and gate[0]["severity"] == "blocked" and "security trade-off" in gate[0]["fix"]
+    # The same tree on x86: the chipset is trusted.
+    _, pair = check(two_root_ports(tmp_path / "m", "vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC 9374F\n"))
+    assert pair["consumers"]["nvidia_driver"]["dmabuf_default"]["allowed"] is True
+    assert "exporter-gate" not in {f["rule"] for f in pair["findings"]}
+
+
+def test_gb200_nic_in_another_iommu_group_refuses_the_pcie_mapping_type(tmp_path):
+    """azhpc-images #589 / AICR's GB200 preflight: NCCL takes the PCIe mapping type on a C2C
+    system for a NIC off the P2C path; different IOMMU groups make the driver refuse it (524)."""
+    root = nic_in_own_iommu_group(node(tmp_path, cpuinfo=GRACE, gpu_device="0x2941", iommu="identity", peers={}))
+    j, pair = check(root)
+    nccl = pair["consumers"]["nccl"]
+    assert nccl["gdr"] is True and nccl["path"] == "dma-buf" and nccl["mapping"] == "pcie" and nccl["rule"] == "exporter-gate"
+    gate = [f for f in pair["findings"] if f["rule"] == "exporter-gate"]
+    assert gate and "different IOMMU groups" in gate[0]["reason"] and "NVreg_GrdmaPciTopoCheckOverride=1" in gate[0]["fix"]
+    assert "security trade-off" in gate[0]["fix"]
+    # With the override the driver allows it (and the override note says what it costs).
+    root = nic_in_own_iommu_group(node(tmp_path, cpuinfo=GRACE, gpu_device="0x2941", iommu="identity", peers={}, name="m",
+                                       params=PARAMS.replace("GrdmaPciTopoCheckOverride: 0", "GrdmaPciTopoCheckOverride: 1")))
+    j, pair = check(root)
+    assert pair["consumers"]["nvidia_driver"]["dmabuf_pcie"]["allowed"] is True
+    assert "exporter-gate" not in {f["rule"] for f in pair["findings"]} and note(j, "nvidia-override")
+
+
+def test_passthrough_vm_is_allowed_by_default(tmp_path):
+    """nv-pci.c: NV_FLAG_PASSTHRU allows RDMA by default (modelled as: the CPU's hypervisor flag)."""
+    _, pair = check(two_root_ports(tmp_path / "n", "vendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 143\n"
+                                   "model name\t: Intel Xeon\nflags\t\t: fpu hypervisor\n"))
+    assert pair["consumers"]["nvidia_driver"]["nvidia_p2p"]["allowed"] is True
+    assert "passed through" in pair["consumers"]["nvidia_driver"]["nvidia_p2p"]["why"]
