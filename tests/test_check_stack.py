@@ -376,8 +376,29 @@ def test_gb200_nic_in_another_iommu_group_refuses_the_pcie_mapping_type(tmp_path
 
 
 def test_passthrough_vm_is_allowed_by_default(tmp_path):
-    """nv-pci.c: NV_FLAG_PASSTHRU allows RDMA by default (modelled as: the CPU's hypervisor flag)."""
-    _, pair = check(two_root_ports(tmp_path / "n", "vendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 143\n"
-                                   "model name\t: Intel Xeon\nflags\t\t: fpu hypervisor\n"))
+    """nv-pci.c: NV_FLAG_PASSTHRU allows RDMA by default, before the distrusted-chipset check
+    (modelled as: the CPU's hypervisor flag). A Grace guest without a common bridge: allowed;
+    the same without the flag: refused."""
+    _, pair = check(two_root_ports(tmp_path / "n", GRACE + "flags\t\t: fp hypervisor\n"))
     assert pair["consumers"]["nvidia_driver"]["nvidia_p2p"]["allowed"] is True
     assert "passed through" in pair["consumers"]["nvidia_driver"]["nvidia_p2p"]["why"]
+    _, pair = check(two_root_ports(tmp_path / "m", GRACE))
+    assert pair["consumers"]["nvidia_driver"]["nvidia_p2p"]["allowed"] is False
+
+
+def test_snapshot_carries_the_stack(tmp_path):
+    conf = "options nvidia NVreg_GrdmaPciTopoCheckOverride=1\n"
+    root = node(tmp_path, modprobe={"nvidia.conf": conf}, peers={"nv_mem": NV_MEM}, modules=("nvidia", "nvidia_peermem", "ib_core"),
+                peermem={"peerdirect_support": "0", "persistent_api_support": "1"}, kernel_log="kmsg-gpu-operator-2868.txt")
+    snap = tmp_path / "s.tar"
+    run("snapshot", "--sysfs-root", root, snap)
+    import tarfile
+    names = set(tarfile.open(snap).getnames())
+    for want in ("proc/driver/nvidia/params", "proc/driver/nvidia/version", "etc/modprobe.d/nvidia.conf",
+                 "sys/kernel/mm/memory_peers/nv_mem/version", "sys/kernel/mm/memory_peers/nv_mem/num_reg_bytes",
+                 "sys/module/nvidia_peermem/parameters/persistent_api_support", "gdrpeer-snapshot/kernel-log", "proc/modules"):
+        assert want in names, want
+    a, _ = check(root)
+    b = json.loads(run("check", "--json", snap).stdout)
+    assert a["node"]["software"]["stack"] == b["node"]["software"]["stack"]
+    assert [n for n in a["notes"] if n["rule"] != "iommu-mode"] == [n for n in b["notes"] if n["rule"] != "iommu-mode"]

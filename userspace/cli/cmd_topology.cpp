@@ -469,7 +469,8 @@ int run_snapshot(const std::string& out, const std::string& root, bool no_cuda) 
     }
     // The kernel log is a character device, not a file the recorder sees: carry the lines
     // the checker kept (peer-memory load failures, dma-buf attach refusals).
-    if (t.sw.stack.kernel_log_read)
+    // (From a copy of sysfs the recorder already carries the copy's gdrpeer-snapshot/kernel-log.)
+    if (root.empty() && t.sw.stack.kernel_log_read)
       entries.push_back({topo::TarEntry::Type::File, "gdrpeer-snapshot/kernel-log", topo::kernel_log_text(t.sw.stack)});
     std::string bytes = topo::write_tar(entries);
     if (out == "-") {
