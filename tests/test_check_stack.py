@@ -402,3 +402,16 @@ def test_snapshot_carries_the_stack(tmp_path):
     b = json.loads(run("check", "--json", snap).stdout)
     assert a["node"]["software"]["stack"] == b["node"]["software"]["stack"]
     assert [n for n in a["notes"] if n["rule"] != "iommu-mode"] == [n for n in b["notes"] if n["rule"] != "iommu-mode"]
+
+
+def test_translating_iommu_works_through_the_iommu_with_dma_remap(tmp_path):
+    """nv-dma.c nv_dma_map_peer: NVreg_DmaRemapPeerMmio=1 (the H200 node's value) maps BAR1 into
+    the NIC's IOMMU domain: degraded, prove with gdrpeer verify. With 0: blocked, as before."""
+    _, pair = check(node(tmp_path, iommu="DMA", peers={}))
+    (f,) = [f for f in pair["findings"] if f["rule"] == "iommu-translating" and "0000:04:00.0" in f["reason"]]
+    assert f["severity"] == "degraded" and f["fix"].startswith("gdrpeer verify") and "DmaRemapPeerMmio=1" in f["reason"]
+    assert pair["verdict"] == "degraded"
+    _, pair = check(node(tmp_path, iommu="DMA", peers={}, name="m", params=PARAMS.replace("DmaRemapPeerMmio: 1", "DmaRemapPeerMmio: 0")))
+    f = [f for f in pair["findings"] if f["rule"] == "iommu-translating"]
+    assert f and all(x["severity"] == "blocked" for x in f) and "bus addresses" in f[0]["reason"]
+    assert pair["verdict"] == "blocked"

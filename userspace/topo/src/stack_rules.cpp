@@ -64,8 +64,11 @@ class StackStage {
       if (!(a.ids_known && a.vendor == 0x10de) && t_.sw.stack.nccl_gpu_gdr.count(pr.a) == 0) continue;  // NVIDIA GPUs only
       pair_rules(pr);
       for (const auto& f : pr.findings) pr.verdict = std::max(pr.verdict, f.severity);
-      rep_.worst = std::max(rep_.worst, pr.verdict);
     }
+    // iommu_split may lower a pair's verdict: the node's worst is computed again.
+    rep_.worst = Verdict::Optimal;
+    for (const auto& f : rep_.node_findings) rep_.worst = std::max(rep_.worst, f.severity);
+    for (const auto& pr : rep_.pairs) rep_.worst = std::max(rep_.worst, pr.verdict);
   }
 
  private:
@@ -287,10 +290,39 @@ class StackStage {
     return in;
   }
 
+  // The PCIe rules call a translating IOMMU blocked for every pair. For an NVIDIA GPU and a
+  // NIC the driver decides (open-gpu-kernel-modules 580.142 kernel-open/nvidia/nv-dma.c
+  // nv_dma_map_peer, nv-reg.h DmaRemapPeerMmio): with NVreg_DmaRemapPeerMmio=1 (default) it
+  // maps GPU BAR1 into the NIC's IOMMU domain (dma_map_resource) for nvidia_p2p_dma_map_pages
+  // (nvidia_peermem) and dma-buf alike, so registration works through the IOMMU at a cost;
+  // with 0 it hands out bus addresses the IOMMU faults, and so does the legacy nv_peer_mem
+  // (physical pages from nvidia_p2p_get_pages). Unknown parameters keep the PCIe verdict.
+  void iommu_split(PairResult& pr) {
+    const Software& sw = t_.sw;
+    const std::string remap = sw.stack.active_param("DmaRemapPeerMmio");
+    for (auto& f : pr.findings) {
+      if (f.rule != "iommu-translating" || f.severity != Verdict::Blocked) continue;
+      if (remap == "0") {
+        f.reason += "; NVreg_DmaRemapPeerMmio=0: the NVIDIA driver gives the NIC bus addresses without IOMMU mappings, which fault";
+        f.fix += "; or remove NVreg_DmaRemapPeerMmio=0 (then registration maps through the IOMMU, at a cost)";
+      } else if (remap == "1" && !(sw.has_module("nv_peer_mem") && !sw.has_module("nvidia_peermem"))) {
+        f.severity = Verdict::Degraded;
+        f.rule = "iommu-translating";
+        f.reason += ". For this NVIDIA GPU the driver maps BAR1 into the NIC's IOMMU domain (NVreg_DmaRemapPeerMmio=1): nvidia_peermem "
+                    "(nvidia_p2p_dma_map_pages) and dma-buf registration work through the IOMMU at a cost (every NIC access translated, "
+                    "IOTLB misses, peer traffic up to the root complex); the legacy nv_peer_mem and NVreg_DmaRemapPeerMmio=0 would fault";
+        f.fix = "gdrpeer verify   # prove registration and bytes through the IOMMU on this node; for full speed: " + f.fix.substr(f.fix.find(':') + 2);
+      }
+    }
+    pr.verdict = Verdict::Optimal;
+    for (const auto& f : pr.findings) pr.verdict = std::max(pr.verdict, f.severity);
+  }
+
   void pair_rules(PairResult& pr) {
     const Software& sw = t_.sw;
     const StackState& s = sw.stack;
     const Device& g = t_.devices[pr.a];
+    if (sw.inspected && s.params_known && !skipped("iommu-translating")) iommu_split(pr);
     PairFacts p;
     p.gpu = &g;
     p.nic = &t_.devices[pr.b];
