@@ -415,3 +415,84 @@ def test_translating_iommu_works_through_the_iommu_with_dma_remap(tmp_path):
     f = [f for f in pair["findings"] if f["rule"] == "iommu-translating"]
     assert f and all(x["severity"] == "blocked" for x in f) and "bus addresses" in f[0]["reason"]
     assert pair["verdict"] == "blocked"
+
+
+# ---- item 5: ACS redirect on root ports, ATS -------------------------------------------------
+
+def phb_gpus(root, rp_acs):
+    """NVIDIA/nccl #2079: two RTX 5880 Ada (10de:26b9) at 41:00.0 and 61:00.0, each behind an AMD
+    GPP bridge (root port, 1022:1483) with ACSCtl 0x001d = SrcValid+ ReqRedir+ CmpltRedir+ UpstreamFwd+."""
+    from test_check_sysfs import ROOT_PORT, ENDPOINT, config_space
+    fns = [("0000:40:01.1", "devices/pci0000:40/0000:40:01.1", 0x1022, 0x1483, 0x060400, ROOT_PORT, 0x41, rp_acs),
+           ("0000:40:03.1", "devices/pci0000:40/0000:40:03.1", 0x1022, 0x1483, 0x060400, ROOT_PORT, 0x61, rp_acs),
+           ("0000:41:00.0", "devices/pci0000:40/0000:40:01.1/0000:41:00.0", 0x10DE, 0x26B9, 0x030000, ENDPOINT, None, None),
+           ("0000:61:00.0", "devices/pci0000:40/0000:40:03.1/0000:61:00.0", 0x10DE, 0x26B9, 0x030000, ENDPOINT, None, None)]
+    (root / "sys/bus/pci/devices").mkdir(parents=True)
+    for bdf, path, ven, dev, cls, port, sec, acs in fns:
+        d = root / "sys" / path
+        d.mkdir(parents=True, exist_ok=True)
+        for f, v in (("vendor", f"0x{ven:04x}"), ("device", f"0x{dev:04x}"), ("class", f"0x{cls:06x}"), ("numa_node", "0")):
+            (d / f).write_text(v + "\n")
+        (d / "config").write_bytes(config_space(ven, dev, cls, port, sec, acs))
+        os.symlink("../../../" + path, root / "sys/bus/pci/devices" / bdf)
+    (root / "proc/sys/kernel").mkdir(parents=True)
+    (root / "proc/modules").write_text("nvidia 16384 0 - Live 0x0\n")
+    (root / "proc/cpuinfo").write_text("vendor_id\t: AuthenticAMD\ncpu family\t: 23\nmodel\t\t: 49\nmodel name\t: AMD Ryzen Threadripper PRO 3975WX\n")
+    (root / "proc/cmdline").write_text("root=/dev/sda1\n")
+    (root / "proc/sys/kernel/osrelease").write_text("6.8.0\n")
+    return root
+
+
+def gpu_pair(root):
+    p = run("check", "--json", "--sysfs-root", root)
+    j = json.loads(p.stdout)
+    (pair,) = [x for x in j["pairs"] if x["a"] == "GPU0" and x["b"] == "GPU1"]
+    return j, pair
+
+
+def test_acs_redirect_on_root_ports_of_a_phb_gpu_pair(tmp_path):
+    j, pair = gpu_pair(phb_gpus(tmp_path / "n", 0x001D))
+    assert pair["class"] == "PHB"
+    (f,) = [f for f in pair["findings"] if f["rule"] == "acs-root-port"]
+    assert f["severity"] == "unreliable" and "0000:40:01.1 (ACSCtl 0x001d)" in f["reason"] and "0000:40:03.1" in f["reason"]
+    assert "setpci -s 0000:40:01.1 ECAP_ACS+0x6.w=0000:002c; setpci -s 0000:40:03.1 ECAP_ACS+0x6.w=0000:002c" in f["fix"]
+    # config_acs flags are written bit 6 first: clear EgressCtrl (5), CmpltRedir (3), ReqRedir (2).
+    assert 'pci=config_acs="x0x00xx@0000:40:01.1;x0x00xx@0000:40:03.1"' in f["fix"]
+    assert pair["verdict"] == "unreliable"
+    # The negative cases: root ports with SrcValid only; a PIX pair does not cross its root port.
+    _, pair = gpu_pair(phb_gpus(tmp_path / "q", 0x0001))
+    assert "acs-root-port" not in {f["rule"] for f in pair["findings"]}
+    # and a PIX pair does not cross its root port: make_node's root port is not judged
+    root = make_node(tmp_path / "m")
+    _, pair = check(root)
+    assert "acs-root-port" not in {f["rule"] for f in pair["findings"]}
+
+
+def with_ats(root, enabled):
+    """Give the NIC of make_node an ATS extended capability (PCIe ATS, ID 0x000F) at 0x100."""
+    import struct
+    nic = root / "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:01.0/0000:04:00.0"
+    c = bytearray((nic / "config").read_bytes())
+    struct.pack_into("<IHH", c, 0x100, 0x000F | 1 << 16, 0, 0x8000 if enabled else 0)
+    (nic / "config").write_bytes(bytes(c))
+    return root
+
+
+def test_ats_under_a_translating_iommu(tmp_path):
+    _, pair = check(with_ats(make_node(tmp_path / "n", iommu="DMA"), True))
+    (f,) = [f for f in pair["findings"] if f["rule"] == "ats-translated"]
+    assert "Direct Translated P2P is off on 0000:02:00.0, 0000:02:01.0" in f["reason"] and "1xxxxxx@" in f["fix"]
+    _, pair = check(with_ats(make_node(tmp_path / "m", iommu="DMA"), False))
+    (f,) = [f for f in pair["findings"] if f["rule"] == "ats-translated"]
+    assert "ATS is off" in f["reason"]
+    _, pair = check(with_ats(make_node(tmp_path / "o"), True))  # no IOMMU: ATS does not matter
+    assert "ats-translated" not in {f["rule"] for f in pair["findings"]}
+
+
+def test_ats_in_a_virtual_machine(tmp_path):
+    root = with_ats(make_node(tmp_path / "n"), True)
+    (root / "proc/cpuinfo").write_text("vendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 143\nmodel name\t: Intel Xeon\nflags\t\t: fpu hypervisor\n")
+    _, pair = check(root)
+    assert "ats-vm" in {f["rule"] for f in pair["findings"]}
+    _, pair = check(with_ats(make_node(tmp_path / "m"), True))
+    assert "ats-vm" not in {f["rule"] for f in pair["findings"]}

@@ -546,6 +546,7 @@ Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt) {
     note("platform-virtual", "virtual machine: " + c.emulated_ +
                                  " is emulated hardware; BIOS, ACS and kernel settings named in fixes belong to the host, which the provider controls");
   c.node_platform_rules(rep);
+  root_port_rules(t, opt, rep);
   stack_stage(t, k, opt, rep);
   return rep;
 }

@@ -48,4 +48,7 @@ namespace gdrpeer::topo {
 // The stage check() runs after the PCIe rules: node findings about the stack, and per
 // NVIDIA GPU x NIC pair the exporter's gate, the consumers' decisions and their findings.
 void stack_stage(const Topology& t, const Knowledge& k, const CheckOptions& o, Report& rep);
+// ACS redirect on the CPU root ports of PHB/NODE pairs, and where ATS matters (rules_root_port.cpp);
+// run before stack_stage.
+void root_port_rules(const Topology& t, const CheckOptions& o, Report& rep);
 }  // namespace gdrpeer::topo
