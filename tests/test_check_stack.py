@@ -496,3 +496,16 @@ def test_ats_in_a_virtual_machine(tmp_path):
     assert "ats-vm" in {f["rule"] for f in pair["findings"]}
     _, pair = check(with_ats(make_node(tmp_path / "m"), True))
     assert "ats-vm" not in {f["rule"] for f in pair["findings"]}
+
+
+def test_nccl_gdr_default_on_gb200_is_p2c():
+    """The issue: gdrpeer said "NCCL leaves GDR off" on GB200 where NCCL turns it on (P2C).
+    AWS p6e-gb200 (hwloc, topology/reference): GPU0-NIC2 meets in the root complex (NODE)."""
+    j = json.loads(run("check", "--json", REPO / "topology/reference/aws-p6e-gb200.36xlarge.xml").stdout)
+    by = {(p["a"], p["b"]): p for p in j["pairs"]}
+    node_pair, sys_pair = by[("GPU0", "NIC2")], by[("GPU0", "NIC8")]
+    assert node_pair["class"] == "NODE" and node_pair["nccl_gdr_default"] is True
+    assert node_pair["consumers"]["nccl"]["level"].startswith("P2C vs P2C")
+    assert sys_pair["class"] == "SYS" and sys_pair["nccl_gdr_default"] is False
+    pix = by[("GPU0", "NIC0")]["consumers"]["nccl"]
+    assert pix["mapping"] == "pcie"  # C2C GPU off the P2C path: the PCIe mapping type

@@ -60,7 +60,8 @@ void acs_root_port(const Topology& t, PairResult& r) {
       "ACS redirect on the CPU root port(s) " + ports +
           " of this root-complex path: peer requests are sent to the IOMMU / root complex for validation instead of to the peer "
           "(NCCL deadlocks between PHB GPUs, NVIDIA/nccl #2079)",
-      setpci + "   # now; at boot: pci=config_acs=\"" + boot + "\" (Linux >= 6.11) or the BIOS ACS setting; clearing it merges IOMMU groups");
+      setpci + "   # now; at boot: pci=config_acs=\"" + boot +
+          "\" (Linux >= 6.11) or the BIOS ACS setting; clearing it merges IOMMU groups");
 }
 
 void ats_rules(const Topology& t, const Report& rep, PairResult& r, const CheckOptions& o) {
@@ -69,7 +70,8 @@ void ats_rules(const Topology& t, const Report& rep, PairResult& r, const CheckO
   const bool translating = nic.iommu_type.rfind("DMA", 0) == 0;
   if (rep.virtual_machine && nic.ats_enabled && !skipped(o, "ats-vm"))
     add(r, Verdict::Optimal, "ats-vm",
-        "ATS is enabled on " + nic.bdf + " inside a virtual machine: its translations come from the hypervisor's vIOMMU, and direct "
+        "ATS is enabled on " + nic.bdf +
+            " inside a virtual machine: its translations come from the hypervisor's vIOMMU, and direct "
             "translated peer-to-peer needs ACS Direct Translated P2P on the host's switch ports",
         "# host side: keep ATS on the passed-through functions and set ACS DirectTrans on their switch ports (rdma_topo --virt)");
   if (!translating || skipped(o, "ats-translated")) return;
@@ -88,7 +90,9 @@ void ats_rules(const Topology& t, const Report& rep, PairResult& r, const CheckO
     }
   if (without.empty())
     add(r, Verdict::Optimal, "ats-translated",
-        "IOMMU translating, ATS enabled on " + nic.bdf + ": translated peer requests can stay below the switch (ACS Direct Translated P2P is not off on the path)", "");
+        "IOMMU translating, ATS enabled on " + nic.bdf +
+            ": translated peer requests can stay below the switch (ACS Direct Translated P2P is not off on the path)",
+        "");
   else
     add(r, Verdict::Optimal, "ats-translated",
         "IOMMU translating, ATS enabled on " + nic.bdf + ", but ACS Direct Translated P2P is off on " + without +

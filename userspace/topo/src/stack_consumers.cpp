@@ -69,8 +69,14 @@ Tri nccl_hca_selects(const std::string& spec, const std::string& dev) {
   if (dev.empty()) return -1;
   std::string s = spec;
   bool exclude = false, exact = false;
-  if (!s.empty() && s[0] == '^') { exclude = true; s.erase(0, 1); }
-  if (!s.empty() && s[0] == '=') { exact = true; s.erase(0, 1); }
+  if (!s.empty() && s[0] == '^') {
+    exclude = true;
+    s.erase(0, 1);
+  }
+  if (!s.empty() && s[0] == '=') {
+    exact = true;
+    s.erase(0, 1);
+  }
   bool match = false;
   std::stringstream ss(s);
   for (std::string item; std::getline(ss, item, ',');) {
@@ -130,7 +136,9 @@ ConsumerDecision decide_nccl(const NodeFacts& n, const PairFacts& p, const std::
     net_why = std::string("NCCL's topology file says gdr=") + (p.xml_net_gdr ? "1" : "0") + " for this NIC";
   } else if (net_gdr == 0) {
     net_why = "NCCL prints 'GPU Direct RDMA Disabled for HCA': none of memory_peers/nv_mem, nv_mem_nc or /sys/module/nvidia_peermem exists";
-    net_why += dmabuf_off ? ", and NCCL_DMABUF_ENABLE=0" : n.kernel_dmabuf == 0 ? ", and the kernel has no RDMA dma-buf (Linux < 5.12)" : ", and CUDA reports DMA_BUF_SUPPORTED=0 (proprietary module?)";
+    net_why += dmabuf_off             ? ", and NCCL_DMABUF_ENABLE=0"
+               : n.kernel_dmabuf == 0 ? ", and the kernel has no RDMA dma-buf (Linux < 5.12)"
+                                      : ", and CUDA reports DMA_BUF_SUPPORTED=0 (proprietary module?)";
   }
   const Tri gpu_gdr = p.xml_gpu_gdr >= 0 ? (p.xml_gpu_gdr ? 1 : 0) : p.cuda_gdr == 0 ? 0 : 1;
   // The distance rule.
@@ -140,7 +148,10 @@ ConsumerDecision decide_nccl(const NodeFacts& n, const PairFacts& p, const std::
   int level = gdr_c2c ? P2C : PXB;
   const int user = nccl_level(env_of(env, "NCCL_NET_GDR_LEVEL"));
   if (user != -2) level = user;
-  d.level = std::string(kPathNames[path]) + " vs " + kPathNames[level] + (user != -2 ? " (NCCL_NET_GDR_LEVEL)" : gdr_c2c ? " (default, NCCL_NET_GDR_C2C=1)" : " (NCCL_NET_GDR_C2C=0)");
+  d.level = std::string(kPathNames[path]) + " vs " + kPathNames[level] +
+            (user != -2 ? " (NCCL_NET_GDR_LEVEL)"
+             : gdr_c2c  ? " (default, NCCL_NET_GDR_C2C=1)"
+                        : " (NCCL_NET_GDR_C2C=0)");
   if (gpu_gdr == 0) {
     d.gdr = 0;
     d.path = "none";
@@ -158,7 +169,8 @@ ConsumerDecision decide_nccl(const NodeFacts& n, const PairFacts& p, const std::
   if (path > level) {
     d.gdr = 0;
     d.path = "none";
-    d.why = std::string("path ") + kPathNames[path] + " is beyond the GDR level " + kPathNames[level] + ": traffic is staged through host memory";
+    d.why = std::string("path ") + kPathNames[path] + " is beyond the GDR level " + kPathNames[level] +
+            ": traffic is staged through host memory";
     return d;  // the topology rules (path-root-complex, path-sys) already judge this
   }
   d.mapping = p.c2c && path != P2C ? "pcie" : "default";
@@ -172,14 +184,17 @@ ConsumerDecision decide_nccl(const NodeFacts& n, const PairFacts& p, const std::
   // dma-buf wherever both sides support it, else the peer-memory client.
   if (dmabuf == 1 || (p.xml_net_gdr == 1 && dmabuf != 0 && ptr_cuda != 1)) {
     d.path = "dma-buf";
-    d.why = std::string("within the GDR level; dma-buf") + (d.mapping == "pcie" ? " with the PCIe mapping type (C2C GPU, NIC not on the P2C path)" : "");
-    gate_says(d, d.mapping == "pcie" ? p.gate.dmabuf_pcie : p.gate.dmabuf_default, d.mapping == "pcie" ? "PCIe mapping type (FORCE_PCIE)" : "dma-buf attach");
+    d.why = std::string("within the GDR level; dma-buf") +
+            (d.mapping == "pcie" ? " with the PCIe mapping type (C2C GPU, NIC not on the P2C path)" : "");
+    gate_says(d, d.mapping == "pcie" ? p.gate.dmabuf_pcie : p.gate.dmabuf_default,
+              d.mapping == "pcie" ? "PCIe mapping type (FORCE_PCIE)" : "dma-buf attach");
   } else if (ptr_cuda == 1) {
     d.path = "peer-memory";
     d.why = "within the GDR level; peer memory (nvidia_peermem / nv_mem), dma-buf not available";
     if (n.mp_nv_mem == 0 && n.mp_nv_mem_nc == 0 && n.mod_nvidia_peermem == 1) {
-      d.why += "; but NCCL accepts /sys/module/nvidia_peermem/version alone and no nv_mem client is registered in memory_peers: "
-               "NCCL says Enabled and memory registration fails";
+      d.why +=
+          "; but NCCL accepts /sys/module/nvidia_peermem/version alone and no nv_mem client is registered in memory_peers: "
+          "NCCL says Enabled and memory registration fails";
       d.rule = "consumer-nccl";
     }
     gate_says(d, p.gate.nvidia_p2p, "nvidia_p2p mapping");
@@ -248,8 +263,9 @@ ConsumerDecision decide_ucx(const NodeFacts& n, const PairFacts& p, const std::m
   } else if (dmabuf == 0 && peer == 0) {
     d.gdr = 0;
     d.path = "none";
-    d.why = "no nv_mem client, nvidia_peermem or nv_peer_mem module and no dma-buf: CUDA memory is staged through host memory"
-            " (UCX_IB_GPU_DIRECT_RDMA=yes makes it an error: 'Couldn't enable GPUDirect RDMA')";
+    d.why =
+        "no nv_mem client, nvidia_peermem or nv_peer_mem module and no dma-buf: CUDA memory is staged through host memory"
+        " (UCX_IB_GPU_DIRECT_RDMA=yes makes it an error: 'Couldn't enable GPUDirect RDMA')";
     d.rule = "consumer-ucx";
   } else {
     d.path = "unknown";

@@ -60,14 +60,20 @@ GateResult exporter_gate(const GateInput& in) {
   const bool flavour_unknown = in.flavour == -1;
   r.dmabuf_default = topo;
   // FORCE_PCIE (CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE).
-  if (in.coherent == 0) r.dmabuf_pcie = no("the PCIe mapping type (FORCE_PCIE) needs a coherent platform");
-  else if (in.coherent == -1) r.dmabuf_pcie = unknown("whether the platform is coherent (NVLink-C2C) is not in this input");
-  else if (in.override_value == 1) r.dmabuf_pcie = yes("NVreg_GrdmaPciTopoCheckOverride=1 allows the PCIe mapping type whatever the IOMMU groups");
-  else if (in.override_value == 2) r.dmabuf_pcie = no("NVreg_GrdmaPciTopoCheckOverride=2 denies the PCIe mapping type");
-  else if (in.same_iommu_group == 1) r.dmabuf_pcie = yes("GPU and NIC are in one IOMMU group");
+  if (in.coherent == 0)
+    r.dmabuf_pcie = no("the PCIe mapping type (FORCE_PCIE) needs a coherent platform");
+  else if (in.coherent == -1)
+    r.dmabuf_pcie = unknown("whether the platform is coherent (NVLink-C2C) is not in this input");
+  else if (in.override_value == 1)
+    r.dmabuf_pcie = yes("NVreg_GrdmaPciTopoCheckOverride=1 allows the PCIe mapping type whatever the IOMMU groups");
+  else if (in.override_value == 2)
+    r.dmabuf_pcie = no("NVreg_GrdmaPciTopoCheckOverride=2 denies the PCIe mapping type");
+  else if (in.same_iommu_group == 1)
+    r.dmabuf_pcie = yes("GPU and NIC are in one IOMMU group");
   else if (in.same_iommu_group == 0)
     r.dmabuf_pcie = no("GPU and NIC are in different IOMMU groups: the PCIe mapping type needs one group");
-  else r.dmabuf_pcie = unknown("the IOMMU groups of GPU and NIC are not in this input");
+  else
+    r.dmabuf_pcie = unknown("the IOMMU groups of GPU and NIC are not in this input");
   if (flavour_unknown) {
     // Only the open module exports dma-buf: without the flavour an allowed answer is unknown.
     for (GateAnswer* a : {&r.dmabuf_default, &r.dmabuf_pcie})

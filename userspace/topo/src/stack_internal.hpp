@@ -18,8 +18,8 @@ struct NodeFacts {
   // The files the consumers test with access(2).
   Tri mp_nv_mem = -1, mp_nv_mem_nc = -1, mp_nvidia_peermem = -1;  // /sys/kernel/mm/memory_peers/<name>/version
   Tri mod_nvidia_peermem = -1, mod_nv_peer_mem = -1;              // /sys/module/<name>/version
-  Tri kernel_dmabuf = -1;  // ib_core imports dma-buf (Linux >= 5.12)
-  Tri open_module = -1;    // NVIDIA open kernel module (exports dma-buf)
+  Tri kernel_dmabuf = -1;                                         // ib_core imports dma-buf (Linux >= 5.12)
+  Tri open_module = -1;                                           // NVIDIA open kernel module (exports dma-buf)
   std::string kernel;
 };
 
@@ -27,11 +27,11 @@ struct PairFacts {
   const Device* gpu = nullptr;
   const Device* nic = nullptr;
   PathClass cls = PathClass::SYS;
-  bool c2c = false;           // the GPU reaches its CPU over NVLink-C2C (Grace family or NCCL <c2c>)
-  Tri cuda_dmabuf = -1;       // CUDA DMA_BUF_SUPPORTED for this GPU (probe), else from the flavour
-  Tri cuda_gdr = -1;          // CUDA GPU_DIRECT_RDMA_SUPPORTED
-  int xml_net_gdr = -1;       // NCCL XML <net gdr>
-  int xml_gpu_gdr = -1;       // NCCL XML <gpu gdr>
+  bool c2c = false;      // the GPU reaches its CPU over NVLink-C2C (Grace family or NCCL <c2c>)
+  Tri cuda_dmabuf = -1;  // CUDA DMA_BUF_SUPPORTED for this GPU (probe), else from the flavour
+  Tri cuda_gdr = -1;     // CUDA GPU_DIRECT_RDMA_SUPPORTED
+  int xml_net_gdr = -1;  // NCCL XML <net gdr>
+  int xml_gpu_gdr = -1;  // NCCL XML <gpu gdr>
   GateResult gate;
 };
 

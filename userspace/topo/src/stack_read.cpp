@@ -78,8 +78,10 @@ void parse_nvidia_params(const std::string& text, StackState& s) {
       size_t eq = item.find('=');
       if (eq == std::string::npos || eq == 0) continue;
       std::string k = sysfs::trimmed(item.substr(0, eq)), v = sysfs::trimmed(item.substr(eq + 1));
-      if (k == "pci") current = v;
-      else s.registry_per_device[current][k] = v;
+      if (k == "pci")
+        current = v;
+      else
+        s.registry_per_device[current][k] = v;
     }
   }
 }
@@ -168,16 +170,22 @@ void parse_kernel_log(const std::string& text, StackState& s) {
     if (contains(line, "disagrees about version of symbol") && peer_symbol) c.kind = "symbol-version";
     // "(err -22)" follows a version mismatch (the symbol is there, its CRC differs): the
     // line above says so. "(err 0)" / "(err -2)": the symbol is not exported at all.
-    else if (contains(line, "Unknown symbol") && peer_symbol && !contains(line, "(err -22)")) c.kind = "unknown-symbol";
-    else if (contains(line, "failing symbol_get of non-GPLONLY symbol")) c.kind = "gpl-symbol-get";
-    else if ((contains(line, "nvidia-peermem") || contains(line, "nvidia_peermem")) && contains(line, "ERROR")) c.kind = "peermem-init";
-    else if (contains(line, "NVRM: dma-buf attach failed")) c.kind = "dmabuf-attach";
-    else continue;
+    else if (contains(line, "Unknown symbol") && peer_symbol && !contains(line, "(err -22)"))
+      c.kind = "unknown-symbol";
+    else if (contains(line, "failing symbol_get of non-GPLONLY symbol"))
+      c.kind = "gpl-symbol-get";
+    else if ((contains(line, "nvidia-peermem") || contains(line, "nvidia_peermem")) && contains(line, "ERROR"))
+      c.kind = "peermem-init";
+    else if (contains(line, "NVRM: dma-buf attach failed"))
+      c.kind = "dmabuf-attach";
+    else
+      continue;
     c.module = c.kind == "dmabuf-attach" ? "nvidia" : c.kind == "gpl-symbol-get" ? "" : module_of(line);
     s.kernel_log.push_back(line);
     // One cause per kind and module: a module retried at every boot repeats its lines.
     bool seen = false;
-    for (const auto& o : s.log_causes) seen = seen || (o.kind == c.kind && o.module == c.module && (c.kind != "dmabuf-attach" || o.line == c.line));
+    for (const auto& o : s.log_causes)
+      seen = seen || (o.kind == c.kind && o.module == c.module && (c.kind != "dmabuf-attach" || o.line == c.line));
     if (!seen) s.log_causes.push_back(std::move(c));
   }
 }
@@ -243,8 +251,10 @@ void read_stack(FileSource& fs, Software& sw) {
       for (const auto& p : *params)
         if (auto v = fs.read("/sys/module/nvidia_peermem/parameters/" + p, 4096)) s.peermem_params[p] = trimmed(*v);
   }
-  if (fs.describe() == "/") read_live_kernel_log(s);
-  else if (auto log = fs.read("/gdrpeer-snapshot/kernel-log", 1 << 20)) parse_kernel_log(*log, s);
+  if (fs.describe() == "/")
+    read_live_kernel_log(s);
+  else if (auto log = fs.read("/gdrpeer-snapshot/kernel-log", 1 << 20))
+    parse_kernel_log(*log, s);
 }
 
 }  // namespace sysfs

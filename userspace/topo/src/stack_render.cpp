@@ -11,8 +11,10 @@ const char* allowed_word(int a) { return a == 1 ? "allowed" : a == 0 ? "refused"
 
 void gate_json(detail::JsonWriter& j, const GateAnswer& g) {
   j.begin_object().key("allowed");
-  if (g.allowed < 0) j.null();
-  else j.value(g.allowed == 1);
+  if (g.allowed < 0)
+    j.null();
+  else
+    j.value(g.allowed == 1);
   j.key("why").value(g.why).end_object();
 }
 
@@ -31,8 +33,9 @@ std::string render_consumers_text(const Report& r) {
       if (!d.why.empty()) line += "; " + d.why;
       o += line + "\n";
     }
-    o += "  " + std::string(who.size(), ' ') + "  nvidia driver: dma-buf " + allowed_word(p.gate.dmabuf_default.allowed) + ", PCIe mapping type " +
-         allowed_word(p.gate.dmabuf_pcie.allowed) + ", nvidia_p2p " + allowed_word(p.gate.nvidia_p2p.allowed) + "\n";
+    o += "  " + std::string(who.size(), ' ') + "  nvidia driver: dma-buf " + allowed_word(p.gate.dmabuf_default.allowed) +
+         ", PCIe mapping type " + allowed_word(p.gate.dmabuf_pcie.allowed) + ", nvidia_p2p " + allowed_word(p.gate.nvidia_p2p.allowed) +
+         "\n";
   }
   if (o.empty()) return o;
   return "\nConsumers (what each will do for the pair; models in docs/check.md):\n" + o;
@@ -44,10 +47,23 @@ void render_consumers_json(detail::JsonWriter& j, const PairResult& p) {
   for (const auto& d : p.consumers) {
     j.key(d.consumer).begin_object();
     j.key("gdr");
-    if (d.gdr < 0) j.null();
-    else j.value(d.gdr == 1);
-    j.key("level").value(d.level).key("mapping").value(d.mapping).key("modelled").value(d.modelled).key("path").value(d.path)
-        .key("rule").value(d.rule).key("why").value(d.why).end_object();
+    if (d.gdr < 0)
+      j.null();
+    else
+      j.value(d.gdr == 1);
+    j.key("level")
+        .value(d.level)
+        .key("mapping")
+        .value(d.mapping)
+        .key("modelled")
+        .value(d.modelled)
+        .key("path")
+        .value(d.path)
+        .key("rule")
+        .value(d.rule)
+        .key("why")
+        .value(d.why)
+        .end_object();
   }
   // NVIDIA's exporter gate: "nvidia_driver" sorts after "nccl" and before "nvshmem".
   j.key("nvidia_driver").begin_object();
@@ -67,12 +83,24 @@ void render_stack_json(detail::JsonWriter& j, const Software& sw) {
   const StackState& s = sw.stack;
   j.key("stack").begin_object();
   j.key("kernel_log").begin_array();
-  for (const auto& c : s.log_causes) j.begin_object().key("kind").value(c.kind).key("line").value(c.line).key("module").value(c.module).end_object();
+  for (const auto& c : s.log_causes)
+    j.begin_object().key("kind").value(c.kind).key("line").value(c.line).key("module").value(c.module).end_object();
   j.end_array();
   j.key("kernel_log_read").value(s.kernel_log_read);
   j.key("modprobe").begin_array();
   for (const auto& o : s.modprobe)
-    j.begin_object().key("file").value(o.file).key("key").value(o.key).key("line").value(o.line).key("module").value(o.module).key("value").value(o.value).end_object();
+    j.begin_object()
+        .key("file")
+        .value(o.file)
+        .key("key")
+        .value(o.key)
+        .key("line")
+        .value(o.line)
+        .key("module")
+        .value(o.module)
+        .key("value")
+        .value(o.value)
+        .end_object();
   j.end_array();
   j.key("nvidia").begin_object();
   j.key("flavour").value(!s.nvidia_version_known ? "unknown" : s.nvidia_open ? "open" : "proprietary");

@@ -19,8 +19,8 @@ using stack::PairFacts;
 using stack::Tri;
 
 // The parameters that decide GPUDirect (nv-reg.h; PeerMappingOverride and RMForceStaticBar1 are RM registry keys).
-constexpr const char* kGdrParams[] = {"GrdmaPciTopoCheckOverride", "DmaRemapPeerMmio", "EnableStreamMemOPs", "PeerMappingOverride",
-                                      "RMForceStaticBar1", "EnableResizableBar", "CoherentGPUMemoryMode"};
+constexpr const char* kGdrParams[] = {"GrdmaPciTopoCheckOverride", "DmaRemapPeerMmio",   "EnableStreamMemOPs",   "PeerMappingOverride",
+                                      "RMForceStaticBar1",         "EnableResizableBar", "CoherentGPUMemoryMode"};
 
 // Which consumer recognises a peer client name, from their sources (stack_consumers.cpp).
 std::string consumers_seeing(const std::string& name) {
@@ -43,8 +43,10 @@ const char* kOverrideCost =
 
 std::string gate_fix(const GateAnswer& g) {
   if (g.why.find("proprietary") != std::string::npos)
-    return "# install the open NVIDIA kernel module (e.g. nvidia-driver-<ver>-open, or nvidia-open), or register GPU memory through peer memory: modprobe nvidia_peermem";
-  if (g.why.find("=2") != std::string::npos) return "# remove NVreg_GrdmaPciTopoCheckOverride=2 from /etc/modprobe.d and reload the nvidia module";
+    return "# install the open NVIDIA kernel module (e.g. nvidia-driver-<ver>-open, or nvidia-open), or register GPU memory through peer "
+           "memory: modprobe nvidia_peermem";
+  if (g.why.find("=2") != std::string::npos)
+    return "# remove NVreg_GrdmaPciTopoCheckOverride=2 from /etc/modprobe.d and reload the nvidia module";
   if (g.why.find("coherent platform") != std::string::npos)
     return "# the PCIe mapping type exists only on coherent (Grace) platforms: register with the default mapping type";
   return std::string("echo 'options nvidia NVreg_GrdmaPciTopoCheckOverride=1' > /etc/modprobe.d/gdr-override.conf   # ") + kOverrideCost;
@@ -130,7 +132,10 @@ class StackStage {
     // The driver and its GPUDirect parameters.
     if (s.params_known || s.nvidia_version_known) {
       std::string text = "NVIDIA driver " + (s.nvidia_version.empty() ? std::string("(version not read)") : s.nvidia_version) + " (" +
-                         (!s.nvidia_version_known ? "flavour not read" : s.nvidia_open ? "open kernel module: exports dma-buf" : "proprietary kernel module: no dma-buf export") + ")";
+                         (!s.nvidia_version_known ? "flavour not read"
+                          : s.nvidia_open         ? "open kernel module: exports dma-buf"
+                                                  : "proprietary kernel module: no dma-buf export") +
+                         ")";
       if (s.params_known) {
         text += "; GPUDirect parameters:";
         for (const char* p : kGdrParams) {
@@ -151,7 +156,9 @@ class StackStage {
       node("nvidia-driver", Verdict::Optimal, std::move(text));
       if (s.active_param("GrdmaPciTopoCheckOverride") == "1")
         node("nvidia-override", Verdict::Optimal,
-             std::string("NVreg_GrdmaPciTopoCheckOverride=1 is active: every GPU x NIC topology passes the driver's dma-buf and nvidia_p2p check; ") + kOverrideCost,
+             std::string("NVreg_GrdmaPciTopoCheckOverride=1 is active: every GPU x NIC topology passes the driver's dma-buf and nvidia_p2p "
+                         "check; ") +
+                 kOverrideCost,
              "# keep it only where GPU and NIC cannot share a switch; remove it from /etc/modprobe.d where they can");
     }
     pending_options();
@@ -179,9 +186,11 @@ class StackStage {
     }
     auto report = [&](const std::string& key, const std::string& want, const ModprobeOption& o, const std::string& active) {
       node("nvidia-params-pending", Verdict::Optimal,
-           "NVreg_" + key + "=" + want + " is configured (" + o.file + ":" + std::to_string(o.line) + ") but the loaded nvidia module runs with " + key + "=" +
-               (active.empty() ? "(unset)" : active) + ": it applies at the next driver load",
-           "# reload the driver (stop GPU users; rmmod nvidia_peermem nvidia_uvm nvidia_drm nvidia_modeset nvidia; modprobe nvidia) or reboot; "
+           "NVreg_" + key + "=" + want + " is configured (" + o.file + ":" + std::to_string(o.line) +
+               ") but the loaded nvidia module runs with " + key + "=" + (active.empty() ? "(unset)" : active) +
+               ": it applies at the next driver load",
+           "# reload the driver (stop GPU users; rmmod nvidia_peermem nvidia_uvm nvidia_drm nvidia_modeset nvidia; modprobe nvidia) or "
+           "reboot; "
            "if nvidia loads from the initramfs, rebuild it first (update-initramfs -u / dracut -f)");
     };
     for (const auto& [key, o] : last) {
@@ -209,14 +218,17 @@ class StackStage {
       if (bytes != c.counters.end()) list += ", " + bytes->second + " bytes registered";
       list += who.empty() ? ", seen by none of NCCL, NVSHMEM, UCX (they look for nv_mem, nv_mem_nc, nvidia-peermem)" : ", seen by " + who;
     }
-    if (!s.peer_clients.empty()) node("peer-clients", Verdict::Optimal, "peer-memory clients registered in /sys/kernel/mm/memory_peers: " + list);
+    if (!s.peer_clients.empty())
+      node("peer-clients", Verdict::Optimal, "peer-memory clients registered in /sys/kernel/mm/memory_peers: " + list);
     for (const auto& c : s.peer_clients)
       if (consumers_seeing(c.name).empty() && c.name != "nvidia-fs")
         node("peer-client-invisible", Verdict::Optimal,
-             "peer-memory client '" + c.name + "' works for ibv_reg_mr, but NCCL, NVSHMEM and UCX decide GDR from the names nv_mem / nv_mem_nc / nvidia-peermem and the "
-             "nvidia_peermem module: they report GPUDirect RDMA disabled through it (they still use dma-buf where they can)",
-             c.name == "gdrpeer" ? "# load gdrpeer with its client-name module parameter set to nv_mem where nvidia_peermem is not loaded (docs/driver.md)"
-                                 : "");
+             "peer-memory client '" + c.name +
+                 "' works for ibv_reg_mr, but NCCL, NVSHMEM and UCX decide GDR from the names nv_mem / nv_mem_nc / nvidia-peermem and the "
+                 "nvidia_peermem module: they report GPUDirect RDMA disabled through it (they still use dma-buf where they can)",
+             c.name == "gdrpeer"
+                 ? "# load gdrpeer with its client-name module parameter set to nv_mem where nvidia_peermem is not loaded (docs/driver.md)"
+                 : "");
     const bool loaded = sw.has_module("nvidia_peermem") || sw.has_module("nv_peer_mem");
     // Without the memory_peers directory a copy of sysfs cannot tell; the live node can (absent: none).
     if (loaded && !s.client("nv_mem") && !s.client("nv_mem_nc") && sw.modules_known && (sw.memory_peers_dir || t_.source == "live sysfs")) {
@@ -225,13 +237,15 @@ class StackStage {
                " is loaded but no nv_mem client is registered in /sys/kernel/mm/memory_peers" +
                (sw.memory_peers_dir ? "" : " (the directory is absent: ib_core is the kernel's own, without MOFED's PeerDirect)") +
                ": ibv_reg_mr of GPU memory will fail; NCCL and UCX still see /sys/module/nvidia_peermem and say GPUDirect RDMA is enabled",
-           "# install MLNX_OFED / DOCA-OFED and rebuild nvidia_peermem against it (or use dma-buf: the open module, Linux >= 5.12, NCCL_DMABUF_ENABLE=1)");
+           "# install MLNX_OFED / DOCA-OFED and rebuild nvidia_peermem against it (or use dma-buf: the open module, Linux >= 5.12, "
+           "NCCL_DMABUF_ENABLE=1)");
     }
     if (s.peermem_sysfs && !s.peermem_params.empty()) {
       std::string p;
       for (const auto& [k, v] : s.peermem_params) p += (p.empty() ? "" : " ") + k + "=" + v;
       auto pa = s.peermem_params.find("persistent_api_support");
-      std::string meaning = pa != s.peermem_params.end() && pa->second == "0" ? " (legacy: clients nv_mem and nv_mem_nc)" : " (client nv_mem, persistent pages)";
+      std::string meaning = pa != s.peermem_params.end() && pa->second == "0" ? " (legacy: clients nv_mem and nv_mem_nc)"
+                                                                              : " (client nv_mem, persistent pages)";
       node("peermem-params", Verdict::Optimal, "nvidia_peermem parameters: " + p + meaning);
     }
     (void)nvidia_gpu;
@@ -243,18 +257,30 @@ class StackStage {
       std::string why, fix;
       if (c.kind == "symbol-version") {
         why = c.module + " was built against another ib_core than the one running (symbol CRC mismatch)";
-        fix = "# rebuild " + c.module + " against the running OFED: reinstall the NVIDIA driver's DKMS package (or the GPU operator's driver container) after MLNX_OFED/DOCA-OFED, "
+        fix = "# rebuild " + c.module +
+              " against the running OFED: reinstall the NVIDIA driver's DKMS package (or the GPU operator's driver container) after "
+              "MLNX_OFED/DOCA-OFED, "
               "and check that /usr/src/ofa_kernel/default points at $(uname -r)";
       } else if (c.kind == "unknown-symbol") {
-        why = c.module + " needs the PeerDirect API (ib_register_peer_memory_client), which only MLNX_OFED / DOCA-OFED's ib_core exports: OFED's ib_core is not loaded, or ib_core is the kernel's own";
-        fix = "# load OFED's ib_core (/etc/init.d/openibd restart) or install MLNX_OFED / DOCA-OFED; with inbox RDMA use dma-buf instead (open NVIDIA module, Linux >= 5.12)";
+        why = c.module +
+              " needs the PeerDirect API (ib_register_peer_memory_client), which only MLNX_OFED / DOCA-OFED's ib_core exports: OFED's "
+              "ib_core is not loaded, or ib_core is the kernel's own";
+        fix =
+            "# load OFED's ib_core (/etc/init.d/openibd restart) or install MLNX_OFED / DOCA-OFED; with inbox RDMA use dma-buf instead "
+            "(open NVIDIA module, Linux >= 5.12)";
       } else if (c.kind == "gpl-symbol-get") {
-        why = "a module looked the peer-memory API up at run time and the kernel refused: symbol_get() reaches only EXPORT_SYMBOL_GPL symbols (Linux >= 6.6), "
-              "and OFED exports ib_register_peer_memory_client without _GPL";
-        fix = "# rebuild the module against the OFED tree so it links ib_register_peer_memory_client directly (dkms build after OFED is installed), or use dma-buf";
+        why =
+            "a module looked the peer-memory API up at run time and the kernel refused: symbol_get() reaches only EXPORT_SYMBOL_GPL "
+            "symbols (Linux >= 6.6), "
+            "and OFED exports ib_register_peer_memory_client without _GPL";
+        fix =
+            "# rebuild the module against the OFED tree so it links ib_register_peer_memory_client directly (dkms build after OFED is "
+            "installed), or use dma-buf";
       } else if (c.kind == "peermem-init") {
         why = "nvidia-peermem's init failed (registering its client with ib_core, or a bad module parameter)";
-        fix = "# check nvidia_peermem's parameters (peerdirect_support 0|1, persistent_api_support 0|1) and that it was built with MOFED's peer-memory symbols";
+        fix =
+            "# check nvidia_peermem's parameters (peerdirect_support 0|1, persistent_api_support 0|1) and that it was built with MOFED's "
+            "peer-memory symbols";
       } else {
         why = "the NVIDIA driver refused a dma-buf attach (the exporter's gate, error 524)";
         fix = "# see the exporter-gate findings of the GPU x NIC pairs";
@@ -271,12 +297,17 @@ class StackStage {
     in.flavour = s.nvidia_version_known ? (s.nvidia_open ? 1 : 0) : -1;
     // Coherent: the GPU is on NVLink-C2C (GH200/GB200 family, or NCCL's <c2c>). Without a
     // family match or a c2c element an x86 CPU says non-coherent; anything else is unknown.
-    if (c2c) in.coherent = 1;
-    else if (t_.cpu.arch == "x86_64" || t_.cpu.vendor == "GenuineIntel" || t_.cpu.vendor == "AuthenticAMD") in.coherent = 0;
-    else if (g.ids_known) in.coherent = 0;
+    if (c2c)
+      in.coherent = 1;
+    else if (t_.cpu.arch == "x86_64" || t_.cpu.vendor == "GenuineIntel" || t_.cpu.vendor == "AuthenticAMD")
+      in.coherent = 0;
+    else if (g.ids_known)
+      in.coherent = 0;
     std::string ov = s.active_param("GrdmaPciTopoCheckOverride");
-    if (!ov.empty()) in.override_value = std::atoi(ov.c_str());
-    else if (s.params_known) in.override_value = 0;
+    if (!ov.empty())
+      in.override_value = std::atoi(ov.c_str());
+    else if (s.params_known)
+      in.override_value = 0;
     in.passthrough_vm = rep_.virtual_machine && t_.cpu.hypervisor;
     const RootComplex* rc = k_.root_complex(t_.cpu);
     const std::string rcn = rc ? rc->name : "";
@@ -285,8 +316,10 @@ class StackStage {
     in.common_bridge = pr.path.lca >= 0 ? 1 : 0;
     // nv_pci_is_valid_topology_for_direct_pci compares the devices' iommu_group pointers:
     // without an IOMMU both are NULL and compare equal.
-    if (g.iommu_group >= 0 && nic.iommu_group >= 0) in.same_iommu_group = g.iommu_group == nic.iommu_group ? 1 : 0;
-    else if (t_.iommu == IommuMode::Off) in.same_iommu_group = 1;
+    if (g.iommu_group >= 0 && nic.iommu_group >= 0)
+      in.same_iommu_group = g.iommu_group == nic.iommu_group ? 1 : 0;
+    else if (t_.iommu == IommuMode::Off)
+      in.same_iommu_group = 1;
     return in;
   }
 
@@ -308,10 +341,12 @@ class StackStage {
       } else if (remap == "1" && !(sw.has_module("nv_peer_mem") && !sw.has_module("nvidia_peermem"))) {
         f.severity = Verdict::Degraded;
         f.rule = "iommu-translating";
-        f.reason += ". For this NVIDIA GPU the driver maps BAR1 into the NIC's IOMMU domain (NVreg_DmaRemapPeerMmio=1): nvidia_peermem "
-                    "(nvidia_p2p_dma_map_pages) and dma-buf registration work through the IOMMU at a cost (every NIC access translated, "
-                    "IOTLB misses, peer traffic up to the root complex); the legacy nv_peer_mem and NVreg_DmaRemapPeerMmio=0 would fault";
-        f.fix = "gdrpeer verify   # prove registration and bytes through the IOMMU on this node; for full speed: " + f.fix.substr(f.fix.find(':') + 2);
+        f.reason +=
+            ". For this NVIDIA GPU the driver maps BAR1 into the NIC's IOMMU domain (NVreg_DmaRemapPeerMmio=1): nvidia_peermem "
+            "(nvidia_p2p_dma_map_pages) and dma-buf registration work through the IOMMU at a cost (every NIC access translated, "
+            "IOTLB misses, peer traffic up to the root complex); the legacy nv_peer_mem and NVreg_DmaRemapPeerMmio=0 would fault";
+        f.fix = "gdrpeer verify   # prove registration and bytes through the IOMMU on this node; for full speed: " +
+                f.fix.substr(f.fix.find(':') + 2);
       }
     }
     pr.verdict = Verdict::Optimal;
@@ -337,6 +372,10 @@ class StackStage {
     if (p.cuda_dmabuf == -1 && s.nvidia_version_known) p.cuda_dmabuf = s.nvidia_open ? 1 : 0;
     if (auto it = s.nccl_net_gdr.find(pr.b); it != s.nccl_net_gdr.end()) p.xml_net_gdr = it->second;
     if (auto it = s.nccl_gpu_gdr.find(pr.a); it != s.nccl_gpu_gdr.end()) p.xml_gpu_gdr = it->second;
+    // NCCL's default by distance for a GPU on NVLink-C2C is P2C, not PXB (paths.cc
+    // ncclTopoCheckGdr, NCCL_NET_GDR_C2C=1): a NIC on the GPU's CPU gets GDR, and only SYS
+    // is beyond. classify() knows no GPU family, so the PXB default is corrected here.
+    if (p.c2c) pr.path.nccl_gdr = pr.path.cls != PathClass::SYS;
     if (!sw.inspected && p.xml_net_gdr < 0 && !p.c2c) return;  // nothing known above PCIe
     p.gate = exporter_gate(gate_input(pr, p.c2c));
     pr.gate = p.gate;
@@ -348,11 +387,13 @@ class StackStage {
     // Findings: a path a consumer takes that the exporter refuses, then consumers left without GDR.
     std::string refused_by;
     for (const auto& d : pr.consumers)
-      if (d.rule == "exporter-gate") refused_by += (refused_by.empty() ? "" : ", ") + d.consumer + " (" + d.path + (d.mapping == "pcie" ? ", PCIe mapping type" : "") + ")";
+      if (d.rule == "exporter-gate")
+        refused_by +=
+            (refused_by.empty() ? "" : ", ") + d.consumer + " (" + d.path + (d.mapping == "pcie" ? ", PCIe mapping type" : "") + ")";
     if (!refused_by.empty()) {
       const GateAnswer& why = pr.consumers[0].rule == "exporter-gate" && pr.consumers[0].mapping == "pcie" ? p.gate.dmabuf_pcie
-                              : pr.consumers[0].path == "peer-memory"                                       ? p.gate.nvidia_p2p
-                                                                                                            : p.gate.dmabuf_default;
+                              : pr.consumers[0].path == "peer-memory"                                      ? p.gate.nvidia_p2p
+                                                                                                           : p.gate.dmabuf_default;
       add(pr, "exporter-gate", Verdict::Blocked,
           "the NVIDIA driver will refuse the GPU memory registration " + refused_by + " take: " + why.why +
               " ('NVRM: dma-buf attach failed', error 524 / nvidia_p2p_dma_map_pages -ENOTSUPP)",
@@ -362,16 +403,20 @@ class StackStage {
       if (d.rule.empty() || d.rule == "exporter-gate") continue;
       std::string fix;
       if (d.consumer == "nccl" && d.why.find("memory registration fails") != std::string::npos)
-        fix = "# install MLNX_OFED / DOCA-OFED and reload nvidia_peermem, or use dma-buf (open module, Linux >= 5.12): NCCL_DMABUF_ENABLE=1";
+        fix =
+            "# install MLNX_OFED / DOCA-OFED and reload nvidia_peermem, or use dma-buf (open module, Linux >= 5.12): NCCL_DMABUF_ENABLE=1";
       else if (d.why.find("GPU_DIRECT_RDMA_SUPPORTED=0") != std::string::npos)
         fix = "# a GPU without GPUDirect RDMA (GeForce, or the driver says no): use a datacenter or professional GPU";
       else
         fix = s.nvidia_version_known && !s.nvidia_open
                   ? "modprobe nvidia_peermem   # needs MLNX_OFED / DOCA-OFED; or install the open NVIDIA module for dma-buf"
-                  : "modprobe nvidia_peermem   # needs MLNX_OFED / DOCA-OFED; or dma-buf: open NVIDIA module, Linux >= 5.12, NCCL_DMABUF_ENABLE unset or 1";
+                  : "modprobe nvidia_peermem   # needs MLNX_OFED / DOCA-OFED; or dma-buf: open NVIDIA module, Linux >= 5.12, "
+                    "NCCL_DMABUF_ENABLE unset or 1";
       // GDR on with a client that cannot register: the job fails (blocked); GDR off: staged through host memory.
-      if (d.gdr == 1) add(pr, d.rule, Verdict::Blocked, d.consumer + ": GPUDirect RDMA on, but " + d.why, fix);
-      else add(pr, d.rule, Verdict::Degraded, d.consumer + ": GPUDirect RDMA off for this pair: " + d.why, fix);
+      if (d.gdr == 1)
+        add(pr, d.rule, Verdict::Blocked, d.consumer + ": GPUDirect RDMA on, but " + d.why, fix);
+      else
+        add(pr, d.rule, Verdict::Degraded, d.consumer + ": GPUDirect RDMA off for this pair: " + d.why, fix);
     }
   }
 };

@@ -62,9 +62,9 @@ struct StackState {
   std::vector<std::string> kernel_log;
   std::vector<KernelLogCause> log_causes;
   // NCCL topology XML facts: GPUs with <c2c>, and NCCL's own GDR answer per NIC (<net gdr>).
-  std::map<int, int> nccl_gpu_c2c;   // device index -> C2C link count
-  std::map<int, int> nccl_net_gdr;   // NIC device index -> gdr attribute
-  std::map<int, int> nccl_gpu_gdr;   // GPU device index -> gdr attribute
+  std::map<int, int> nccl_gpu_c2c;  // device index -> C2C link count
+  std::map<int, int> nccl_net_gdr;  // NIC device index -> gdr attribute
+  std::map<int, int> nccl_gpu_gdr;  // GPU device index -> gdr attribute
 
   const PeerClient* client(const std::string& name) const {
     for (const auto& c : peer_clients)
@@ -118,7 +118,7 @@ struct ConsumerDecision {
   std::string level;     // NCCL: path type and the level it is compared with; mode
   std::string mapping;   // NCCL: "default" or "pcie" (CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE)
   std::string why;
-  std::string rule;      // finding rule id when it is a problem
+  std::string rule;  // finding rule id when it is a problem
 };
 
 // Environment variables of the consumers that change their decision (NCCL_*,
