@@ -509,3 +509,20 @@ def test_nccl_gdr_default_on_gb200_is_p2c():
     assert sys_pair["class"] == "SYS" and sys_pair["nccl_gdr_default"] is False
     pix = by[("GPU0", "NIC0")]["consumers"]["nccl"]
     assert pix["mapping"] == "pcie"  # C2C GPU off the P2C path: the PCIe mapping type
+
+
+def test_nvidia_peermem_option_configured_but_not_active(tmp_path):
+    root = node(tmp_path, modules=("nvidia", "nvidia_peermem", "ib_core"), peers={"nv_mem": NV_MEM},
+                peermem={"peerdirect_support": "0", "persistent_api_support": "1"},
+                modprobe={"nvidia-peermem.conf": "options nvidia-peermem persistent_api_support=0 peerdirect_support=0\n"})
+    j, _ = check(root)
+    (p,) = [n for n in note(j, "nvidia-params-pending") if n["text"].startswith("nvidia_peermem")]
+    assert "persistent_api_support=0 is configured (/etc/modprobe.d/nvidia-peermem.conf:1)" in p["text"]
+    assert "runs with persistent_api_support=1" in p["text"]
+
+
+def test_registry_dwords_configured_but_not_active(tmp_path):
+    conf = 'options nvidia NVreg_RegistryDwords="PeerMappingOverride=1"\n'
+    j, _ = check(node(tmp_path, modprobe={"nvidia.conf": conf}))
+    (p,) = note(j, "nvidia-params-pending")
+    assert p["text"].startswith("NVreg_RegistryDwords PeerMappingOverride=1 is configured") and "(unset)" in p["text"]

@@ -169,6 +169,20 @@ class StackStage {
   // Module options that the next load would apply but the running driver does not have.
   void pending_options() {
     const StackState& s = t_.sw.stack;
+    // nvidia_peermem's options against /sys/module/nvidia_peermem/parameters (when it is loaded).
+    if (s.modprobe_read && s.peermem_sysfs) {
+      std::map<std::string, const ModprobeOption*> pm;
+      for (const auto& o : s.modprobe)
+        if (o.module == "nvidia_peermem" && o.key != "(blacklist)") pm[o.key] = &o;
+      for (const auto& [key, o] : pm) {
+        auto it = s.peermem_params.find(key);
+        if (it != s.peermem_params.end() && it->second != o->value)
+          node("nvidia-params-pending", Verdict::Optimal,
+               "nvidia_peermem " + key + "=" + o->value + " is configured (" + o->file + ":" + std::to_string(o->line) +
+                   ") but the loaded module runs with " + key + "=" + it->second + ": it applies at the next load",
+               "rmmod nvidia_peermem && modprobe nvidia_peermem   # no RDMA job may hold GPU memory registrations");
+      }
+    }
     if (!s.modprobe_read || !s.params_known) return;
     std::map<std::string, const ModprobeOption*> last;  // later files win
     std::map<std::string, std::pair<std::string, const ModprobeOption*>> dwords;
