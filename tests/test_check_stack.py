@@ -137,6 +137,11 @@ def test_configured_equal_to_active_is_quiet(tmp_path):
     assert len(j["node"]["software"]["stack"]["modprobe"]) == 2  # read, and found equal
 
 
+def test_modprobe_options_of_other_modules_are_left_out(tmp_path):
+    j, _ = check(node(tmp_path, modprobe={"alsa.conf": "options snd_pcsp index=-2\n", "mlx.conf": "options mlx5_core prof_sel=2\n"}))
+    assert [(o["module"], o["key"]) for o in j["node"]["software"]["stack"]["modprobe"]] == [("mlx5_core", "prof_sel")]
+
+
 def test_active_override_says_its_security_cost(tmp_path):
     j, _ = check(node(tmp_path, params=PARAMS.replace("GrdmaPciTopoCheckOverride: 0", "GrdmaPciTopoCheckOverride: 1")))
     (o,) = note(j, "nvidia-override")
@@ -526,3 +531,10 @@ def test_registry_dwords_configured_but_not_active(tmp_path):
     j, _ = check(node(tmp_path, modprobe={"nvidia.conf": conf}))
     (p,) = note(j, "nvidia-params-pending")
     assert p["text"].startswith("NVreg_RegistryDwords PeerMappingOverride=1 is configured") and "(unset)" in p["text"]
+
+
+def test_kernel_log_nvidia_p2p_mismatch_says_rebuild_against_the_driver(tmp_path):
+    """Mellanox/nv_peer_memory #8: nv_peer_mem built against another nvidia.ko."""
+    j, _ = check(node(tmp_path, kernel_log="kmsg-nv-peer-memory-8.txt"))
+    (n,) = note(j, "peermem-load-failed")
+    assert "another NVIDIA driver" in n["text"] and "against the running NVIDIA driver" in n["fix"]

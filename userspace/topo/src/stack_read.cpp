@@ -117,6 +117,11 @@ void parse_modprobe_conf(const std::string& text, const std::string& file, Stack
     words >> cmd >> module;
     for (char& c : module)
       if (c == '-') c = '_';  // modprobe treats - and _ alike
+    // Only the modules of the GPUDirect stack: NVIDIA's, peer memory, RDMA core and mlx5.
+    static const char* const kStack[] = {"nvidia", "nv_", "gdrpeer", "gdrdrv", "ib_", "mlx5", "rdma", "amdgpu"};
+    bool of_interest = false;
+    for (const char* pfx : kStack) of_interest = of_interest || module.rfind(pfx, 0) == 0;
+    if (!of_interest) continue;
     if (cmd == "blacklist") {
       s.modprobe.push_back({file, start, module, "(blacklist)", ""});
       continue;

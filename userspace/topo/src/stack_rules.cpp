@@ -190,7 +190,6 @@ class StackStage {
       if (o.module != "nvidia" || o.key.rfind("NVreg_", 0) != 0) continue;
       const std::string key = o.key.substr(6);
       if (key == "RegistryDwords") {
-        std::map<std::string, std::string> kv;
         StackState tmp;
         parse_nvidia_params("RegistryDwords: \"" + o.value + "\"\n", tmp);
         for (const auto& [k, v] : tmp.registry_dwords) dwords[k] = {v, &o};
@@ -269,7 +268,10 @@ class StackStage {
     const StackState& s = t_.sw.stack;
     for (const auto& c : s.log_causes) {
       std::string why, fix;
-      if (c.kind == "symbol-version") {
+      if (c.kind == "symbol-version" && c.line.find("nvidia_p2p") != std::string::npos) {
+        why = c.module + " was built against another NVIDIA driver than the one running (nvidia_p2p_* symbol CRC mismatch)";
+        fix = "# rebuild " + c.module + " against the running NVIDIA driver (dkms autoinstall, or reinstall its package after the driver)";
+      } else if (c.kind == "symbol-version") {
         why = c.module + " was built against another ib_core than the one running (symbol CRC mismatch)";
         fix = "# rebuild " + c.module +
               " against the running OFED: reinstall the NVIDIA driver's DKMS package (or the GPU operator's driver container) after "
