@@ -538,3 +538,9 @@ def test_kernel_log_nvidia_p2p_mismatch_says_rebuild_against_the_driver(tmp_path
     j, _ = check(node(tmp_path, kernel_log="kmsg-nv-peer-memory-8.txt"))
     (n,) = note(j, "peermem-load-failed")
     assert "another NVIDIA driver" in n["text"] and "against the running NVIDIA driver" in n["fix"]
+
+
+def test_consumers_json_keys_in_byte_order(tmp_path):
+    """The writer keeps nlohmann's dump(2) layout (json_writer.hpp): keys in byte order."""
+    p = run("check", "--json", "--sysfs-root", node(tmp_path, peers={}))
+    assert p.stdout == json.dumps(json.loads(p.stdout), indent=2, sort_keys=True, ensure_ascii=False) + "\n"

@@ -44,6 +44,7 @@ std::string render_consumers_text(const Report& r) {
 void render_consumers_json(detail::JsonWriter& j, const PairResult& p) {
   if (p.consumers.empty()) return;
   j.key("consumers").begin_object();
+  // Keys in byte order: "nccl", then NVIDIA's exporter gate "nvidia_driver", then "nvshmem", "ucx".
   for (const auto& d : p.consumers) {
     j.key(d.consumer).begin_object();
     j.key("gdr");
@@ -51,30 +52,19 @@ void render_consumers_json(detail::JsonWriter& j, const PairResult& p) {
       j.null();
     else
       j.value(d.gdr == 1);
-    j.key("level")
-        .value(d.level)
-        .key("mapping")
-        .value(d.mapping)
-        .key("modelled")
-        .value(d.modelled)
-        .key("path")
-        .value(d.path)
-        .key("rule")
-        .value(d.rule)
-        .key("why")
-        .value(d.why)
-        .end_object();
+    j.key("level").value(d.level).key("mapping").value(d.mapping).key("modelled").value(d.modelled);
+    j.key("path").value(d.path).key("rule").value(d.rule).key("why").value(d.why).end_object();
+    if (d.consumer != "nccl") continue;
+    j.key("nvidia_driver").begin_object();
+    j.key("dmabuf_default");
+    gate_json(j, p.gate.dmabuf_default);
+    j.key("dmabuf_pcie");
+    gate_json(j, p.gate.dmabuf_pcie);
+    j.key("modelled").value("open-gpu-kernel-modules 580.142 nv-dmabuf.c, nv-pci.c");
+    j.key("nvidia_p2p");
+    gate_json(j, p.gate.nvidia_p2p);
+    j.end_object();
   }
-  // NVIDIA's exporter gate: "nvidia_driver" sorts after "nccl" and before "nvshmem".
-  j.key("nvidia_driver").begin_object();
-  j.key("dmabuf_default");
-  gate_json(j, p.gate.dmabuf_default);
-  j.key("dmabuf_pcie");
-  gate_json(j, p.gate.dmabuf_pcie);
-  j.key("modelled").value("open-gpu-kernel-modules 580.142 nv-dmabuf.c, nv-pci.c");
-  j.key("nvidia_p2p");
-  gate_json(j, p.gate.nvidia_p2p);
-  j.end_object();
   j.key("version").value(1);
   j.end_object();
 }
