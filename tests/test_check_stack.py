@@ -298,6 +298,7 @@ def test_nccl_xml_c2c_turns_p2c_on(tmp_path):
     x.write_text((FIX / "nccl-dgx-spark-gb10-c2c.xml").read_text().replace('gdr="0"', 'gdr="1"'))
     p = [p for p in xml_check(x)["pairs"] if p["b"] == "NIC0"][0]["consumers"]["nccl"]
     assert p["gdr"] is True and p["level"].startswith("P2C vs P2C") and p["mapping"] == "default"
+    assert p["path"] == "unknown"  # <net gdr=1> does not say whether dma-buf or peer memory
     p = [p for p in xml_check(x, {"NCCL_NET_GDR_C2C": "0"})["pairs"] if p["b"] == "NIC0"][0]["consumers"]["nccl"]
     assert p["gdr"] is False and p["level"].startswith("P2C vs PXB")
     y = tmp_path / "noc2c.xml"
@@ -544,3 +545,21 @@ def test_consumers_json_keys_in_byte_order(tmp_path):
     """The writer keeps nlohmann's dump(2) layout (json_writer.hpp): keys in byte order."""
     p = run("check", "--json", "--sysfs-root", node(tmp_path, peers={}))
     assert p.stdout == json.dumps(json.loads(p.stdout), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def test_ampere_chipsets_are_on_the_driver_list(tmp_path):
+    """osinit.c: CS_AMPERE_ALTRA and CS_AMPERE_AMPEREONE160 are distrusted like Grace. AmpereOne is
+    known by Ampere's implementer id 0xc0; Altra (Neoverse N1 cores, ARM's id 0x41, like Graviton2)
+    only by its DMI name."""
+    one = "processor\t: 0\nCPU implementer\t: 0xc0\nCPU part\t: 0xac3\n"
+    n1 = "processor\t: 0\nCPU implementer\t: 0x41\nCPU part\t: 0xd0c\n"
+    _, pair = check(two_root_ports(tmp_path / "a", one))
+    assert pair["consumers"]["nvidia_driver"]["dmabuf_default"]["allowed"] is False
+    _, pair = check(two_root_ports(tmp_path / "b", n1))
+    assert pair["consumers"]["nvidia_driver"]["dmabuf_default"]["allowed"] is True
+    root = two_root_ports(tmp_path / "c", n1)
+    (root / "sys/class/dmi/id").mkdir(parents=True)
+    (root / "sys/class/dmi/id/sys_vendor").write_text("Ampere Computing\n")
+    (root / "sys/class/dmi/id/product_name").write_text("Mt.Jade Ampere Altra\n")
+    _, pair = check(root)
+    assert pair["consumers"]["nvidia_driver"]["dmabuf_default"]["allowed"] is False

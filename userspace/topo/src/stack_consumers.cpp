@@ -181,8 +181,9 @@ ConsumerDecision decide_nccl(const NodeFacts& n, const PairFacts& p, const std::
     return d;
   }
   d.gdr = 1;
-  // dma-buf wherever both sides support it, else the peer-memory client.
-  if (dmabuf == 1 || (p.xml_net_gdr == 1 && dmabuf != 0 && ptr_cuda != 1)) {
+  // dma-buf wherever both sides support it, else the peer-memory client; NCCL's own <net gdr=1>
+  // does not say which of the two.
+  if (dmabuf == 1) {
     d.path = "dma-buf";
     d.why = std::string("within the GDR level; dma-buf") +
             (d.mapping == "pcie" ? " with the PCIe mapping type (C2C GPU, NIC not on the P2C path)" : "");

@@ -327,8 +327,12 @@ class StackStage {
     in.passthrough_vm = rep_.virtual_machine && t_.cpu.hypervisor;
     const RootComplex* rc = k_.root_complex(t_.cpu);
     const std::string rcn = rc ? rc->name : "";
-    in.unsupported_chipset = rcn.find("Grace") != std::string::npos || t_.cpu.model_name.find("Altra") != std::string::npos ||
-                             t_.cpu.model_name.find("AmpereOne") != std::string::npos;
+    // RM's list (osinit.c _checkP2pChipsetSupport): Grace (TH500), Ampere Altra, AmpereOne. Altra's
+    // cores are Neoverse N1 (ARM's implementer id, like Graviton2): known by its DMI or model name;
+    // AmpereOne by Ampere's own implementer id 0xc0.
+    const std::string dmi = t_.dmi_vendor + " " + t_.dmi_product + " " + t_.cpu.model_name;
+    in.unsupported_chipset = rcn.find("Grace") != std::string::npos || dmi.find("Altra") != std::string::npos ||
+                             dmi.find("AmpereOne") != std::string::npos || t_.cpu.arm_implementer == 0xc0;
     in.common_bridge = pr.path.lca >= 0 ? 1 : 0;
     // nv_pci_is_valid_topology_for_direct_pci compares the devices' iommu_group pointers:
     // without an IOMMU both are NULL and compare equal.
