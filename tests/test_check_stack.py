@@ -183,6 +183,7 @@ def test_gdrpeer_client_is_invisible_to_consumers(tmp_path):
     assert nccl["gdr"] is False and "Disabled for HCA" in nccl["why"]
     assert any(f["rule"] == "consumer-nccl" and f["severity"] == "degraded" for f in pair["findings"])
     assert pair["consumers"]["nvshmem"]["path"] == "none" and pair["consumers"]["ucx"]["path"] == "none"
+    assert {"consumer-nvshmem", "consumer-ucx"} <= {f["rule"] for f in pair["findings"]}
     root = node(tmp_path, version=PROPRIETARY_VERSION, modules=("nvidia", "gdrpeer", "ib_core"), peers={"nv_mem": {"version": "0.1"}}, name="m")
     j, pair = check(root)
     assert not note(j, "peer-client-invisible") and pair["consumers"]["nccl"]["gdr"] is True
@@ -563,3 +564,14 @@ def test_ampere_chipsets_are_on_the_driver_list(tmp_path):
     (root / "sys/class/dmi/id/product_name").write_text("Mt.Jade Ampere Altra\n")
     _, pair = check(root)
     assert pair["consumers"]["nvidia_driver"]["dmabuf_default"]["allowed"] is False
+
+
+def test_without_the_stack_the_stack_notes_are_absent(tmp_path):
+    """The negative cases of the node notes: no NVIDIA driver files, no peer clients, no nvidia_peermem."""
+    j, pair = check(node(tmp_path, version=None, params=None, peers={}))
+    for rule in ("nvidia-driver", "nvidia-override", "peer-clients", "peermem-params", "peermem-unregistered", "peer-client-invisible"):
+        assert note(j, rule) == [], rule
+    assert not {"consumer-nccl", "consumer-nvshmem", "consumer-ucx", "exporter-gate"} & {f["rule"] for f in pair["findings"]}
+    # and the same node with the driver's files has them
+    j, _ = check(node(tmp_path, peers={"nv_mem": NV_MEM}, name="m"))
+    assert note(j, "nvidia-driver") and note(j, "peer-clients")
