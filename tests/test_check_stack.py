@@ -545,6 +545,7 @@ def test_kernel_log_nvidia_p2p_mismatch_says_rebuild_against_the_driver(tmp_path
 def test_consumers_json_keys_in_byte_order(tmp_path):
     """The writer keeps nlohmann's dump(2) layout (json_writer.hpp): keys in byte order."""
     p = run("check", "--json", "--sysfs-root", node(tmp_path, peers={}))
+    assert '"nvidia_driver"' in p.stdout and '"stack"' in p.stdout
     assert p.stdout == json.dumps(json.loads(p.stdout), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
