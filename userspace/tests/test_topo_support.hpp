@@ -100,6 +100,7 @@ struct FakeNode {
   std::string osrelease = "6.8.0\n";
   std::string nvidia_version;
   std::vector<std::string> memory_peers;  // MOFED peer-memory clients (/sys/kernel/mm/memory_peers/*)
+  bool memory_peers_dir = false;          // the directory even without clients (MOFED's ib_core loaded)
   int numa_nodes = 0;                     // /sys/devices/system/node/node*; 0: no such folder
 
   std::vector<TarEntry> entries() const {
@@ -135,6 +136,7 @@ struct FakeNode {
     file("/proc/sys/kernel/osrelease", osrelease);
     file("/proc/cmdline", "root=/dev/sda1\n");
     if (!nvidia_version.empty()) file("/proc/driver/nvidia/version", nvidia_version);
+    if (memory_peers_dir) e.push_back({TarEntry::Type::Directory, "sys/kernel/mm/memory_peers", ""});
     // As MOFED's ib_core creates them: a directory per registered client with its version file.
     for (const auto& p : memory_peers) {
       e.push_back({TarEntry::Type::Directory, "sys/kernel/mm/memory_peers/" + p, ""});

@@ -634,6 +634,25 @@ TEST(TruthSoftware, PeerMemoryClientOrDmaBufPath) {
   }
 }
 
+// NVIDIA/nccl #1939: lsmod shows nvidia_peermem, /sys/kernel/mm/memory_peers has no client. Loaded
+// is not registered: with the proprietary module (no dma-buf) nothing registers GPU memory.
+TEST(TruthSoftware, LoadedPeermemWithoutARegisteredClientIsNoClient) {
+  FakeNode n = testing::switch_node();
+  n.modules = "nvidia 1 0 - Live 0x0\nnvidia_peermem 1 0 - Live 0x0\n";
+  n.memory_peers_dir = true;
+  n.osrelease = "6.8.0\n";
+  n.nvidia_version = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.54.03\n";
+  const PairResult p = only_pair(check(from_fake(n), kb(), CheckOptions{}));
+  const Finding* f = finding(p, "software-peer-memory");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->severity, Verdict::Blocked);
+  EXPECT_NE(f->reason.find("loaded but no peer-memory client is registered"), std::string::npos) << f->reason;
+  // The same with nv_mem registered (MOFED's ib_core writes memory_peers/nv_mem/version).
+  n.memory_peers = {"nv_mem"};
+  const PairResult q = only_pair(check(from_fake(n), kb(), CheckOptions{}));
+  EXPECT_FALSE(has_rule(q, "software-peer-memory"));
+}
+
 // ---- links and BARs --------------------------------------------------------
 
 TEST(TruthLinks, TrainedWidthIsJudgedAgainstBothEndsOfTheLink) {
