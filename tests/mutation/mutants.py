@@ -118,7 +118,7 @@ MUTANTS = [
            "if (up->link_cap.width > 0) want_w = std::min(want_w, up->link_cap.width);", "",
            TOPO, "a x16 card in a x8 slot reads as downtrained"),
     Mutant("software-ignores-mofed-peers", RULES,
-           'registered = registered || c.name != "nvidia-fs";', "registered = false;",
+           'registered = registered || c.name != "nvidia-fs";', 'registered = registered || c.name.empty();',
            TOPO, "MOFED's memory_peers clients are not peer-memory clients"),
     Mutant("software-loaded-counts-as-registered", RULES,
            "bool peer = registered || (loaded && !sw.memory_peers_dir);", "bool peer = registered || loaded;",
