@@ -576,3 +576,19 @@ def test_without_the_stack_the_stack_notes_are_absent(tmp_path):
     # and the same node with the driver's files has them
     j, _ = check(node(tmp_path, peers={"nv_mem": NV_MEM}, name="m"))
     assert note(j, "nvidia-driver") and note(j, "peer-clients")
+
+
+def test_reference_dump_without_stack_states_nccl_distance_decision():
+    """stelline ASUS ESC8000A-E12 (lspci text, topology/reference): GPU0-NIC0 meet between host
+    bridges of one socket (NODE = NCCL's PHB): NCCL leaves GDR off by distance; with
+    NCCL_NET_GDR_LEVEL=PHB it is within the level, and whether dma-buf or peer memory is unknown."""
+    ref = REPO / "topology/reference/stelline-asus-esc8000a-e12.md"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "NVSHMEM_", "UCX_"))}
+    j = json.loads(run("check", "--json", ref, env=env).stdout)
+    (p,) = [p for p in j["pairs"] if p["a"] == "GPU0" and p["b"] == "NIC0"]
+    nccl = p["consumers"]["nccl"]
+    assert p["class"] == "NODE" and nccl["gdr"] is False and nccl["level"].startswith("PHB vs P2C")
+    assert p["consumers"]["nvshmem"]["path"] == "unknown" and p["consumers"]["ucx"]["gdr"] is None
+    j = json.loads(run("check", "--json", ref, env=dict(env, NCCL_NET_GDR_LEVEL="PHB")).stdout)
+    (p,) = [p for p in j["pairs"] if p["a"] == "GPU0" and p["b"] == "NIC0"]
+    assert p["consumers"]["nccl"]["gdr"] is None and p["consumers"]["nccl"]["level"].startswith("PHB vs PHB (NCCL_NET_GDR_LEVEL)")

@@ -25,17 +25,23 @@ std::string render_consumers_text(const Report& r) {
   for (const auto& p : r.pairs) {
     if (p.consumers.empty()) continue;
     const std::string who = p.label_a + " - " + p.label_b;
-    for (size_t i = 0; i < p.consumers.size(); ++i) {
-      const ConsumerDecision& d = p.consumers[i];
-      std::string line = "  " + (i == 0 ? who : std::string(who.size(), ' ')) + "  " + d.consumer + ": " + gdr_word(d.gdr) + ", " + d.path;
+    bool first = true;
+    for (const ConsumerDecision& d : p.consumers) {
+      // A consumer with nothing known (an input without the software stack) is left out of the
+      // text; NCCL always has a line (its distance rule needs only the topology). JSON has all.
+      if (d.consumer != "nccl" && d.gdr < 0 && d.path == "unknown") continue;
+      std::string line = "  " + (first ? who : std::string(who.size(), ' ')) + "  " + d.consumer + ": " + gdr_word(d.gdr) + ", " + d.path;
+      first = false;
       if (!d.mapping.empty() && d.path == "dma-buf") line += " (" + d.mapping + " mapping)";
       if (!d.level.empty()) line += ", " + d.level;
       if (!d.why.empty()) line += "; " + d.why;
       o += line + "\n";
     }
-    o += "  " + std::string(who.size(), ' ') + "  nvidia driver: dma-buf " + allowed_word(p.gate.dmabuf_default.allowed) +
-         ", PCIe mapping type " + allowed_word(p.gate.dmabuf_pcie.allowed) + ", nvidia_p2p " + allowed_word(p.gate.nvidia_p2p.allowed) +
-         "\n";
+    const GateResult& g = p.gate;
+    if (g.dmabuf_default.allowed >= 0 || g.nvidia_p2p.allowed >= 0)  // (the PCIe type alone: "needs coherent")
+      o += "  " + std::string(who.size(), ' ') + "  nvidia driver: dma-buf " + allowed_word(p.gate.dmabuf_default.allowed) +
+           ", PCIe mapping type " + allowed_word(p.gate.dmabuf_pcie.allowed) + ", nvidia_p2p " + allowed_word(p.gate.nvidia_p2p.allowed) +
+           "\n";
   }
   if (o.empty()) return o;
   return "\nConsumers (what each will do for the pair; models in docs/check.md):\n" + o;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 
 #include "gdrpeer/topo/stack.hpp"
 #include "stack_internal.hpp"
@@ -63,7 +64,9 @@ class StackStage {
       const Device& a = t_.devices[pr.a];
       const Device& b = t_.devices[pr.b];
       if (a.role != Role::GPU || b.role != Role::NIC) continue;
-      if (!(a.ids_known && a.vendor == 0x10de) && t_.sw.stack.nccl_gpu_gdr.count(pr.a) == 0) continue;  // NVIDIA GPUs only
+      // NVIDIA GPUs only: by id, else by the name the input gives (lspci -tv), else NCCL's <gpu>.
+      const bool nvidia = a.ids_known ? a.vendor == 0x10de : k_.vendor_from_name(a.name) == 0x10de;
+      if (!nvidia && t_.sw.stack.nccl_gpu_gdr.count(pr.a) == 0) continue;
       pair_rules(pr);
       for (const auto& f : pr.findings) pr.verdict = std::max(pr.verdict, f.severity);
     }
@@ -79,6 +82,7 @@ class StackStage {
   const CheckOptions& o_;
   Report& rep_;
   NodeFacts n_;
+  std::map<int, bool> grace_c2c_;  // per GPU device index: of the grace-c2c family
 
   bool skipped(const std::string& rule) const {
     if (o_.skip.count(rule)) return true;
@@ -382,8 +386,13 @@ class StackStage {
     p.gpu = &g;
     p.nic = &t_.devices[pr.b];
     p.cls = pr.path.cls;
-    GpuFamilyMatch fam = k_.gpu_family_match(g);
-    p.c2c = s.nccl_gpu_c2c.count(pr.a) > 0 || (fam.family && fam.family->family == "grace-c2c");
+    // The family once per GPU: the lookup may read pci.ids (as the PCIe rules' Checker caches it).
+    auto cached = grace_c2c_.find(pr.a);
+    if (cached == grace_c2c_.end()) {
+      const GpuFamilyMatch fam = k_.gpu_family_match(g);
+      cached = grace_c2c_.emplace(pr.a, fam.family && fam.family->family == "grace-c2c").first;
+    }
+    p.c2c = s.nccl_gpu_c2c.count(pr.a) > 0 || cached->second;
     for (const auto& c : sw.cuda)
       if (c.bdf == g.bdf) {
         p.cuda_dmabuf = c.dmabuf_supported;
@@ -396,14 +405,11 @@ class StackStage {
     // ncclTopoCheckGdr, NCCL_NET_GDR_C2C=1): a NIC on the GPU's CPU gets GDR, and only SYS
     // is beyond. classify() knows no GPU family, so the PXB default is corrected here.
     if (p.c2c) pr.path.nccl_gdr = pr.path.cls != PathClass::SYS;
-    if (!sw.inspected && p.xml_net_gdr < 0 && !p.c2c) return;  // nothing known above PCIe
+    // Every NVIDIA GPU x NIC pair says what each consumer will do; where the input carries no
+    // software stack (lspci, hwloc, NCCL XML) the answers are unknown except NCCL's distance rule.
     p.gate = exporter_gate(gate_input(pr, p.c2c));
     pr.gate = p.gate;
-    pr.consumers = {stack::decide_nccl(n_, p, o_.env)};
-    if (sw.inspected) {
-      pr.consumers.push_back(stack::decide_nvshmem(n_, p, o_.env));
-      pr.consumers.push_back(stack::decide_ucx(n_, p, o_.env));
-    }
+    pr.consumers = {stack::decide_nccl(n_, p, o_.env), stack::decide_nvshmem(n_, p, o_.env), stack::decide_ucx(n_, p, o_.env)};
     // Findings: a path a consumer takes that the exporter refuses, then consumers left without GDR.
     std::string refused_by;
     for (const auto& d : pr.consumers)
