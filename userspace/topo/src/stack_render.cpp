@@ -23,10 +23,10 @@ void gate_json(detail::JsonWriter& j, const GateAnswer& g) {
 std::string render_consumers_text(const Report& r) {
   std::string o;
   for (const auto& p : r.pairs) {
-    if (p.consumers.empty()) continue;
+    if (!p.stack) continue;
     const std::string who = p.label_a + " - " + p.label_b;
     bool first = true;
-    for (const ConsumerDecision& d : p.consumers) {
+    for (const ConsumerDecision& d : p.stack->consumers) {
       // A consumer with nothing known (an input without the software stack) is left out of the
       // text; NCCL always has a line (its distance rule needs only the topology). JSON has all.
       if (d.consumer != "nccl" && d.gdr < 0 && d.path == "unknown") continue;
@@ -37,21 +37,20 @@ std::string render_consumers_text(const Report& r) {
       if (!d.why.empty()) line += "; " + d.why;
       o += line + "\n";
     }
-    const GateResult& g = p.gate;
+    const GateResult& g = p.stack->gate;
     if (g.dmabuf_default.allowed >= 0 || g.nvidia_p2p.allowed >= 0)  // (the PCIe type alone: "needs coherent")
-      o += "  " + std::string(who.size(), ' ') + "  nvidia driver: dma-buf " + allowed_word(p.gate.dmabuf_default.allowed) +
-           ", PCIe mapping type " + allowed_word(p.gate.dmabuf_pcie.allowed) + ", nvidia_p2p " + allowed_word(p.gate.nvidia_p2p.allowed) +
-           "\n";
+      o += "  " + std::string(who.size(), ' ') + "  nvidia driver: dma-buf " + allowed_word(g.dmabuf_default.allowed) +
+           ", PCIe mapping type " + allowed_word(g.dmabuf_pcie.allowed) + ", nvidia_p2p " + allowed_word(g.nvidia_p2p.allowed) + "\n";
   }
   if (o.empty()) return o;
   return "\nConsumers (what each will do for the pair; models in docs/check.md):\n" + o;
 }
 
 void render_consumers_json(detail::JsonWriter& j, const PairResult& p) {
-  if (p.consumers.empty()) return;
+  if (!p.stack) return;
   j.key("consumers").begin_object();
   // Keys in byte order: "nccl", then NVIDIA's exporter gate "nvidia_driver", then "nvshmem", "ucx".
-  for (const auto& d : p.consumers) {
+  for (const auto& d : p.stack->consumers) {
     j.key(d.consumer).begin_object();
     j.key("gdr");
     if (d.gdr < 0)
@@ -63,12 +62,12 @@ void render_consumers_json(detail::JsonWriter& j, const PairResult& p) {
     if (d.consumer != "nccl") continue;
     j.key("nvidia_driver").begin_object();
     j.key("dmabuf_default");
-    gate_json(j, p.gate.dmabuf_default);
+    gate_json(j, p.stack->gate.dmabuf_default);
     j.key("dmabuf_pcie");
-    gate_json(j, p.gate.dmabuf_pcie);
+    gate_json(j, p.stack->gate.dmabuf_pcie);
     j.key("modelled").value("open-gpu-kernel-modules 580.142 nv-dmabuf.c, nv-pci.c");
     j.key("nvidia_p2p");
-    gate_json(j, p.gate.nvidia_p2p);
+    gate_json(j, p.stack->gate.nvidia_p2p);
     j.end_object();
   }
   j.key("version").value(1);

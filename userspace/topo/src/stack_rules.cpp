@@ -4,9 +4,11 @@
 // clients as registered (and which consumer sees which), why a peer-memory module
 // did not load. Per GPU x NIC: the exporter's gate and each consumer's decision.
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <memory>
 
 #include "gdrpeer/topo/stack.hpp"
 #include "stack_internal.hpp"
@@ -83,6 +85,10 @@ class StackStage {
   Report& rep_;
   NodeFacts n_;
   std::map<int, bool> grace_c2c_;  // per GPU device index: of the grace-c2c family
+  GateInput node_gate_;
+  // Pairs that look the same to the gate and the consumers get the same answers: computed once
+  // (a fleet of hwloc dumps has ~100 GPU x NIC pairs per node and few distinct keys).
+  std::map<std::pair<uint64_t, std::string>, std::shared_ptr<const PairStack>> memo_;
 
   bool skipped(const std::string& rule) const {
     if (o_.skip.count(rule)) return true;
@@ -102,6 +108,7 @@ class StackStage {
   }
 
   void facts() {
+    node_gate_ = node_gate();
     const Software& sw = t_.sw;
     const StackState& s = sw.stack;
     n_.inspected = sw.inspected;
@@ -309,21 +316,14 @@ class StackStage {
     }
   }
 
-  GateInput gate_input(const PairResult& pr, bool c2c) const {
-    const Device& g = t_.devices[pr.a];
-    const Device& nic = t_.devices[pr.b];
+  // The gate's node-wide inputs, once per node (facts()): flavour, override, VM, chipset.
+  GateInput node_gate() const {
     GateInput in;
     const StackState& s = t_.sw.stack;
     in.flavour = s.nvidia_version_known ? (s.nvidia_open ? 1 : 0) : -1;
-    // Coherent: the GPU is on NVLink-C2C (GH200/GB200 family, or NCCL's <c2c>). Without a
-    // family match or a c2c element an x86 CPU says non-coherent; anything else is unknown.
-    if (c2c)
-      in.coherent = 1;
-    else if (t_.cpu.arch == "x86_64" || t_.cpu.vendor == "GenuineIntel" || t_.cpu.vendor == "AuthenticAMD")
-      in.coherent = 0;
-    else if (g.ids_known)
-      in.coherent = 0;
-    std::string ov = s.active_param("GrdmaPciTopoCheckOverride");
+    // Without a C2C GPU an x86 CPU says non-coherent; elsewhere the GPU's known id does.
+    if (t_.cpu.arch == "x86_64" || t_.cpu.vendor == "GenuineIntel" || t_.cpu.vendor == "AuthenticAMD") in.coherent = 0;
+    const std::string ov = s.active_param("GrdmaPciTopoCheckOverride");
     if (!ov.empty())
       in.override_value = std::atoi(ov.c_str());
     else if (s.params_known)
@@ -337,6 +337,18 @@ class StackStage {
     const std::string dmi = t_.dmi_vendor + " " + t_.dmi_product + " " + t_.cpu.model_name;
     in.unsupported_chipset = rcn.find("Grace") != std::string::npos || dmi.find("Altra") != std::string::npos ||
                              dmi.find("AmpereOne") != std::string::npos || t_.cpu.arm_implementer == 0xc0;
+    return in;
+  }
+
+  GateInput gate_input(const PairResult& pr, bool c2c) const {
+    const Device& g = t_.devices[pr.a];
+    const Device& nic = t_.devices[pr.b];
+    GateInput in = node_gate_;
+    // Coherent: the GPU is on NVLink-C2C (GH200/GB200 family, or NCCL's <c2c>).
+    if (c2c)
+      in.coherent = 1;
+    else if (g.ids_known)
+      in.coherent = 0;
     in.common_bridge = pr.path.lca >= 0 ? 1 : 0;
     // nv_pci_is_valid_topology_for_direct_pci compares the devices' iommu_group pointers:
     // without an IOMMU both are NULL and compare equal.
@@ -407,25 +419,38 @@ class StackStage {
     if (p.c2c) pr.path.nccl_gdr = pr.path.cls != PathClass::SYS;
     // Every NVIDIA GPU x NIC pair says what each consumer will do; where the input carries no
     // software stack (lspci, hwloc, NCCL XML) the answers are unknown except NCCL's distance rule.
-    p.gate = exporter_gate(gate_input(pr, p.c2c));
-    pr.gate = p.gate;
-    pr.consumers = {stack::decide_nccl(n_, p, o_.env), stack::decide_nvshmem(n_, p, o_.env), stack::decide_ucx(n_, p, o_.env)};
+    const GateInput gin = gate_input(pr, p.c2c);
+    // Everything the answers depend on, small values packed (each is -1..4).
+    uint64_t key = 0;
+    for (int v : {gin.coherent, gin.common_bridge, gin.same_iommu_group, p.c2c ? 1 : 0, static_cast<int>(p.cls), p.cuda_dmabuf, p.cuda_gdr,
+                  p.xml_net_gdr, p.xml_gpu_gdr})
+      key = key * 8 + static_cast<uint64_t>(v + 2);
+    auto hit = memo_.find({key, p.nic->rdma_name});  // NCCL_IB_HCA matches by name
+    if (hit == memo_.end()) {
+      auto answers = std::make_shared<PairStack>();
+      answers->gate = p.gate = exporter_gate(gin);
+      answers->consumers = {stack::decide_nccl(n_, p, o_.env), stack::decide_nvshmem(n_, p, o_.env), stack::decide_ucx(n_, p, o_.env)};
+      hit = memo_.emplace(std::make_pair(key, p.nic->rdma_name), std::move(answers)).first;
+    }
+    pr.stack = hit->second;
+    p.gate = pr.stack->gate;
+    const std::vector<ConsumerDecision>& consumers = pr.stack->consumers;
     // Findings: a path a consumer takes that the exporter refuses, then consumers left without GDR.
     std::string refused_by;
-    for (const auto& d : pr.consumers)
+    for (const auto& d : consumers)
       if (d.rule == "exporter-gate")
         refused_by +=
             (refused_by.empty() ? "" : ", ") + d.consumer + " (" + d.path + (d.mapping == "pcie" ? ", PCIe mapping type" : "") + ")";
     if (!refused_by.empty()) {
-      const GateAnswer& why = pr.consumers[0].rule == "exporter-gate" && pr.consumers[0].mapping == "pcie" ? p.gate.dmabuf_pcie
-                              : pr.consumers[0].path == "peer-memory"                                      ? p.gate.nvidia_p2p
-                                                                                                           : p.gate.dmabuf_default;
+      const GateAnswer& why = consumers[0].rule == "exporter-gate" && consumers[0].mapping == "pcie" ? p.gate.dmabuf_pcie
+                              : consumers[0].path == "peer-memory"                                   ? p.gate.nvidia_p2p
+                                                                                                     : p.gate.dmabuf_default;
       add(pr, "exporter-gate", Verdict::Blocked,
           "the NVIDIA driver will refuse the GPU memory registration " + refused_by + " take: " + why.why +
               " ('NVRM: dma-buf attach failed', error 524 / nvidia_p2p_dma_map_pages -ENOTSUPP)",
           gate_fix(why));
     }
-    for (const auto& d : pr.consumers) {
+    for (const auto& d : consumers) {
       if (d.rule.empty() || d.rule == "exporter-gate") continue;
       std::string fix;
       if (d.consumer == "nccl" && d.why.find("memory registration fails") != std::string::npos)

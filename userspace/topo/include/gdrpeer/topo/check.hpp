@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
@@ -73,8 +74,7 @@ struct PairResult {
   std::vector<Finding> findings;
   // GPU x NIC pairs of an NVIDIA GPU with the stack known (stack.hpp): the NVIDIA driver's
   // gate and what NCCL, NVSHMEM and UCX will decide; empty otherwise.
-  GateResult gate;
-  std::vector<ConsumerDecision> consumers;
+  std::shared_ptr<const PairStack> stack;  // null otherwise
 };
 
 struct CheckOptions {

@@ -121,6 +121,13 @@ struct ConsumerDecision {
   std::string rule;  // finding rule id when it is a problem
 };
 
+// One GPU x NIC pair's answers: the exporter's gate and each consumer's decision. Shared between
+// pairs that look the same to them (a fleet check builds them once per distinct pair).
+struct PairStack {
+  GateResult gate;
+  std::vector<ConsumerDecision> consumers;  // nccl, nvshmem, ucx
+};
+
 // Environment variables of the consumers that change their decision (NCCL_*,
 // NVSHMEM_*, UCX_*), as the checker was run; check() takes them in CheckOptions.
 std::map<std::string, std::string> consumer_environment();
