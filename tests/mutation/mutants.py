@@ -25,10 +25,14 @@ LIB = "userspace/lib/gdrpeer.cpp"
 NVML_PROBE = "userspace/topo/src/nvml_probe.cpp"
 NODE_CAPTURE = "userspace/topo/src/node_capture.cpp"
 P2P = "userspace/verify/p2p.cpp"
+CUDA_PROBE = "userspace/topo/src/cuda_probe.cpp"
+STACK_GATE = "userspace/topo/src/stack_gate.cpp"
+STACK_READ = "userspace/topo/src/stack_read.cpp"
 
 TOPO = ["test_topo_truth", "test_topo"]
 VERIFY = ["test_verify_fake_nic", "test_verify"]
 LIBT = ["test_lib"]
+STACK = ["test_stack"]
 
 
 @dataclass
@@ -117,8 +121,11 @@ MUTANTS = [
            "if (up->link_cap.width > 0) want_w = std::min(want_w, up->link_cap.width);", "",
            TOPO, "a x16 card in a x8 slot reads as downtrained"),
     Mutant("software-ignores-mofed-peers", RULES,
-           '|| sw.has_module("nv_peer_mem") || !sw.memory_peers.empty();', '|| sw.has_module("nv_peer_mem");',
+           'registered = registered || c.name != "nvidia-fs";', 'registered = registered || c.name.empty();',
            TOPO, "MOFED's memory_peers clients are not peer-memory clients"),
+    Mutant("software-loaded-counts-as-registered", RULES,
+           "bool peer = registered || (loaded && !sw.memory_peers_dir);", "bool peer = registered || loaded;",
+           ["test_topo_truth", "test_topo"], "a loaded nvidia_peermem that registered no client counts (NVIDIA/nccl #1939)"),
     Mutant("software-dmabuf-kernel-5-2", RULES,
            "kernel_at_least(sw.kernel_release, 5, 12)", "kernel_at_least(sw.kernel_release, 5, 2)",
            TOPO, "dma-buf import assumed on kernels before 5.12"),
@@ -216,6 +223,20 @@ MUTANTS = [
            "for (const auto& r : results) worst = std::max(worst, r.outcome);",
            "for (const auto& r : results) worst = r.outcome;",
            VERIFY, "the exit code reflects the last combination, not the worst"),
+    # ---- the stack stage (issue 24) ---------------------------------------------------------
+    Mutant("gate-override-before-coherent", STACK_GATE,
+           'if (in.coherent == 1) return yes("coherent (NVLink-C2C) platform: the driver skips the PCIe topology check");',
+           'if (in.coherent == 1 && in.override_value != 2) return yes("coherent");',
+           STACK, "override 2 also denies the default dma-buf type on a coherent platform (the driver checks coherence first)"),
+    Mutant("gate-pcie-ignores-iommu-group", STACK_GATE,
+           "else if (in.same_iommu_group == 1)", "else if (in.same_iommu_group != -1)",
+           STACK, "the PCIe mapping type allowed across IOMMU groups (the Azure GB200 524 case read as fine)"),
+    Mutant("kmsg-crc-mismatch-is-missing-symbol", STACK_READ,
+           '!contains(line, "(err -22)")', "true",
+           STACK, "a symbol CRC mismatch also reported as 'OFED ib_core not loaded'"),
+    Mutant("registry-dwords-do-not-override", STACK_READ,
+           "if (r != registry_dwords.end()) return r->second;", "if (r != registry_dwords.end() && params.count(key) == 0) return r->second;",
+           STACK, "RegistryDwords no longer override the static option they name (nv-reg.h says they do)"),
     # ---- libgdrpeer -------------------------------------------------------------------------
     Mutant("lib-range-wraps", LIB,
            "if (offset > size || length > size - offset)", "if (offset + length > size)",

@@ -254,6 +254,9 @@ long nfd_expiry_seconds(const std::string& text) {
 
 topo::CheckOptions check_options(const CheckFlags& f) {
   topo::CheckOptions o;
+  // The consumers (NCCL, NVSHMEM, UCX) read their variables from the job's environment:
+  // check judges with the ones it is run with (docs/check.md).
+  o.env = topo::consumer_environment();
   o.gpu_nic = o.gpu_gpu = o.gpu_nvme = false;
   std::stringstream ss(f.pairs);
   std::string item;
@@ -451,8 +454,13 @@ int run_snapshot(const std::string& out, const std::string& root, bool no_cuda) 
     so.cuda = !no_cuda;
     so.tool_version = GDRPEER_VERSION;
     topo::Snapshot snap = topo::take_snapshot(*base, root.empty() ? "live sysfs" : root, so);
-    const std::vector<topo::TarEntry>& entries = snap.entries;
+    std::vector<topo::TarEntry>& entries = snap.entries;
     const topo::Topology& t = snap.topology;
+    // The kernel log is a character device, not a file the recorder sees: carry the lines
+    // the checker kept (peer-memory load failures, dma-buf attach refusals).
+    // (From a copy of sysfs the recorder already carries the copy's gdrpeer-snapshot/kernel-log.)
+    if (root.empty() && t.sw.stack.kernel_log_read)
+      entries.push_back({topo::TarEntry::Type::File, "gdrpeer-snapshot/kernel-log", topo::kernel_log_text(t.sw.stack)});
     std::string bytes = topo::write_tar(entries);
     if (out == "-") {
       std::fwrite(bytes.data(), 1, bytes.size(), stdout);

@@ -100,6 +100,7 @@ struct FakeNode {
   std::string osrelease = "6.8.0\n";
   std::string nvidia_version;
   std::vector<std::string> memory_peers;  // MOFED peer-memory clients (/sys/kernel/mm/memory_peers/*)
+  bool memory_peers_dir = false;          // the directory even without clients (MOFED's ib_core loaded)
   int numa_nodes = 0;                     // /sys/devices/system/node/node*; 0: no such folder
 
   std::vector<TarEntry> entries() const {
@@ -135,7 +136,12 @@ struct FakeNode {
     file("/proc/sys/kernel/osrelease", osrelease);
     file("/proc/cmdline", "root=/dev/sda1\n");
     if (!nvidia_version.empty()) file("/proc/driver/nvidia/version", nvidia_version);
-    for (const auto& p : memory_peers) e.push_back({TarEntry::Type::Directory, "sys/kernel/mm/memory_peers/" + p, ""});
+    if (memory_peers_dir) e.push_back({TarEntry::Type::Directory, "sys/kernel/mm/memory_peers", ""});
+    // As MOFED's ib_core creates them: a directory per registered client with its version file.
+    for (const auto& p : memory_peers) {
+      e.push_back({TarEntry::Type::Directory, "sys/kernel/mm/memory_peers/" + p, ""});
+      file("/sys/kernel/mm/memory_peers/" + p + "/version", "1.0\n");
+    }
     for (int i = 0; i < numa_nodes; ++i)
       e.push_back({TarEntry::Type::Directory, "sys/devices/system/node/node" + std::to_string(i), ""});
     return e;

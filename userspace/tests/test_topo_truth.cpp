@@ -609,7 +609,10 @@ TEST(TruthSoftware, PeerMemoryClientOrDmaBufPath) {
       {"no client, 5.11, open", "nvidia 1 0 - Live 0x0\n", {}, "5.11.0", open, Verdict::Blocked, "software-peer-memory"},
       {"no client, 5.12, open", "nvidia 1 0 - Live 0x0\n", {}, "5.12.0", open, Verdict::Optimal, "software-peer-memory"},
       {"no client, 6.8, closed", "nvidia 1 0 - Live 0x0\n", {}, "6.8.0", closed, Verdict::Blocked, "software-peer-memory"},
-      {"no client, 6.8, gdrpeer", "nvidia 1 0 - Live 0x0\ngdrpeer 1 0 - Live 0x0\n", {}, "6.8.0", closed, Verdict::Optimal, "software-peer-memory"},
+      // Degraded since issue 24: gdrpeer gives ibv_reg_mr a dma-buf path, but NCCL, NVSHMEM and UCX
+      // get their dma-buf from CUDA (none with the proprietary module) and see no nv_mem client:
+      // they turn GPUDirect RDMA off (consumer-nccl, consumer-nvshmem, consumer-ucx).
+      {"no client, 6.8, gdrpeer", "nvidia 1 0 - Live 0x0\ngdrpeer 1 0 - Live 0x0\n", {}, "6.8.0", closed, Verdict::Degraded, "software-peer-memory"},
       {"no nvidia module", "nvidia_peermem 1 0 - Live 0x0\n", {}, "6.8.0", open, Verdict::Blocked, "software-driver"},
   };
   for (const auto& c : cases) {
@@ -625,12 +628,32 @@ TEST(TruthSoftware, PeerMemoryClientOrDmaBufPath) {
     if (*c.rule) {
       const Finding* f = finding(p, c.rule);
       ASSERT_TRUE(f);
-      EXPECT_EQ(f->severity, c.verdict);
+      // The software finding itself; the consumers' findings may add to the pair's verdict.
+      EXPECT_EQ(f->severity, std::string(c.what) == "no client, 6.8, gdrpeer" ? Verdict::Optimal : c.verdict);
     } else {
       EXPECT_FALSE(has_rule(p, "software-peer-memory"));
       EXPECT_FALSE(has_rule(p, "software-driver"));
     }
   }
+}
+
+// NVIDIA/nccl #1939: lsmod shows nvidia_peermem, /sys/kernel/mm/memory_peers has no client. Loaded
+// is not registered: with the proprietary module (no dma-buf) nothing registers GPU memory.
+TEST(TruthSoftware, LoadedPeermemWithoutARegisteredClientIsNoClient) {
+  FakeNode n = testing::switch_node();
+  n.modules = "nvidia 1 0 - Live 0x0\nnvidia_peermem 1 0 - Live 0x0\n";
+  n.memory_peers_dir = true;
+  n.osrelease = "6.8.0\n";
+  n.nvidia_version = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.54.03\n";
+  const PairResult p = only_pair(check(from_fake(n), kb(), CheckOptions{}));
+  const Finding* f = finding(p, "software-peer-memory");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->severity, Verdict::Blocked);
+  EXPECT_NE(f->reason.find("loaded but no peer-memory client is registered"), std::string::npos) << f->reason;
+  // The same with nv_mem registered (MOFED's ib_core writes memory_peers/nv_mem/version).
+  n.memory_peers = {"nv_mem"};
+  const PairResult q = only_pair(check(from_fake(n), kb(), CheckOptions{}));
+  EXPECT_FALSE(has_rule(q, "software-peer-memory"));
 }
 
 // ---- links and BARs --------------------------------------------------------

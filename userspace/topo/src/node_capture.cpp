@@ -51,9 +51,6 @@ Topology read_live_node(FileSource& fs, const std::string& name, const LiveOptio
 Snapshot take_snapshot(FileSource& base, const std::string& name, const SnapshotOptions& o) {
   RecordingSource rec(base);
   const std::string hostname = first_line(rec.read("/proc/sys/kernel/hostname", 4096));
-  // Not read by the checker itself (yet): the NVIDIA driver's module parameters, for the
-  // consumers' rules (NCCL, NVSHMEM, UCX) and for people reading the snapshot.
-  rec.read("/proc/driver/nvidia/params", 1 << 16);
   Snapshot s;
   s.topology = parse_sysfs(rec, name);
   s.entries = rec.entries();

@@ -2,6 +2,7 @@
 // <pci> node of class 0x0604 and every CPU (NUMA node) as the root of its PCI
 // trees, so each <cpu> becomes one "host bridge" here: two devices under one
 // CPU meet at PHB, under two CPUs at SYS (NCCL has no NODE level).
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -144,7 +145,17 @@ Topology parse_nccl_xml(std::string_view text, const std::string& name, std::vec
         if (tag == "gpu") d.role = Role::GPU;
         if (tag == "nic") d.role = Role::NIC;
         if (tag == "net" && d.rdma_name.empty()) d.rdma_name = r.attr_str("name");
+        // NCCL's own GPUDirect RDMA answer: <gpu gdr> (the GPU side) and <net gdr> (the NIC's
+        // peer memory or dma-buf support), NCCL src/graph/topo.cc ncclTopoAddNet/AddGpu.
+        std::string_view g;
+        if ((tag == "gpu" || tag == "net") && r.attr("gdr", g))
+          (tag == "gpu" ? t.sw.stack.nccl_gpu_gdr : t.sw.stack.nccl_net_gdr)[parent_dev] = std::atoi(std::string(g).c_str());
       }
+    } else if (tag == "c2c") {
+      // <c2c bw count> inside <gpu>: the GPU reaches its CPU over NVLink-C2C (NCCL 2.27+,
+      // src/graph/xml.cc), which is what turns NCCL's P2C path on.
+      if (stack.size() >= 2 && stack.back().tag == "gpu" && parent_dev >= 0)
+        t.sw.stack.nccl_gpu_c2c[parent_dev] = std::max(1, std::atoi(r.attr_str("count").c_str()));
     }
     stack.push_back(f);
   }

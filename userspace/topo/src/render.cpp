@@ -13,6 +13,7 @@
 
 #include "gdrpeer/topo/check.hpp"
 #include "json_writer.hpp"
+#include "stack_render.hpp"
 
 namespace gdrpeer::topo {
 
@@ -167,6 +168,7 @@ std::string render_matrix(const Topology& t, const Report& r, bool include_nvme)
       o << "  " << pad(p.label_a + " - " + p.label_b, 18) << pad(to_string(p.path.cls), 7) << pad(to_string(p.path.cuda), 18)
         << pad(p.path.nccl_gdr ? "on" : "off", 10) << to_string(p.verdict) << "\n";
   }
+  o << render_consumers_text(r);
   auto problems = group_findings(r, false);
   const bool node_problems = std::any_of(r.node_findings.begin(), r.node_findings.end(),
                                          [](const Finding& f) { return f.severity != Verdict::Optimal; });
@@ -193,7 +195,10 @@ std::string render_matrix(const Topology& t, const Report& r, bool include_nvme)
       if (!g.fix.empty()) o << "      hint: " << g.fix << "\n";
     }
     for (const auto& f : r.node_findings)
-      if (f.severity == Verdict::Optimal) o << "  " << f.reason << " (" << f.rule << ")\n";
+      if (f.severity == Verdict::Optimal) {
+        o << "  " << f.reason << " (" << f.rule << ")\n";
+        if (!f.fix.empty()) o << "      hint: " << f.fix << "\n";
+      }
   }
   std::vector<int> devs = r.gpus;
   devs.insert(devs.end(), r.nics.begin(), r.nics.end());
@@ -328,6 +333,7 @@ std::string render_json(const Topology& t, const Report& r) {
       if (t.sw.has_module(m)) j.value(m);
     j.end_array();
     j.key("nvidia_version").value(t.sw.nvidia_version);
+    render_stack_json(j, t.sw);
     j.end_object();
   }
   j.key("source").value(t.source);
@@ -345,7 +351,9 @@ std::string render_json(const Topology& t, const Report& r) {
   for (const auto& p : r.pairs) {
     j.begin_object();
     j.key("a").value(p.label_a).key("a_bdf").value(t.devices[p.a].bdf).key("b").value(p.label_b).key("b_bdf").value(t.devices[p.b].bdf);
-    j.key("class").value(to_string(p.path.cls)).key("cuda_case").value(to_string(p.path.cuda));
+    j.key("class").value(to_string(p.path.cls));
+    render_consumers_json(j, p);
+    j.key("cuda_case").value(to_string(p.path.cuda));
     j.key("findings").begin_array();
     for (const auto& f : p.findings)
       j.begin_object().key("fix").value(f.fix).key("reason").value(f.reason).key("rule").value(f.rule).key("severity").value(severity(f.severity)).end_object();

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "gdrpeer/topo/check.hpp"
+#include "stack_internal.hpp"
 
 namespace gdrpeer::topo {
 
@@ -374,7 +375,15 @@ class Checker {
       add(r.findings, "software-driver", Verdict::Blocked, "the nvidia kernel module is not loaded", "modprobe nvidia");
       return;
     }
-    bool peer = sw.has_module("nvidia_peermem") || sw.has_module("nv_peer_mem") || !sw.memory_peers.empty();
+    // A peer-memory client counts when it is registered with ib_core (a memory_peers/<name>/version
+    // file), not when a module is merely loaded: NVIDIA/nccl #1939, #1537. Only where the input
+    // lacks the memory_peers directory altogether does a loaded module stand in for it.
+    bool registered = false;
+    // (ib_core creates memory_peers/<name>/ when a client registers; nvidia-fs is GDS's, not a NIC's.)
+    for (const auto& c : sw.stack.peer_clients) registered = registered || c.name != "nvidia-fs";
+    const bool loaded = sw.has_module("nvidia_peermem") || sw.has_module("nv_peer_mem");
+    const bool unregistered = loaded && sw.memory_peers_dir && !registered;
+    bool peer = registered || (loaded && !sw.memory_peers_dir);
     bool open = sw.nvidia_version.find("Open Kernel Module") != std::string::npos;
     bool new_kernel = kernel_at_least(sw.kernel_release, 5, 12);
     const bool dmabuf_exporter = sw.has_module("gdrpeer") || (nvidia && open) || (!nvidia && g.vendor == 0x1002 && sw.has_module("amdgpu"));
@@ -391,7 +400,8 @@ class Checker {
           "no peer-memory client (nvidia_peermem, nv_peer_mem or MOFED memory_peers); the kernel version is not in this input, so whether the dma-buf path (Linux >= 5.12) is there is unknown",
           "uname -r   # on the node; below 5.12: " + std::string(nvidia ? "modprobe nvidia_peermem" : "modprobe amdgpu or gdrpeer"));
     } else if (!peer && !dmabuf) {
-      std::string why = "no peer-memory client (nvidia_peermem, nv_peer_mem or MOFED memory_peers) and no dma-buf path (";
+      std::string why = unregistered ? "nvidia_peermem is loaded but no peer-memory client is registered in /sys/kernel/mm/memory_peers, and no dma-buf path ("
+                                     : "no peer-memory client (nvidia_peermem, nv_peer_mem or MOFED memory_peers) and no dma-buf path (";
       why += new_kernel ? (nvidia ? "needs the open NVIDIA kernel module or gdrpeer" : "needs gdrpeer") : "kernel " + sw.kernel_release + " < 5.12";
       why += ")";
       add(r.findings, "software-peer-memory", Verdict::Blocked, std::move(why),
@@ -614,6 +624,8 @@ Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt) {
     note("platform-virtual", "virtual machine: " + c.emulated_ +
                                  " is emulated hardware; BIOS, ACS and kernel settings named in fixes belong to the host, which the provider controls");
   c.node_platform_rules(rep);
+  root_port_rules(t, opt, rep);
+  stack_stage(t, k, opt, rep);
   return rep;
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
@@ -72,11 +73,16 @@ struct PairResult {
   NvLinkPath nvlink;  // GPU-GPU pairs only
   Verdict verdict = Verdict::Optimal;
   std::vector<Finding> findings;
+  // GPU x NIC pairs of an NVIDIA GPU with the stack known (stack.hpp): the NVIDIA driver's
+  // gate and what NCCL, NVSHMEM and UCX will decide; empty otherwise.
+  std::shared_ptr<const PairStack> stack;  // null otherwise
 };
 
 struct CheckOptions {
   bool gpu_nic = true, gpu_gpu = true, gpu_nvme = false;
   std::set<std::string> skip;  // rule ids (or "software", "platform", "link" groups)
+  // NCCL_*, NVSHMEM_*, UCX_* variables that change the consumers' decisions (consumer_environment()).
+  std::map<std::string, std::string> env;
 };
 
 // What check() found for one node. The device indices refer to the Topology it

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "gdrpeer/topo/stack.hpp"
+
 namespace gdrpeer::topo {
 
 enum class Role { None, GPU, NIC, NVMe };
@@ -139,6 +141,8 @@ struct Software {
   bool cuda_probed = false;
   std::string cuda_error;
   std::vector<CudaGpu> cuda;
+  // The NVIDIA driver's parameters, modprobe configuration, peer clients, kernel log (stack.hpp).
+  StackState stack;
 };
 
 // One NVLink connection an input states: from a GPU to another GPU or to an

@@ -1,0 +1,273 @@
+// Reading the GPUDirect software stack (stack.hpp) from a sysfs source: the
+// NVIDIA driver's parameters and flavour, the modprobe configuration, MOFED's
+// peer-memory clients, nvidia_peermem's parameters and the kernel log. Every
+// path goes through the FileSource, so `gdrpeer snapshot` records it; the kernel
+// log is the one exception (a character device): read live, carried in
+// snapshots as gdrpeer-snapshot/kernel-log.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <sstream>
+
+#include "gdrpeer/topo/stack.hpp"
+#include "sysfs_readers.hpp"
+
+namespace gdrpeer::topo {
+
+namespace {
+
+std::string unquote(std::string v) {
+  v = sysfs::trimmed(v);
+  if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+  return v;
+}
+
+// "K=V;K2=V2": RegistryDwords is a semicolon-separated list (nv-reg.h, Option: RegistryDwords).
+void split_dwords(const std::string& s, std::map<std::string, std::string>& out) {
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ';')) {
+    item = sysfs::trimmed(item);
+    size_t eq = item.find('=');
+    if (item.empty() || eq == std::string::npos || eq == 0) continue;
+    out[sysfs::trimmed(item.substr(0, eq))] = sysfs::trimmed(item.substr(eq + 1));
+  }
+}
+
+bool contains(const std::string& s, const char* what) { return s.find(what) != std::string::npos; }
+
+// The module a kernel-log line is about: "nvidia_peermem: Unknown symbol ..." or
+// "nvidia-peermem nv_mem_client_init:..." -> the leading word without its colon.
+std::string module_of(const std::string& line) {
+  size_t end = line.find_first_of(": ");
+  return end == std::string::npos ? line : line.substr(0, end);
+}
+
+}  // namespace
+
+std::string StackState::active_param(const std::string& key) const {
+  // nv-reg.h, Option: RegistryDwords: "if a match is found, the static option value is
+  // overridden"; keys that match no static option go to RM (PeerMappingOverride, ...).
+  auto r = registry_dwords.find(key);
+  if (r != registry_dwords.end()) return r->second;
+  auto p = params.find(key);
+  return p != params.end() ? p->second : std::string();
+}
+
+void parse_nvidia_params(const std::string& text, StackState& s) {
+  s.params_known = true;
+  std::stringstream ss(text);
+  std::string line;
+  while (std::getline(ss, line)) {
+    size_t colon = line.find(':');
+    if (colon == std::string::npos || colon == 0) continue;
+    std::string name = sysfs::trimmed(line.substr(0, colon));
+    if (name.find(' ') != std::string::npos) continue;  // not a "Name: value" line
+    s.params[name] = unquote(line.substr(colon + 1));
+  }
+  if (auto it = s.params.find("RegistryDwords"); it != s.params.end()) split_dwords(it->second, s.registry_dwords);
+  if (auto it = s.params.find("RegistryDwordsPerDevice"); it != s.params.end()) {
+    // "pci=0000:01:00.0;Key=Value;pci=...;Key=Value": keys after a pci= apply to that device.
+    std::string current;
+    std::stringstream ds(it->second);
+    std::string item;
+    while (std::getline(ds, item, ';')) {
+      item = sysfs::trimmed(item);
+      size_t eq = item.find('=');
+      if (eq == std::string::npos || eq == 0) continue;
+      std::string k = sysfs::trimmed(item.substr(0, eq)), v = sysfs::trimmed(item.substr(eq + 1));
+      if (k == "pci")
+        current = v;
+      else
+        s.registry_per_device[current][k] = v;
+    }
+  }
+}
+
+void parse_nvidia_version(const std::string& first_line, StackState& s) {
+  if (first_line.empty()) return;
+  s.nvidia_version_known = true;
+  s.nvidia_open = contains(first_line, "Open Kernel Module");
+  std::istringstream words(first_line);
+  for (std::string w; words >> w;)
+    if (s.nvidia_version.empty() && !w.empty() && w[0] >= '0' && w[0] <= '9' && w.find('.') != std::string::npos) s.nvidia_version = w;
+}
+
+void parse_modprobe_conf(const std::string& text, const std::string& file, StackState& s) {
+  s.modprobe_read = true;
+  std::stringstream ss(text);
+  std::string raw, line;
+  int lineno = 0, start = 0;
+  while (std::getline(ss, raw)) {
+    ++lineno;
+    if (line.empty()) start = lineno;
+    // A trailing backslash continues the line (modprobe.d(5)).
+    if (!raw.empty() && raw.back() == '\\') {
+      line += raw.substr(0, raw.size() - 1) + " ";
+      continue;
+    }
+    line += raw;
+    std::string l = sysfs::trimmed(line);
+    line.clear();
+    if (l.empty() || l[0] == '#') continue;
+    std::istringstream words(l);
+    std::string cmd, module;
+    words >> cmd >> module;
+    for (char& c : module)
+      if (c == '-') c = '_';  // modprobe treats - and _ alike
+    // Only the modules of the GPUDirect stack: NVIDIA's, peer memory, RDMA core and mlx5.
+    static const char* const kStack[] = {"nvidia", "nv_", "gdrpeer", "gdrdrv", "ib_", "mlx5", "rdma", "amdgpu"};
+    bool of_interest = false;
+    for (const char* pfx : kStack) of_interest = of_interest || module.rfind(pfx, 0) == 0;
+    if (!of_interest) continue;
+    if (cmd == "blacklist") {
+      s.modprobe.push_back({file, start, module, "(blacklist)", ""});
+      continue;
+    }
+    if (cmd != "options") continue;
+    std::string rest;
+    std::getline(words, rest);
+    // key=value or key="value with spaces"
+    size_t i = 0;
+    while (i < rest.size()) {
+      while (i < rest.size() && (rest[i] == ' ' || rest[i] == '\t')) ++i;
+      size_t k0 = i;
+      while (i < rest.size() && rest[i] != '=' && rest[i] != ' ' && rest[i] != '\t') ++i;
+      std::string key = rest.substr(k0, i - k0);
+      std::string value;
+      if (i < rest.size() && rest[i] == '=') {
+        ++i;
+        if (i < rest.size() && rest[i] == '"') {
+          size_t e = rest.find('"', i + 1);
+          if (e == std::string::npos) e = rest.size();
+          value = rest.substr(i + 1, e - i - 1);
+          i = e + 1;
+        } else {
+          size_t v0 = i;
+          while (i < rest.size() && rest[i] != ' ' && rest[i] != '\t') ++i;
+          value = rest.substr(v0, i - v0);
+        }
+      }
+      if (!key.empty()) s.modprobe.push_back({file, start, module, key, value});
+    }
+  }
+}
+
+void parse_kernel_log(const std::string& text, StackState& s) {
+  s.kernel_log_read = true;
+  std::stringstream ss(text);
+  std::string line;
+  while (std::getline(ss, line)) {
+    // /dev/kmsg records are "prio,seq,usec,flags;message"; dmesg lines "[  12.3] message".
+    if (!line.empty() && line[0] == ' ') continue;  // /dev/kmsg key=value continuation
+    size_t semi = line.find(';');
+    if (semi != std::string::npos && line.find_first_not_of("0123456789,-c+") == semi) line = line.substr(semi + 1);
+    if (!line.empty() && line[0] == '[') {
+      size_t e = line.find("] ");
+      if (e != std::string::npos) line = line.substr(e + 2);
+    }
+    line = sysfs::trimmed(line);
+    KernelLogCause c;
+    c.line = line;
+    const bool peer_symbol = contains(line, "peer_memory") || contains(line, "nvidia_p2p");
+    if (contains(line, "disagrees about version of symbol") && peer_symbol) c.kind = "symbol-version";
+    // "(err -22)" follows a version mismatch (the symbol is there, its CRC differs): the
+    // line above says so. "(err 0)" / "(err -2)": the symbol is not exported at all.
+    else if (contains(line, "Unknown symbol") && peer_symbol && !contains(line, "(err -22)"))
+      c.kind = "unknown-symbol";
+    else if (contains(line, "failing symbol_get of non-GPLONLY symbol"))
+      c.kind = "gpl-symbol-get";
+    else if ((contains(line, "nvidia-peermem") || contains(line, "nvidia_peermem")) && contains(line, "ERROR"))
+      c.kind = "peermem-init";
+    else if (contains(line, "NVRM: dma-buf attach failed"))
+      c.kind = "dmabuf-attach";
+    else
+      continue;
+    c.module = c.kind == "dmabuf-attach" ? "nvidia" : c.kind == "gpl-symbol-get" ? "" : module_of(line);
+    s.kernel_log.push_back(line);
+    // One cause per kind and module: a module retried at every boot repeats its lines.
+    bool seen = false;
+    for (const auto& o : s.log_causes)
+      seen = seen || (o.kind == c.kind && o.module == c.module && (c.kind != "dmabuf-attach" || o.line == c.line));
+    if (!seen) s.log_causes.push_back(std::move(c));
+  }
+}
+
+namespace sysfs {
+
+namespace {
+
+// The kernel log on the live node: /dev/kmsg, without blocking at its end. Needs
+// root or kernel.dmesg_restrict=0; unreadable leaves kernel_log_read false.
+void read_live_kernel_log(StackState& s) {
+  int fd = ::open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return;
+  std::string all;
+  char buf[8192];
+  for (int records = 0; records < 200000; ++records) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EPIPE) continue;  // a record was overwritten while reading: go on
+    if (n <= 0) break;                      // EAGAIN: the end
+    all.append(buf, static_cast<size_t>(n));
+    if (all.empty() || all.back() != '\n') all.push_back('\n');
+  }
+  ::close(fd);
+  parse_kernel_log(all, s);
+}
+
+}  // namespace
+
+void read_stack(FileSource& fs, Software& sw) {
+  StackState& s = sw.stack;
+  if (auto p = fs.read("/proc/driver/nvidia/params", 1 << 16)) parse_nvidia_params(*p, s);
+  if (!sw.nvidia_version.empty()) parse_nvidia_version(sw.nvidia_version, s);
+  // modprobe.d(5): these directories, *.conf files.
+  for (const char* dir : {"/etc/modprobe.d", "/run/modprobe.d", "/usr/lib/modprobe.d", "/lib/modprobe.d"})
+    if (auto names = fs.list(dir)) {
+      s.modprobe_read = true;
+      for (const auto& n : *names) {
+        if (n.size() < 5 || n.compare(n.size() - 5, 5, ".conf") != 0) continue;
+        const std::string path = std::string(dir) + "/" + n;
+        if (auto text = fs.read(path, 1 << 16)) parse_modprobe_conf(*text, path, s);
+      }
+    }
+  if (auto clients = fs.list("/sys/kernel/mm/memory_peers")) {
+    for (const auto& name : *clients) {
+      PeerClient c;
+      c.name = name;
+      const std::string dir = "/sys/kernel/mm/memory_peers/" + name;
+      if (auto v = fs.read(dir + "/version", 4096)) {
+        c.has_version = true;
+        c.version = trimmed(*v);
+      }
+      if (auto files = fs.list(dir))
+        for (const auto& f : *files)
+          if (f != "version")
+            if (auto v = fs.read(dir + "/" + f, 4096)) c.counters[f] = trimmed(*v);
+      s.peer_clients.push_back(std::move(c));
+    }
+  }
+  if (auto files = fs.list("/sys/module/nvidia_peermem")) {
+    s.peermem_sysfs = true;
+    if (auto v = fs.read("/sys/module/nvidia_peermem/version", 4096)) s.peermem_version = trimmed(*v);
+    if (auto params = fs.list("/sys/module/nvidia_peermem/parameters"))
+      for (const auto& p : *params)
+        if (auto v = fs.read("/sys/module/nvidia_peermem/parameters/" + p, 4096)) s.peermem_params[p] = trimmed(*v);
+  }
+  if (fs.describe() == "/")
+    read_live_kernel_log(s);
+  else if (auto log = fs.read("/gdrpeer-snapshot/kernel-log", 1 << 20))
+    parse_kernel_log(*log, s);
+}
+
+}  // namespace sysfs
+
+std::string kernel_log_text(const StackState& s) {
+  std::string out;
+  for (const auto& l : s.kernel_log) out += l + "\n";
+  return out;
+}
+
+}  // namespace gdrpeer::topo

@@ -1,0 +1,487 @@
+// The stack stage of check(): after the PCIe rules, judge what sits above them.
+// Node findings: the NVIDIA driver (flavour, version, GPUDirect parameters),
+// configured-but-not-active module options, the override's security cost, peer
+// clients as registered (and which consumer sees which), why a peer-memory module
+// did not load. Per GPU x NIC: the exporter's gate and each consumer's decision.
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+
+#include "gdrpeer/topo/stack.hpp"
+#include "stack_internal.hpp"
+
+namespace gdrpeer::topo {
+
+namespace {
+
+using stack::NodeFacts;
+using stack::PairFacts;
+using stack::Tri;
+
+// The parameters that decide GPUDirect (nv-reg.h; PeerMappingOverride and RMForceStaticBar1 are RM registry keys).
+constexpr const char* kGdrParams[] = {"GrdmaPciTopoCheckOverride", "DmaRemapPeerMmio",   "EnableStreamMemOPs",   "PeerMappingOverride",
+                                      "RMForceStaticBar1",         "EnableResizableBar", "CoherentGPUMemoryMode"};
+
+// Which consumer recognises a peer client name, from their sources (stack_consumers.cpp).
+std::string consumers_seeing(const std::string& name) {
+  std::string s;
+  if (name == "nv_mem" || name == "nv_mem_nc") s += "NCCL";
+  if (name == "nv_mem" || name == "nvidia-peermem") s += std::string(s.empty() ? "" : ", ") + "NVSHMEM";
+  if (name == "nv_mem") s += ", UCX";
+  return s;
+}
+
+bool kernel_ge(const std::string& rel, int maj, int min) {
+  int a = 0, b = 0;
+  if (std::sscanf(rel.c_str(), "%d.%d", &a, &b) != 2) return false;
+  return a > maj || (a == maj && b >= min);
+}
+
+const char* kOverrideCost =
+    "security trade-off: the driver then lets a NIC map GPU memory on a topology it does not vouch for and ignores IOMMU-group "
+    "isolation for GPU memory; prefer moving GPU and NIC under one PCIe switch";
+
+std::string gate_fix(const GateAnswer& g) {
+  if (g.why.find("proprietary") != std::string::npos)
+    return "# install the open NVIDIA kernel module (e.g. nvidia-driver-<ver>-open, or nvidia-open), or register GPU memory through peer "
+           "memory: modprobe nvidia_peermem";
+  if (g.why.find("=2") != std::string::npos)
+    return "# remove NVreg_GrdmaPciTopoCheckOverride=2 from /etc/modprobe.d and reload the nvidia module";
+  if (g.why.find("coherent platform") != std::string::npos)
+    return "# the PCIe mapping type exists only on coherent (Grace) platforms: register with the default mapping type";
+  return std::string("echo 'options nvidia NVreg_GrdmaPciTopoCheckOverride=1' > /etc/modprobe.d/gdr-override.conf   # ") + kOverrideCost;
+}
+
+class StackStage {
+ public:
+  StackStage(const Topology& t, const Knowledge& k, const CheckOptions& o, Report& rep) : t_(t), k_(k), o_(o), rep_(rep) {}
+
+  void run() {
+    facts();
+    node_rules();
+    for (auto& pr : rep_.pairs) {
+      const Device& a = t_.devices[pr.a];
+      const Device& b = t_.devices[pr.b];
+      if (a.role != Role::GPU || b.role != Role::NIC) continue;
+      // NVIDIA GPUs only: by id, else by the name the input gives (lspci -tv), else NCCL's <gpu>.
+      const bool nvidia = a.ids_known ? a.vendor == 0x10de : k_.vendor_from_name(a.name) == 0x10de;
+      if (!nvidia && t_.sw.stack.nccl_gpu_gdr.count(pr.a) == 0) continue;
+      pair_rules(pr);
+      for (const auto& f : pr.findings) pr.verdict = std::max(pr.verdict, f.severity);
+    }
+    // iommu_split may lower a pair's verdict: the node's worst is computed again.
+    rep_.worst = Verdict::Optimal;
+    for (const auto& f : rep_.node_findings) rep_.worst = std::max(rep_.worst, f.severity);
+    for (const auto& pr : rep_.pairs) rep_.worst = std::max(rep_.worst, pr.verdict);
+  }
+
+ private:
+  const Topology& t_;
+  const Knowledge& k_;
+  const CheckOptions& o_;
+  Report& rep_;
+  NodeFacts n_;
+  std::map<int, bool> grace_c2c_;  // per GPU device index: of the grace-c2c family
+  GateInput node_gate_;
+  // Pairs that look the same to the gate and the consumers get the same answers: computed once
+  // (a fleet of hwloc dumps has ~100 GPU x NIC pairs per node and few distinct keys).
+  std::map<std::pair<uint64_t, std::string>, std::shared_ptr<const PairStack>> memo_;
+
+  bool skipped(const std::string& rule) const {
+    if (o_.skip.count(rule)) return true;
+    size_t dash = rule.find('-');
+    return dash != std::string::npos && o_.skip.count(rule.substr(0, dash));
+  }
+  void node(const std::string& rule, Verdict v, std::string text, std::string fix = "") {
+    if (skipped(rule)) return;
+    rep_.node_findings.push_back(Finding{rule, v, std::move(text), std::move(fix)});
+    rep_.worst = std::max(rep_.worst, v);
+  }
+  void add(PairResult& r, const std::string& rule, Verdict v, std::string reason, std::string fix) {
+    if (skipped(rule)) return;
+    for (const auto& f : r.findings)
+      if (f.rule == rule && f.reason == reason) return;
+    r.findings.push_back(Finding{rule, v, std::move(reason), std::move(fix)});
+  }
+
+  void facts() {
+    node_gate_ = node_gate();
+    const Software& sw = t_.sw;
+    const StackState& s = sw.stack;
+    n_.inspected = sw.inspected;
+    n_.kernel = sw.kernel_release;
+    if (!sw.inspected) return;
+    // Without the memory_peers directory in the input a loaded peer module may or may not
+    // have registered (a live node without it has none: ib_core is the kernel's own).
+    const bool peer_module = sw.has_module("nvidia_peermem") || sw.has_module("nv_peer_mem");
+    auto reg = [&](const char* name) -> Tri {
+      if (!sw.memory_peers_dir) return peer_module && t_.source != "live sysfs" ? -1 : 0;
+      const PeerClient* c = s.client(name);
+      return c && c->has_version ? 1 : 0;
+    };
+    n_.mp_nv_mem = reg("nv_mem");
+    n_.mp_nv_mem_nc = reg("nv_mem_nc");
+    n_.mp_nvidia_peermem = reg("nvidia-peermem");
+    if (sw.modules_known) {
+      n_.mod_nvidia_peermem = (s.peermem_sysfs || sw.has_module("nvidia_peermem")) ? 1 : 0;
+      n_.mod_nv_peer_mem = sw.has_module("nv_peer_mem") ? 1 : 0;
+    }
+    int a = 0, b = 0;
+    if (std::sscanf(sw.kernel_release.c_str(), "%d.%d", &a, &b) == 2) n_.kernel_dmabuf = kernel_ge(sw.kernel_release, 5, 12) ? 1 : 0;
+    if (s.nvidia_version_known) n_.open_module = s.nvidia_open ? 1 : 0;
+  }
+
+  void node_rules() {
+    const Software& sw = t_.sw;
+    const StackState& s = sw.stack;
+    if (!sw.inspected) return;
+    bool nvidia_gpu = false;
+    for (int g : rep_.gpus) nvidia_gpu = nvidia_gpu || (t_.devices[g].ids_known && t_.devices[g].vendor == 0x10de);
+    // The driver and its GPUDirect parameters.
+    if (s.params_known || s.nvidia_version_known) {
+      std::string text = "NVIDIA driver " + (s.nvidia_version.empty() ? std::string("(version not read)") : s.nvidia_version) + " (" +
+                         (!s.nvidia_version_known ? "flavour not read"
+                          : s.nvidia_open         ? "open kernel module: exports dma-buf"
+                                                  : "proprietary kernel module: no dma-buf export") +
+                         ")";
+      if (s.params_known) {
+        text += "; GPUDirect parameters:";
+        for (const char* p : kGdrParams) {
+          std::string v = s.active_param(p);
+          text += std::string(" ") + p + "=" + (v.empty() ? "(unset)" : v);
+        }
+        if (!s.registry_dwords.empty()) {
+          text += "; RegistryDwords keys:";
+          for (const auto& [key, v] : s.registry_dwords) text += " " + key + "=" + v;
+        }
+        for (const auto& [bdf, keys] : s.registry_per_device) {
+          text += "; RegistryDwordsPerDevice " + (bdf.empty() ? std::string("(no pci=)") : bdf) + ":";
+          for (const auto& [key, v] : keys) text += " " + key + "=" + v;
+        }
+      } else {
+        text += "; /proc/driver/nvidia/params not in this input";
+      }
+      node("nvidia-driver", Verdict::Optimal, std::move(text));
+      if (s.active_param("GrdmaPciTopoCheckOverride") == "1")
+        node("nvidia-override", Verdict::Optimal,
+             std::string("NVreg_GrdmaPciTopoCheckOverride=1 is active: every GPU x NIC topology passes the driver's dma-buf and nvidia_p2p "
+                         "check; ") +
+                 kOverrideCost,
+             "# keep it only where GPU and NIC cannot share a switch; remove it from /etc/modprobe.d where they can");
+    }
+    pending_options();
+    peer_clients(nvidia_gpu);
+    log_causes();
+  }
+
+  // Module options that the next load would apply but the running driver does not have.
+  void pending_options() {
+    const StackState& s = t_.sw.stack;
+    // nvidia_peermem's options against /sys/module/nvidia_peermem/parameters (when it is loaded).
+    if (s.modprobe_read && s.peermem_sysfs) {
+      std::map<std::string, const ModprobeOption*> pm;
+      for (const auto& o : s.modprobe)
+        if (o.module == "nvidia_peermem" && o.key != "(blacklist)") pm[o.key] = &o;
+      for (const auto& [key, o] : pm) {
+        auto it = s.peermem_params.find(key);
+        if (it != s.peermem_params.end() && it->second != o->value)
+          node("nvidia-params-pending", Verdict::Optimal,
+               "nvidia_peermem " + key + "=" + o->value + " is configured (" + o->file + ":" + std::to_string(o->line) +
+                   ") but the loaded module runs with " + key + "=" + it->second + ": it applies at the next load",
+               "rmmod nvidia_peermem && modprobe nvidia_peermem   # no RDMA job may hold GPU memory registrations");
+      }
+    }
+    if (!s.modprobe_read || !s.params_known) return;
+    std::map<std::string, const ModprobeOption*> last;  // later files win
+    std::map<std::string, std::pair<std::string, const ModprobeOption*>> dwords;
+    for (const auto& o : s.modprobe) {
+      if (o.module != "nvidia" || o.key.rfind("NVreg_", 0) != 0) continue;
+      const std::string key = o.key.substr(6);
+      if (key == "RegistryDwords") {
+        StackState tmp;
+        parse_nvidia_params("RegistryDwords: \"" + o.value + "\"\n", tmp);
+        for (const auto& [k, v] : tmp.registry_dwords) dwords[k] = {v, &o};
+      } else {
+        last[key] = &o;
+      }
+    }
+    auto report = [&](const std::string& key, const std::string& want, const ModprobeOption& o, const std::string& active) {
+      node("nvidia-params-pending", Verdict::Optimal,
+           "NVreg_" + key + "=" + want + " is configured (" + o.file + ":" + std::to_string(o.line) +
+               ") but the loaded nvidia module runs with " + key + "=" + (active.empty() ? "(unset)" : active) +
+               ": it applies at the next driver load",
+           "# reload the driver (stop GPU users; rmmod nvidia_peermem nvidia_uvm nvidia_drm nvidia_modeset nvidia; modprobe nvidia) or "
+           "reboot; "
+           "if nvidia loads from the initramfs, rebuild it first (update-initramfs -u / dracut -f)");
+    };
+    for (const auto& [key, o] : last) {
+      auto it = s.params.find(key);
+      if (it == s.params.end()) continue;  // not a parameter this driver lists
+      if (it->second != o->value && !(it->second.empty() && o->value.empty())) report(key, o->value, *o, it->second);
+    }
+    for (const auto& [key, vo] : dwords) {
+      auto it = s.registry_dwords.find(key);
+      std::string active = it == s.registry_dwords.end() ? "" : it->second;
+      if (active != vo.first) report("RegistryDwords " + key, vo.first, *vo.second, active);
+    }
+  }
+
+  void peer_clients(bool nvidia_gpu) {
+    const Software& sw = t_.sw;
+    const StackState& s = sw.stack;
+    std::string list;
+    for (const auto& c : s.peer_clients) {
+      std::string who = consumers_seeing(c.name);
+      list += (list.empty() ? "" : "; ") + c.name + (c.has_version ? " " + c.version : " (no version file)");
+      auto mrs = c.counters.find("num_alloc_mrs");
+      auto bytes = c.counters.find("num_reg_bytes");
+      if (mrs != c.counters.end()) list += ", " + mrs->second + " MRs";
+      if (bytes != c.counters.end()) list += ", " + bytes->second + " bytes registered";
+      list += who.empty() ? ", seen by none of NCCL, NVSHMEM, UCX (they look for nv_mem, nv_mem_nc, nvidia-peermem)" : ", seen by " + who;
+    }
+    if (!s.peer_clients.empty())
+      node("peer-clients", Verdict::Optimal, "peer-memory clients registered in /sys/kernel/mm/memory_peers: " + list);
+    for (const auto& c : s.peer_clients)
+      if (consumers_seeing(c.name).empty() && c.name != "nvidia-fs")
+        node("peer-client-invisible", Verdict::Optimal,
+             "peer-memory client '" + c.name +
+                 "' works for ibv_reg_mr, but NCCL, NVSHMEM and UCX decide GDR from the names nv_mem / nv_mem_nc / nvidia-peermem and the "
+                 "nvidia_peermem module: they report GPUDirect RDMA disabled through it (they still use dma-buf where they can)",
+             c.name == "gdrpeer"
+                 ? "# load gdrpeer with its client-name module parameter set to nv_mem where nvidia_peermem is not loaded (docs/driver.md)"
+                 : "");
+    const bool loaded = sw.has_module("nvidia_peermem") || sw.has_module("nv_peer_mem");
+    // Without the memory_peers directory a copy of sysfs cannot tell; the live node can (absent: none).
+    if (loaded && !s.client("nv_mem") && !s.client("nv_mem_nc") && sw.modules_known && (sw.memory_peers_dir || t_.source == "live sysfs")) {
+      node("peermem-unregistered", Verdict::Optimal,
+           std::string(sw.has_module("nvidia_peermem") ? "nvidia_peermem" : "nv_peer_mem") +
+               " is loaded but no nv_mem client is registered in /sys/kernel/mm/memory_peers" +
+               (sw.memory_peers_dir ? "" : " (the directory is absent: ib_core is the kernel's own, without MOFED's PeerDirect)") +
+               ": ibv_reg_mr of GPU memory will fail; NCCL and UCX still see /sys/module/nvidia_peermem and say GPUDirect RDMA is enabled",
+           "# install MLNX_OFED / DOCA-OFED and rebuild nvidia_peermem against it (or use dma-buf: the open module, Linux >= 5.12, "
+           "NCCL_DMABUF_ENABLE=1)");
+    }
+    if (s.peermem_sysfs && !s.peermem_params.empty()) {
+      std::string p;
+      for (const auto& [k, v] : s.peermem_params) p += (p.empty() ? "" : " ") + k + "=" + v;
+      auto pa = s.peermem_params.find("persistent_api_support");
+      std::string meaning = pa != s.peermem_params.end() && pa->second == "0" ? " (legacy: clients nv_mem and nv_mem_nc)"
+                                                                              : " (client nv_mem, persistent pages)";
+      node("peermem-params", Verdict::Optimal, "nvidia_peermem parameters: " + p + meaning);
+    }
+    (void)nvidia_gpu;
+  }
+
+  void log_causes() {
+    const StackState& s = t_.sw.stack;
+    for (const auto& c : s.log_causes) {
+      std::string why, fix;
+      if (c.kind == "symbol-version" && c.line.find("nvidia_p2p") != std::string::npos) {
+        why = c.module + " was built against another NVIDIA driver than the one running (nvidia_p2p_* symbol CRC mismatch)";
+        fix = "# rebuild " + c.module + " against the running NVIDIA driver (dkms autoinstall, or reinstall its package after the driver)";
+      } else if (c.kind == "symbol-version") {
+        why = c.module + " was built against another ib_core than the one running (symbol CRC mismatch)";
+        fix = "# rebuild " + c.module +
+              " against the running OFED: reinstall the NVIDIA driver's DKMS package (or the GPU operator's driver container) after "
+              "MLNX_OFED/DOCA-OFED, "
+              "and check that /usr/src/ofa_kernel/default points at $(uname -r)";
+      } else if (c.kind == "unknown-symbol") {
+        why = c.module +
+              " needs the PeerDirect API (ib_register_peer_memory_client), which only MLNX_OFED / DOCA-OFED's ib_core exports: OFED's "
+              "ib_core is not loaded, or ib_core is the kernel's own";
+        fix =
+            "# load OFED's ib_core (/etc/init.d/openibd restart) or install MLNX_OFED / DOCA-OFED; with inbox RDMA use dma-buf instead "
+            "(open NVIDIA module, Linux >= 5.12)";
+      } else if (c.kind == "gpl-symbol-get") {
+        why =
+            "a module looked the peer-memory API up at run time and the kernel refused: symbol_get() reaches only EXPORT_SYMBOL_GPL "
+            "symbols (Linux >= 6.6), "
+            "and OFED exports ib_register_peer_memory_client without _GPL";
+        fix =
+            "# rebuild the module against the OFED tree so it links ib_register_peer_memory_client directly (dkms build after OFED is "
+            "installed), or use dma-buf";
+      } else if (c.kind == "peermem-init") {
+        why = "nvidia-peermem's init failed (registering its client with ib_core, or a bad module parameter)";
+        fix =
+            "# check nvidia_peermem's parameters (peerdirect_support 0|1, persistent_api_support 0|1) and that it was built with MOFED's "
+            "peer-memory symbols";
+      } else {
+        why = "the NVIDIA driver refused a dma-buf attach (the exporter's gate, error 524)";
+        fix = "# see the exporter-gate findings of the GPU x NIC pairs";
+      }
+      node("peermem-load-failed", Verdict::Optimal, "kernel log: \"" + c.line + "\": " + why, fix);
+    }
+  }
+
+  // The gate's node-wide inputs, once per node (facts()): flavour, override, VM, chipset.
+  GateInput node_gate() const {
+    GateInput in;
+    const StackState& s = t_.sw.stack;
+    in.flavour = s.nvidia_version_known ? (s.nvidia_open ? 1 : 0) : -1;
+    // Without a C2C GPU an x86 CPU says non-coherent; elsewhere the GPU's known id does.
+    if (t_.cpu.arch == "x86_64" || t_.cpu.vendor == "GenuineIntel" || t_.cpu.vendor == "AuthenticAMD") in.coherent = 0;
+    const std::string ov = s.active_param("GrdmaPciTopoCheckOverride");
+    if (!ov.empty())
+      in.override_value = std::atoi(ov.c_str());
+    else if (s.params_known)
+      in.override_value = 0;
+    in.passthrough_vm = rep_.virtual_machine && t_.cpu.hypervisor;
+    const RootComplex* rc = k_.root_complex(t_.cpu);
+    const std::string rcn = rc ? rc->name : "";
+    // RM's list (osinit.c _checkP2pChipsetSupport): Grace (TH500), Ampere Altra, AmpereOne. Altra's
+    // cores are Neoverse N1 (ARM's implementer id, like Graviton2): known by its DMI or model name;
+    // AmpereOne by Ampere's own implementer id 0xc0.
+    const std::string dmi = t_.dmi_vendor + " " + t_.dmi_product + " " + t_.cpu.model_name;
+    in.unsupported_chipset = rcn.find("Grace") != std::string::npos || dmi.find("Altra") != std::string::npos ||
+                             dmi.find("AmpereOne") != std::string::npos || t_.cpu.arm_implementer == 0xc0;
+    return in;
+  }
+
+  GateInput gate_input(const PairResult& pr, bool c2c) const {
+    const Device& g = t_.devices[pr.a];
+    const Device& nic = t_.devices[pr.b];
+    GateInput in = node_gate_;
+    // Coherent: the GPU is on NVLink-C2C (GH200/GB200 family, or NCCL's <c2c>).
+    if (c2c)
+      in.coherent = 1;
+    else if (g.ids_known)
+      in.coherent = 0;
+    in.common_bridge = pr.path.lca >= 0 ? 1 : 0;
+    // nv_pci_is_valid_topology_for_direct_pci compares the devices' iommu_group pointers:
+    // without an IOMMU both are NULL and compare equal.
+    if (g.iommu_group >= 0 && nic.iommu_group >= 0)
+      in.same_iommu_group = g.iommu_group == nic.iommu_group ? 1 : 0;
+    else if (t_.iommu == IommuMode::Off)
+      in.same_iommu_group = 1;
+    return in;
+  }
+
+  // The PCIe rules call a translating IOMMU blocked for every pair. For an NVIDIA GPU and a
+  // NIC the driver decides (open-gpu-kernel-modules 580.142 kernel-open/nvidia/nv-dma.c
+  // nv_dma_map_peer, nv-reg.h DmaRemapPeerMmio): with NVreg_DmaRemapPeerMmio=1 (default) it
+  // maps GPU BAR1 into the NIC's IOMMU domain (dma_map_resource) for nvidia_p2p_dma_map_pages
+  // (nvidia_peermem) and dma-buf alike, so registration works through the IOMMU at a cost;
+  // with 0 it hands out bus addresses the IOMMU faults, and so does the legacy nv_peer_mem
+  // (physical pages from nvidia_p2p_get_pages). Unknown parameters keep the PCIe verdict.
+  void iommu_split(PairResult& pr) {
+    const Software& sw = t_.sw;
+    const std::string remap = sw.stack.active_param("DmaRemapPeerMmio");
+    for (auto& f : pr.findings) {
+      if (f.rule != "iommu-translating" || f.severity != Verdict::Blocked) continue;
+      if (remap == "0") {
+        f.reason += "; NVreg_DmaRemapPeerMmio=0: the NVIDIA driver gives the NIC bus addresses without IOMMU mappings, which fault";
+        f.fix += "; or remove NVreg_DmaRemapPeerMmio=0 (then registration maps through the IOMMU, at a cost)";
+      } else if (remap == "1" && !(sw.has_module("nv_peer_mem") && !sw.has_module("nvidia_peermem"))) {
+        f.severity = Verdict::Degraded;
+        f.rule = "iommu-translating";
+        f.reason +=
+            ". For this NVIDIA GPU the driver maps BAR1 into the NIC's IOMMU domain (NVreg_DmaRemapPeerMmio=1): nvidia_peermem "
+            "(nvidia_p2p_dma_map_pages) and dma-buf registration work through the IOMMU at a cost (every NIC access translated, "
+            "IOTLB misses, peer traffic up to the root complex); the legacy nv_peer_mem and NVreg_DmaRemapPeerMmio=0 would fault";
+        f.fix = "gdrpeer verify   # prove registration and bytes through the IOMMU on this node; for full speed: " +
+                f.fix.substr(f.fix.find(':') + 2);
+      }
+    }
+    pr.verdict = Verdict::Optimal;
+    for (const auto& f : pr.findings) pr.verdict = std::max(pr.verdict, f.severity);
+  }
+
+  void pair_rules(PairResult& pr) {
+    const Software& sw = t_.sw;
+    const StackState& s = sw.stack;
+    const Device& g = t_.devices[pr.a];
+    if (sw.inspected && s.params_known && !skipped("iommu-translating")) iommu_split(pr);
+    PairFacts p;
+    p.gpu = &g;
+    p.nic = &t_.devices[pr.b];
+    p.cls = pr.path.cls;
+    // The family once per GPU: the lookup may read pci.ids (as the PCIe rules' Checker caches it).
+    auto cached = grace_c2c_.find(pr.a);
+    if (cached == grace_c2c_.end()) {
+      const GpuFamilyMatch fam = k_.gpu_family_match(g);
+      cached = grace_c2c_.emplace(pr.a, fam.family && fam.family->family == "grace-c2c").first;
+    }
+    p.c2c = s.nccl_gpu_c2c.count(pr.a) > 0 || cached->second;
+    for (const auto& c : sw.cuda)
+      if (c.bdf == g.bdf) {
+        p.cuda_dmabuf = c.dmabuf_supported;
+        p.cuda_gdr = c.gdr_supported;
+      }
+    if (p.cuda_dmabuf == -1 && s.nvidia_version_known) p.cuda_dmabuf = s.nvidia_open ? 1 : 0;
+    if (auto it = s.nccl_net_gdr.find(pr.b); it != s.nccl_net_gdr.end()) p.xml_net_gdr = it->second;
+    if (auto it = s.nccl_gpu_gdr.find(pr.a); it != s.nccl_gpu_gdr.end()) p.xml_gpu_gdr = it->second;
+    // NCCL's default by distance for a GPU on NVLink-C2C is P2C, not PXB (paths.cc
+    // ncclTopoCheckGdr, NCCL_NET_GDR_C2C=1): a NIC on the GPU's CPU gets GDR, and only SYS
+    // is beyond. classify() knows no GPU family, so the PXB default is corrected here.
+    if (p.c2c) pr.path.nccl_gdr = pr.path.cls != PathClass::SYS;
+    // Every NVIDIA GPU x NIC pair says what each consumer will do; where the input carries no
+    // software stack (lspci, hwloc, NCCL XML) the answers are unknown except NCCL's distance rule.
+    const GateInput gin = gate_input(pr, p.c2c);
+    // Everything the answers depend on, small values packed (each is -1..4).
+    uint64_t key = 0;
+    for (int v : {gin.coherent, gin.common_bridge, gin.same_iommu_group, p.c2c ? 1 : 0, static_cast<int>(p.cls), p.cuda_dmabuf, p.cuda_gdr,
+                  p.xml_net_gdr, p.xml_gpu_gdr})
+      key = key * 8 + static_cast<uint64_t>(v + 2);
+    auto hit = memo_.find({key, p.nic->rdma_name});  // NCCL_IB_HCA matches by name
+    if (hit == memo_.end()) {
+      auto answers = std::make_shared<PairStack>();
+      answers->gate = p.gate = exporter_gate(gin);
+      answers->consumers = {stack::decide_nccl(n_, p, o_.env), stack::decide_nvshmem(n_, p, o_.env), stack::decide_ucx(n_, p, o_.env)};
+      hit = memo_.emplace(std::make_pair(key, p.nic->rdma_name), std::move(answers)).first;
+    }
+    pr.stack = hit->second;
+    p.gate = pr.stack->gate;
+    const std::vector<ConsumerDecision>& consumers = pr.stack->consumers;
+    // Findings: a path a consumer takes that the exporter refuses, then consumers left without GDR.
+    std::string refused_by;
+    for (const auto& d : consumers)
+      if (d.rule == "exporter-gate")
+        refused_by +=
+            (refused_by.empty() ? "" : ", ") + d.consumer + " (" + d.path + (d.mapping == "pcie" ? ", PCIe mapping type" : "") + ")";
+    if (!refused_by.empty()) {
+      const GateAnswer& why = consumers[0].rule == "exporter-gate" && consumers[0].mapping == "pcie" ? p.gate.dmabuf_pcie
+                              : consumers[0].path == "peer-memory"                                   ? p.gate.nvidia_p2p
+                                                                                                     : p.gate.dmabuf_default;
+      add(pr, "exporter-gate", Verdict::Blocked,
+          "the NVIDIA driver will refuse the GPU memory registration " + refused_by + " take: " + why.why +
+              " ('NVRM: dma-buf attach failed', error 524 / nvidia_p2p_dma_map_pages -ENOTSUPP)",
+          gate_fix(why));
+    }
+    for (const auto& d : consumers) {
+      if (d.rule.empty() || d.rule == "exporter-gate") continue;
+      std::string fix;
+      if (d.consumer == "nccl" && d.why.find("memory registration fails") != std::string::npos)
+        fix =
+            "# install MLNX_OFED / DOCA-OFED and reload nvidia_peermem, or use dma-buf (open module, Linux >= 5.12): NCCL_DMABUF_ENABLE=1";
+      else if (d.why.find("GPU_DIRECT_RDMA_SUPPORTED=0") != std::string::npos)
+        fix = "# a GPU without GPUDirect RDMA (GeForce, or the driver says no): use a datacenter or professional GPU";
+      else
+        fix = s.nvidia_version_known && !s.nvidia_open
+                  ? "modprobe nvidia_peermem   # needs MLNX_OFED / DOCA-OFED; or install the open NVIDIA module for dma-buf"
+                  : "modprobe nvidia_peermem   # needs MLNX_OFED / DOCA-OFED; or dma-buf: open NVIDIA module, Linux >= 5.12, "
+                    "NCCL_DMABUF_ENABLE unset or 1";
+      // GDR on with a client that cannot register: the job fails (blocked); GDR off: staged through host memory.
+      if (d.gdr == 1)
+        add(pr, d.rule, Verdict::Blocked, d.consumer + ": GPUDirect RDMA on, but " + d.why, fix);
+      else
+        add(pr, d.rule, Verdict::Degraded, d.consumer + ": GPUDirect RDMA off for this pair: " + d.why, fix);
+    }
+  }
+};
+
+}  // namespace
+
+void stack_stage(const Topology& t, const Knowledge& k, const CheckOptions& o, Report& rep) { StackStage(t, k, o, rep).run(); }
+
+std::map<std::string, std::string> consumer_environment() {
+  std::map<std::string, std::string> env;
+  for (const char* k : {"NCCL_NET_GDR_LEVEL", "NCCL_NET_GDR_C2C", "NCCL_DMABUF_ENABLE", "NCCL_IB_HCA", "NVSHMEM_IB_DISABLE_DMABUF",
+                        "UCX_IB_GPU_DIRECT_RDMA", "UCX_CUDA_COPY_DMABUF"})
+    if (const char* v = std::getenv(k)) env[k] = v;
+  return env;
+}
+
+}  // namespace gdrpeer::topo
