@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "gdrpeer/topo/check.hpp"
+#include "readiness_internal.hpp"
 #include "stack_internal.hpp"
 
 namespace gdrpeer::topo {
@@ -546,6 +547,7 @@ Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt) {
                                  " is emulated hardware; BIOS, ACS and kernel settings named in fixes belong to the host, which the provider controls");
   c.node_platform_rules(rep);
   stack_stage(t, k, opt, rep);
+  readiness_stage(t, k, opt, rep);
   return rep;
 }
 
