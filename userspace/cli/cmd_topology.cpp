@@ -55,6 +55,7 @@ struct InputOptions {
   std::string data_dir;
   bool no_cuda = false;  // snapshot: do not record the CUDA driver's answers
   bool cuda = false;     // live check/topo: ask the CUDA driver (loading it costs ~200 ms)
+  std::vector<std::string> probes;  // --probe ibgda (readiness.hpp)
 };
 
 struct CheckFlags {
@@ -202,6 +203,11 @@ topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const top
   for (const auto& b : in.gpus) topo::apply_role_override(t, "GPU=" + b);
   for (const auto& b : in.nics) topo::apply_role_override(t, "NIC=" + b);
   for (const auto& b : in.nvmes) topo::apply_role_override(t, "NVME=" + b);
+  if (std::find(in.probes.begin(), in.probes.end(), "ibgda") != in.probes.end()) {
+    if (!live) throw std::invalid_argument("--probe ibgda asks this machine's devices: it needs the live node (no inputs)");
+    t.sw.ibgda_probe = topo::run_ibgda_probe(t, *topo::make_live_ibgda_probe());
+    if (!t.sw.ibgda_probe.ran) t.notes.push_back("--probe ibgda did not run: " + t.sw.ibgda_probe.error);
+  }
   // Loading the CUDA driver is most of a live check's time (docs/benchmarks.md): only on request.
   if (live && in.cuda && !in.no_cuda && has_nvidia_gpu(t)) {
     topo::probe_cuda(t.sw);
@@ -525,6 +531,11 @@ void add_check_command(CLI::App& app, int& exit_code) {
   c->add_option("-j,--jobs", check_flags->jobs, "Fleet mode: nodes checked in parallel (default: one per CPU)")
       ->check(CLI::Range(1, 1024));
   c->add_flag("--with-nvme", check_flags->nvme, "Also check GPU-NVMe pairs (GPUDirect Storage)");
+  c->add_option("--probe", check_in->probes,
+                "Live mode: run a probe whose answer overrides the prediction. ibgda: DEVX and atomic caps of each mlx5 device, a DEVX "
+                "dma-buf umem on 4 KiB of GPU memory, one UAR page registered for the GPU with cuMemHostRegister(IOMEMORY) and "
+                "unregistered (never written through); loads libibverbs, libmlx5 and libcuda")
+      ->check(CLI::IsMember({"ibgda"}));
   c->add_option("--pairs", check_flags->pairs, "Pair kinds: gpu-nic,gpu-gpu,gpu-nvme or all (default gpu-nic,gpu-gpu)");
   c->add_option("--skip", check_flags->skip, "Skip a rule id or group (e.g. software, platform, acs-redirect); repeatable");
   c->add_option("--format", check_flags->format,
