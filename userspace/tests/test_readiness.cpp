@@ -57,6 +57,7 @@ const IbgdaRow kIbgdaRows[] = {
     {"no driver parameters: PeerMappingOverride unknown", 1, 1, 1, 1, 1, 0, -1, "unknown"},
     {"data path unknown (no modules, no flavour)", 1, 1, 1, 1, -1, -1, 1, "unknown"},
     {"DEVX / atomics unknown without the probe (ConnectX-4)", 1, 1, -1, -1, 1, 0, 1, "unknown"},
+    {"not mlx5, RDMA device unknown (hwloc input): proxy-only or none", -1, 0, -1, -1, 1, 0, 1, "unknown"},
 };
 
 TEST(ReadinessTable, IbgdaModesFollowNvshmemAndTheDriver) {
@@ -350,6 +351,61 @@ TEST(ReadinessNode, PairsGetOneModeEach) {
     Topology t = switch_node_with(fixture("proc-driver-nvidia-params.h200-580.159.04-open.txt"), 0x15b3, 0x1021, "");
     Report r = check(t, kb(), CheckOptions{});
     EXPECT_EQ(entry(r, "ibgda", r.gpus[0], r.nics[0])->m.mode, "none");
+  }
+}
+
+// GPU and a Samsung NVMe drive (144d:a80a) under the switch node's switch, Debian 6.12's
+// kernel configuration (no CONFIG_PCI_P2PDMA), the registry keys and multipath=N set.
+Topology switch_node_with_nvme(const std::string& modules) {
+  FakeNode n = fake::switch_node();
+  const std::string up = "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0";
+  fake::FakeFn f;
+  f.bdf = "0000:02:02.0";
+  f.sysfs_path = up + "/0000:02:02.0";
+  f.vendor = 0x10b5;
+  f.device = 0x9797;
+  f.port_type = fake::kDownstream;
+  f.secondary_bus = 5;
+  n.fns.push_back(f);
+  f = {};
+  f.bdf = "0000:05:00.0";
+  f.sysfs_path = up + "/0000:02:02.0/0000:05:00.0";
+  f.vendor = 0x144d;
+  f.device = 0xa80a;
+  f.class_code = 0x010802;
+  f.port_type = fake::kEndpoint;
+  n.fns.push_back(f);
+  n.modules = modules;
+  n.osrelease = "6.12.107+deb12-amd64\n";
+  n.nvidia_version = fixture("proc-driver-nvidia-version.h200-580.159.04-open.txt");
+  Extra x;
+  x.file("/proc/driver/nvidia/params", fixture("proc-driver-nvidia-params.h200-with-regkeys.derived.txt"));
+  x.file("/boot/config-6.12.107+deb12-amd64", fixture("debian-config-6.12.107+deb12-amd64.excerpt"));
+  x.file("/sys/module/nvme_core/parameters/multipath", "N\n");
+  return node(n, x);
+}
+
+TEST(ReadinessNode, GdsPerGpuNvmePair) {
+  {
+    Topology t = switch_node_with_nvme("nvidia 1 0 - Live 0x0\nnvme 1 0 - Live 0x0\n");
+    CheckOptions o;
+    o.gpu_nvme = true;
+    Report r = check(t, kb(), o);
+    ASSERT_EQ(r.nvmes.size(), 1u);
+    const ReadinessEntry* e = entry(r, "gds", r.gpus[0], r.nvmes[0]);
+    ASSERT_TRUE(e);
+    // H100 (10de:2330) is on the list, the keys and multipath are set: only the kernel lacks P2PDMA.
+    EXPECT_EQ(e->m.mode, "compat") << e->m.reason;
+    EXPECT_NE(e->m.reason.find("needs CONFIG_PCI_P2PDMA=y in the kernel; nvidia_fs not loaded"), std::string::npos) << e->m.reason;
+    std::string json = render_json(t, r);
+    EXPECT_NE(json.find("\"gds\": {"), std::string::npos);
+  }
+  {
+    Topology t = switch_node_with_nvme("nvidia 1 0 - Live 0x0\nnvidia_fs 1 0 - Live 0x0\nnvme 1 0 - Live 0x0\n");
+    Report r = check(t, kb(), CheckOptions{});
+    const ReadinessEntry* e = entry(r, "gds", r.gpus[0], r.nvmes[0]);
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->m.mode, "nvidia-fs") << e->m.reason;
   }
 }
 

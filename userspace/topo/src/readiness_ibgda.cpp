@@ -108,6 +108,8 @@ ReadinessMode decide_ibgda(const IbgdaFacts& f) {
   const bool data_unknown = f.dmabuf_data != 1 && f.peer_mem != 1;
   const std::string data = f.dmabuf_data == 1 ? "data buffers through dma-buf" : f.peer_mem == 1 ? "data buffers through peer memory" : "";
   // 2. mlx5 and DEVX.
+  if (f.mlx5 == 0 && f.rdma_nic < 0)
+    return unknown("the NIC is not mlx5 and whether it has an RDMA device is not in this input (proxy-only with one, none without)");
   if (f.mlx5 == 0)
     return mode("proxy-only",
                 "not an mlx5 device: NVSHMEM's IBGDA skips it (\"expected HCA interface: mlx5 or ibp\"), NCCL GIN has no GDAKI for it; "
