@@ -58,6 +58,7 @@ const IbgdaRow kIbgdaRows[] = {
     {"data path unknown (no modules, no flavour)", 1, 1, 1, 1, -1, -1, 1, "unknown"},
     {"DEVX / atomics unknown without the probe (ConnectX-4)", 1, 1, -1, -1, 1, 0, 1, "unknown"},
     {"not mlx5, RDMA device unknown (hwloc input): proxy-only or none", -1, 0, -1, -1, 1, 0, 1, "unknown"},
+    {"not mlx5, data path unknown (hwloc input with EFA): proxy-only or none", 1, 0, -1, -1, -1, -1, -1, "unknown"},
 };
 
 TEST(ReadinessTable, IbgdaModesFollowNvshmemAndTheDriver) {

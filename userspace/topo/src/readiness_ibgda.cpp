@@ -110,10 +110,14 @@ ReadinessMode decide_ibgda(const IbgdaFacts& f) {
   // 2. mlx5 and DEVX.
   if (f.mlx5 == 0 && f.rdma_nic < 0)
     return unknown("the NIC is not mlx5 and whether it has an RDMA device is not in this input (proxy-only with one, none without)");
+  if ((f.mlx5 == 0 || f.devx == 0 || f.atomics == 0) && data_unknown)
+    return unknown(
+        "IBGDA skips this NIC (not mlx5, no DEVX or missing atomics); whether GPU memory can be registered (dma-buf or a "
+        "peer client) is not in this input: proxy-only with it, none without");
   if (f.mlx5 == 0)
     return mode("proxy-only",
                 "not an mlx5 device: NVSHMEM's IBGDA skips it (\"expected HCA interface: mlx5 or ibp\"), NCCL GIN has no GDAKI for it; "
-                "NVSHMEM's IBRC and NCCL's GIN PROXY run through a CPU proxy thread",
+                "NVSHMEM's proxy transports (IBRC, libfabric) and NCCL's GIN PROXY post from a CPU thread",
                 "# GPU-initiated networking needs an NVIDIA ConnectX-5 or newer / BlueField NIC (mlx5 with DEVX)");
   if (f.devx == 0)
     return mode(

@@ -60,7 +60,8 @@ class ReadinessStage {
   void run() {
     for (int g : rep_.gpus) {
       const Device& gpu = t_.devices[g];
-      if (!(gpu.ids_known && gpu.vendor == 0x10de) && gpu.name.find("NVIDIA") == std::string::npos) continue;
+      // NVIDIA GPUs: by PCI id, by name, or any GPU of an NCCL topology file (NCCL lists only its own).
+      if (!(gpu.ids_known && gpu.vendor == 0x10de) && gpu.name.find("NVIDIA") == std::string::npos && t_.format != "nccl-xml") continue;
       bool any_nic = false, any_nvme = false;
       for (int n : rep_.nics) {
         any_nic = true;
