@@ -55,7 +55,8 @@ ReadinessMode decide_gds(const GdsFacts& f) {
       {f.gpu_supported, "a GPU on the P2PDMA list (A100, A40, L4, L40S, H100, H200, B100, B200, B300)", ""},
       {x86_needs ? f.static_bar1 : 1, "RegistryDwords RMForceStaticBar1=1",
        "echo 'options nvidia NVreg_RegistryDwords=\"RMForceStaticBar1=1;RmForceDisableIomapWC=1;\"' > /etc/modprobe.d/nvidia-p2pdma.conf   "
-       "# then rebuild the initramfs and reload the driver"},
+       "# then rebuild the initramfs and reload the driver; NVreg_RegistryDwords is one string: keep the keys already set in it (e.g. "
+       "PeerMappingOverride=1;) in the same line"},
       {x86_needs ? f.iomap_wc_off : 1, "RegistryDwords RmForceDisableIomapWC=1",
        "echo 'options nvidia NVreg_RegistryDwords=\"RMForceStaticBar1=1;RmForceDisableIomapWC=1;\"' > /etc/modprobe.d/nvidia-p2pdma.conf"},
       {x86_needs ? f.multipath_off : 1, "nvme_core multipath=N",

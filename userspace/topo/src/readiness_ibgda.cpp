@@ -45,7 +45,8 @@ constexpr const char* kModelledIbgda =
 const char* kRegkeyFix =
     "echo 'options nvidia NVreg_RegistryDwords=\"PeerMappingOverride=1;\"' > /etc/modprobe.d/nvidia-ibgda.conf   # then reload the nvidia "
     "module; security trade-off: any user may then map device MMIO (a NIC doorbell page) into a GPU (NVIDIA bug 1630288's "
-    "work-around off); or run the job with CAP_SYS_ADMIN";
+    "work-around off); or run the job with CAP_SYS_ADMIN. NVreg_RegistryDwords is one string: a second options line replaces the "
+    "first, so keep the keys already set in it (e.g. \"PeerMappingOverride=1;RMForceStaticBar1=1;\")";
 
 ReadinessMode mode(const char* m, std::string reason, std::string fix) {
   ReadinessMode r;

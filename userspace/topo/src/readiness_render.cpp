@@ -8,10 +8,10 @@ namespace gdrpeer::topo {
 
 namespace {
 
-std::string one_line(std::string s) {
-  for (auto& c : s)
-    if (c == '\n') c = ';';
-  return s;
+std::string one_line(const std::string& s) {
+  std::string out;
+  for (char c : s) out += c == '\n' ? std::string("; ") : std::string(1, c);
+  return out;
 }
 
 void mode_json(detail::JsonWriter& j, const ReadinessMode& m) {
