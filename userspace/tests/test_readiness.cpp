@@ -410,6 +410,23 @@ TEST(ReadinessNode, GdsPerGpuNvmePair) {
   }
 }
 
+TEST(ReadinessNode, RegistryDwordsPerDeviceAppliesToItsGpuOnly) {
+  // nv-reg.h: NVreg_RegistryDwordsPerDevice="pci=DDDD:BB:DD.F;Key=Value;..." sets keys for one GPU.
+  std::string params = fixture("proc-driver-nvidia-params.h200-580.159.04-open.txt");
+  const std::string empty = "RegistryDwordsPerDevice: \"\"";
+  ASSERT_NE(params.find(empty), std::string::npos);
+  for (const char* bdf : {"03:00.0", "0000:03:00.0"}) {
+    std::string p = params;
+    p.replace(p.find(empty), empty.size(), std::string("RegistryDwordsPerDevice: \"pci=") + bdf + ";PeerMappingOverride=1\"");
+    Report r = check(switch_node_with(p), kb(), CheckOptions{});
+    EXPECT_EQ(entry(r, "ibgda", r.gpus[0], r.nics[0])->m.mode, "gpu-initiated") << bdf;
+  }
+  std::string other = params;
+  other.replace(other.find(empty), empty.size(), "RegistryDwordsPerDevice: \"pci=0000:81:00.0;PeerMappingOverride=1\"");
+  Report r = check(switch_node_with(other), kb(), CheckOptions{});
+  EXPECT_EQ(entry(r, "ibgda", r.gpus[0], r.nics[0])->m.mode, "cpu-assisted");
+}
+
 TEST(ReadinessNode, RealH100SnapshotSaysWhatItLacks) {
   // The real 8x H100 snapshot in topology/reference (no NIC; taken before params were read).
   std::string tar = slurp(fake::reference("h100-node-snapshot.tar"));

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "gdrpeer/topo/model.hpp"
 #include "gdrpeer/topo/readiness.hpp"
 #include "readiness_internal.hpp"
 
@@ -40,7 +41,7 @@ bool on_p2pdma_list(uint16_t id) {
 long registry_key(const StackState& s, const std::string& gpu_bdf, const std::string& key) {
   if (!s.params_known) return -1;
   for (const auto& [bdf, keys] : s.registry_per_device)
-    if (bdf.empty() || bdf == gpu_bdf)
+    if (bdf.empty() || parse_bdf(bdf).value_or("") == gpu_bdf)  // "pci=03:00.0" or "pci=0000:03:00.0"
       if (auto it = keys.find(key); it != keys.end()) return std::strtol(it->second.c_str(), nullptr, 0);
   if (auto it = s.registry_dwords.find(key); it != s.registry_dwords.end()) return std::strtol(it->second.c_str(), nullptr, 0);
   return 0;
