@@ -475,6 +475,9 @@ int run_snapshot(const std::string& out, const std::string& root, bool no_cuda) 
     }
     // The kernel log is a character device, not a file the recorder sees: carry the lines
     // the checker kept (peer-memory load failures, dma-buf attach refusals).
+    // The kernel configuration was read around the recorder (it is ~270 KB): carry the options kept.
+    if (t.sw.readiness.kconfig.known && root.empty())
+      entries.push_back({topo::TarEntry::Type::File, "gdrpeer-snapshot/kernel-config", topo::kernel_config_text(t.sw.readiness.kconfig)});
     if (t.sw.stack.kernel_log_read)
       entries.push_back({topo::TarEntry::Type::File, "gdrpeer-snapshot/kernel-log", topo::kernel_log_text(t.sw.stack)});
     std::string bytes = topo::write_tar(entries);

@@ -295,6 +295,17 @@ TEST(ReadinessNode, ProcConfigGzIsReadWhenBootHasNone) {
   EXPECT_EQ(t.sw.readiness.kconfig.values["CONFIG_PCI_P2PDMA"], "n");
 }
 
+TEST(ReadinessNode, SnapshotCarriesTheKeptOptionsWithTheirSource) {
+  KernelConfig live;
+  parse_kernel_config(fixture("debian-config-6.12.107+deb12-amd64.excerpt"), "/boot/config-6.12.107+deb12-amd64", live);
+  Extra x;
+  x.file("/gdrpeer-snapshot/kernel-config", kernel_config_text(live));
+  x.file("/proc/config.gz", gzip("CONFIG_PCI_P2PDMA=y\n"));  // the snapshot's own entry wins
+  Topology t = node(h200_alone(), x);
+  EXPECT_EQ(t.sw.readiness.kconfig.source, "/boot/config-6.12.107+deb12-amd64");
+  EXPECT_EQ(t.sw.readiness.kconfig.values, live.values);
+}
+
 TEST(ReadinessNode, NoParamsStaysUnknown) {
   Topology t = node(h200_alone(), Extra{});
   ASSERT_FALSE(t.sw.stack.params_known);

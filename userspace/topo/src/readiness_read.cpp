@@ -1,9 +1,13 @@
 // What the readiness rules read beyond the stack stage: the kernel's build
 // configuration (/boot/config-<release>, else /proc/config.gz), nvme_core's multipath
-// parameter and nvidia-fs's /proc entry. Read through the FileSource, so a snapshot
-// carries them as read (the gzip stream of /proc/config.gz included).
+// parameter and nvidia-fs's /proc entry. The small files go through the FileSource, so a
+// snapshot carries them as read. The kernel configuration (~270 KB on distribution kernels)
+// is read around the recorder on the live node and a snapshot carries only the options kept,
+// as gdrpeer-snapshot/kernel-config (kernel_config_text), which the reader prefers.
 #include <zlib.h>
 
+#include <fstream>
+#include <sstream>
 #include <string_view>
 
 #include "gdrpeer/topo/model.hpp"
@@ -68,14 +72,36 @@ void parse_kernel_config(const std::string& text, const std::string& source, Ker
 
 namespace sysfs {
 
+namespace {
+
+// The live node's file, not through the recorder; nullopt when unreadable.
+std::optional<std::string> read_unrecorded(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return std::nullopt;
+  return ss.str();
+}
+
+}  // namespace
+
 void read_readiness(FileSource& fs, Software& sw) {
   ReadinessInputs& r = sw.readiness;
-  if (!sw.kernel_release.empty() && sw.kernel_release.find('/') == std::string::npos) {
+  const bool live = fs.describe() == "/";
+  auto read_big = [&](const std::string& path) { return live ? read_unrecorded(path) : fs.read(path, 1 << 20); };
+  if (auto kept = fs.read("/gdrpeer-snapshot/kernel-config", 65536)) {
+    const std::string& k = *kept;
+    std::string source = "gdrpeer-snapshot/kernel-config";
+    if (k.rfind("# source: ", 0) == 0) source = k.substr(10, k.find('\n') - 10);
+    parse_kernel_config(k, source, r.kconfig);
+  }
+  if (!r.kconfig.known && !sw.kernel_release.empty() && sw.kernel_release.find('/') == std::string::npos) {
     const std::string boot = "/boot/config-" + sw.kernel_release;
-    if (auto c = fs.read(boot, 1 << 20)) parse_kernel_config(*c, boot, r.kconfig);
+    if (auto c = read_big(boot)) parse_kernel_config(*c, boot, r.kconfig);
   }
   if (!r.kconfig.known)
-    if (auto gz = fs.read("/proc/config.gz", 1 << 20))
+    if (auto gz = read_big("/proc/config.gz"))
       if (auto text = gunzip(*gz)) parse_kernel_config(*text, "/proc/config.gz", r.kconfig);
   if (fs.list("/sys/module/nvme_core")) r.nvme_core_seen = true;
   if (auto m = fs.read("/sys/module/nvme_core/parameters/multipath", 64)) r.nvme_multipath = trimmed(*m);
@@ -86,5 +112,11 @@ void read_readiness(FileSource& fs, Software& sw) {
 }
 
 }  // namespace sysfs
+
+std::string kernel_config_text(const KernelConfig& kc) {
+  std::string out = "# source: " + kc.source + "\n";
+  for (const auto& [k, v] : kc.values) out += v == "n" ? "# " + k + " is not set\n" : k + "=" + v + "\n";
+  return out;
+}
 
 }  // namespace gdrpeer::topo

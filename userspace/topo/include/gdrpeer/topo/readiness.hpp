@@ -118,6 +118,9 @@ struct ReadinessEntry {
 
 // Parsers (exposed for the tests).
 void parse_kernel_config(const std::string& text, const std::string& source, KernelConfig& kc);
+// The kept options, one a line, after "# source: <file>": what a snapshot carries as
+// gdrpeer-snapshot/kernel-config (parse_kernel_config reads it back).
+std::string kernel_config_text(const KernelConfig& kc);
 // "ConnectX-7" from a Mellanox PCI device id; "" when not in the table.
 std::string connectx_model(unsigned device_id);
 
