@@ -28,11 +28,15 @@ P2P = "userspace/verify/p2p.cpp"
 CUDA_PROBE = "userspace/topo/src/cuda_probe.cpp"
 STACK_GATE = "userspace/topo/src/stack_gate.cpp"
 STACK_READ = "userspace/topo/src/stack_read.cpp"
+READINESS_STAGE = "userspace/topo/src/readiness_stage.cpp"
+READINESS_IBGDA = "userspace/topo/src/readiness_ibgda.cpp"
+READINESS_READ = "userspace/topo/src/readiness_read.cpp"
 
 TOPO = ["test_topo_truth", "test_topo"]
 VERIFY = ["test_verify_fake_nic", "test_verify"]
 LIBT = ["test_lib"]
 STACK = ["test_stack"]
+READINESS = ["test_readiness"]
 
 
 @dataclass
@@ -164,6 +168,19 @@ MUTANTS = [
     Mutant("roles-nic-any-class", KNOWLEDGE,
            "if (nic && d.class_known && !network_class) nic = false;", "",
            TOPO, "BlueField DMA/bridge functions become RDMA NICs"),
+    # ---- IBGDA / GDS readiness (issue 27) ---------------------------------------------------
+    Mutant("ibgda-regkey-ignored", READINESS_STAGE,
+           "return v < 0 ? -1 : v != 0 ? 1 : 2;", "return v < 0 ? -1 : 1;",
+           READINESS, "every node with params read is gpu-initiated: PeerMappingOverride unset no longer costs the doorbell"),
+    Mutant("ibgda-atomics-ignored", READINESS_IBGDA,
+           "  if (f.atomics == 0)", "  if (false && f.atomics == 0)",
+           READINESS, "a NIC without masked atomics, which NVSHMEM skips, is said to run IBGDA"),
+    Mutant("gds-p2pdma-any-value", READINESS_STAGE,
+           'it != in.kconfig.values.end() && it->second == "y" ? 1 : 0;', "it != in.kconfig.values.end() ? 1 : 0;",
+           READINESS, "'# CONFIG_PCI_P2PDMA is not set' counts as built in: Debian kernels get P2PDMA mode"),
+    Mutant("kconfig-not-set-dropped", READINESS_READ,
+           '      value = "n";', "      continue;",
+           READINESS, "options the configuration says are not set read as absent"),
     # ---- outputs ----------------------------------------------------------------------------
     Mutant("nvml-inactive-links-count", NVML_PROBE,
            "      if (!l.active) continue;\n", "",

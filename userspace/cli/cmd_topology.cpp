@@ -60,6 +60,7 @@ struct InputOptions {
   std::string data_dir;
   bool no_cuda = false;  // snapshot: do not record the CUDA driver's answers
   bool cuda = false;     // live check/topo: ask the CUDA driver (cuInit: ~1 s on a 4-GPU node)
+  std::vector<std::string> probes;  // --probe ibgda (readiness.hpp)
 };
 
 struct CheckFlags {
@@ -132,9 +133,11 @@ topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const top
   std::string* scratch = reuse ? &reuse->input : nullptr;
   auto spare_devices = [&] { return reuse ? std::move(reuse->devices) : std::vector<topo::Device>{}; };
   topo::Topology t;
+  bool live = false;
   switch (spec.kind) {
     case NodeSpec::Kind::Live: {
       auto fs = topo::make_dir_source("/");
+      live = true;
       // NVML by default (tens of ms, no CUDA context, asked while sysfs is read); the CUDA
       // driver only on request (cuInit is most of a live check's time, docs/benchmarks.md).
       topo::LiveOptions lo;
@@ -203,6 +206,11 @@ topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const top
   for (const auto& b : in.gpus) topo::apply_role_override(t, "GPU=" + b);
   for (const auto& b : in.nics) topo::apply_role_override(t, "NIC=" + b);
   for (const auto& b : in.nvmes) topo::apply_role_override(t, "NVME=" + b);
+  if (std::find(in.probes.begin(), in.probes.end(), "ibgda") != in.probes.end()) {
+    if (!live) throw std::invalid_argument("--probe ibgda asks this machine's devices: it needs the live node (no inputs)");
+    t.sw.ibgda_probe = topo::run_ibgda_probe(t, *topo::make_live_ibgda_probe());
+    if (!t.sw.ibgda_probe.ran) t.notes.push_back("--probe ibgda did not run: " + t.sw.ibgda_probe.error);
+  }
   return t;
 }
 
@@ -458,7 +466,9 @@ int run_snapshot(const std::string& out, const std::string& root, bool no_cuda) 
     const topo::Topology& t = snap.topology;
     // The kernel log is a character device, not a file the recorder sees: carry the lines
     // the checker kept (peer-memory load failures, dma-buf attach refusals).
-    // (From a copy of sysfs the recorder already carries the copy's gdrpeer-snapshot/kernel-log.)
+    // The kernel configuration was read around the recorder (it is ~270 KB): carry the options kept.
+    if (t.sw.readiness.kconfig.known && root.empty())
+      entries.push_back({topo::TarEntry::Type::File, "gdrpeer-snapshot/kernel-config", topo::kernel_config_text(t.sw.readiness.kconfig)});
     if (root.empty() && t.sw.stack.kernel_log_read)
       entries.push_back({topo::TarEntry::Type::File, "gdrpeer-snapshot/kernel-log", topo::kernel_log_text(t.sw.stack)});
     std::string bytes = topo::write_tar(entries);
@@ -515,6 +525,11 @@ void add_check_command(CLI::App& app, int& exit_code) {
   c->add_option("-j,--jobs", check_flags->jobs, "Fleet mode: nodes checked in parallel (default: one per CPU)")
       ->check(CLI::Range(1, 1024));
   c->add_flag("--with-nvme", check_flags->nvme, "Also check GPU-NVMe pairs (GPUDirect Storage)");
+  c->add_option("--probe", check_in->probes,
+                "Live mode: run a probe whose answer overrides the prediction. ibgda: DEVX and atomic caps of each mlx5 device, a DEVX "
+                "dma-buf umem on 4 KiB of GPU memory, one UAR page registered for the GPU with cuMemHostRegister(IOMEMORY) and "
+                "unregistered (never written through); loads libibverbs, libmlx5 and libcuda")
+      ->check(CLI::IsMember({"ibgda"}));
   c->add_option("--pairs", check_flags->pairs, "Pair kinds: gpu-nic,gpu-gpu,gpu-nvme or all (default gpu-nic,gpu-gpu)");
   c->add_option("--skip", check_flags->skip, "Skip a rule id or group (e.g. software, platform, acs-redirect); repeatable");
   c->add_option("--format", check_flags->format,

@@ -125,6 +125,7 @@ Topology parse_sysfs(FileSource& fs, const std::string& name) {
   sysfs::read_rdma(fs, t);
   sysfs::read_software(fs, t.sw);
   sysfs::read_stack(fs, t.sw);
+  sysfs::read_readiness(fs, t.sw);
   sysfs::read_platform(fs, t);
   sysfs::read_cpus(fs, pci.local_cpus, t);
   // A snapshot carries what NVML said on its node: applied as the live check applies it.

@@ -13,6 +13,7 @@
 
 #include "gdrpeer/topo/check.hpp"
 #include "json_writer.hpp"
+#include "readiness_internal.hpp"
 #include "stack_render.hpp"
 
 namespace gdrpeer::topo {
@@ -169,6 +170,7 @@ std::string render_matrix(const Topology& t, const Report& r, bool include_nvme)
         << pad(p.path.nccl_gdr ? "on" : "off", 10) << to_string(p.verdict) << "\n";
   }
   o << render_consumers_text(r);
+  o << render_readiness_text(r);
   auto problems = group_findings(r, false);
   const bool node_problems = std::any_of(r.node_findings.begin(), r.node_findings.end(),
                                          [](const Finding& f) { return f.severity != Verdict::Optimal; });
@@ -333,6 +335,7 @@ std::string render_json(const Topology& t, const Report& r) {
       if (t.sw.has_module(m)) j.value(m);
     j.end_array();
     j.key("nvidia_version").value(t.sw.nvidia_version);
+    render_readiness_inputs_json(j, t.sw);
     render_stack_json(j, t.sw);
     j.end_object();
   }
@@ -358,6 +361,7 @@ std::string render_json(const Topology& t, const Report& r) {
     for (const auto& f : p.findings)
       j.begin_object().key("fix").value(f.fix).key("reason").value(f.reason).key("rule").value(f.rule).key("severity").value(severity(f.severity)).end_object();
     j.end_array();
+    render_readiness_pair_json(j, r, p);
     j.key("nccl_gdr_default").value(p.path.nccl_gdr);
     if (p.nvlink.linked) {
       j.key("nvlink").begin_object().key("bandwidth_mbps").value(static_cast<unsigned long long>(p.nvlink.bandwidth_mbps))
@@ -370,6 +374,7 @@ std::string render_json(const Topology& t, const Report& r) {
     j.end_object();
   }
   j.end_array();
+  render_readiness_json(j, t, r);
 
   j.key("schema").value("gdrpeer-check");
   int counts[4] = {0, 0, 0, 0};

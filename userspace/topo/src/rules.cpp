@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "gdrpeer/topo/check.hpp"
+#include "readiness_internal.hpp"
 #include "stack_internal.hpp"
 
 namespace gdrpeer::topo {
@@ -626,6 +627,7 @@ Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt) {
   c.node_platform_rules(rep);
   root_port_rules(t, opt, rep);
   stack_stage(t, k, opt, rep);
+  readiness_stage(t, k, opt, rep);
   return rep;
 }
 

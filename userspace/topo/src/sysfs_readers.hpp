@@ -39,6 +39,8 @@ void read_software(FileSource& fs, Software& sw);
 // The GPUDirect stack above PCIe: NVIDIA params and flavour, modprobe.d, memory_peers,
 // nvidia_peermem's parameters, the kernel log (stack_read.cpp). After read_software().
 void read_stack(FileSource& fs, Software& sw);
+// Kernel configuration, nvme_core multipath, nvidia-fs (readiness_read.cpp).
+void read_readiness(FileSource& fs, Software& sw);
 // The platform's vendor and product from DMI, or the device tree's model.
 void read_platform(FileSource& fs, Topology& t);
 // NUMA nodes (and, for functions without numa_node, their node from their local

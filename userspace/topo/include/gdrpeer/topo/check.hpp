@@ -97,6 +97,8 @@ struct Report {
   // Path class between every two labelled devices (GPUs, NICs, NVMe drives), keyed
   // by the pair's device indices, lower first.
   std::map<std::pair<int, int>, PathClass> classes;
+  // IBGDA per GPU x NIC and GDS per GPU x NVMe (and per GPU without either): readiness.hpp.
+  std::vector<ReadinessEntry> readiness;
   int exit_code() const;  // 0 optimal, 1 degraded/unreliable, 2 blocked
   // Path class between two labelled devices (a != b), in either order.
   PathClass path_class(int a, int b) const { return classes.at(std::minmax(a, b)); }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "gdrpeer/topo/readiness.hpp"
 #include "gdrpeer/topo/stack.hpp"
 
 namespace gdrpeer::topo {
@@ -143,6 +144,9 @@ struct Software {
   std::vector<CudaGpu> cuda;
   // The NVIDIA driver's parameters, modprobe configuration, peer clients, kernel log (stack.hpp).
   StackState stack;
+  // Kernel configuration, nvme_core multipath, nvidia-fs; the --probe ibgda answers (readiness.hpp).
+  ReadinessInputs readiness;
+  IbgdaProbe ibgda_probe;
 };
 
 // One NVLink connection an input states: from a GPU to another GPU or to an

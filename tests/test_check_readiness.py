@@ -1,0 +1,54 @@
+"""`gdrpeer check`'s IBGDA and GDS readiness lines end to end (issue 27; docs/check.md).
+
+The decision tables themselves are tested row by row in userspace/tests/test_readiness.cpp; here
+the CLI on the real H100 snapshot of topology/reference (no NIC, no NVMe drive, no
+/proc/driver/nvidia/params: it was taken before the checker read them) and the probe's usage rule.
+"""
+
+import json
+
+import pytest
+
+from test_check import REF, run
+
+SNAPSHOT = REF / "h100-node-snapshot.tar"
+
+
+def test_every_gpu_has_an_ibgda_and_a_gds_line_and_unknown_stays_unknown():
+    p = run("check", SNAPSHOT)
+    assert "IBGDA and GDS readiness" in p.stdout, p.stdout
+    j = json.loads(run("check", "--json", SNAPSHOT).stdout)
+    gpus = [d["label"] for d in j["devices"] if d["role"] == "gpu"]
+    assert gpus
+    entries = j["readiness"]
+    assert sorted(e["gpu"] for e in entries if e["kind"] == "ibgda") == sorted(gpus)
+    assert sorted(e["gpu"] for e in entries if e["kind"] == "gds") == sorted(gpus)
+    for e in entries:
+        m = e["mode"]
+        if e["kind"] == "ibgda":
+            # No NIC in the dump: none, and the software half is unknown without the driver's params.
+            assert e["other"] == "" and m["mode"] == "none", e
+            assert "no driver parameters in this input" in m["reason"], m["reason"]
+            line = next(l for l in p.stdout.splitlines() if l.strip().startswith(e["gpu"] + " - (no NIC)"))
+            assert "ibgda: none; no RDMA NIC in this input" in line, line
+        else:
+            assert e["other"] == "" and m["mode"] == "compat", e
+
+
+def test_probe_needs_the_live_node():
+    p = run("check", SNAPSHOT, "--probe", "ibgda", check_rc=64)
+    assert "--probe ibgda" in p.stderr and "live node" in p.stderr, p.stderr
+    p = run("check", "--probe", "nic", check_rc=64)
+
+
+def test_a_snapshot_carries_the_kernel_configuration(tmp_path):
+    """What the live check read (/boot/config-*, else /proc/config.gz) a snapshot records and gives back."""
+    live = json.loads(run("check", "--json").stdout)["node"]["software"]["readiness"]["kernel_config"]
+    if not live["known"]:
+        pytest.skip("this machine has neither /boot/config-$(uname -r) nor a readable /proc/config.gz")
+    tar = tmp_path / "node.tar"
+    p = run("snapshot", tar)
+    assert p.returncode == 0, p.stderr
+    again = json.loads(run("check", "--json", tar).stdout)["node"]["software"]["readiness"]["kernel_config"]
+    assert again == live
+    assert live["values"].get("CONFIG_PCI_P2PDMA") in ("y", "m", "n"), live
