@@ -153,8 +153,9 @@ struct gdrpeer_region {
 	struct gdrpeer_range range0;	/* storage when nr_ranges == 1 */
 	/*
 	 * CPU mappings of the region (handle mmaps) live at this page offset
-	 * of gdrpeer's own address space, unique to the region, so that
-	 * revocation can zap exactly them.
+	 * of gdrpeer's own address space, the start of a window the region
+	 * owns while it lives, so that revocation can zap exactly them; 0:
+	 * no window (regions without a handle).  gdrpeer_device.c.
 	 */
 	unsigned long mmap_pgoff;
 	/* protects @revoked; read-held by CPU faults while they insert */

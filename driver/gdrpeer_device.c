@@ -6,7 +6,9 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/idr.h>
 #include <linux/io.h>
+#include <linux/lockdep.h>
 #include <linux/mm.h>
 #include <linux/pci.h>
 #include <linux/sched.h>
@@ -178,43 +180,62 @@ err_unlock:
 }
 
 /*
+ * The live region after @after in @gdev's list (the first one for NULL),
+ * with a reference, or NULL at the end.  A region in its release
+ * (reference 0) is skipped: its memory goes back without our help.
+ * @after is still on the list: the caller holds a reference to it, and a
+ * region leaves the list only in its release.
+ */
+static struct gdrpeer_region *
+gdrpeer_device_next_live(struct gdrpeer_device *gdev,
+			 struct gdrpeer_region *after)
+{
+	struct gdrpeer_region *r;
+
+	lockdep_assert_held(&gdev->lock);
+	r = after ? list_next_entry(after, dev_node) :
+		    list_first_entry(&gdev->regions, struct gdrpeer_region,
+				     dev_node);
+	list_for_each_entry_from(r, &gdev->regions, dev_node)
+		if (kref_get_unless_zero(&r->ref))
+			return r;
+	return NULL;
+}
+
+/*
  * The device's memory is going (unbind, hot-unplug, a fatal error): no new
  * region, and every live one is revoked.  Returns when no CPU mapping and
  * no importer mapping of the device's memory is left.  Sleeps; callers
  * hold no lock of ours.
+ *
+ * The walk needs no memory: it holds a reference to the region it revokes,
+ * which keeps that region on the list as the cursor, and takes gdev->lock
+ * only to step to the next one.  @dead is set under gdev->lock before the
+ * first step and region creation checks it under the same lock, so no
+ * region joins the list behind the cursor; regions that leave it (their
+ * last reference went) need no revocation.  Concurrent callers (an error
+ * handler and remove()) each walk the whole list: region revocation is
+ * idempotent and each returns only once the region's users are gone.
  */
 void gdrpeer_device_revoke(struct gdrpeer_device *gdev)
 {
-	struct gdrpeer_region **live;
-	struct gdrpeer_region *r;
-	unsigned int n = 0, i;
+	struct gdrpeer_region *r, *next;
 
 	mutex_lock(&gdev->lock);
 	gdev->dead = true;
-	list_for_each_entry(r, &gdev->regions, dev_node)
-		n++;
-	mutex_unlock(&gdev->lock);
-	if (!n)
-		return;
-
-	/*
-	 * Regions cannot be added any more (dead), only released; a region
-	 * in its release (reference 0) is skipped: its memory goes back
-	 * without our help.
-	 */
-	live = kcalloc(n, sizeof(*live), GFP_KERNEL | __GFP_NOFAIL);
-	n = 0;
-	mutex_lock(&gdev->lock);
-	list_for_each_entry(r, &gdev->regions, dev_node)
-		if (kref_get_unless_zero(&r->ref))
-			live[n++] = r;
+	r = gdrpeer_device_next_live(gdev, NULL);
 	mutex_unlock(&gdev->lock);
 
-	for (i = 0; i < n; i++) {
-		gdrpeer_region_revoke(live[i]);
-		gdrpeer_region_put(live[i]);
+	while (r) {
+		gdrpeer_region_revoke(r);
+		mutex_lock(&gdev->lock);
+		next = gdrpeer_device_next_live(gdev, r);
+		mutex_unlock(&gdev->lock);
+		/* the release (if last) takes gdev->lock: not held here */
+		gdrpeer_region_put(r);
+		r = next;
+		cond_resched();
 	}
-	kfree(live);
 }
 
 /*
@@ -337,18 +358,51 @@ u32 gdrpeer_device_list(struct gdrpeer_device_info *out, u32 count)
 /* ---- regions -------------------------------------------------------- */
 
 /*
- * Each region gets its own window of gdrpeer's mmap offset space, never
- * reused (64-bit page offsets do not run out), so that zapping one region's
- * CPU mappings touches no other region.
+ * Windows of gdrpeer's mmap offset space (gdrpeer_mapping()): each region
+ * that can be mapped through a handle (an ALLOC) owns one while it lives,
+ * so that zapping one region's CPU mappings touches no other region's.
+ * Window k (k >= 1) covers page offsets [k << SHIFT, (k + 1) << SHIFT);
+ * a region is at most 1 << SHIFT pages (checked at ALLOC), so neither a
+ * mapping's page offset nor its end can leave its window or wrap, and
+ * revocation zaps by page offset (unmap_mapping_pages), never a byte
+ * offset that could overflow.  Windows are taken only once the memory was
+ * found and given back when the region is released (the last mapping of
+ * it is gone then), so failing requests consume nothing and the space
+ * cannot run out before 2^(BITS_PER_LONG - SHIFT) - 1 regions live at
+ * once; past that ALLOC fails with -ENOSPC.  Regions of providers that
+ * map for each importer (nvidia pins, peer-memory registrations) have no
+ * handle and no window (mmap_pgoff 0).
  */
-static atomic64_t gdrpeer_next_pgoff = ATOMIC64_INIT(1);
+#define GDRPEER_WINDOW_SHIFT	36
+#define GDRPEER_WINDOW_PAGES	(1UL << GDRPEER_WINDOW_SHIFT)
+#define GDRPEER_WINDOWS_MAX	\
+	((unsigned int)min_t(u64, INT_MAX,				\
+			     (1ULL << (BITS_PER_LONG - GDRPEER_WINDOW_SHIFT)) - 1))
+static DEFINE_IDA(gdrpeer_windows);
+
+static int gdrpeer_window_take(struct gdrpeer_region *r)
+{
+	int k = ida_alloc_range(&gdrpeer_windows, 1, GDRPEER_WINDOWS_MAX,
+				GFP_KERNEL);
+
+	if (k < 0)
+		return k;
+	r->mmap_pgoff = (unsigned long)k << GDRPEER_WINDOW_SHIFT;
+	return 0;
+}
+
+static void gdrpeer_window_give(struct gdrpeer_region *r)
+{
+	if (r->mmap_pgoff)
+		ida_free(&gdrpeer_windows,
+			 (unsigned int)(r->mmap_pgoff >> GDRPEER_WINDOW_SHIFT));
+	r->mmap_pgoff = 0;
+}
 
 /* Common initialisation of a region of @size bytes (providers too). */
 void gdrpeer_region_init(struct gdrpeer_region *r, u64 size,
 			 enum gdrpeer_revocable revocable)
 {
-	u64 pages = size >> PAGE_SHIFT;
-
 	kref_init(&r->ref);
 	r->size = size;
 	r->revocable = revocable;
@@ -357,9 +411,7 @@ void gdrpeer_region_init(struct gdrpeer_region *r, u64 size,
 	mutex_init(&r->exports_lock);
 	INIT_LIST_HEAD(&r->dmabufs);
 	INIT_LIST_HEAD(&r->dev_node);
-	/* one guard page between windows */
-	r->mmap_pgoff = (unsigned long)atomic64_fetch_add(pages + 1,
-							  &gdrpeer_next_pgoff);
+	r->mmap_pgoff = 0;	/* no window until gdrpeer_region_create */
 }
 
 /* Bytes cleared between two chances to reschedule. */
@@ -426,7 +478,7 @@ int gdrpeer_region_create(u32 index, u64 size, u32 flags,
 	if (!gdev)
 		return -ENODEV;
 
-	if (size > gdev->size) {
+	if (size > gdev->size || (size >> PAGE_SHIFT) > GDRPEER_WINDOW_PAGES) {
 		ret = -E2BIG;
 		goto err_put;
 	}
@@ -443,6 +495,12 @@ int gdrpeer_region_create(u32 index, u64 size, u32 flags,
 
 	mutex_lock(&gdev->lock);
 	ret = gdev->dead ? -ENODEV : gdev->ops->alloc(gdev, r);
+	if (!ret) {
+		/* a window only for a request that got its memory */
+		ret = gdrpeer_window_take(r);
+		if (ret)
+			gdev->ops->free(gdev, r);
+	}
 	if (!ret)
 		list_add(&r->dev_node, &gdev->regions);
 	mutex_unlock(&gdev->lock);
@@ -490,6 +548,8 @@ static void gdrpeer_region_release(struct kref *ref)
 	mutex_unlock(&gdev->lock);
 	atomic64_sub(r->size, &gdev->cnt.alloc_bytes);
 	atomic64_dec(&gdev->cnt.allocations);
+	/* no vma of it is left (each held a reference): reusable now */
+	gdrpeer_window_give(r);
 	if (r->ranges != &r->range0)
 		kfree(r->ranges);
 	mutex_destroy(&r->exports_lock);
@@ -530,10 +590,13 @@ void gdrpeer_region_revoke(struct gdrpeer_region *r)
 	if (first)
 		atomic64_inc(&r->cnt->revoked);
 
-	/* handle mappings: faults after this see @revoked and get SIGBUS */
-	unmap_mapping_range(gdrpeer_mapping(),
-			    (loff_t)r->mmap_pgoff << PAGE_SHIFT,
-			    (loff_t)r->size, 1);
+	/*
+	 * handle mappings: faults after this see @revoked and get SIGBUS.
+	 * By page offset, inside the region's window (see above).
+	 */
+	if (r->mmap_pgoff)
+		unmap_mapping_pages(gdrpeer_mapping(), r->mmap_pgoff,
+				    (pgoff_t)(r->size >> PAGE_SHIFT), true);
 	gdrpeer_dmabuf_revoke_region(r);
 	gdrpeer_peermem_revoke_region(r);
 }
