@@ -35,7 +35,12 @@
  *   gdrpeer_region.exports_lock -> dma-buf reservation lock -> importer
  *   locks (move_notify); never held while waiting for importers.
  * Revocation takes memory_lock, then (after dropping it) exports_lock, then
- * the reservation lock; it never holds a lock of ours while it waits.
+ * the reservation lock; it never holds a lock of ours while it waits.  A
+ * device's revocation walks its regions holding a reference to the current
+ * one and takes gdrpeer_device.lock only to step to the next (asserted in
+ * gdrpeer_device_next_live), never while a region is revoked.  The mmap
+ * window allocator (an IDA, its own spinlock) is used under
+ * gdrpeer_device.lock at ALLOC and without it at release.
  * The provider registry (gdrpeer_providers.c) has no lock: its list is
  * fixed at build time.  Providers' own locks are written in their files
  * (pcibar_bind_lock above; pcibar_wanted_lock innermost; nvp_resolve_lock
