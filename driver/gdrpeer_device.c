@@ -116,10 +116,65 @@ static struct attribute *gdrpeer_device_attrs[] = {
 };
 ATTRIBUTE_GROUPS(gdrpeer_device);
 
+/*
+ * Windows of gdrpeer's mmap offset space (gdrpeer_mapping()), so that
+ * zapping one region's CPU mappings touches no other region's.  Each
+ * registered device owns a window while its struct lives: window k
+ * (k >= 1) covers page offsets [k << SHIFT, (k + 1) << SHIFT), and a
+ * region's handle mappings live at the device's window plus the region's
+ * page offset in the device.  Live regions of one device never overlap
+ * there (the allocator hands out disjoint ranges and takes a range back
+ * only when its region is released, or when the dead device's revoked
+ * regions give their memory back; no region is created after that), and
+ * the window is given back only when the device struct is released, after
+ * the last region of it, so no two live regions ever share page offsets.
+ * A request that fails takes nothing.
+ *
+ * A device is at most 1 << SHIFT pages (refused at registration), and the
+ * windows end below 2^(63 - PAGE_SHIFT) pages, so every byte offset of
+ * every window fits a loff_t: revocation's zap by byte offset cannot wrap
+ * or lose bits.  That allows 2^15 - 2 device structs alive at once with
+ * 4 KiB pages (each bind makes one; an unbound one lives on while a region
+ * of it is referenced); past that a bind fails with -ENOSPC.  Regions of
+ * providers that map for each importer (nvidia pins, peer-memory
+ * registrations) have no handle and no window (mmap_pgoff 0).
+ */
+#define GDRPEER_WINDOW_SHIFT	36
+#define GDRPEER_WINDOW_PAGES	(1ULL << GDRPEER_WINDOW_SHIFT)
+#define GDRPEER_WINDOWS_MAX	\
+	((unsigned int)((1ULL << (63 - PAGE_SHIFT - GDRPEER_WINDOW_SHIFT)) - 2))
+static_assert(63 - PAGE_SHIFT - GDRPEER_WINDOW_SHIFT >= 8,
+	      "too few mmap windows for this page size");
+static DEFINE_IDA(gdrpeer_windows);
+
+static int gdrpeer_window_take(struct gdrpeer_device *gdev)
+{
+	int k;
+
+	if ((gdev->size >> PAGE_SHIFT) > GDRPEER_WINDOW_PAGES)
+		return -E2BIG;
+	k = ida_alloc_range(&gdrpeer_windows, 1, GDRPEER_WINDOWS_MAX,
+			    GFP_KERNEL);
+	if (k < 0)
+		return k;
+	gdev->mmap_pgoff = (unsigned long)k << GDRPEER_WINDOW_SHIFT;
+	return 0;
+}
+
+static void gdrpeer_window_give(struct gdrpeer_device *gdev)
+{
+	if (gdev->mmap_pgoff)
+		ida_free(&gdrpeer_windows,
+			 (unsigned int)(gdev->mmap_pgoff >> GDRPEER_WINDOW_SHIFT));
+	gdev->mmap_pgoff = 0;
+}
+
 static void gdrpeer_device_release(struct kobject *kobj)
 {
 	struct gdrpeer_device *gdev = kobj_to_gdev(kobj);
 
+	/* every region of it is gone, and with them every handle mapping */
+	gdrpeer_window_give(gdev);
 	gdev->ops->destroy(gdev);
 }
 
@@ -156,6 +211,13 @@ int gdrpeer_device_register(struct gdrpeer_device *gdev)
 	mutex_init(&gdev->lock);
 	INIT_LIST_HEAD(&gdev->regions);
 	kobject_init(&gdev->kobj, &gdrpeer_device_ktype);
+	gdev->mmap_pgoff = 0;
+	ret = gdrpeer_window_take(gdev);
+	if (ret) {
+		pr_err("%s: no mmap window for the device (%d)\n",
+		       pci_name(gdev->pdev), ret);
+		goto err_shutdown;
+	}
 
 	mutex_lock(&gdrpeer_devices_lock);
 	ret = xa_alloc(&gdrpeer_devices, &index, gdev, xa_limit_31b,
@@ -174,6 +236,7 @@ int gdrpeer_device_register(struct gdrpeer_device *gdev)
 
 err_unlock:
 	mutex_unlock(&gdrpeer_devices_lock);
+err_shutdown:
 	gdev->ops->shutdown(gdev);
 	kobject_put(&gdev->kobj);
 	return ret;
@@ -357,48 +420,6 @@ u32 gdrpeer_device_list(struct gdrpeer_device_info *out, u32 count)
 
 /* ---- regions -------------------------------------------------------- */
 
-/*
- * Windows of gdrpeer's mmap offset space (gdrpeer_mapping()): each region
- * that can be mapped through a handle (an ALLOC) owns one while it lives,
- * so that zapping one region's CPU mappings touches no other region's.
- * Window k (k >= 1) covers page offsets [k << SHIFT, (k + 1) << SHIFT);
- * a region is at most 1 << SHIFT pages (checked at ALLOC), so neither a
- * mapping's page offset nor its end can leave its window or wrap, and
- * revocation zaps by page offset (unmap_mapping_pages), never a byte
- * offset that could overflow.  Windows are taken only once the memory was
- * found and given back when the region is released (the last mapping of
- * it is gone then), so failing requests consume nothing and the space
- * cannot run out before 2^(BITS_PER_LONG - SHIFT) - 1 regions live at
- * once; past that ALLOC fails with -ENOSPC.  Regions of providers that
- * map for each importer (nvidia pins, peer-memory registrations) have no
- * handle and no window (mmap_pgoff 0).
- */
-#define GDRPEER_WINDOW_SHIFT	36
-#define GDRPEER_WINDOW_PAGES	(1UL << GDRPEER_WINDOW_SHIFT)
-#define GDRPEER_WINDOWS_MAX	\
-	((unsigned int)min_t(u64, INT_MAX,				\
-			     (1ULL << (BITS_PER_LONG - GDRPEER_WINDOW_SHIFT)) - 1))
-static DEFINE_IDA(gdrpeer_windows);
-
-static int gdrpeer_window_take(struct gdrpeer_region *r)
-{
-	int k = ida_alloc_range(&gdrpeer_windows, 1, GDRPEER_WINDOWS_MAX,
-				GFP_KERNEL);
-
-	if (k < 0)
-		return k;
-	r->mmap_pgoff = (unsigned long)k << GDRPEER_WINDOW_SHIFT;
-	return 0;
-}
-
-static void gdrpeer_window_give(struct gdrpeer_region *r)
-{
-	if (r->mmap_pgoff)
-		ida_free(&gdrpeer_windows,
-			 (unsigned int)(r->mmap_pgoff >> GDRPEER_WINDOW_SHIFT));
-	r->mmap_pgoff = 0;
-}
-
 /* Common initialisation of a region of @size bytes (providers too). */
 void gdrpeer_region_init(struct gdrpeer_region *r, u64 size,
 			 enum gdrpeer_revocable revocable)
@@ -411,7 +432,7 @@ void gdrpeer_region_init(struct gdrpeer_region *r, u64 size,
 	mutex_init(&r->exports_lock);
 	INIT_LIST_HEAD(&r->dmabufs);
 	INIT_LIST_HEAD(&r->dev_node);
-	r->mmap_pgoff = 0;	/* no window until gdrpeer_region_create */
+	r->mmap_pgoff = 0;	/* set by gdrpeer_region_create (handles) */
 }
 
 /* Bytes cleared between two chances to reschedule. */
@@ -478,7 +499,7 @@ int gdrpeer_region_create(u32 index, u64 size, u32 flags,
 	if (!gdev)
 		return -ENODEV;
 
-	if (size > gdev->size || (size >> PAGE_SHIFT) > GDRPEER_WINDOW_PAGES) {
+	if (size > gdev->size) {
 		ret = -E2BIG;
 		goto err_put;
 	}
@@ -496,13 +517,11 @@ int gdrpeer_region_create(u32 index, u64 size, u32 flags,
 	mutex_lock(&gdev->lock);
 	ret = gdev->dead ? -ENODEV : gdev->ops->alloc(gdev, r);
 	if (!ret) {
-		/* a window only for a request that got its memory */
-		ret = gdrpeer_window_take(r);
-		if (ret)
-			gdev->ops->free(gdev, r);
-	}
-	if (!ret)
+		/* its own pages of the device's window (see above) */
+		r->mmap_pgoff = gdev->mmap_pgoff +
+				(unsigned long)(r->dev_offset >> PAGE_SHIFT);
 		list_add(&r->dev_node, &gdev->regions);
+	}
 	mutex_unlock(&gdev->lock);
 	if (ret) {
 		kfree(r);
@@ -548,8 +567,6 @@ static void gdrpeer_region_release(struct kref *ref)
 	mutex_unlock(&gdev->lock);
 	atomic64_sub(r->size, &gdev->cnt.alloc_bytes);
 	atomic64_dec(&gdev->cnt.allocations);
-	/* no vma of it is left (each held a reference): reusable now */
-	gdrpeer_window_give(r);
 	if (r->ranges != &r->range0)
 		kfree(r->ranges);
 	mutex_destroy(&r->exports_lock);
@@ -592,11 +609,14 @@ void gdrpeer_region_revoke(struct gdrpeer_region *r)
 
 	/*
 	 * handle mappings: faults after this see @revoked and get SIGBUS.
-	 * By page offset, inside the region's window (see above).
+	 * The region's pages of its device's window, whose byte offsets fit
+	 * a loff_t (see above).  (unmap_mapping_pages() would spare the
+	 * conversion but is not exported on 5.10.)
 	 */
 	if (r->mmap_pgoff)
-		unmap_mapping_pages(gdrpeer_mapping(), r->mmap_pgoff,
-				    (pgoff_t)(r->size >> PAGE_SHIFT), true);
+		unmap_mapping_range(gdrpeer_mapping(),
+				    (loff_t)r->mmap_pgoff << PAGE_SHIFT,
+				    (loff_t)r->size, 1);
 	gdrpeer_dmabuf_revoke_region(r);
 	gdrpeer_peermem_revoke_region(r);
 }

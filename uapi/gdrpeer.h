@@ -126,10 +126,9 @@ struct gdrpeer_list_devices {
  *      memory inside the BAR, for diagnostics and tests).
  * Errors: -ENODEV unknown device (or one being unbound); -EINVAL size 0 /
  * not page multiple / unknown flags / reserved not 0; -E2BIG size larger
- * than the BAR (or than 2^36 pages); -ENOMEM no contiguous free range of
- * that size right now; -ENOSPC the file's handle table or the driver's
- * mmap windows (one per live allocation, 2^28 - 1) are full; -EBADF the
- * file is not open for writing.
+ * than the BAR; -ENOMEM no contiguous free range of that size right now;
+ * -ENOSPC the file's handle table is full; -EBADF the file is not open for
+ * writing.
  * The memory is physically contiguous within the BAR and reads as zeros:
  * it is cleared before it is handed out.
  *
