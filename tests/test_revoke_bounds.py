@@ -11,9 +11,9 @@ to a 4 GiB GPU BAR:
     4 MiB snapshot of pointers held (it came back NULL: an Oops in remove(); above 1,024 it
     WARNed). GDRPEER_BOUNDS_REGIONS=N runs N instead (on a BAR just large enough);
   - ALLOC and FREE racing on one file for 10 s: no bar_offset read from a freed region.
-Node.run fails the boot on any kernel report (WARN, Oops, BUG, lockdep, ...). About 65 s on 6.1
-(524,289 ALLOCs about 43 s, their revocation under 1 s); the BAR file (2 GiB written) is deleted
-after the boot. Times per kernel are in docs/driver.md.
+Node.run fails the boot on any kernel report (WARN, Oops, BUG, lockdep, ...). 65-140 s per boot
+on the shared 2-core host (524,289 ALLOCs 43-97 s, their revocation 1-2 s); the BAR file (2 GiB
+written) is deleted after the boot. Times per kernel are in docs/driver.md.
 """
 
 import os
