@@ -145,6 +145,7 @@ ATTRIBUTE_GROUPS(gdrpeer_device);
 	((unsigned int)((1ULL << (63 - PAGE_SHIFT - GDRPEER_WINDOW_SHIFT)) - 2))
 static_assert(63 - PAGE_SHIFT - GDRPEER_WINDOW_SHIFT >= 8,
 	      "too few mmap windows for this page size");
+static_assert(BITS_PER_LONG == 64, "mmap windows need 64-bit page offsets");
 static DEFINE_IDA(gdrpeer_windows);
 
 static int gdrpeer_window_take(struct gdrpeer_device *gdev)
