@@ -231,7 +231,7 @@ DKMS_KERNELS := 5.10 6.12
 test-kernels: deps userspace selftests
 	for k in $(ALL_KERNELS); do $(EMUNODE) build --kernel $$k || exit 1; done
 	GDRPEER_ALL_KERNELS=1 PYTHONPATH=$(CURDIR)/tests $(PYTHON) -m pytest -ra tests/test_kernels.py \
-		tests/test_nvidia.py tests/test_peermem.py -k "kernels"
+		tests/test_nvidia.py tests/test_peermem.py tests/test_revoke_bounds.py -k "kernels"
 	for k in $(RXE_DMABUF_KERNELS); do VM_KERNEL=$$k PYTHONPATH=$(CURDIR)/tests \
 		$(PYTHON) -m pytest -ra tests/test_rxe_dmabuf.py || exit 1; done
 	for k in $(REVOKE_RACE_KERNELS); do VM_KERNEL=$$k PYTHONPATH=$(CURDIR)/tests \
@@ -245,7 +245,7 @@ test-kernels: deps userspace selftests
 # (docs/driver.md, "Reliability campaign"), so it is not part of `make test`.
 DEBUG_KERNEL := 6.1-debug
 DEBUG_TESTS  := tests/test_driver.py tests/test_nvidia.py tests/test_peermem.py tests/test_fuzz.py \
-	tests/test_hotplug.py tests/test_kill.py
+	tests/test_hotplug.py tests/test_kill.py tests/test_revoke_bounds.py
 FUZZ_OPS_DEBUG ?= 1000000
 debug-kernel:
 	$(EMUNODE) fetch --kernel $(DEBUG_KERNEL)

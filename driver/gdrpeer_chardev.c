@@ -169,6 +169,12 @@ static int gdrpeer_ioc_alloc(struct gdrpeer_file *gf, void *arg)
 	ret = gdrpeer_region_create(a->device, a->size, a->flags, &r);
 	if (ret)
 		return ret;
+	/*
+	 * Read what the caller gets back while the reference is still ours:
+	 * once the handle is in the table another thread sharing the file
+	 * can FREE it, and with it the region.
+	 */
+	a->bar_offset = r->dev_offset;
 
 	mutex_lock(&gf->lock);
 	ret = xa_alloc_cyclic(&gf->handles, &id, r,
@@ -179,9 +185,9 @@ static int gdrpeer_ioc_alloc(struct gdrpeer_file *gf, void *arg)
 		gdrpeer_region_put(r);
 		return ret == -EBUSY ? -ENOSPC : ret;
 	}
+	/* from here on @r may be gone: only @id is used */
 	a->handle = gdrpeer_handle(gf, id);
 	a->mmap_offset = (u64)id << GDRPEER_MMAP_WINDOW_SHIFT;
-	a->bar_offset = r->dev_offset;
 	return 0;
 }
 

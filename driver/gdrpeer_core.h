@@ -40,6 +40,11 @@
  * under it exports_lock (dropped before each dma-buf is revoked), then the
  * reservation lock; while it waits for importers it holds only
  * dmabuf_revoke_lock, which no importer, fault or ioctl path takes.
+ * A device's revocation walks its regions holding a reference to the current
+ * one and takes gdrpeer_device.lock only to step to the next (asserted in
+ * gdrpeer_device_next_live), never while a region is revoked.  The mmap
+ * window allocator (an IDA, its own spinlock) is used at registration and
+ * at the device struct's release, with no lock of ours held.
  * The provider registry (gdrpeer_providers.c) has no lock: its list is
  * fixed at build time.  Providers' own locks are written in their files
  * (pcibar_bind_lock above; pcibar_wanted_lock innermost; nvp_resolve_lock
@@ -157,8 +162,10 @@ struct gdrpeer_region {
 	struct gdrpeer_range range0;	/* storage when nr_ranges == 1 */
 	/*
 	 * CPU mappings of the region (handle mmaps) live at this page offset
-	 * of gdrpeer's own address space, unique to the region, so that
-	 * revocation can zap exactly them.
+	 * of gdrpeer's own address space: its device's window plus its page
+	 * offset in the device, its own while it lives, so that revocation
+	 * can zap exactly them; 0: none (regions without a handle).
+	 * gdrpeer_device.c.
 	 */
 	unsigned long mmap_pgoff;
 	/* protects @revoked; read-held by CPU faults while they insert */
@@ -190,6 +197,7 @@ struct gdrpeer_device {
 	struct mutex lock;		/* protects the allocator, @regions, @dead */
 	bool dead;			/* unbound or failed: no new regions */
 	struct list_head regions;	/* live regions (gdrpeer_region.dev_node) */
+	unsigned long mmap_pgoff;	/* its mmap window, while the struct lives */
 	struct gdrpeer_counters cnt;
 };
 

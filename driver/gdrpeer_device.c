@@ -6,7 +6,9 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/idr.h>
 #include <linux/io.h>
+#include <linux/lockdep.h>
 #include <linux/mm.h>
 #include <linux/pci.h>
 #include <linux/sched.h>
@@ -114,10 +116,66 @@ static struct attribute *gdrpeer_device_attrs[] = {
 };
 ATTRIBUTE_GROUPS(gdrpeer_device);
 
+/*
+ * Windows of gdrpeer's mmap offset space (gdrpeer_mapping()), so that
+ * zapping one region's CPU mappings touches no other region's.  Each
+ * registered device owns a window while its struct lives: window k
+ * (k >= 1) covers page offsets [k << SHIFT, (k + 1) << SHIFT), and a
+ * region's handle mappings live at the device's window plus the region's
+ * page offset in the device.  Live regions of one device never overlap
+ * there (the allocator hands out disjoint ranges and takes a range back
+ * only when its region is released, or when the dead device's revoked
+ * regions give their memory back; no region is created after that), and
+ * the window is given back only when the device struct is released, after
+ * the last region of it, so no two live regions ever share page offsets.
+ * A request that fails takes nothing.
+ *
+ * A device is at most 1 << SHIFT pages (refused at registration), and the
+ * windows end below 2^(63 - PAGE_SHIFT) pages, so every byte offset of
+ * every window fits a loff_t: revocation's zap by byte offset cannot wrap
+ * or lose bits.  That allows 2^15 - 2 device structs alive at once with
+ * 4 KiB pages (each bind makes one; an unbound one lives on while a region
+ * of it is referenced); past that a bind fails with -ENOSPC.  Regions of
+ * providers that map for each importer (nvidia pins, peer-memory
+ * registrations) have no handle and no window (mmap_pgoff 0).
+ */
+#define GDRPEER_WINDOW_SHIFT	36
+#define GDRPEER_WINDOW_PAGES	(1ULL << GDRPEER_WINDOW_SHIFT)
+#define GDRPEER_WINDOWS_MAX	\
+	((unsigned int)((1ULL << (63 - PAGE_SHIFT - GDRPEER_WINDOW_SHIFT)) - 2))
+static_assert(63 - PAGE_SHIFT - GDRPEER_WINDOW_SHIFT >= 8,
+	      "too few mmap windows for this page size");
+static_assert(BITS_PER_LONG == 64, "mmap windows need 64-bit page offsets");
+static DEFINE_IDA(gdrpeer_windows);
+
+static int gdrpeer_window_take(struct gdrpeer_device *gdev)
+{
+	int k;
+
+	if ((gdev->size >> PAGE_SHIFT) > GDRPEER_WINDOW_PAGES)
+		return -E2BIG;
+	k = ida_alloc_range(&gdrpeer_windows, 1, GDRPEER_WINDOWS_MAX,
+			    GFP_KERNEL);
+	if (k < 0)
+		return k;
+	gdev->mmap_pgoff = (unsigned long)k << GDRPEER_WINDOW_SHIFT;
+	return 0;
+}
+
+static void gdrpeer_window_give(struct gdrpeer_device *gdev)
+{
+	if (gdev->mmap_pgoff)
+		ida_free(&gdrpeer_windows,
+			 (unsigned int)(gdev->mmap_pgoff >> GDRPEER_WINDOW_SHIFT));
+	gdev->mmap_pgoff = 0;
+}
+
 static void gdrpeer_device_release(struct kobject *kobj)
 {
 	struct gdrpeer_device *gdev = kobj_to_gdev(kobj);
 
+	/* every region of it is gone, and with them every handle mapping */
+	gdrpeer_window_give(gdev);
 	gdev->ops->destroy(gdev);
 }
 
@@ -154,6 +212,13 @@ int gdrpeer_device_register(struct gdrpeer_device *gdev)
 	mutex_init(&gdev->lock);
 	INIT_LIST_HEAD(&gdev->regions);
 	kobject_init(&gdev->kobj, &gdrpeer_device_ktype);
+	gdev->mmap_pgoff = 0;
+	ret = gdrpeer_window_take(gdev);
+	if (ret) {
+		pr_err("%s: no mmap window for the device (%d)\n",
+		       pci_name(gdev->pdev), ret);
+		goto err_shutdown;
+	}
 
 	mutex_lock(&gdrpeer_devices_lock);
 	ret = xa_alloc(&gdrpeer_devices, &index, gdev, xa_limit_31b,
@@ -172,9 +237,33 @@ int gdrpeer_device_register(struct gdrpeer_device *gdev)
 
 err_unlock:
 	mutex_unlock(&gdrpeer_devices_lock);
+err_shutdown:
 	gdev->ops->shutdown(gdev);
 	kobject_put(&gdev->kobj);
 	return ret;
+}
+
+/*
+ * The live region after @after in @gdev's list (the first one for NULL),
+ * with a reference, or NULL at the end.  A region in its release
+ * (reference 0) is skipped: its memory goes back without our help.
+ * @after is still on the list: the caller holds a reference to it, and a
+ * region leaves the list only in its release.
+ */
+static struct gdrpeer_region *
+gdrpeer_device_next_live(struct gdrpeer_device *gdev,
+			 struct gdrpeer_region *after)
+{
+	struct gdrpeer_region *r;
+
+	lockdep_assert_held(&gdev->lock);
+	r = after ? list_next_entry(after, dev_node) :
+		    list_first_entry(&gdev->regions, struct gdrpeer_region,
+				     dev_node);
+	list_for_each_entry_from(r, &gdev->regions, dev_node)
+		if (kref_get_unless_zero(&r->ref))
+			return r;
+	return NULL;
 }
 
 /*
@@ -182,39 +271,35 @@ err_unlock:
  * region, and every live one is revoked.  Returns when no CPU mapping and
  * no importer mapping of the device's memory is left.  Sleeps; callers
  * hold no lock of ours.
+ *
+ * The walk needs no memory: it holds a reference to the region it revokes,
+ * which keeps that region on the list as the cursor, and takes gdev->lock
+ * only to step to the next one.  @dead is set under gdev->lock before the
+ * first step and region creation checks it under the same lock, so no
+ * region joins the list behind the cursor; regions that leave it (their
+ * last reference went) need no revocation.  Concurrent callers (an error
+ * handler and remove()) each walk the whole list: region revocation is
+ * idempotent and each returns only once the region's users are gone.
  */
 void gdrpeer_device_revoke(struct gdrpeer_device *gdev)
 {
-	struct gdrpeer_region **live;
-	struct gdrpeer_region *r;
-	unsigned int n = 0, i;
+	struct gdrpeer_region *r, *next;
 
 	mutex_lock(&gdev->lock);
 	gdev->dead = true;
-	list_for_each_entry(r, &gdev->regions, dev_node)
-		n++;
-	mutex_unlock(&gdev->lock);
-	if (!n)
-		return;
-
-	/*
-	 * Regions cannot be added any more (dead), only released; a region
-	 * in its release (reference 0) is skipped: its memory goes back
-	 * without our help.
-	 */
-	live = kcalloc(n, sizeof(*live), GFP_KERNEL | __GFP_NOFAIL);
-	n = 0;
-	mutex_lock(&gdev->lock);
-	list_for_each_entry(r, &gdev->regions, dev_node)
-		if (kref_get_unless_zero(&r->ref))
-			live[n++] = r;
+	r = gdrpeer_device_next_live(gdev, NULL);
 	mutex_unlock(&gdev->lock);
 
-	for (i = 0; i < n; i++) {
-		gdrpeer_region_revoke(live[i]);
-		gdrpeer_region_put(live[i]);
+	while (r) {
+		gdrpeer_region_revoke(r);
+		mutex_lock(&gdev->lock);
+		next = gdrpeer_device_next_live(gdev, r);
+		mutex_unlock(&gdev->lock);
+		/* the release (if last) takes gdev->lock: not held here */
+		gdrpeer_region_put(r);
+		r = next;
+		cond_resched();
 	}
-	kfree(live);
 }
 
 /*
@@ -336,19 +421,10 @@ u32 gdrpeer_device_list(struct gdrpeer_device_info *out, u32 count)
 
 /* ---- regions -------------------------------------------------------- */
 
-/*
- * Each region gets its own window of gdrpeer's mmap offset space, never
- * reused (64-bit page offsets do not run out), so that zapping one region's
- * CPU mappings touches no other region.
- */
-static atomic64_t gdrpeer_next_pgoff = ATOMIC64_INIT(1);
-
 /* Common initialisation of a region of @size bytes (providers too). */
 void gdrpeer_region_init(struct gdrpeer_region *r, u64 size,
 			 enum gdrpeer_revocable revocable)
 {
-	u64 pages = size >> PAGE_SHIFT;
-
 	kref_init(&r->ref);
 	r->size = size;
 	r->revocable = revocable;
@@ -358,9 +434,7 @@ void gdrpeer_region_init(struct gdrpeer_region *r, u64 size,
 	INIT_LIST_HEAD(&r->dmabufs);
 	mutex_init(&r->dmabuf_revoke_lock);
 	INIT_LIST_HEAD(&r->dev_node);
-	/* one guard page between windows */
-	r->mmap_pgoff = (unsigned long)atomic64_fetch_add(pages + 1,
-							  &gdrpeer_next_pgoff);
+	r->mmap_pgoff = 0;	/* set by gdrpeer_region_create (handles) */
 }
 
 /* Bytes cleared between two chances to reschedule. */
@@ -444,8 +518,12 @@ int gdrpeer_region_create(u32 index, u64 size, u32 flags,
 
 	mutex_lock(&gdev->lock);
 	ret = gdev->dead ? -ENODEV : gdev->ops->alloc(gdev, r);
-	if (!ret)
+	if (!ret) {
+		/* its own pages of the device's window (see above) */
+		r->mmap_pgoff = gdev->mmap_pgoff +
+				(unsigned long)(r->dev_offset >> PAGE_SHIFT);
 		list_add(&r->dev_node, &gdev->regions);
+	}
 	mutex_unlock(&gdev->lock);
 	if (ret) {
 		kfree(r);
@@ -532,10 +610,16 @@ void gdrpeer_region_revoke(struct gdrpeer_region *r)
 	if (first)
 		atomic64_inc(&r->cnt->revoked);
 
-	/* handle mappings: faults after this see @revoked and get SIGBUS */
-	unmap_mapping_range(gdrpeer_mapping(),
-			    (loff_t)r->mmap_pgoff << PAGE_SHIFT,
-			    (loff_t)r->size, 1);
+	/*
+	 * handle mappings: faults after this see @revoked and get SIGBUS.
+	 * The region's pages of its device's window, whose byte offsets fit
+	 * a loff_t (see above).  (unmap_mapping_pages() would spare the
+	 * conversion but is not exported on 5.10.)
+	 */
+	if (r->mmap_pgoff)
+		unmap_mapping_range(gdrpeer_mapping(),
+				    (loff_t)r->mmap_pgoff << PAGE_SHIFT,
+				    (loff_t)r->size, 1);
 	gdrpeer_dmabuf_revoke_region(r);
 	gdrpeer_peermem_revoke_region(r);
 }

@@ -127,7 +127,8 @@ struct gdrpeer_list_devices {
  * Errors: -ENODEV unknown device (or one being unbound); -EINVAL size 0 /
  * not page multiple / unknown flags / reserved not 0; -E2BIG size larger
  * than the BAR; -ENOMEM no contiguous free range of that size right now;
- * -EBADF the file is not open for writing.
+ * -ENOSPC the file's handle table is full; -EBADF the file is not open for
+ * writing.
  * The memory is physically contiguous within the BAR and reads as zeros:
  * it is cleared before it is handed out.
  *

@@ -18,14 +18,22 @@
  * wrapping offsets, a faulting pointer, wrong argument sizes, unknown
  * numbers), mmap/munmap of handles and of dma-bufs, reads and writes of
  * mapped pages, and with gdrpeer_edu_hca.ko loaded dma-buf imports by the
- * edu stand-in HCA with a few real DMAs through them.
+ * edu stand-in HCA with a few real DMAs through them.  And the operations
+ * that found driver review 3's defects (issue 22): bursts of requests that
+ * fail after reaching the pin (EXPORT_VA refused by the nvidia provider,
+ * e.g. with gdrpeer_nvrefuse.ko loaded, or full-BAR ALLOCs that find no
+ * room where that provider is absent), EXPORT bursts with an unbind asked
+ * for at once, many one-page allocations and then an unbind, and ALLOC
+ * racing FREE of the next handle on one file from two threads.
  *
  * Pass criteria: every errno is one the ABI documents for that call (the
  * per-call sets below); a DMA that succeeds reads back what it wrote;
  * forked children exit normally; SIGBUS on touching a mapping is counted
- * (revoked memory), any other signal kills the run; afterwards, with
- * everything closed, every device's gauges are 0 and the edu module holds
- * no import.  The caller checks that rmmod is clean and that the kernel
+ * (revoked memory), any other signal kills the run; every bar_offset an
+ * ALLOC returns lies in the BAR (a freed region read 0x6b... under
+ * slub_debug=P); once the workers are done, every handle mapping whose
+ * handle answers -ENODEV (revoked) faults; afterwards, with everything
+ * closed, every device's gauges are 0 and the edu module holds no import.  The caller checks that rmmod is clean and that the kernel
  * printed no report.
  */
 #define _GNU_SOURCE
@@ -102,6 +110,8 @@ struct map_slot {
 	pthread_rwlock_t lock;	/* write: munmap/replace; read: touch */
 	uint8_t *addr;
 	size_t len;
+	int fd;			/* handle mappings: the file and handle */
+	uint64_t handle;	/* 0: a dma-buf mapping */
 };
 
 struct handle_slot {
@@ -127,6 +137,8 @@ static int edu_fd = -1;
 static uint64_t page;
 static void *fault_ptr;		/* a PROT_NONE page: ioctl arguments that fault */
 static atomic_int stop_churn;
+/* a worker asks the controller to unbind now (revocation during its burst) */
+static atomic_int unbind_now;
 
 /* ---- results ----------------------------------------------------------------- */
 
@@ -134,22 +146,25 @@ enum op {
 	OP_OPEN, OP_CLOSE, OP_DUP, OP_FORK, OP_INFO, OP_LIST, OP_ALLOC, OP_FREE,
 	OP_EXPORT, OP_QUERY, OP_EXPORT_VA, OP_BAD_IOCTL, OP_MMAP, OP_MUNMAP,
 	OP_TOUCH, OP_EDU_IMPORT, OP_EDU_DMA, OP_EDU_UNIMPORT, OP_EDU_STATE,
-	OP_EDU_ONESHOT, NOPS
+	OP_EDU_ONESHOT, OP_PIN_BURST, OP_EXPORT_BURST, OP_TINY_ALLOCS,
+	OP_ALLOC_RACE, NOPS
 };
 static const char *const op_name[NOPS] = {
 	"open", "close", "dup", "fork", "info", "list", "alloc", "free",
 	"export", "query", "export_va", "bad_ioctl", "mmap", "munmap", "touch",
 	"edu_import", "edu_dma", "edu_unimport", "edu_state", "edu_oneshot",
+	"pin_burst", "export_burst", "tiny_allocs", "alloc_race",
 };
 /* relative weights; the edu DMAs are slow (each transfer ~100 ms in QEMU) */
 static const unsigned int op_weight[NOPS] = {
 	4, 4, 2, 1, 3, 3, 10, 6, 8, 5, 2, 4, 8, 5, 12, 3, 0, 2, 2, 0,
+	2, 2, 1, 1,
 };
 
 #define NERR 134
 static atomic_ulong errcount[NOPS][NERR];	/* [op][0] = successes */
 static atomic_ulong sigbus_count, ops_done, dma_done, mismatch_bytes;
-static atomic_ulong bad_errno, bad_child;
+static atomic_ulong bad_errno, bad_child, bad_offset;
 static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned int reports;
 
@@ -403,6 +418,17 @@ static void *arg_ptr(uint64_t *s, void *arg)
 	return one_in(s, 32) ? fault_ptr : arg;
 }
 
+/* an ALLOC's bar_offset must lie in the BAR: anything else was not read from a live region */
+static void check_bar_offset(uint64_t off, uint64_t size, uint64_t bar)
+{
+	if (off % page || off > bar || size > bar - off) {
+		atomic_fetch_add(&bad_offset, 1);
+		report("alloc: impossible bar_offset %#llx for %llu bytes%s",
+		       (unsigned long long)off, (unsigned long long)size,
+		       off == 0x6b6b6b6b6b6b6b6bull ? " (SLUB free poison: a freed region)" : "");
+	}
+}
+
 static void op_ioctl(uint64_t *s, enum op op, uint64_t bar)
 {
 	struct file_slot *f = grab_file(s, 0);
@@ -508,8 +534,10 @@ static void op_ioctl(uint64_t *s, enum op op, uint64_t bar)
 	account(op, ret, allowed, f, what);
 	if (!ret && cmd == GDRPEER_IOCTL_FREE)
 		forget_handle(u.fr.handle, f->fd);
-	if (!ret && op == OP_ALLOC && cmd == GDRPEER_IOCTL_ALLOC)
+	if (!ret && op == OP_ALLOC && cmd == GDRPEER_IOCTL_ALLOC) {
+		check_bar_offset(u.alloc.bar_offset, u.alloc.size, bar);
 		add_handle(&u.alloc, u.alloc.size, f->fd);
+	}
 	if (!ret && cmd == GDRPEER_IOCTL_EXPORT) {
 		int fd = u.ex.fd;
 		uint64_t len = u.ex.length;
@@ -534,7 +562,7 @@ static void op_mmap(uint64_t *s)
 	int prot = one_in(s, 8) ? PROT_READ : PROT_READ | PROT_WRITE;
 	unsigned int i, start;
 	uint8_t *p;
-	int ret;
+	int ret, fd;
 
 	if (!f)
 		return;
@@ -554,6 +582,7 @@ static void op_mmap(uint64_t *s)
 	ret = p == MAP_FAILED ? -errno : 0;
 	account(OP_MMAP, ret, SET(ENOENT, EINVAL, ENODEV, ENOMEM, EOVERFLOW, EACCES),
 		f, f->kind == K_GDRPEER ? "handle" : "dma-buf");
+	fd = f->fd;
 	pthread_rwlock_unlock(&f->lock);
 	if (ret)
 		return;
@@ -567,6 +596,8 @@ static void op_mmap(uint64_t *s)
 			m->addr = p;
 			/* bit 0 (lengths are page multiples): mapped read-only */
 			m->len = len | !(prot & PROT_WRITE);
+			m->fd = f->kind == K_GDRPEER ? fd : -1;
+			m->handle = f->kind == K_GDRPEER ? h.handle : 0;
 			pthread_rwlock_unlock(&m->lock);
 			return;
 		}
@@ -862,6 +893,199 @@ static void op_edu(uint64_t *s, enum op op)
 	}
 }
 
+/* ---- driver review 3: failing bursts, revocation at scale, ALLOC/FREE races ---------- */
+
+/* the longest EXPORT_VA accepts: 2^32 - 1 GPU pages of 64 KiB */
+#define PIN_BURST_LEN (0xffffffffull << 16)
+/* set when the controller runs: a worker that asked for an unbind waits for it */
+static atomic_int churn_on;
+
+/* Read one byte of @p under the SIGBUS guard: 0, or -1 when it faulted. */
+static int touch_byte(const volatile uint8_t *p)
+{
+	if (sigsetjmp(touch_env, 1) == 0) {
+		touching = 1;
+		(void)*p;
+		touching = 0;
+		return 0;
+	}
+	touching = 0;
+	return -1;
+}
+
+/*
+ * Requests that fail after reaching the pin: EXPORT_VA of the longest range at an address that
+ * is no CUDA memory of ours (the nvidia provider refuses it: EINVAL), or, where that provider is
+ * absent (ENODEV), an ALLOC of the whole BAR, which finds no room while anything is allocated
+ * (ENOMEM).  The driver of review 3 used up an mmap window with each of them.
+ */
+static void op_pin_burst(uint64_t *s, uint64_t bar)
+{
+	struct file_slot *f = grab_file(s, K_GDRPEER);
+	unsigned int i, n = 256 + below(s, 256);
+	struct gdrpeer_alloc a;
+	int ret;
+
+	if (!f)
+		return;
+	if (f->rdonly)
+		n = 1;		/* EBADF at once: one call says it */
+	for (i = 0; i < n; i++) {
+		ret = gp_export_va(f->fd, rnd(s) & 0x0000ffffffff0000ull, PIN_BURST_LEN, 0, NULL);
+		if (ret >= 0) {
+			close(ret);
+			ret = 0;
+		}
+		account(OP_PIN_BURST, ret, SET(EINVAL, ENODEV, EOPNOTSUPP, ENOMEM), f,
+			"export_va burst");
+		if (ret != -ENODEV)
+			continue;
+		ret = gp_alloc(f->fd, 0, bar, &a);
+		account(OP_PIN_BURST, ret, SET(ENOMEM, ENODEV, E2BIG), f, "full-BAR alloc");
+		if (!ret) {
+			check_bar_offset(a.bar_offset, bar, bar);
+			gp_free(f->fd, a.handle);
+		}
+	}
+	pthread_rwlock_unlock(&f->lock);
+}
+
+/*
+ * EXPORT of one handle again and again with an unbind asked for at once: exports that land
+ * while revocation walks the region's dma-bufs.  Each dma-buf is then mapped and read (a
+ * revoked one faults or refuses the mmap) and closed.
+ */
+static void op_export_burst(uint64_t *s)
+{
+	struct file_slot *f = grab_file(s, K_GDRPEER);
+	unsigned int i, n = 0;
+	struct handle_slot h;
+	int fds[16], ret;
+	uint8_t *p;
+
+	if (!f)
+		return;
+	h = pick_handle(s, f->fd);
+	if (one_in(s, 4))
+		atomic_store(&unbind_now, 1);
+	for (i = 0; i < 16; i++) {
+		ret = gp_export(f->fd, h.handle, 0, page);
+		account(OP_EXPORT_BURST, ret < 0 ? ret : 0,
+			SET(ENOENT, EINVAL, ENODEV, ENOMEM, EMFILE), f, "export burst");
+		if (ret >= 0)
+			fds[n++] = ret;
+	}
+	pthread_rwlock_unlock(&f->lock);
+	for (i = 0; i < n; i++) {
+		p = mmap(NULL, page, PROT_READ, MAP_SHARED, fds[i], 0);
+		account(OP_EXPORT_BURST, p == MAP_FAILED ? -errno : 0, SET(ENODEV, ENOMEM),
+			NULL, "mmap of a burst's dma-buf");
+		if (p != MAP_FAILED) {
+			if (touch_byte(p))
+				atomic_fetch_add(&sigbus_count, 1);
+			munmap(p, page);
+		}
+		close(fds[i]);
+	}
+}
+
+/* After asking for an unbind: until the controller took the request (at most 2 s) */
+static void wait_unbind_taken(void)
+{
+	struct timespec ts = { 0, 10 * 1000000L };
+	unsigned int i;
+
+	for (i = 0; i < 200 && atomic_load(&churn_on) && atomic_load(&unbind_now); i++)
+		nanosleep(&ts, NULL);
+	nanosleep(&ts, NULL);
+}
+
+/*
+ * Many one-page allocations on a file of their own, then an unbind asked for: revocation of
+ * more live regions than fit a page of pointers (the old revocation WARNed above 1,024 and
+ * oopsed above 524,288).  Closing the file frees them, maybe while they are being revoked.
+ * Rare (about 1,300 ALLOCs each).
+ */
+static void op_tiny_allocs(uint64_t *s, uint64_t bar)
+{
+	unsigned int i, n = 1025 + below(s, 512);
+	struct gdrpeer_alloc a;
+	int fd, ret = 0;
+
+	if (!one_in(s, 8))
+		return;
+	fd = open(GDRPEER_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	account(OP_TINY_ALLOCS, fd < 0 ? -errno : 0, SET(ENOMEM, EMFILE), NULL, "open");
+	if (fd < 0)
+		return;
+	for (i = 0; i < n && !ret; i++) {
+		ret = gp_alloc(fd, 0, page, &a);
+		if (!ret)
+			check_bar_offset(a.bar_offset, page, bar);
+	}
+	account(OP_TINY_ALLOCS, ret, SET(ENOMEM, ENODEV, ENOSPC), NULL, "one-page allocs");
+	atomic_store(&unbind_now, 1);
+	wait_unbind_taken();
+	close(fd);
+}
+
+struct alloc_race {
+	int fd;
+	_Atomic uint64_t last;	/* the handle of the latest ALLOC */
+	atomic_int stop;
+};
+
+/* FREE of the handle the next ALLOC returns (ids are cyclic: the latest + 1) */
+static void *alloc_race_freer(void *arg)
+{
+	struct alloc_race *r = arg;
+
+	while (!atomic_load(&r->stop))
+		gp_free(r->fd, atomic_load(&r->last) + 1);
+	return NULL;
+}
+
+/*
+ * ALLOC on one file while another thread FREEs the handle it is about to return: the driver
+ * of review 3 read bar_offset from the region after the FREE could have freed it.
+ */
+static void op_alloc_race(uint64_t *s, uint64_t bar)
+{
+	unsigned int i, n = 64 + below(s, 64);
+	struct alloc_race r = { 0 };
+	struct gdrpeer_alloc a;
+	pthread_t t;
+	int ret;
+
+	r.fd = open(GDRPEER_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	account(OP_ALLOC_RACE, r.fd < 0 ? -errno : 0, SET(ENOMEM, EMFILE), NULL, "open");
+	if (r.fd < 0)
+		return;
+	ret = gp_alloc(r.fd, 0, page, &a);
+	account(OP_ALLOC_RACE, ret, SET(ENOMEM, ENODEV), NULL, "first alloc");
+	if (ret || pthread_create(&t, NULL, alloc_race_freer, &r)) {
+		close(r.fd);
+		return;
+	}
+	check_bar_offset(a.bar_offset, page, bar);
+	atomic_store(&r.last, a.handle);
+	gp_free(r.fd, a.handle);
+	for (i = 0; i < n; i++) {
+		ret = gp_alloc(r.fd, 0, page, &a);
+		account(OP_ALLOC_RACE, ret, SET(ENOMEM, ENODEV, ENOSPC), NULL, "alloc racing free");
+		if (ret)
+			continue;
+		check_bar_offset(a.bar_offset, page, bar);
+		atomic_store(&r.last, a.handle);
+		/* 0, or ENOENT when the other thread freed it first */
+		account(OP_ALLOC_RACE, gp_free(r.fd, a.handle), SET(ENOENT), NULL,
+			"free racing free");
+	}
+	atomic_store(&r.stop, 1);
+	pthread_join(t, NULL);
+	close(r.fd);
+}
+
 /* ---- workers ----------------------------------------------------------------------- */
 
 struct worker {
@@ -909,6 +1133,10 @@ static void *worker_main(void *arg)
 		case OP_EDU_STATE: case OP_EDU_ONESHOT:
 			op_edu(&w->state, op);
 			break;
+		case OP_PIN_BURST: op_pin_burst(&w->state, w->bar); break;
+		case OP_EXPORT_BURST: op_export_burst(&w->state); break;
+		case OP_TINY_ALLOCS: op_tiny_allocs(&w->state, w->bar); break;
+		case OP_ALLOC_RACE: op_alloc_race(&w->state, w->bar); break;
 		default:
 			op_ioctl(&w->state, op, w->bar);
 		}
@@ -997,11 +1225,19 @@ static void *churn_main(void *arg)
 
 	while (!atomic_load(&stop_churn)) {
 		/* mostly bound (0.3-1 s), briefly away (10-100 ms): the workers get to use it */
-		long bound_ms = 300 + (long)below(&c->state, 700);
-		struct timespec bound = { bound_ms / 1000, (bound_ms % 1000) * 1000000L };
+		long bound_ms = 300 + (long)below(&c->state, 700), slept;
+		struct timespec tick = { 0, 10 * 1000000L };
 		struct timespec ts = { 0, (long)(10 + below(&c->state, 90)) * 1000000L };
 
-		nanosleep(&bound, NULL);
+		/*
+		 * a worker's burst may ask for the unbind now; granted after 200 ms bound, so that
+		 * the workers still get to use the device most of the time
+		 */
+		for (slept = 0; slept < bound_ms; slept += 10) {
+			if (slept >= 200 && atomic_exchange(&unbind_now, 0))
+				break;
+			nanosleep(&tick, NULL);
+		}
 		if (c->pci_driver && one_in(&c->state, 3)) {
 			snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/remove", c->bdf);
 			err = gp_write_file(path, "1");
@@ -1035,6 +1271,70 @@ static void *churn_main(void *arg)
 
 /* ---- the end: everything released, gauges back at 0 -------------------------------- */
 
+static int probe_fd = -1;
+
+/*
+ * Mappings rarely survive the run (workers unmap them), so the end makes a few of its own, on
+ * a file of its own, after everything the run did to the driver (e.g. failed requests that
+ * used up offsets), and touches them: the last unbind must revoke these too.
+ */
+static unsigned int make_probe_maps(void)
+{
+	struct gdrpeer_alloc a;
+	unsigned int i, made = 0;
+	uint8_t *p;
+
+	probe_fd = open(GDRPEER_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	if (probe_fd < 0)
+		return 0;
+	for (i = 0; i < NMAPS && made < 4; i++) {
+		struct map_slot *m = &maps[i];
+
+		if (m->addr)
+			continue;
+		if (gp_alloc(probe_fd, 0, page, &a))
+			break;
+		p = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED, probe_fd,
+			 (off_t)a.mmap_offset);
+		if (p == MAP_FAILED)
+			break;
+		p[0] = 1;
+		m->addr = p;
+		m->len = page;
+		m->fd = probe_fd;
+		m->handle = a.handle;
+		made++;
+	}
+	return made;
+}
+
+/*
+ * Once the workers and the controller are done and a last unbind has returned (so every
+ * revocation is complete): a handle mapping whose handle answers -ENODEV is of a revoked region
+ * and must fault.  Mappings whose file was closed cannot be asked and are not counted.
+ * Returns how many still read; *revoked counts those checked.
+ */
+static int check_revoked_maps(unsigned int *revoked)
+{
+	struct gdrpeer_query q;
+	unsigned int i;
+	int stale = 0;
+
+	for (i = 0; i < NMAPS; i++) {
+		struct map_slot *m = &maps[i];
+
+		if (!m->addr || !m->handle || gp_query(m->fd, m->handle, &q) != -ENODEV)
+			continue;
+		(*revoked)++;
+		if (!touch_byte(m->addr)) {
+			stale++;
+			report("handle %#llx is revoked but its mapping at %p still reads",
+			       (unsigned long long)m->handle, (void *)m->addr);
+		}
+	}
+	return stale;
+}
+
 static void release_everything(void)
 {
 	unsigned int i;
@@ -1052,6 +1352,10 @@ static void release_everything(void)
 	if (edu_fd >= 0) {
 		close(edu_fd);
 		edu_fd = -1;
+	}
+	if (probe_fd >= 0) {
+		close(probe_fd);
+		probe_fd = -1;
 	}
 }
 
@@ -1198,7 +1502,8 @@ int main(int argc, char **argv)
 	struct churn c = { 0 };
 	struct sigaction sa = { 0 };
 	const char *bdf = getenv("GDRPEER_GPU_BDF");
-	int churn = 1, fd, bad, table_off, a;
+	int churn = 1, fd, bad, table_off, a, stale;
+	unsigned int revoked = 0;
 	struct gp_dev dut;
 
 	for (a = 1; a < argc; a++) {
@@ -1219,7 +1524,7 @@ int main(int argc, char **argv)
 		usage(argv[0]);
 
 	ksft_print_header();
-	ksft_set_plan(4);
+	ksft_set_plan(5);
 	printf("# seed %#llx ops %llu threads %u dma 1 in %u churn %s\n",
 	       (unsigned long long)seed, (unsigned long long)ops, threads,
 	       dma_one_in, churn ? "on" : "off");
@@ -1261,6 +1566,7 @@ int main(int argc, char **argv)
 			printf("# churn: %s absent: gdrpeer is not the PCI driver of the device, "
 			       "so no remove/rescan (it would hit the unrevoked BAR); "
 			       "pcibar_unbind/bind only\n", PCI_DRIVER_DIR);
+		atomic_store(&churn_on, 1);
 		pthread_create(&c.tid, NULL, churn_main, &c);
 	}
 	for (i = 0; i < threads; i++) {
@@ -1284,10 +1590,11 @@ int main(int argc, char **argv)
 	printf("# %lu operations, %lu DMAs checked, %lu SIGBUS on revoked mappings\n",
 	       atomic_load(&ops_done), atomic_load(&dma_done), atomic_load(&sigbus_count));
 	ksft_test_result(atomic_load(&ops_done) == ops && !atomic_load(&bad_errno) &&
-			 !atomic_load(&bad_child),
-			 "operations: %llu done, %lu unexpected errnos, %lu bad children\n",
+			 !atomic_load(&bad_child) && !atomic_load(&bad_offset),
+			 "operations: %llu done, %lu unexpected errnos, %lu bad children, "
+			 "%lu impossible bar_offsets\n",
 			 (unsigned long long)ops, atomic_load(&bad_errno),
-			 atomic_load(&bad_child));
+			 atomic_load(&bad_child), atomic_load(&bad_offset));
 	ksft_test_result(!atomic_load(&mismatch_bytes),
 			 "dma: %lu edu DMAs, %lu bytes read back wrong\n",
 			 atomic_load(&dma_done), atomic_load(&mismatch_bytes));
@@ -1297,6 +1604,19 @@ int main(int argc, char **argv)
 	else
 		ksft_test_result_skip("churn: --no-churn\n");
 
+	/* every mapping still held, and a few new ones, belong to a revoked region after this */
+	if (churn) {
+		if (!device_present(c.bdf))
+			gp_write_file("/sys/bus/pci/rescan", "1");
+		if (!device_bound(c.bdf))
+			churn_bind(&c);
+		printf("# %u probe mappings made for the last unbind\n", make_probe_maps());
+		a = gp_write_file(GDRPEER_SYSFS "/pcibar_unbind", c.bdf);
+		churn_result(&c, "last pcibar_unbind", a, SET(ENODEV));
+	}
+	stale = check_revoked_maps(&revoked);
+	ksft_test_result(!stale, "revoked handle mappings: %u checked, %d still reach memory\n",
+			 revoked, stale);
 	table_off = check_edu_table();
 	release_everything();
 	if (churn && !device_bound(c.bdf)) {
