@@ -31,6 +31,7 @@
 #include "gdrpeer/topo/knowledge.hpp"
 #include "gdrpeer/topo/parsers.hpp"
 #include "gdrpeer/topo/source.hpp"
+#include "option_checks.hpp"
 
 namespace gdrpeer::cli {
 
@@ -88,13 +89,16 @@ void add_input_options(CLI::App* c, InputOptions& in) {
                 "Node dumps, one node each: sysfs snapshot (.tar or directory), hwloc XML, NCCL topology XML, or lspci text "
                 "(format detected from the contents). Without inputs: this machine's live sysfs.");
   c->add_option("--sysfs-root", in.sysfs_root, "Read sysfs/procfs below this directory or snapshot tarball instead of /");
-  c->add_option("--hwloc", in.hwloc, "hwloc XML (lstopo --of xml); repeatable, one node each");
-  c->add_option("--nccl-xml", in.nccl, "NCCL topology XML (NCCL_TOPO_DUMP_FILE / NCCL_TOPO_FILE); repeatable, one node each");
-  c->add_option("--lspci", in.lspci, "lspci -tv / -vvv text or a transcript holding them; repeatable, all form ONE node");
-  c->add_option("--role", in.roles, "Override a device's role: GPU=BDF, NIC=BDF, NVME=BDF or NONE=BDF (repeatable)");
-  c->add_option("--gpu", in.gpus, "Same as --role GPU=BDF");
-  c->add_option("--nic", in.nics, "Same as --role NIC=BDF");
-  c->add_option("--nvme", in.nvmes, "Same as --role NVME=BDF");
+  c->add_option("--hwloc", in.hwloc, "hwloc XML (lstopo --of xml); repeatable, one node each")->allow_extra_args(false);
+  c->add_option("--nccl-xml", in.nccl, "NCCL topology XML (NCCL_TOPO_DUMP_FILE / NCCL_TOPO_FILE); repeatable, one node each")
+      ->allow_extra_args(false);
+  c->add_option("--lspci", in.lspci, "lspci -tv / -vvv text or a transcript holding them; repeatable, all form ONE node")
+      ->allow_extra_args(false);
+  c->add_option("--role", in.roles, "Override a device's role: GPU=BDF, NIC=BDF, NVME=BDF or NONE=BDF (repeatable)")
+      ->allow_extra_args(false);
+  c->add_option("--gpu", in.gpus, "Same as --role GPU=BDF")->allow_extra_args(false);
+  c->add_option("--nic", in.nics, "Same as --role NIC=BDF")->allow_extra_args(false);
+  c->add_option("--nvme", in.nvmes, "Same as --role NVME=BDF")->allow_extra_args(false);
   c->add_option("--data-dir", in.data_dir, "Rule data directory (default: $GDRPEER_DATA_DIR, the installed share dir, the data built into this binary)");
   c->add_flag("--cuda", in.cuda,
               "Live mode: also ask the CUDA driver (dlopen libcuda, cuInit) whether each GPU supports GPUDirect RDMA and dma-buf, "
@@ -396,6 +400,7 @@ int run_fleet(const std::vector<NodeSpec>& specs, const InputOptions& in, const 
 
 int run_check(const InputOptions& in, CheckFlags f) {
   return guarded([&] {
+    if (f.json && f.dot) throw std::invalid_argument("--json and --dot contradict each other: choose one output format");
     if ((f.json || f.dot) && f.format != "text" && f.format != (f.json ? "json" : "dot"))
       throw std::invalid_argument(std::string(f.json ? "--json" : "--dot") + " contradicts --format " + f.format);
     f.json = f.json || f.format == "json";
@@ -404,6 +409,7 @@ int run_check(const InputOptions& in, CheckFlags f) {
     const long nfd_expiry = nfd_expiry_seconds(f.nfd_expiry);
     topo::CheckOptions opt = check_options(f);
     topo::Knowledge k = load_knowledge(in);
+    check_skip_ids(f.skip, k);
     std::vector<NodeSpec> specs = node_specs(in);
     bool fleet = f.fleet || specs.size() > 1;
     if (!fleet) {
@@ -519,7 +525,9 @@ void add_check_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(1, 1024));
   c->add_flag("--with-nvme", check_flags->nvme, "Also check GPU-NVMe pairs (GPUDirect Storage)");
   c->add_option("--pairs", check_flags->pairs, "Pair kinds: gpu-nic,gpu-gpu,gpu-nvme or all (default gpu-nic,gpu-gpu)");
-  c->add_option("--skip", check_flags->skip, "Skip a rule id or group (e.g. software, platform, acs-redirect); repeatable");
+  c->add_option("--skip", check_flags->skip, "Skip a rule id or group (e.g. software, platform, acs-redirect); repeatable")
+      ->allow_extra_args(false)
+      ->delimiter(',');
   c->add_option("--format", check_flags->format,
                 "Output format: text (default), json, dot, prometheus (node_exporter textfile collector) or nfd "
                 "(node-feature-discovery local features); docs/fleet.md")

@@ -157,13 +157,13 @@ void add_verify_command(CLI::App& app, int& exit_code) {
   cmd->footer(
       "Exit codes: 0 every combination passed; 1 at least one failed; 2 none failed, at least "
       "one unsupported; 3 nothing to verify (no RDMA device); 64 bad input.");
-  cmd->add_option("-d,--device", args->devices,
-                  "RDMA device to test, NAME or NAME:PORT (repeatable; default: all)");
+  cmd->add_option("-d,--device", args->devices, "RDMA device to test, NAME or NAME:PORT (repeatable; default: all)")
+      ->allow_extra_args(false);
   cmd->add_option("-s,--source", args->sources,
                   "memory source: host, hugepage, gdrpeer, cuda, cuda-vmm (repeatable; default: "
-                  "every source this node has)");
-  cmd->add_option("-m,--method", args->methods,
-                  "registration method: reg_mr, dmabuf (repeatable; default: both)");
+                  "every source this node has)")
+      ->allow_extra_args(false);
+  cmd->add_option("-m,--method", args->methods, "registration method: reg_mr, dmabuf (repeatable; default: both)")->allow_extra_args(false);
   cmd->add_option("--size", args->size, "bytes per transfer, e.g. 4096, 64K, 1M (default 1M)");
   cmd->add_option("--gdrpeer-device", args->gdrpeer_device, "gdrpeer device index (default 0)");
   cmd->add_option("--gdrpeer-path", args->gdrpeer_path, "gdrpeer character device")
