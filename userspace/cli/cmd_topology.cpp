@@ -32,6 +32,7 @@
 #include "gdrpeer/topo/parsers.hpp"
 #include "gdrpeer/topo/source.hpp"
 #include "option_checks.hpp"
+#include "output_file.hpp"
 
 namespace gdrpeer::cli {
 
@@ -65,6 +66,7 @@ struct CheckFlags {
   std::string pairs = "gpu-nic,gpu-gpu";
   std::string format = "text";  // text, json, dot, prometheus, nfd (fleet_outputs.hpp)
   std::string output = "-";
+  OutputPolicy output_policy;
   std::string nfd_expiry = kNfdExpiryDefault;
   bool nfd_expiry_given = false;
 };
@@ -238,6 +240,9 @@ int guarded(Fn&& fn) {
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "gdrpeer: %s\n", e.what());
     return kExitUsage;
+  } catch (const OutputError& e) {
+    std::fprintf(stderr, "gdrpeer: %s\n", e.what());
+    return kExitCantCreate;
   }
 }
 
@@ -395,6 +400,7 @@ int run_fleet(const std::vector<NodeSpec>& specs, const InputOptions& in, const 
     std::printf("fleet: %zu nodes: %d optimal, %d degraded, %d unreliable, %d blocked, %d unreadable\n", specs.size(),
                 counts[0], counts[1], counts[2], counts[3], errors);
   }
+  finish_stdout();  // a lost line is a lost verdict: exit 73, never the verdict
   return errors ? kExitDataErr : worst;
 }
 
@@ -420,12 +426,7 @@ int run_check(const InputOptions& in, CheckFlags f) {
                                : f.format == "prometheus" ? render_prometheus(t, k, r, std::time(nullptr))
                                : f.format == "nfd" ? render_nfd(t, r, std::time(nullptr), nfd_expiry)
                                                     : topo::render_matrix(t, r, opt.gpu_nvme);
-      try {
-        write_file_atomically(f.output, text);
-      } catch (const OutputError& e) {
-        std::fprintf(stderr, "gdrpeer: %s\n", e.what());
-        return kExitCantCreate;
-      }
+      write_output(f.output, text, f.output_policy);
       return r.exit_code();
     }
     if (f.format == "prometheus" || f.format == "nfd" || f.output != "-")
@@ -453,7 +454,7 @@ int run_topo(const InputOptions& in, const TopoFlags& f) {
   });
 }
 
-int run_snapshot(const std::string& out, const std::string& root, bool no_cuda) {
+int run_snapshot(const std::string& out, const std::string& root, bool no_cuda, const OutputPolicy& policy) {
   return guarded([&] {
     auto base = topo::make_dir_source(root.empty() ? "/" : root);
     topo::RecordingSource rec(*base);
@@ -471,31 +472,8 @@ int run_snapshot(const std::string& out, const std::string& root, bool no_cuda) 
       }
     }
     std::string bytes = topo::write_tar(entries);
-    if (out == "-") {
-      std::fwrite(bytes.data(), 1, bytes.size(), stdout);
-      return 0;
-    }
-    // Write beside the target and rename, so a failed write never leaves a torn file.
-    std::string tmp = out + ".tmp." + std::to_string(::getpid());
-    {
-      std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
-      if (!o) {
-        std::fprintf(stderr, "gdrpeer: %s: cannot create snapshot\n", out.c_str());
-        return kExitCantCreate;
-      }
-      o.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-      o.close();
-      if (!o) {
-        std::remove(tmp.c_str());
-        std::fprintf(stderr, "gdrpeer: %s: write failed\n", out.c_str());
-        return kExitCantCreate;
-      }
-    }
-    if (std::rename(tmp.c_str(), out.c_str()) != 0) {
-      std::remove(tmp.c_str());
-      std::fprintf(stderr, "gdrpeer: %s: cannot rename the snapshot into place\n", out.c_str());
-      return kExitCantCreate;
-    }
+    write_output(out, bytes, policy);
+    if (out == "-") return 0;
     std::fprintf(stderr, "gdrpeer: wrote %s: %zu entries, %zu PCI functions, %zu bytes\n", out.c_str(), entries.size(),
                  t.devices.size(), bytes.size());
     return 0;
@@ -536,7 +514,10 @@ void add_check_command(CLI::App& app, int& exit_code) {
                 "With --format nfd: NFD drops the labels this long after the check unless a newer check replaced them; "
                 "seconds, or with a unit s, m, h, d (default 1h)");
   c->add_option("-o,--output", check_flags->output,
-                "Write the output to this file atomically (temporary file + rename) instead of stdout (\"-\")");
+                "Write the output to this file instead of stdout (\"-\"): a regular file is replaced atomically (temporary "
+                "file + rename), a FIFO or device is written in place, a symlink out of its directory is refused");
+  c->add_flag("--follow-symlinks", check_flags->output_policy.follow_symlinks_anywhere,
+              "--output may be a symbolic link to another directory (written through, the link kept)");
   c->callback([check_in, check_flags, nfd_expiry, &exit_code] {
     check_flags->nfd_expiry_given = nfd_expiry->count() > 0;
     exit_code = run_check(*check_in, *check_flags);
@@ -551,7 +532,12 @@ void add_snapshot_command(CLI::App& app, int& exit_code) {
   s->add_option("output", *snap_out, "Output tarball (\"-\" for stdout)")->required();
   s->add_option("--sysfs-root", *snap_root, "Snapshot a sysfs copy below this directory instead of /");
   s->add_flag("--no-cuda", *snap_nocuda, "Do not record the CUDA driver's GPUDirect RDMA / dma-buf answers");
-  s->callback([snap_out, snap_root, snap_nocuda, &exit_code] { exit_code = run_snapshot(*snap_out, *snap_root, *snap_nocuda); });
+  auto snap_policy = std::make_shared<OutputPolicy>();
+  s->add_flag("--follow-symlinks", snap_policy->follow_symlinks_anywhere,
+              "The output may be a symbolic link to another directory (written through, the link kept)");
+  s->callback([snap_out, snap_root, snap_nocuda, snap_policy, &exit_code] {
+    exit_code = run_snapshot(*snap_out, *snap_root, *snap_nocuda, *snap_policy);
+  });
 }
 
 }  // namespace

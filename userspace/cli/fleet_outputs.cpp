@@ -177,44 +177,4 @@ std::string render_nfd(const topo::Topology& t, const topo::Report& r, std::time
   return out;
 }
 
-void write_file_atomically(const std::string& path, std::string_view text) {
-  if (path == "-") {
-    if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0)
-      throw OutputError("stdout: write failed: " + std::string(std::strerror(errno)));
-    return;
-  }
-  const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);  // with its '/'
-  const std::string base = path.substr(dir.size());
-  if (base.empty()) throw OutputError(path + ": names a directory, expected a file");
-  // Hidden, and without the final suffix: node_exporter reads only *.prom and NFD skips dot files.
-  std::string tmp = dir + "." + base + ".XXXXXX";
-  const int fd = ::mkstemp(tmp.data());
-  if (fd < 0) throw OutputError(path + ": cannot create a file in " + (dir.empty() ? "." : dir) + ": " + std::strerror(errno));
-  auto fail = [&](const char* what) {
-    const int err = errno;
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw OutputError(path + ": " + what + ": " + std::strerror(err));
-  };
-  if (::fchmod(fd, 0644) != 0) fail("chmod failed");
-  for (size_t done = 0; done < text.size();) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) fail("write failed");
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) fail("fsync failed");
-  if (::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    throw OutputError(path + ": close failed: " + std::strerror(err));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    throw OutputError(path + ": cannot rename into place: " + std::strerror(err));
-  }
-}
-
 }  // namespace gdrpeer::cli
