@@ -137,6 +137,7 @@ install-extras:
 	install -D -m 0644 -t $(DESTDIR)$(PREFIX)/share/man/man1 packaging/man/*.1
 	install -D -m 0644 -t $(DESTDIR)$(PREFIX)/share/bash-completion/completions packaging/bash-completion/gdrpeer
 	install -D -m 0644 -t $(DESTDIR)$(PREFIX)/share/doc/gdrpeer $(DOCS)
+	install -D -m 0644 -t $(DESTDIR)$(PREFIX)/share/gdrpeer/nhc packaging/nhc/gdrpeer.nhc
 	install -D -m 0644 packaging/udev/70-gdrpeer.rules $(DESTDIR)$(UDEVRULESDIR)/70-gdrpeer.rules
 	install -D -m 0644 packaging/sysusers.d/gdrpeer.conf $(DESTDIR)$(SYSUSERSDIR)/gdrpeer.conf
 	install -D -m 0644 packaging/modprobe.d/gdrpeer.conf $(DESTDIR)$(MODPROBEDIR)/gdrpeer.conf

@@ -1,8 +1,10 @@
 // `gdrpeer topo`, `gdrpeer check` and `gdrpeer snapshot`.
 //
-// Exit codes: 0 all optimal, 1 degraded/unreliable somewhere, 2 blocked
-// somewhere; 64 usage, 65 malformed input (file:line: what was expected),
-// 66 input missing, 73 snapshot not writable, 78 rule data unusable.
+// Exit codes (exit_codes.hpp, the same in every subcommand): 0 optimal, 1
+// degraded/unreliable, 2 blocked (the node verdict: each GPU by its best NIC,
+// every GPU pair), 3 incomplete (nothing checked, fewer devices than expected);
+// 64 usage, 65 malformed input (file:line: what was expected), 66 input
+// missing, 73 output not writable, 78 rule data unusable.
 #include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -24,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "exit_codes.hpp"
 #include "fleet_outputs.hpp"
 #include "gdrpeer/topo/check.hpp"
 #include "gdrpeer/topo/cuda_probe.hpp"
@@ -46,7 +49,16 @@ constexpr const char* kNfdExpiryDefault = "1h";
 // NFD's worker re-reads features.d every minute by default: a shorter expiry could drop the
 // labels between two of its reads. The upper bound only keeps the arithmetic in range.
 constexpr long kNfdExpiryMin = 60, kNfdExpiryMax = 366L * 24 * 3600;
-constexpr int kExitUsage = 64, kExitDataErr = 65, kExitNoInput = 66, kExitCantCreate = 73, kExitConfig = 78;
+constexpr int kExitUsage = exit_code::kUsage, kExitDataErr = exit_code::kDataErr, kExitNoInput = exit_code::kNoInput,
+              kExitCantCreate = exit_code::kCantCreate, kExitConfig = exit_code::kConfig;
+
+constexpr const char* kCheckExamples = R"(Examples:
+  gdrpeer check                                  this node (live sysfs)
+  gdrpeer check --reason --expect-gpus 8 --expect-nics 8
+                                                 one line for a health check (NHC, probes)
+  gdrpeer check node.tar other.xml report.md     several nodes: one line each (fleet mode)
+  gdrpeer check --format nfd -o /etc/kubernetes/node-feature-discovery/features.d/gdrpeer
+)";
 
 struct InputOptions {
   std::vector<std::string> positional;
@@ -69,6 +81,10 @@ struct CheckFlags {
   OutputPolicy output_policy;
   std::string nfd_expiry = kNfdExpiryDefault;
   bool nfd_expiry_given = false;
+  bool pairs_given = false;  // --pairs named: GPU-NIC pairs are then required when named
+  bool reason = false;       // --reason: the same as --format reason
+  bool all_pairs = false;    // --all-pairs: the worst pair decides the node verdict
+  int expect_gpus = -1, expect_nics = -1;
 };
 
 struct TopoFlags {
@@ -281,13 +297,18 @@ topo::CheckOptions check_options(const CheckFlags& f) {
   }
   if (f.nvme) o.gpu_nvme = true;
   o.skip.insert(f.skip.begin(), f.skip.end());
+  o.gpu_nic_required = f.pairs_given && o.gpu_nic;
+  o.all_pairs = f.all_pairs;
+  o.expect_gpus = f.expect_gpus;
+  o.expect_nics = f.expect_nics;
   return o;
 }
 
 // What fleet mode keeps of one node until it is printed.
 struct FleetNode {
-  std::string name, line, error;
-  topo::Verdict worst = topo::Verdict::Optimal;
+  std::string name, line, error, status;  // status: node_status()
+  topo::Verdict worst = topo::Verdict::Optimal, verdict = topo::Verdict::Optimal;
+  bool incomplete = false;
   int exit_code = 0;
   size_t gpus = 0, nics = 0, pairs = 0;
   std::exception_ptr failure;  // anything but an input error: ends the run like a sequential one
@@ -307,7 +328,7 @@ size_t fleet_jobs(int requested) {
 // (rule data is shared read-only) and the calling thread prints each in turn.
 int run_fleet(const std::vector<NodeSpec>& specs, const InputOptions& in, const CheckFlags& f,
               const topo::CheckOptions& opt, const topo::Knowledge& k) {
-  int worst = 0, errors = 0;
+  int worst = 0, errors = 0, incomplete = 0;
   int counts[4] = {0, 0, 0, 0};
   nlohmann::json nodes = nlohmann::json::array();
   std::vector<FleetNode> results(specs.size());
@@ -320,6 +341,9 @@ int run_fleet(const std::vector<NodeSpec>& specs, const InputOptions& in, const 
       topo::Topology t = load_node(s, in, k, &buffers);
       topo::Report r = topo::check(t, k, opt);
       n.worst = r.worst;
+      n.verdict = r.node.verdict;
+      n.incomplete = r.node.incomplete;
+      n.status = topo::node_status(r);
       n.exit_code = r.exit_code();
       n.gpus = r.gpus.size();
       n.nics = r.nics.size();
@@ -344,11 +368,19 @@ int run_fleet(const std::vector<NodeSpec>& specs, const InputOptions& in, const 
       else std::printf("%s: error: %s\n", n.name.c_str(), n.error.c_str());
       return;
     }
-    ++counts[static_cast<int>(n.worst)];
+    if (n.incomplete)
+      ++incomplete;
+    else
+      ++counts[static_cast<int>(n.verdict)];
     worst = std::max(worst, n.exit_code);
     if (f.json)
-      nodes.push_back({{"source", n.name}, {"worst", topo::to_string(n.worst)}, {"exit_code", n.exit_code},
-                       {"gpus", n.gpus}, {"nics", n.nics}, {"pairs", n.pairs}});
+      nodes.push_back({{"source", n.name},
+                       {"verdict", n.status},
+                       {"worst", topo::to_string(n.worst)},
+                       {"exit_code", n.exit_code},
+                       {"gpus", n.gpus},
+                       {"nics", n.nics},
+                       {"pairs", n.pairs}});
     else
       std::printf("%s\n", n.line.c_str());
   };
@@ -392,13 +424,21 @@ int run_fleet(const std::vector<NodeSpec>& specs, const InputOptions& in, const 
     }
   }
   if (f.json) {
-    nlohmann::json j = {{"schema", "gdrpeer-fleet"}, {"version", 1}, {"nodes", nodes},
-                        {"summary", {{"nodes", specs.size()}, {"optimal", counts[0]}, {"degraded", counts[1]},
-                                     {"unreliable", counts[2]}, {"blocked", counts[3]}, {"errors", errors}}}};
+    nlohmann::json j = {{"schema", "gdrpeer-fleet"},
+                        {"version", 1},
+                        {"nodes", nodes},
+                        {"summary",
+                         {{"nodes", specs.size()},
+                          {"optimal", counts[0]},
+                          {"degraded", counts[1]},
+                          {"unreliable", counts[2]},
+                          {"blocked", counts[3]},
+                          {"incomplete", incomplete},
+                          {"errors", errors}}}};
     std::fputs((j.dump(2) + "\n").c_str(), stdout);
   } else {
-    std::printf("fleet: %zu nodes: %d optimal, %d degraded, %d unreliable, %d blocked, %d unreadable\n", specs.size(),
-                counts[0], counts[1], counts[2], counts[3], errors);
+    std::printf("fleet: %zu nodes: %d optimal, %d degraded, %d unreliable, %d blocked, %d incomplete, %d unreadable\n", specs.size(),
+                counts[0], counts[1], counts[2], counts[3], incomplete, errors);
   }
   finish_stdout();  // a lost line is a lost verdict: exit 73, never the verdict
   return errors ? kExitDataErr : worst;
@@ -409,6 +449,11 @@ int run_check(const InputOptions& in, CheckFlags f) {
     if (f.json && f.dot) throw std::invalid_argument("--json and --dot contradict each other: choose one output format");
     if ((f.json || f.dot) && f.format != "text" && f.format != (f.json ? "json" : "dot"))
       throw std::invalid_argument(std::string(f.json ? "--json" : "--dot") + " contradicts --format " + f.format);
+    if (f.reason) {
+      if (f.json || f.dot || (f.format != "text" && f.format != "reason"))
+        throw std::invalid_argument("--reason is an output format of its own: it contradicts --json, --dot and --format " + f.format);
+      f.format = "reason";
+    }
     f.json = f.json || f.format == "json";
     f.dot = f.dot || f.format == "dot";
     if (f.nfd_expiry_given && f.format != "nfd") throw std::invalid_argument("--nfd-expiry applies to --format nfd only");
@@ -421,15 +466,16 @@ int run_check(const InputOptions& in, CheckFlags f) {
     if (!fleet) {
       const topo::Topology t = load_node(specs[0], in, k);
       const topo::Report r = topo::check(t, k, opt);
-      const std::string text = f.json ? topo::render_json(t, r)
-                               : f.dot ? topo::render_dot(t, r)
+      const std::string text = f.json                     ? topo::render_json(t, r)
+                               : f.dot                    ? topo::render_dot(t, r)
                                : f.format == "prometheus" ? render_prometheus(t, k, r, std::time(nullptr))
-                               : f.format == "nfd" ? render_nfd(t, r, std::time(nullptr), nfd_expiry)
-                                                    : topo::render_matrix(t, r, opt.gpu_nvme);
+                               : f.format == "nfd"        ? render_nfd(t, r, std::time(nullptr), nfd_expiry)
+                               : f.format == "reason"     ? std::string(topo::node_status(r)) + ": " + r.node.reason + "\n"
+                                                          : topo::render_matrix(t, r, opt.gpu_nvme);
       write_output(f.output, text, f.output_policy);
       return r.exit_code();
     }
-    if (f.format == "prometheus" || f.format == "nfd" || f.output != "-")
+    if (f.format == "prometheus" || f.format == "nfd" || f.format == "reason" || f.output != "-")
       throw std::invalid_argument((f.output != "-" ? std::string("--output") : "--format " + f.format) +
                                   " needs one node; fleet mode (several inputs or --fleet) prints to stdout");
     return run_fleet(specs, in, f, opt, k);
@@ -502,14 +548,23 @@ void add_check_command(CLI::App& app, int& exit_code) {
   c->add_option("-j,--jobs", check_flags->jobs, "Fleet mode: nodes checked in parallel (default: one per CPU)")
       ->check(CLI::Range(1, 1024));
   c->add_flag("--with-nvme", check_flags->nvme, "Also check GPU-NVMe pairs (GPUDirect Storage)");
-  c->add_option("--pairs", check_flags->pairs, "Pair kinds: gpu-nic,gpu-gpu,gpu-nvme or all (default gpu-nic,gpu-gpu)");
+  CLI::Option* pairs =
+      c->add_option("--pairs", check_flags->pairs, "Pair kinds: gpu-nic,gpu-gpu,gpu-nvme or all (default gpu-nic,gpu-gpu)");
   c->add_option("--skip", check_flags->skip, "Skip a rule id or group (e.g. software, platform, acs-redirect); repeatable")
       ->allow_extra_args(false)
       ->delimiter(',');
   c->add_option("--format", check_flags->format,
-                "Output format: text (default), json, dot, prometheus (node_exporter textfile collector) or nfd "
-                "(node-feature-discovery local features); docs/fleet.md")
-      ->check(CLI::IsMember({"text", "json", "dot", "prometheus", "nfd"}));
+                "Output format: text (default), json, dot, prometheus (node_exporter textfile collector), nfd "
+                "(node-feature-discovery local features) or reason (one line); docs/fleet.md")
+      ->check(CLI::IsMember({"text", "json", "dot", "prometheus", "nfd", "reason"}));
+  c->add_flag("--reason", check_flags->reason,
+              "One line: the node verdict and why (\"degraded: best NIC of GPU2: ...\"), for health checks; --format reason");
+  c->add_flag("--all-pairs", check_flags->all_pairs,
+              "Judge the node by its worst pair (every GPU with every NIC), not each GPU by its best NIC");
+  c->add_option("--expect-gpus", check_flags->expect_gpus, "Fewer GPUs than N found: the node is incomplete (exit 3)")
+      ->check(CLI::Range(0, 4096));
+  c->add_option("--expect-nics", check_flags->expect_nics, "Fewer RDMA NICs than N found: the node is incomplete (exit 3)")
+      ->check(CLI::Range(0, 4096));
   CLI::Option* nfd_expiry = c->add_option("--nfd-expiry", check_flags->nfd_expiry,
                 "With --format nfd: NFD drops the labels this long after the check unless a newer check replaced them; "
                 "seconds, or with a unit s, m, h, d (default 1h)");
@@ -518,8 +573,10 @@ void add_check_command(CLI::App& app, int& exit_code) {
                 "file + rename), a FIFO or device is written in place, a symlink out of its directory is refused");
   c->add_flag("--follow-symlinks", check_flags->output_policy.follow_symlinks_anywhere,
               "--output may be a symbolic link to another directory (written through, the link kept)");
-  c->callback([check_in, check_flags, nfd_expiry, &exit_code] {
+  c->footer(std::string(kCheckExamples) + "\n" + exit_code_help());
+  c->callback([check_in, check_flags, nfd_expiry, pairs, &exit_code] {
     check_flags->nfd_expiry_given = nfd_expiry->count() > 0;
+    check_flags->pairs_given = pairs->count() > 0;
     exit_code = run_check(*check_in, *check_flags);
   });
 }

@@ -155,8 +155,9 @@ void add_verify_command(CLI::App& app, int& exit_code) {
       "Register host, gdrpeer and CUDA memory with every RDMA port (ibv_reg_mr and "
       "ibv_reg_dmabuf_mr), move data through an RC loopback and check every byte");
   cmd->footer(
-      "Exit codes: 0 every combination passed; 1 at least one failed; 2 none failed, at least "
-      "one unsupported; 3 nothing to verify (no RDMA device); 64 bad input.");
+      "Exit codes: 0 every combination passed; 1 none failed, at least one unsupported; 2 at "
+      "least one failed; 3 nothing to verify (no RDMA device); 64 bad input -- the meanings of "
+      "gdrpeer check's 0 optimal, 1 degraded, 2 blocked, 3 nothing checked.");
   cmd->add_option("-d,--device", args->devices, "RDMA device to test, NAME or NAME:PORT (repeatable; default: all)")
       ->allow_extra_args(false);
   cmd->add_option("-s,--source", args->sources,

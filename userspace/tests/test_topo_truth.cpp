@@ -374,7 +374,15 @@ TEST(TruthClass, EveryClassGivesNcclDefaultCudaCaseAndPathRule) {
     const std::vector<std::string> want{to_string(w.cls), to_string(w.cuda), w.gdr ? "on" : "off", to_string(p->verdict)};
     EXPECT_EQ(got, want) << text;
   }
-  EXPECT_EQ(r.exit_code(), 1);
+  // The node verdict judges GPU0 by its best NIC, the PIX one: optimal (issue 25); the worst
+  // pair stays as detail and decides with --all-pairs (exit 1 before issue 25).
+  EXPECT_EQ(r.exit_code(), 0);
+  EXPECT_EQ(r.node.gpus.size(), 1u);
+  EXPECT_EQ(t.devices[static_cast<size_t>(r.node.gpus[0].best_nic)].bdf, pix);
+  EXPECT_NE(r.worst, Verdict::Optimal);
+  CheckOptions all_pairs;
+  all_pairs.all_pairs = true;
+  EXPECT_EQ(check(t, kb(), all_pairs).exit_code(), 1);
 }
 
 TEST(TruthRules, RootComplexQualityDecidesTheVerdictBeyondTheSwitch) {

@@ -536,6 +536,7 @@ Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt) {
     note("platform-virtual", "virtual machine: " + c.emulated_ +
                                  " is emulated hardware; BIOS, ACS and kernel settings named in fixes belong to the host, which the provider controls");
   c.node_platform_rules(rep);
+  judge_node(t, opt, rep);
   return rep;
 }
 
