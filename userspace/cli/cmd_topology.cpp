@@ -36,6 +36,7 @@
 #include "gdrpeer/topo/source.hpp"
 #include "option_checks.hpp"
 #include "output_file.hpp"
+#include "snapshot_partial.hpp"
 
 namespace gdrpeer::cli {
 
@@ -132,6 +133,10 @@ std::vector<NodeSpec> node_specs(const InputOptions& in) {
   for (const auto& p : in.nccl) out.push_back({NodeSpec::Kind::Nccl, {p}});
   if (!in.lspci.empty()) out.push_back({NodeSpec::Kind::Lspci, in.lspci});
   if (out.empty()) out.push_back({NodeSpec::Kind::Live, {}});
+  size_t stdin_uses = 0;
+  for (const auto& s : out) stdin_uses += static_cast<size_t>(std::count(s.paths.begin(), s.paths.end(), "-"));
+  if (stdin_uses > 1)
+    throw std::invalid_argument("\"-\" (standard input) is given " + std::to_string(stdin_uses) + " times; it can be read once");
   return out;
 }
 
@@ -150,6 +155,21 @@ struct NodeBuffers {
   std::vector<topo::Device> devices;
 };
 
+// `b` itself, or its contents decompressed into `unpacked` when it is gzip, xz, zstd or bzip2.
+std::string_view plain_bytes(std::string_view b, const std::string& name, std::string& unpacked) {
+  if (topo::detect_compression(b) == topo::Compression::None) return b;
+  unpacked = topo::decompress(b, name);
+  return unpacked;
+}
+
+// A snapshot written without root (snapshot_partial.hpp) says so; the check repeats it.
+void note_partial_snapshot(topo::FileSource& fs, topo::Topology& t) {
+  if (auto why = fs.read(kSnapshotPartialPath, 4096)) {
+    while (!why->empty() && why->back() == '\n') why->pop_back();
+    t.notes.push_back("partial snapshot: " + *why);
+  }
+}
+
 topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const topo::Knowledge& k,
                          NodeBuffers* reuse = nullptr) {
   std::string* scratch = reuse ? &reuse->input : nullptr;
@@ -160,24 +180,28 @@ topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const top
     case NodeSpec::Kind::Live: {
       auto fs = topo::make_dir_source("/");
       t = topo::parse_sysfs(*fs, "live sysfs");
+      if (const std::string why = unprivileged_config_space(); !why.empty()) t.notes.push_back(why);
       live = true;
       break;
     }
     case NodeSpec::Kind::Hwloc: {
       topo::InputFile f(spec.paths[0], scratch);
-      t = topo::parse_hwloc_xml(f.bytes(), spec.paths[0], spare_devices());
+      std::string unpacked;
+      t = topo::parse_hwloc_xml(plain_bytes(f.bytes(), spec.paths[0], unpacked), spec.paths[0], spare_devices());
       break;
     }
     case NodeSpec::Kind::Nccl: {
       topo::InputFile f(spec.paths[0], scratch);
-      t = topo::parse_nccl_xml(f.bytes(), spec.paths[0], spare_devices());
+      std::string unpacked;
+      t = topo::parse_nccl_xml(plain_bytes(f.bytes(), spec.paths[0], unpacked), spec.paths[0], spare_devices());
       break;
     }
     case NodeSpec::Kind::Lspci: {
       std::vector<std::unique_ptr<topo::InputFile>> files;
       for (const auto& p : spec.paths) files.push_back(std::make_unique<topo::InputFile>(p));
+      std::vector<std::string> unpacked(files.size());
       std::vector<topo::TextInput> ins;
-      for (size_t i = 0; i < files.size(); ++i) ins.push_back({spec.paths[i], files[i]->bytes()});
+      for (size_t i = 0; i < files.size(); ++i) ins.push_back({spec.paths[i], plain_bytes(files[i]->bytes(), spec.paths[i], unpacked[i])});
       t = topo::parse_lspci(ins);
       break;
     }
@@ -187,23 +211,23 @@ topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const top
         auto fs = topo::make_dir_source(p);
         t = topo::parse_sysfs(*fs, p);
         t.format = "sysfs-root";
+        note_partial_snapshot(*fs, t);
         break;
       }
       topo::InputFile f(p, scratch);
       std::string_view b = f.bytes();
-      std::string unpacked;  // a .bz2 input's contents
+      std::string unpacked;  // a compressed input's contents
+      const topo::Compression compression = topo::detect_compression(b);
+      b = plain_bytes(b, p, unpacked);
       topo::InputFormat format = topo::detect_format(b);
-      if (format == topo::InputFormat::Bzip2) {
-        unpacked = topo::bunzip2(b, p);
-        b = unpacked;
-        format = topo::detect_format(b);
-        if (format == topo::InputFormat::Bzip2) format = topo::InputFormat::Unknown;
-      }
+      if (format == topo::InputFormat::Compressed) format = topo::InputFormat::Unknown;  // compressed twice
       switch (format) {
         case topo::InputFormat::SnapshotTar: {
           auto fs = topo::make_tar_source(std::string(b), p);
           t = topo::parse_sysfs(*fs, p);
-          t.format = unpacked.empty() ? "snapshot" : "hwloc-gather-topology";
+          // hwloc-gather-topology writes NODE.tar.bz2; gdrpeer snapshot any compression.
+          t.format = compression == topo::Compression::Bzip2 ? "hwloc-gather-topology" : "snapshot";
+          note_partial_snapshot(*fs, t);
           break;
         }
         case topo::InputFormat::HwlocXml: t = topo::parse_hwloc_xml(b, p, spare_devices()); break;
@@ -214,7 +238,9 @@ topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const top
           break;
         }
         default:
-          throw topo::InputError(p, 1, "expected a sysfs snapshot (tar), hwloc XML (<topology>), NCCL topology XML (<system>) or lspci text");
+          throw topo::InputError(p, 1,
+                                 "expected a sysfs snapshot (tar, plain or gzip/xz/zstd/bzip2), hwloc XML (<topology>), NCCL "
+                                 "topology XML (<system>) or lspci text");
       }
       break;
     }
@@ -517,7 +543,15 @@ int run_snapshot(const std::string& out, const std::string& root, bool no_cuda, 
         entries.push_back({topo::TarEntry::Type::File, "gdrpeer-snapshot/cuda-probe", topo::cuda_probe_text(t.sw)});
       }
     }
-    std::string bytes = topo::write_tar(entries);
+    // Read as non-root, config space beyond 64 bytes is missing (the kernel gives unprivileged
+    // readers only the header): say so inside the snapshot, and here.
+    if (root.empty()) {
+      if (std::string why = unprivileged_config_space(); !why.empty()) {
+        entries.push_back({topo::TarEntry::Type::File, std::string(kSnapshotPartialPath).substr(1), why + "\n"});
+        std::fprintf(stderr, "gdrpeer: warning: %s\n", why.c_str());
+      }
+    }
+    std::string bytes = topo::write_tar(entries, snapshot_compression(out));
     write_output(out, bytes, policy);
     if (out == "-") return 0;
     std::fprintf(stderr, "gdrpeer: wrote %s: %zu entries, %zu PCI functions, %zu bytes\n", out.c_str(), entries.size(),
