@@ -289,3 +289,34 @@ def test_text_output_has_the_per_gpu_digest():
     digest = text.split("GPUs (each with its best NIC, as NCCL binds them):\n")[1].split("\n\n")[0].splitlines()
     assert len(digest) == 8 and all(l.split()[-2:] == ["PIX", "optimal"] for l in digest), digest
     assert re.search(r"^Node: optimal \(.*\), exit 0$", text, re.M), text[-400:]
+
+
+# ---- 9. conventions: typos, help, -V ----------------------------------------------------------
+
+@pytest.mark.parametrize("word,near", [("chek", "check"), ("snap", "snapshot"), ("verfy", "verify"),
+                                       ("tpo", "topo"), ("node.md", None)])
+def test_unknown_command_names_the_nearest(word, near):
+    """Before: "A subcommand is required" for any mistyped command."""
+    p = gdrpeer(word, STELLINE)
+    assert p.returncode == 64, p.returncode
+    assert f'"{word}" is not a command' in p.stderr, p.stderr
+    assert (f'did you mean "{near}"' in p.stderr) == bool(near), p.stderr
+
+
+@pytest.mark.parametrize("sub", [None, "check", "topo", "snapshot", "verify"])
+def test_help_command_is_the_help_flag(sub):
+    want = gdrpeer(*([sub] if sub else []), "--help")
+    got = gdrpeer("help", *([sub] if sub else []))
+    assert got.returncode == 0 == want.returncode and got.stdout == want.stdout
+
+
+def test_help_lists_exit_codes_and_examples():
+    for sub in (None, "check"):
+        text = gdrpeer(*([sub] if sub else []), "--help").stdout
+        assert "Exit codes (every subcommand):" in text and "3   incomplete" in text, text[-600:]
+    assert "Examples:" in gdrpeer("check", "--help").stdout
+
+
+def test_short_version_flag():
+    a, b = gdrpeer("-V"), gdrpeer("--version")
+    assert a.returncode == 0 and a.stdout == b.stdout and a.stdout.startswith("gdrpeer ")
