@@ -320,3 +320,38 @@ def test_help_lists_exit_codes_and_examples():
 def test_short_version_flag():
     a, b = gdrpeer("-V"), gdrpeer("--version")
     assert a.returncode == 0 and a.stdout == b.stdout and a.stdout.startswith("gdrpeer ")
+
+
+# ---- 7. output volume: --summary, --quiet -------------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(REFERENCE_NODES))
+def test_summary_is_one_line_per_gpu_and_the_node(name):
+    status, rc = REFERENCE_NODES[name]
+    p = gdrpeer("check", "--summary", REF / name)
+    assert p.returncode == rc, p.stderr
+    lines = p.stdout.splitlines()
+    j = json.loads(gdrpeer("check", "--json", REF / name).stdout)
+    _, best = node_verdict_from_pairs(j)
+    gpus = [d["label"] for d in j["devices"] if d["role"] == "gpu"]
+    assert len(lines) == len(gpus) + 1, p.stdout
+    for line, gpu in zip(lines, gpus):
+        assert line.startswith(gpu + " ")
+        if gpu in best:
+            assert line.split()[-1] == VERDICTS[best[gpu]], line
+        else:
+            assert line.endswith("no NIC checked"), line
+    assert lines[-1].startswith(f"node: {status} (") and lines[-1].endswith(f"exit {rc}")
+
+
+def test_summary_of_p5en_names_a_pix_nic_for_every_gpu():
+    # AWS: every p5en GPU shares a PCIe switch with EFA NICs.
+    lines = gdrpeer("check", "--summary", P5EN).stdout.splitlines()[:-1]
+    assert len(lines) == 8 and all(l.split()[-2:] == ["PIX", "optimal"] for l in lines), lines
+
+
+def test_quiet_prints_nothing_and_keeps_the_exit_code():
+    for name, (_, rc) in REFERENCE_NODES.items():
+        p = gdrpeer("check", "-q", REF / name)
+        assert (p.returncode, p.stdout) == (rc, ""), name
+    for opts in (["--json"], ["--format", "nfd"], ["--summary"], ["-o", "/tmp/x"]):
+        assert gdrpeer("check", "-q", *opts, STELLINE).returncode == 64, opts

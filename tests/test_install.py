@@ -223,4 +223,4 @@ def test_bash_completion():
     assert complete(["gdrpeer", "--"]) == help_options(None) - {"-h", "-V"}
     for sub in SUBCOMMANDS:
         assert complete(["gdrpeer", sub, "-"]) == help_options(sub), sub
-    assert complete(["gdrpeer", "check", "--format", ""]) == {"text", "json", "dot", "prometheus", "nfd", "reason"}
+    assert complete(["gdrpeer", "check", "--format", ""]) == {"text", "json", "dot", "prometheus", "nfd", "reason", "summary"}

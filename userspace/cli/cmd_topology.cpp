@@ -84,6 +84,8 @@ struct CheckFlags {
   bool nfd_expiry_given = false;
   bool pairs_given = false;  // --pairs named: GPU-NIC pairs are then required when named
   bool reason = false;       // --reason: the same as --format reason
+  bool summary = false;      // --summary: the same as --format summary
+  bool quiet = false;        // -q: nothing on stdout, the exit code only
   bool all_pairs = false;    // --all-pairs: the worst pair decides the node verdict
   int expect_gpus = -1, expect_nics = -1;
 };
@@ -475,11 +477,15 @@ int run_check(const InputOptions& in, CheckFlags f) {
     if (f.json && f.dot) throw std::invalid_argument("--json and --dot contradict each other: choose one output format");
     if ((f.json || f.dot) && f.format != "text" && f.format != (f.json ? "json" : "dot"))
       throw std::invalid_argument(std::string(f.json ? "--json" : "--dot") + " contradicts --format " + f.format);
-    if (f.reason) {
-      if (f.json || f.dot || (f.format != "text" && f.format != "reason"))
-        throw std::invalid_argument("--reason is an output format of its own: it contradicts --json, --dot and --format " + f.format);
-      f.format = "reason";
+    for (const auto& [given, name] : {std::pair{f.reason, "reason"}, std::pair{f.summary, "summary"}}) {
+      if (!given) continue;
+      if (f.json || f.dot || (f.format != "text" && f.format != name) || (f.reason && f.summary))
+        throw std::invalid_argument(std::string("--") + name + " is an output format of its own: it contradicts --json, --dot, " +
+                                    "--reason/--summary and --format " + f.format);
+      f.format = name;
     }
+    if (f.quiet && (f.json || f.dot || f.format != "text" || f.output != "-"))
+      throw std::invalid_argument("--quiet prints nothing: it contradicts an output format and --output");
     f.json = f.json || f.format == "json";
     f.dot = f.dot || f.format == "dot";
     if (f.nfd_expiry_given && f.format != "nfd") throw std::invalid_argument("--nfd-expiry applies to --format nfd only");
@@ -497,11 +503,13 @@ int run_check(const InputOptions& in, CheckFlags f) {
                                : f.format == "prometheus" ? render_prometheus(t, k, r, std::time(nullptr))
                                : f.format == "nfd"        ? render_nfd(t, r, std::time(nullptr), nfd_expiry)
                                : f.format == "reason"     ? std::string(topo::node_status(r)) + ": " + r.node.reason + "\n"
+                               : f.format == "summary"    ? render_gpu_summary(t, r)
+                               : f.quiet                  ? std::string()
                                                           : topo::render_matrix(t, r, opt.gpu_nvme);
       write_output(f.output, text, f.output_policy);
       return r.exit_code();
     }
-    if (f.format == "prometheus" || f.format == "nfd" || f.format == "reason" || f.output != "-")
+    if (f.format == "prometheus" || f.format == "nfd" || f.format == "reason" || f.format == "summary" || f.quiet || f.output != "-")
       throw std::invalid_argument((f.output != "-" ? std::string("--output") : "--format " + f.format) +
                                   " needs one node; fleet mode (several inputs or --fleet) prints to stdout");
     return run_fleet(specs, in, f, opt, k);
@@ -589,8 +597,11 @@ void add_check_command(CLI::App& app, int& exit_code) {
       ->delimiter(',');
   c->add_option("--format", check_flags->format,
                 "Output format: text (default), json, dot, prometheus (node_exporter textfile collector), nfd "
-                "(node-feature-discovery local features) or reason (one line); docs/fleet.md")
-      ->check(CLI::IsMember({"text", "json", "dot", "prometheus", "nfd", "reason"}));
+                "(node-feature-discovery local features), reason (one line) or summary (one line per GPU); docs/fleet.md")
+      ->check(CLI::IsMember({"text", "json", "dot", "prometheus", "nfd", "reason", "summary"}));
+  c->add_flag("--summary", check_flags->summary,
+              "One line per GPU (its best NIC, the path class, the verdict) and the node verdict; --format summary");
+  c->add_flag("-q,--quiet", check_flags->quiet, "Print nothing: the exit code is the answer (errors still go to stderr)");
   c->add_flag("--reason", check_flags->reason,
               "One line: the node verdict and why (\"degraded: best NIC of GPU2: ...\"), for health checks; --format reason");
   c->add_flag("--all-pairs", check_flags->all_pairs,

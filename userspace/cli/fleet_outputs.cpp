@@ -162,6 +162,21 @@ std::string render_prometheus(const topo::Topology& t, const topo::Knowledge& k,
   return e.take();
 }
 
+std::string render_gpu_summary(const topo::Topology& t, const topo::Report& r) {
+  std::string out;
+  for (const auto& d : r.node.gpus) {
+    const auto& gpu = t.devices[static_cast<size_t>(d.gpu)];
+    out += r.labels[static_cast<size_t>(d.gpu)] + " " + gpu.bdf + " -> ";
+    if (d.best_nic < 0) {
+      out += "no NIC checked\n";
+      continue;
+    }
+    out += r.labels[static_cast<size_t>(d.best_nic)] + " " + t.devices[static_cast<size_t>(d.best_nic)].bdf + " " + topo::to_string(d.cls) +
+           " " + topo::to_string(d.verdict) + "\n";
+  }
+  return out + "node: " + topo::node_status(r) + " (" + r.node.reason + "), exit " + std::to_string(r.exit_code()) + "\n";
+}
+
 std::string render_nfd(const topo::Topology& t, const topo::Report& r, std::time_t now, long expiry_s) {
   constexpr const char* ns = "gdrpeer.feature.node.kubernetes.io/";
   std::string source = t.source;  // a comment line: a newline in a file name must not end it

@@ -18,6 +18,10 @@ namespace gdrpeer::cli {
 // `now`: seconds since the epoch, for gdrpeer_check_timestamp_seconds.
 std::string render_prometheus(const topo::Topology& t, const topo::Knowledge& k, const topo::Report& r, std::time_t now);
 
+// `--summary`: one line per GPU ("GPU3 0000:4c:00.0 -> NIC3 0000:4b:00.0 PIX optimal"; "no NIC
+// checked" without one) and the node line ("node: degraded (why), exit 1").
+std::string render_gpu_summary(const topo::Topology& t, const topo::Report& r);
+
 // node-feature-discovery local feature file: `name=value` lines in the
 // gdrpeer.feature.node.kubernetes.io namespace (NFD accepts it without
 // configuration) and an expiry `expiry_s` seconds after `now`, so labels of a
