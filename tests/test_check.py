@@ -259,11 +259,13 @@ def test_mutated_inputs_never_crash(tmp_path):
         f.write_bytes(bytes(data))
         files.append(f)
     p = run("check", "--fleet", *files)
-    assert p.returncode in (0, 1, 2, 65), p.returncode
+    assert p.returncode in (0, 1, 2, 3, 65), p.returncode
     lines = p.stdout.strip().splitlines()
     assert len(lines) == len(files) + 1
     for line in lines[:-1]:
-        assert re.match(r".*/m\d+: (optimal|degraded|unreliable|blocked) \(|.*/m\d+: error: .*/m\d+(:\d+)?: ", line), line
+        # "incomplete": e.g. an NCCL file cut off, read up to there (issue 25).
+        assert re.match(r".*/m\d+: (optimal|degraded|unreliable|blocked|incomplete) \(|.*/m\d+: error: .*/m\d+(:\d+)?: ",
+                        line), line
 
 
 def test_real_h100_node_snapshot():

@@ -48,3 +48,28 @@ def test_pasted_tree_reads_as_the_tree(name, text, skipped, tmp_path):
         assert got[key] == want[key], key
     notes = [n["text"] for n in got["notes"] if "not lspci output, skipped" in n["text"]]
     assert len(notes) == skipped, notes
+
+
+NCCL = REF / "kinds" / "h200-nccl-nvswitch.xml"  # nccl-tests#256, NCCL_TOPO_DUMP_FILE of an H200 node
+
+
+def test_nccl_xml_cut_off_is_read_up_to_the_cut(tmp_path):
+    """An NCCL topology dump cut off mid-file (as pasted into issues): the part that is there is
+    read, a note says where it ends, and the node is incomplete (exit 3), never a verdict on the
+    part alone. Before: exit 65 at the end of the file."""
+    whole = NCCL.read_text()
+    whole_gpus = [d["bdf"] for d in check(NCCL)["devices"] if d["role"] == "gpu"]
+    cuts = 0
+    for cut in range(whole.index("<gpu"), len(whole) - len("</system>\n"), 97):
+        f = tmp_path / f"cut{cut}.xml"
+        f.write_text(whole[:cut])
+        env = {k: v for k, v in os.environ.items() if k != "GDRPEER_DATA_DIR"}
+        p = subprocess.run([gdrpeer_bin(), "check", "--json", str(f)], capture_output=True, text=True, timeout=60, env=env)
+        assert p.returncode == 3, (cut, p.returncode, p.stderr)
+        j = json.loads(p.stdout)
+        assert "input cut off at" in j["summary"]["node"]["incomplete"]
+        assert any("the file is cut off" in n["text"] for n in j["notes"])
+        gpus = [d["bdf"] for d in j["devices"] if d["role"] == "gpu"]
+        assert gpus == whole_gpus[:len(gpus)], (cut, gpus)  # what is read is what the file says
+        cuts += 1
+    assert cuts > 10

@@ -91,6 +91,7 @@ void judge_node(const Topology& t, const CheckOptions& opt, Report& rep) {
     add_missing(std::to_string(rep.gpus.size()) + " GPU(s) found, " + std::to_string(opt.expect_gpus) + " expected");
   if (opt.expect_nics >= 0 && rep.nics.size() < static_cast<size_t>(opt.expect_nics))
     add_missing(std::to_string(rep.nics.size()) + " NIC(s) found, " + std::to_string(opt.expect_nics) + " expected");
+  if (!t.cut_off.empty()) add_missing("input cut off at " + t.cut_off + ": devices after that point unknown");
   if (rep.gpus.empty() && !node_judged)
     add_missing("no GPU found: nothing checked");
   else if (!rep.gpus.empty() && rep.nics.empty() && opt.gpu_nic && (opt.gpu_nic_required || rep.pairs.empty()) && !node_judged)
