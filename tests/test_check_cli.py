@@ -355,3 +355,21 @@ def test_quiet_prints_nothing_and_keeps_the_exit_code():
         assert (p.returncode, p.stdout) == (rc, ""), name
     for opts in (["--json"], ["--format", "nfd"], ["--summary"], ["-o", "/tmp/x"]):
         assert gdrpeer("check", "-q", *opts, STELLINE).returncode == 64, opts
+
+
+# ---- 8. failures not lost in fleet mode --------------------------------------------------------
+
+def test_fleet_unreadable_dump_does_not_hide_a_blocked_node(tmp_path):
+    """A blocked node (a GeForce GPU: GPUDirect RDMA unsupported, topology/platforms.json) and an
+    unreadable dump: the run exits 2, the dump's error is on stderr too. Before: exit 65, and
+    the error only on stdout."""
+    from test_check import _sysfs_node
+    blocked = _sysfs_node(tmp_path / "geforce", gpu_device=0x2684)  # RTX 4090
+    bad = tmp_path / "bad.xml"
+    bad.write_text("<topology>\n<object type=\"Machine\">\n")
+    p = gdrpeer("check", "--fleet", blocked, bad, P5EN)
+    assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
+    assert f"{bad}: error: {bad}:3: " in p.stdout
+    assert p.stderr.startswith(f"gdrpeer: {bad}:3: ") and p.stderr.count("\n") == 1, p.stderr
+    # Without a blocked or incomplete node the unreadable dump still decides: 65.
+    assert gdrpeer("check", "--fleet", bad, P5EN).returncode == 65

@@ -394,6 +394,8 @@ int run_fleet(const std::vector<NodeSpec>& specs, const InputOptions& in, const 
       ++errors;
       if (f.json) nodes.push_back({{"source", n.name}, {"error", n.error}, {"exit_code", n.exit_code}});
       else std::printf("%s: error: %s\n", n.name.c_str(), n.error.c_str());
+      // And on stderr, where a script that keeps stdout as the report looks for errors.
+      std::fprintf(stderr, "gdrpeer: %s\n", n.error.c_str());  // the error names the file
       return;
     }
     if (n.incomplete)
@@ -469,6 +471,9 @@ int run_fleet(const std::vector<NodeSpec>& specs, const InputOptions& in, const 
                 counts[0], counts[1], counts[2], counts[3], incomplete, errors);
   }
   finish_stdout();  // a lost line is a lost verdict: exit 73, never the verdict
+  // A blocked or incomplete node is the answer a fleet run must not lose: it outranks an
+  // unreadable dump (65, reported on stderr and in the lines above); below that, 65 does.
+  if (worst >= exit_code::kBlocked && worst <= exit_code::kIncomplete) return worst;
   return errors ? kExitDataErr : worst;
 }
 
