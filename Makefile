@@ -33,11 +33,12 @@ DEBS := build-essential make cmake pkg-config clang libclang-rt-14-dev kmod cpio
 	dwarves bc flex bison libelf-dev sparse debootstrap \
 	qemu-system-x86 busybox-static pciutils iproute2 \
 	rdma-core ibverbs-utils ibverbs-providers libibverbs-dev perftest \
-	libpci-dev libbz2-dev zlib1g-dev libcli11-dev nlohmann-json3-dev googletest libgtest-dev libgmock-dev \
+	libpci-dev libbz2-dev libarchive-dev libzstd-dev liblzma-dev zlib1g-dev libcli11-dev nlohmann-json3-dev googletest libgtest-dev libgmock-dev \
 	libbenchmark-dev hwloc libhwloc-dev graphviz python3 python3-pytest \
 	prometheus bash-completion dkms \
 	dpkg-dev patch meson ninja-build libglib2.0-dev libpixman-1-dev libfdt-dev
-# (prometheus: promtool for tests/test_fleet_outputs.py; bash-completion, dkms: tests/test_install.py,
+# (libarchive-dev and the -dev packages of its compression libraries: their .a files link the CLI
+# statically, userspace/topo/cmake/libarchive.cmake; prometheus: promtool for tests/test_fleet_outputs.py; bash-completion, dkms: tests/test_install.py,
 # tests/test_dkms.py; the last line builds tests/emunode's "acs" QEMU: switch downstream ports with ACS)
 
 .DEFAULT_GOAL := all
@@ -137,6 +138,7 @@ install-extras:
 	install -D -m 0644 -t $(DESTDIR)$(PREFIX)/share/man/man1 packaging/man/*.1
 	install -D -m 0644 -t $(DESTDIR)$(PREFIX)/share/bash-completion/completions packaging/bash-completion/gdrpeer
 	install -D -m 0644 -t $(DESTDIR)$(PREFIX)/share/doc/gdrpeer $(DOCS)
+	install -D -m 0644 -t $(DESTDIR)$(PREFIX)/share/gdrpeer/nhc packaging/nhc/gdrpeer.nhc
 	install -D -m 0644 packaging/udev/70-gdrpeer.rules $(DESTDIR)$(UDEVRULESDIR)/70-gdrpeer.rules
 	install -D -m 0644 packaging/sysusers.d/gdrpeer.conf $(DESTDIR)$(SYSUSERSDIR)/gdrpeer.conf
 	install -D -m 0644 packaging/modprobe.d/gdrpeer.conf $(DESTDIR)$(MODPROBEDIR)/gdrpeer.conf

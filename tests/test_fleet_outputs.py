@@ -18,6 +18,7 @@ from collections import Counter
 import pytest
 
 from test_check import REF, gdrpeer_bin
+from test_check_cli import node_verdict_from_pairs
 
 INPUTS = [REF / "h100-node-snapshot.tar", REF / "stelline-asus-esc8000a-e12.md",
           REF / "aws-p5en.48xlarge.xml", REF / "holohub-igx-orin-lspci-tv.txt"]
@@ -36,7 +37,7 @@ def gdrpeer(*args, rc=None):
 
 def check_json(path):
     p = gdrpeer("check", "--json", path)
-    assert p.returncode in (0, 1, 2), p.stderr
+    assert p.returncode in (0, 1, 2, 3), p.stderr
     return p.returncode, json.loads(p.stdout)
 
 
@@ -77,8 +78,14 @@ def test_prometheus_valid_and_true_to_json(path, tmp_path):
     for name, labels, value in s:
         by_name.setdefault(name, []).append((labels, value))
 
-    assert by_name["gdrpeer_check_verdict"] == [({}, VERDICTS.index(j["summary"]["worst"]))]
+    # The node verdict (each GPU by its best NIC), derived here from the JSON pairs; the worst pair
+    # as detail (issue 25: before, gdrpeer_check_verdict was the worst pair).
+    node, best = node_verdict_from_pairs(j)
+    assert by_name["gdrpeer_check_verdict"] == [({}, node)]
+    assert by_name["gdrpeer_check_worst_pair_verdict"] == [({}, VERDICTS.index(j["summary"]["worst"]))]
+    assert by_name["gdrpeer_check_incomplete"] == [({}, 1 if rc == 3 else 0)]
     assert by_name["gdrpeer_check_exit_code"] == [({}, rc)]
+    assert {l["gpu"]: v for l, v in by_name.get("gdrpeer_gpu_verdict", [])} == best
     (info, one), = by_name["gdrpeer_check_info"]
     assert one == 1 and info["source"] == j["node"]["source"] and info["iommu"] == j["node"]["iommu"]
     assert info["rule_data"] == "built-in"
@@ -146,11 +153,18 @@ def test_nfd_feature_file(path, tmp_path):
     assert expiry is not None, "no expiry: labels of a node whose refresh stopped would stay"
     ahead = (expiry - before).total_seconds()
     assert 3500 <= ahead <= 3700, f"expiry {expiry} is {ahead} s after the check, expected one hour"
-    assert labels["verdict"] == j["summary"]["worst"]
+    node, best = node_verdict_from_pairs(j)
+    assert labels["verdict"] == ("incomplete" if rc == 3 else VERDICTS[node])
     roles = {d["label"]: d["role"] for d in j["devices"]}
     for kind in ("gpu-nic", "gpu-gpu", "gpu-nvme"):
         verdicts = [p["verdict"] for p in j["pairs"] if f'{roles[p["a"]]}-{roles[p["b"]]}' == kind]
-        assert labels[f"{kind}-verdict"] == (max(verdicts, key=VERDICTS.index) if verdicts else "none"), kind
+        worst = max(verdicts, key=VERDICTS.index) if verdicts else "none"
+        if kind == "gpu-nic":
+            # The selector `gpu-nic-verdict: optimal` asks "does every GPU have a good NIC?".
+            assert labels["gpu-nic-verdict"] == (VERDICTS[max(best.values())] if best else "none")
+            assert labels["gpu-nic-all-pairs-verdict"] == worst
+        else:
+            assert labels[f"{kind}-verdict"] == worst, kind
     assert labels["gpus"] == str(sum(r == "gpu" for r in roles.values()))
     assert labels["nics"] == str(sum(r == "nic" for r in roles.values()))
     software = j["node"].get("software")

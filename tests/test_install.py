@@ -82,6 +82,7 @@ INSTALLED = {
     "usr/share/gdrpeer/topology/gpus.json",
     "usr/share/gdrpeer/topology/root_complexes.json",
     "usr/share/gdrpeer/topology/platforms.json",
+    "usr/share/gdrpeer/nhc/gdrpeer.nhc",
     "usr/share/man/man1/gdrpeer.1",
     "usr/share/man/man1/gdrpeer-topo.1",
     "usr/share/man/man1/gdrpeer-check.1",
@@ -219,7 +220,7 @@ def test_bash_completion():
     if not Path("/usr/share/bash-completion/bash_completion").exists():
         pytest.fail("bash-completion is missing: install the Debian package bash-completion (make deps)")
     assert complete(["gdrpeer", ""]) >= set(SUBCOMMANDS)
-    assert complete(["gdrpeer", "--"]) == help_options(None) - {"-h"}
+    assert complete(["gdrpeer", "--"]) == help_options(None) - {"-h", "-V"}
     for sub in SUBCOMMANDS:
         assert complete(["gdrpeer", sub, "-"]) == help_options(sub), sub
-    assert complete(["gdrpeer", "check", "--format", ""]) == {"text", "json", "dot", "prometheus", "nfd"}
+    assert complete(["gdrpeer", "check", "--format", ""]) == {"text", "json", "dot", "prometheus", "nfd", "reason", "summary"}

@@ -19,7 +19,7 @@ GPUS = "0000:00:06.0,0000:00:07.0,0000:00:08.0,0000:00:09.0"
 
 def smi_matrix():
     """nvidia-smi topo -m of the node: {(GPUi, GPUj): cell} and each GPU's NUMA Affinity."""
-    lines = (REF / "h200x4-nvidia-smi-topo-m.txt").read_text().splitlines()
+    lines = (REF / "truth" / "h200x4-nvidia-smi-topo-m.txt").read_text().splitlines()
     header = lines[0].split()
     labels = [h for h in header if re.fullmatch(r"GPU\d+", h)]
     cells, numa = {}, {}

@@ -40,6 +40,8 @@ def has_rdma_device():
     (["--source", "gpu"], "--source: unknown memory source 'gpu'"),
     (["--method", "mmap"], "--method: unknown method 'mmap'"),
     (["--bench", "--size", "64K", "--bench-sizes", "4K,1M"], "must be between 1 and --size"),
+    (["-a", "--bench-sizes", "4K"], "--all-sizes and --bench-sizes both name the sizes"),
+    (["-s", "host"], "--size: 'host' is not a size"),
     (["--timeout", "0"], "--timeout: must be greater than 0"),
     (["--device", "nosuchdev0"], "unknown RDMA device 'nosuchdev0'"),
 ])
@@ -81,3 +83,15 @@ def test_nothing_to_verify_without_rdma_device(gdrpeer):
     table = verify(gdrpeer, "--size", "64K", "--libcuda", "libcuda-missing.so.1")
     assert table.returncode == 3
     assert "nothing to verify" in table.stdout and "(exit 3)" in table.stdout
+
+
+def test_perftest_short_options(gdrpeer):
+    """perftest's meanings (ib_write_bw -d DEV -s SIZE -D SECONDS -a): -s is the size (issue 25;
+    it was the memory source), -D the seconds per measurement, -a every power-of-two size."""
+    if has_rdma_device():
+        pytest.skip("this machine has an RDMA device; the emulated-node tests cover that case")
+    r = verify(gdrpeer, "--json", "-s", "64K", "-D", "0.5", "-a", "--libcuda", "libcuda-missing.so.1")
+    assert r.returncode == 3, r.stderr
+    assert json.loads(r.stdout)["size"] == 65536
+    r = verify(gdrpeer, "--source", "host", "--json", "--libcuda", "libcuda-missing.so.1")
+    assert r.returncode == 3 and [s["name"] for s in json.loads(r.stdout)["sources"] if s["requested"]] == ["host"]

@@ -31,6 +31,8 @@ STACK_READ = "userspace/topo/src/stack_read.cpp"
 READINESS_STAGE = "userspace/topo/src/readiness_stage.cpp"
 READINESS_IBGDA = "userspace/topo/src/readiness_ibgda.cpp"
 READINESS_READ = "userspace/topo/src/readiness_read.cpp"
+NODE_VERDICT = "userspace/topo/src/node_verdict.cpp"
+ARCHIVE = "userspace/topo/src/archive.cpp"
 
 TOPO = ["test_topo_truth", "test_topo"]
 VERIFY = ["test_verify_fake_nic", "test_verify"]
@@ -201,6 +203,16 @@ MUTANTS = [
     Mutant("render-text-gdr-pix-only", RENDER,
            'pad(p.path.nccl_gdr ? "on" : "off", 10)', 'pad(p.path.cls == PathClass::PIX ? "on" : "off", 10)',
            TOPO, "the text table says NCCL's GDR is off for PXB pairs"),
+    # ---- node verdict and archives (issue 25) ------------------------------------------------
+    Mutant("node-verdict-worst-nic", NODE_VERDICT,
+           "if (!best || p.verdict < best->verdict ||", "if (!best || p.verdict > best->verdict ||",
+           TOPO, "each GPU judged by its worst NIC, not its best (NCCL binds the closest)"),
+    Mutant("node-verdict-nothing-checked-optimal", NODE_VERDICT,
+           "  if (!missing.empty()) {\n    n.incomplete = true;", "  if (false) {\n    n.incomplete = true;",
+           ["test_topo_truth"], "a node with no GPU or no NIC comes out optimal"),
+    Mutant("tar-symlinks-dropped", ARCHIVE,
+           "    } else if (type == AE_IFLNK) {", "    } else if (false) {",
+           ["test_topo"], "symlinks of a snapshot are not read (sysfs devices are links)"),
     # ---- verify -----------------------------------------------------------------------------
     Mutant("verify-read-compares-source", LOOPBACK,
            'compare("RDMA READ", dst, pattern.data(), n)', 'compare("RDMA READ", src, pattern.data(), n)',

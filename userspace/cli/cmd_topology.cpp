@@ -1,8 +1,10 @@
 // `gdrpeer topo`, `gdrpeer check` and `gdrpeer snapshot`.
 //
-// Exit codes: 0 all optimal, 1 degraded/unreliable somewhere, 2 blocked
-// somewhere; 64 usage, 65 malformed input (file:line: what was expected),
-// 66 input missing, 73 snapshot not writable, 78 rule data unusable.
+// Exit codes (exit_codes.hpp, the same in every subcommand): 0 optimal, 1
+// degraded/unreliable, 2 blocked (the node verdict: each GPU by its best NIC,
+// every GPU pair), 3 incomplete (nothing checked, fewer devices than expected);
+// 64 usage, 65 malformed input (file:line: what was expected), 66 input
+// missing, 73 output not writable, 78 rule data unusable.
 #include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -24,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "exit_codes.hpp"
 #include "fleet_outputs.hpp"
 #include "gdrpeer/topo/check.hpp"
 #include "gdrpeer/topo/cuda_probe.hpp"
@@ -32,6 +35,9 @@
 #include "gdrpeer/topo/node_capture.hpp"
 #include "gdrpeer/topo/parsers.hpp"
 #include "gdrpeer/topo/source.hpp"
+#include "option_checks.hpp"
+#include "output_file.hpp"
+#include "snapshot_partial.hpp"
 
 #ifndef GDRPEER_VERSION
 #define GDRPEER_VERSION "unknown"
@@ -49,7 +55,16 @@ constexpr const char* kNfdExpiryDefault = "1h";
 // NFD's worker re-reads features.d every minute by default: a shorter expiry could drop the
 // labels between two of its reads. The upper bound only keeps the arithmetic in range.
 constexpr long kNfdExpiryMin = 60, kNfdExpiryMax = 366L * 24 * 3600;
-constexpr int kExitUsage = 64, kExitDataErr = 65, kExitNoInput = 66, kExitCantCreate = 73, kExitConfig = 78;
+constexpr int kExitUsage = exit_code::kUsage, kExitDataErr = exit_code::kDataErr, kExitNoInput = exit_code::kNoInput,
+              kExitCantCreate = exit_code::kCantCreate, kExitConfig = exit_code::kConfig;
+
+constexpr const char* kCheckExamples = R"(Examples:
+  gdrpeer check                                  this node (live sysfs)
+  gdrpeer check --reason --expect-gpus 8 --expect-nics 8
+                                                 one line for a health check (NHC, probes)
+  gdrpeer check node.tar other.xml report.md     several nodes: one line each (fleet mode)
+  gdrpeer check --format nfd -o /etc/kubernetes/node-feature-discovery/features.d/gdrpeer
+)";
 
 struct InputOptions {
   std::vector<std::string> positional;
@@ -70,8 +85,15 @@ struct CheckFlags {
   std::string pairs = "gpu-nic,gpu-gpu";
   std::string format = "text";  // text, json, dot, prometheus, nfd (fleet_outputs.hpp)
   std::string output = "-";
+  OutputPolicy output_policy;
   std::string nfd_expiry = kNfdExpiryDefault;
   bool nfd_expiry_given = false;
+  bool pairs_given = false;  // --pairs named: GPU-NIC pairs are then required when named
+  bool reason = false;       // --reason: the same as --format reason
+  bool summary = false;      // --summary: the same as --format summary
+  bool quiet = false;        // -q: nothing on stdout, the exit code only
+  bool all_pairs = false;    // --all-pairs: the worst pair decides the node verdict
+  int expect_gpus = -1, expect_nics = -1;
 };
 
 struct TopoFlags {
@@ -94,13 +116,16 @@ void add_input_options(CLI::App* c, InputOptions& in) {
                 "Node dumps, one node each: sysfs snapshot (.tar or directory), hwloc XML, NCCL topology XML, or lspci text "
                 "(format detected from the contents). Without inputs: this machine's live sysfs.");
   c->add_option("--sysfs-root", in.sysfs_root, "Read sysfs/procfs below this directory or snapshot tarball instead of /");
-  c->add_option("--hwloc", in.hwloc, "hwloc XML (lstopo --of xml); repeatable, one node each");
-  c->add_option("--nccl-xml", in.nccl, "NCCL topology XML (NCCL_TOPO_DUMP_FILE / NCCL_TOPO_FILE); repeatable, one node each");
-  c->add_option("--lspci", in.lspci, "lspci -tv / -vvv text or a transcript holding them; repeatable, all form ONE node");
-  c->add_option("--role", in.roles, "Override a device's role: GPU=BDF, NIC=BDF, NVME=BDF or NONE=BDF (repeatable)");
-  c->add_option("--gpu", in.gpus, "Same as --role GPU=BDF");
-  c->add_option("--nic", in.nics, "Same as --role NIC=BDF");
-  c->add_option("--nvme", in.nvmes, "Same as --role NVME=BDF");
+  c->add_option("--hwloc", in.hwloc, "hwloc XML (lstopo --of xml); repeatable, one node each")->allow_extra_args(false);
+  c->add_option("--nccl-xml", in.nccl, "NCCL topology XML (NCCL_TOPO_DUMP_FILE / NCCL_TOPO_FILE); repeatable, one node each")
+      ->allow_extra_args(false);
+  c->add_option("--lspci", in.lspci, "lspci -tv / -vvv text or a transcript holding them; repeatable, all form ONE node")
+      ->allow_extra_args(false);
+  c->add_option("--role", in.roles, "Override a device's role: GPU=BDF, NIC=BDF, NVME=BDF or NONE=BDF (repeatable)")
+      ->allow_extra_args(false);
+  c->add_option("--gpu", in.gpus, "Same as --role GPU=BDF")->allow_extra_args(false);
+  c->add_option("--nic", in.nics, "Same as --role NIC=BDF")->allow_extra_args(false);
+  c->add_option("--nvme", in.nvmes, "Same as --role NVME=BDF")->allow_extra_args(false);
   c->add_option("--data-dir", in.data_dir, "Rule data directory (default: $GDRPEER_DATA_DIR, the installed share dir, the data built into this binary)");
   c->add_flag("--cuda", in.cuda,
               "Live mode: also ask the CUDA driver (dlopen libcuda, cuInit) whether each GPU supports GPUDirect RDMA and dma-buf; "
@@ -116,6 +141,10 @@ std::vector<NodeSpec> node_specs(const InputOptions& in) {
   for (const auto& p : in.nccl) out.push_back({NodeSpec::Kind::Nccl, {p}});
   if (!in.lspci.empty()) out.push_back({NodeSpec::Kind::Lspci, in.lspci});
   if (out.empty()) out.push_back({NodeSpec::Kind::Live, {}});
+  size_t stdin_uses = 0;
+  for (const auto& s : out) stdin_uses += static_cast<size_t>(std::count(s.paths.begin(), s.paths.end(), "-"));
+  if (stdin_uses > 1)
+    throw std::invalid_argument("\"-\" (standard input) is given " + std::to_string(stdin_uses) + " times; it can be read once");
   return out;
 }
 
@@ -127,6 +156,21 @@ struct NodeBuffers {
   std::string input;
   std::vector<topo::Device> devices;
 };
+
+// `b` itself, or its contents decompressed into `unpacked` when it is gzip, xz, zstd or bzip2.
+std::string_view plain_bytes(std::string_view b, const std::string& name, std::string& unpacked) {
+  if (topo::detect_compression(b) == topo::Compression::None) return b;
+  unpacked = topo::decompress(b, name);
+  return unpacked;
+}
+
+// A snapshot written without root (snapshot_partial.hpp) says so; the check repeats it.
+void note_partial_snapshot(topo::FileSource& fs, topo::Topology& t) {
+  if (auto why = fs.read(kSnapshotPartialPath, 4096)) {
+    while (!why->empty() && why->back() == '\n') why->pop_back();
+    t.notes.push_back("partial snapshot: " + *why);
+  }
+}
 
 topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const topo::Knowledge& k,
                          NodeBuffers* reuse = nullptr) {
@@ -143,23 +187,27 @@ topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const top
       topo::LiveOptions lo;
       lo.cuda = in.cuda && !in.no_cuda;
       t = topo::read_live_node(*fs, "live sysfs", lo);
+      if (const std::string why = unprivileged_config_space(); !why.empty()) t.notes.push_back(why);
       break;
     }
     case NodeSpec::Kind::Hwloc: {
       topo::InputFile f(spec.paths[0], scratch);
-      t = topo::parse_hwloc_xml(f.bytes(), spec.paths[0], spare_devices());
+      std::string unpacked;
+      t = topo::parse_hwloc_xml(plain_bytes(f.bytes(), spec.paths[0], unpacked), spec.paths[0], spare_devices());
       break;
     }
     case NodeSpec::Kind::Nccl: {
       topo::InputFile f(spec.paths[0], scratch);
-      t = topo::parse_nccl_xml(f.bytes(), spec.paths[0], spare_devices());
+      std::string unpacked;
+      t = topo::parse_nccl_xml(plain_bytes(f.bytes(), spec.paths[0], unpacked), spec.paths[0], spare_devices());
       break;
     }
     case NodeSpec::Kind::Lspci: {
       std::vector<std::unique_ptr<topo::InputFile>> files;
       for (const auto& p : spec.paths) files.push_back(std::make_unique<topo::InputFile>(p));
+      std::vector<std::string> unpacked(files.size());
       std::vector<topo::TextInput> ins;
-      for (size_t i = 0; i < files.size(); ++i) ins.push_back({spec.paths[i], files[i]->bytes()});
+      for (size_t i = 0; i < files.size(); ++i) ins.push_back({spec.paths[i], plain_bytes(files[i]->bytes(), spec.paths[i], unpacked[i])});
       t = topo::parse_lspci(ins);
       break;
     }
@@ -169,23 +217,23 @@ topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const top
         auto fs = topo::make_dir_source(p);
         t = topo::parse_sysfs(*fs, p);
         t.format = "sysfs-root";
+        note_partial_snapshot(*fs, t);
         break;
       }
       topo::InputFile f(p, scratch);
       std::string_view b = f.bytes();
-      std::string unpacked;  // a .bz2 input's contents
+      std::string unpacked;  // a compressed input's contents
+      const topo::Compression compression = topo::detect_compression(b);
+      b = plain_bytes(b, p, unpacked);
       topo::InputFormat format = topo::detect_format(b);
-      if (format == topo::InputFormat::Bzip2) {
-        unpacked = topo::bunzip2(b, p);
-        b = unpacked;
-        format = topo::detect_format(b);
-        if (format == topo::InputFormat::Bzip2) format = topo::InputFormat::Unknown;
-      }
+      if (format == topo::InputFormat::Compressed) format = topo::InputFormat::Unknown;  // compressed twice
       switch (format) {
         case topo::InputFormat::SnapshotTar: {
           auto fs = topo::make_tar_source(std::string(b), p);
           t = topo::parse_sysfs(*fs, p);
-          t.format = unpacked.empty() ? "snapshot" : "hwloc-gather-topology";
+          // hwloc-gather-topology writes NODE.tar.bz2; gdrpeer snapshot any compression.
+          t.format = compression == topo::Compression::Bzip2 ? "hwloc-gather-topology" : "snapshot";
+          note_partial_snapshot(*fs, t);
           break;
         }
         case topo::InputFormat::HwlocXml: t = topo::parse_hwloc_xml(b, p, spare_devices()); break;
@@ -196,7 +244,9 @@ topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const top
           break;
         }
         default:
-          throw topo::InputError(p, 1, "expected a sysfs snapshot (tar), hwloc XML (<topology>), NCCL topology XML (<system>) or lspci text");
+          throw topo::InputError(p, 1,
+                                 "expected a sysfs snapshot (tar, plain or gzip/xz/zstd/bzip2), hwloc XML (<topology>), NCCL "
+                                 "topology XML (<system>) or lspci text");
       }
       break;
     }
@@ -236,6 +286,9 @@ int guarded(Fn&& fn) {
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "gdrpeer: %s\n", e.what());
     return kExitUsage;
+  } catch (const OutputError& e) {
+    std::fprintf(stderr, "gdrpeer: %s\n", e.what());
+    return kExitCantCreate;
   }
 }
 
@@ -277,13 +330,18 @@ topo::CheckOptions check_options(const CheckFlags& f) {
   }
   if (f.nvme) o.gpu_nvme = true;
   o.skip.insert(f.skip.begin(), f.skip.end());
+  o.gpu_nic_required = f.pairs_given && o.gpu_nic;
+  o.all_pairs = f.all_pairs;
+  o.expect_gpus = f.expect_gpus;
+  o.expect_nics = f.expect_nics;
   return o;
 }
 
 // What fleet mode keeps of one node until it is printed.
 struct FleetNode {
-  std::string name, line, error;
-  topo::Verdict worst = topo::Verdict::Optimal;
+  std::string name, line, error, status;  // status: node_status()
+  topo::Verdict worst = topo::Verdict::Optimal, verdict = topo::Verdict::Optimal;
+  bool incomplete = false;
   int exit_code = 0;
   size_t gpus = 0, nics = 0, pairs = 0;
   std::exception_ptr failure;  // anything but an input error: ends the run like a sequential one
@@ -303,7 +361,7 @@ size_t fleet_jobs(int requested) {
 // (rule data is shared read-only) and the calling thread prints each in turn.
 int run_fleet(const std::vector<NodeSpec>& specs, const InputOptions& in, const CheckFlags& f,
               const topo::CheckOptions& opt, const topo::Knowledge& k) {
-  int worst = 0, errors = 0;
+  int worst = 0, errors = 0, incomplete = 0;
   int counts[4] = {0, 0, 0, 0};
   nlohmann::json nodes = nlohmann::json::array();
   std::vector<FleetNode> results(specs.size());
@@ -316,6 +374,9 @@ int run_fleet(const std::vector<NodeSpec>& specs, const InputOptions& in, const 
       topo::Topology t = load_node(s, in, k, &buffers);
       topo::Report r = topo::check(t, k, opt);
       n.worst = r.worst;
+      n.verdict = r.node.verdict;
+      n.incomplete = r.node.incomplete;
+      n.status = topo::node_status(r);
       n.exit_code = r.exit_code();
       n.gpus = r.gpus.size();
       n.nics = r.nics.size();
@@ -338,13 +399,23 @@ int run_fleet(const std::vector<NodeSpec>& specs, const InputOptions& in, const 
       ++errors;
       if (f.json) nodes.push_back({{"source", n.name}, {"error", n.error}, {"exit_code", n.exit_code}});
       else std::printf("%s: error: %s\n", n.name.c_str(), n.error.c_str());
+      // And on stderr, where a script that keeps stdout as the report looks for errors.
+      std::fprintf(stderr, "gdrpeer: %s\n", n.error.c_str());  // the error names the file
       return;
     }
-    ++counts[static_cast<int>(n.worst)];
+    if (n.incomplete)
+      ++incomplete;
+    else
+      ++counts[static_cast<int>(n.verdict)];
     worst = std::max(worst, n.exit_code);
     if (f.json)
-      nodes.push_back({{"source", n.name}, {"worst", topo::to_string(n.worst)}, {"exit_code", n.exit_code},
-                       {"gpus", n.gpus}, {"nics", n.nics}, {"pairs", n.pairs}});
+      nodes.push_back({{"source", n.name},
+                       {"verdict", n.status},
+                       {"worst", topo::to_string(n.worst)},
+                       {"exit_code", n.exit_code},
+                       {"gpus", n.gpus},
+                       {"nics", n.nics},
+                       {"pairs", n.pairs}});
     else
       std::printf("%s\n", n.line.c_str());
   };
@@ -388,46 +459,67 @@ int run_fleet(const std::vector<NodeSpec>& specs, const InputOptions& in, const 
     }
   }
   if (f.json) {
-    nlohmann::json j = {{"schema", "gdrpeer-fleet"}, {"version", 1}, {"nodes", nodes},
-                        {"summary", {{"nodes", specs.size()}, {"optimal", counts[0]}, {"degraded", counts[1]},
-                                     {"unreliable", counts[2]}, {"blocked", counts[3]}, {"errors", errors}}}};
+    nlohmann::json j = {{"schema", "gdrpeer-fleet"},
+                        {"version", 1},
+                        {"nodes", nodes},
+                        {"summary",
+                         {{"nodes", specs.size()},
+                          {"optimal", counts[0]},
+                          {"degraded", counts[1]},
+                          {"unreliable", counts[2]},
+                          {"blocked", counts[3]},
+                          {"incomplete", incomplete},
+                          {"errors", errors}}}};
     std::fputs((j.dump(2) + "\n").c_str(), stdout);
   } else {
-    std::printf("fleet: %zu nodes: %d optimal, %d degraded, %d unreliable, %d blocked, %d unreadable\n", specs.size(),
-                counts[0], counts[1], counts[2], counts[3], errors);
+    std::printf("fleet: %zu nodes: %d optimal, %d degraded, %d unreliable, %d blocked, %d incomplete, %d unreadable\n", specs.size(),
+                counts[0], counts[1], counts[2], counts[3], incomplete, errors);
   }
+  finish_stdout();  // a lost line is a lost verdict: exit 73, never the verdict
+  // A blocked or incomplete node is the answer a fleet run must not lose: it outranks an
+  // unreadable dump (65, reported on stderr and in the lines above); below that, 65 does.
+  if (worst >= exit_code::kBlocked && worst <= exit_code::kIncomplete) return worst;
   return errors ? kExitDataErr : worst;
 }
 
 int run_check(const InputOptions& in, CheckFlags f) {
   return guarded([&] {
+    if (f.json && f.dot) throw std::invalid_argument("--json and --dot contradict each other: choose one output format");
     if ((f.json || f.dot) && f.format != "text" && f.format != (f.json ? "json" : "dot"))
       throw std::invalid_argument(std::string(f.json ? "--json" : "--dot") + " contradicts --format " + f.format);
+    for (const auto& [given, name] : {std::pair{f.reason, "reason"}, std::pair{f.summary, "summary"}}) {
+      if (!given) continue;
+      if (f.json || f.dot || (f.format != "text" && f.format != name) || (f.reason && f.summary))
+        throw std::invalid_argument(std::string("--") + name + " is an output format of its own: it contradicts --json, --dot, " +
+                                    "--reason/--summary and --format " + f.format);
+      f.format = name;
+    }
+    if (f.quiet && (f.json || f.dot || f.format != "text" || f.output != "-"))
+      throw std::invalid_argument("--quiet prints nothing: it contradicts an output format and --output");
     f.json = f.json || f.format == "json";
     f.dot = f.dot || f.format == "dot";
     if (f.nfd_expiry_given && f.format != "nfd") throw std::invalid_argument("--nfd-expiry applies to --format nfd only");
     const long nfd_expiry = nfd_expiry_seconds(f.nfd_expiry);
     topo::CheckOptions opt = check_options(f);
     topo::Knowledge k = load_knowledge(in);
+    check_skip_ids(f.skip, k);
     std::vector<NodeSpec> specs = node_specs(in);
     bool fleet = f.fleet || specs.size() > 1;
     if (!fleet) {
       const topo::Topology t = load_node(specs[0], in, k);
       const topo::Report r = topo::check(t, k, opt);
-      const std::string text = f.json ? topo::render_json(t, r)
-                               : f.dot ? topo::render_dot(t, r)
+      const std::string text = f.json                     ? topo::render_json(t, r)
+                               : f.dot                    ? topo::render_dot(t, r)
                                : f.format == "prometheus" ? render_prometheus(t, k, r, std::time(nullptr))
-                               : f.format == "nfd" ? render_nfd(t, r, std::time(nullptr), nfd_expiry)
-                                                    : topo::render_matrix(t, r, opt.gpu_nvme);
-      try {
-        write_file_atomically(f.output, text);
-      } catch (const OutputError& e) {
-        std::fprintf(stderr, "gdrpeer: %s\n", e.what());
-        return kExitCantCreate;
-      }
+                               : f.format == "nfd"        ? render_nfd(t, r, std::time(nullptr), nfd_expiry)
+                               : f.format == "reason"     ? std::string(topo::node_status(r)) + ": " + r.node.reason + "\n"
+                               : f.format == "summary"    ? render_gpu_summary(t, r)
+                               : f.quiet                  ? std::string()
+                                                          : topo::render_matrix(t, r, opt.gpu_nvme);
+      write_output(f.output, text, f.output_policy);
       return r.exit_code();
     }
-    if (f.format == "prometheus" || f.format == "nfd" || f.output != "-")
+    if (f.format == "prometheus" || f.format == "nfd" || f.format == "reason" || f.format == "summary" || f.quiet || f.output != "-")
       throw std::invalid_argument((f.output != "-" ? std::string("--output") : "--format " + f.format) +
                                   " needs one node; fleet mode (several inputs or --fleet) prints to stdout");
     return run_fleet(specs, in, f, opt, k);
@@ -452,7 +544,7 @@ int run_topo(const InputOptions& in, const TopoFlags& f) {
   });
 }
 
-int run_snapshot(const std::string& out, const std::string& root, bool no_cuda) {
+int run_snapshot(const std::string& out, const std::string& root, bool no_cuda, const OutputPolicy& policy) {
   return guarded([&] {
     auto base = topo::make_dir_source(root.empty() ? "/" : root);
     // A snapshot is checked elsewhere: it carries NVML's and (unless --no-cuda) the CUDA
@@ -464,39 +556,24 @@ int run_snapshot(const std::string& out, const std::string& root, bool no_cuda) 
     topo::Snapshot snap = topo::take_snapshot(*base, root.empty() ? "live sysfs" : root, so);
     std::vector<topo::TarEntry>& entries = snap.entries;
     const topo::Topology& t = snap.topology;
-    // The kernel log is a character device, not a file the recorder sees: carry the lines
-    // the checker kept (peer-memory load failures, dma-buf attach refusals).
     // The kernel configuration was read around the recorder (it is ~270 KB): carry the options kept.
     if (t.sw.readiness.kconfig.known && root.empty())
       entries.push_back({topo::TarEntry::Type::File, "gdrpeer-snapshot/kernel-config", topo::kernel_config_text(t.sw.readiness.kconfig)});
+    // The kernel log is a character device, not a file the recorder sees: carry the lines
+    // the checker kept (peer-memory load failures, dma-buf attach refusals).
     if (root.empty() && t.sw.stack.kernel_log_read)
       entries.push_back({topo::TarEntry::Type::File, "gdrpeer-snapshot/kernel-log", topo::kernel_log_text(t.sw.stack)});
-    std::string bytes = topo::write_tar(entries);
-    if (out == "-") {
-      std::fwrite(bytes.data(), 1, bytes.size(), stdout);
-      return 0;
-    }
-    // Write beside the target and rename, so a failed write never leaves a torn file.
-    std::string tmp = out + ".tmp." + std::to_string(::getpid());
-    {
-      std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
-      if (!o) {
-        std::fprintf(stderr, "gdrpeer: %s: cannot create snapshot\n", out.c_str());
-        return kExitCantCreate;
-      }
-      o.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-      o.close();
-      if (!o) {
-        std::remove(tmp.c_str());
-        std::fprintf(stderr, "gdrpeer: %s: write failed\n", out.c_str());
-        return kExitCantCreate;
+    // Read as non-root, config space beyond 64 bytes is missing (the kernel gives unprivileged
+    // readers only the header): say so inside the snapshot, and here.
+    if (root.empty()) {
+      if (std::string why = unprivileged_config_space(); !why.empty()) {
+        entries.push_back({topo::TarEntry::Type::File, std::string(kSnapshotPartialPath).substr(1), why + "\n"});
+        std::fprintf(stderr, "gdrpeer: warning: %s\n", why.c_str());
       }
     }
-    if (std::rename(tmp.c_str(), out.c_str()) != 0) {
-      std::remove(tmp.c_str());
-      std::fprintf(stderr, "gdrpeer: %s: cannot rename the snapshot into place\n", out.c_str());
-      return kExitCantCreate;
-    }
+    std::string bytes = topo::write_tar(entries, snapshot_compression(out));
+    write_output(out, bytes, policy);
+    if (out == "-") return 0;
     std::fprintf(stderr, "gdrpeer: wrote %s: %zu entries, %zu PCI functions, %zu bytes\n", out.c_str(), entries.size(),
                  t.devices.size(), bytes.size());
     return 0;
@@ -529,20 +606,40 @@ void add_check_command(CLI::App& app, int& exit_code) {
                 "Live mode: run a probe whose answer overrides the prediction. ibgda: DEVX and atomic caps of each mlx5 device, a DEVX "
                 "dma-buf umem on 4 KiB of GPU memory, one UAR page registered for the GPU with cuMemHostRegister(IOMEMORY) and "
                 "unregistered (never written through); loads libibverbs, libmlx5 and libcuda")
-      ->check(CLI::IsMember({"ibgda"}));
-  c->add_option("--pairs", check_flags->pairs, "Pair kinds: gpu-nic,gpu-gpu,gpu-nvme or all (default gpu-nic,gpu-gpu)");
-  c->add_option("--skip", check_flags->skip, "Skip a rule id or group (e.g. software, platform, acs-redirect); repeatable");
+      ->check(CLI::IsMember({"ibgda"}))
+      ->allow_extra_args(false);
+  CLI::Option* pairs =
+      c->add_option("--pairs", check_flags->pairs, "Pair kinds: gpu-nic,gpu-gpu,gpu-nvme or all (default gpu-nic,gpu-gpu)");
+  c->add_option("--skip", check_flags->skip, "Skip a rule id or group (e.g. software, platform, acs-redirect); repeatable")
+      ->allow_extra_args(false)
+      ->delimiter(',');
   c->add_option("--format", check_flags->format,
-                "Output format: text (default), json, dot, prometheus (node_exporter textfile collector) or nfd "
-                "(node-feature-discovery local features); docs/fleet.md")
-      ->check(CLI::IsMember({"text", "json", "dot", "prometheus", "nfd"}));
+                "Output format: text (default), json, dot, prometheus (node_exporter textfile collector), nfd "
+                "(node-feature-discovery local features), reason (one line) or summary (one line per GPU); docs/fleet.md")
+      ->check(CLI::IsMember({"text", "json", "dot", "prometheus", "nfd", "reason", "summary"}));
+  c->add_flag("--summary", check_flags->summary,
+              "One line per GPU (its best NIC, the path class, the verdict) and the node verdict; --format summary");
+  c->add_flag("-q,--quiet", check_flags->quiet, "Print nothing: the exit code is the answer (errors still go to stderr)");
+  c->add_flag("--reason", check_flags->reason,
+              "One line: the node verdict and why (\"degraded: best NIC of GPU2: ...\"), for health checks; --format reason");
+  c->add_flag("--all-pairs", check_flags->all_pairs,
+              "Judge the node by its worst pair (every GPU with every NIC), not each GPU by its best NIC");
+  c->add_option("--expect-gpus", check_flags->expect_gpus, "Fewer GPUs than N found: the node is incomplete (exit 3)")
+      ->check(CLI::Range(0, 4096));
+  c->add_option("--expect-nics", check_flags->expect_nics, "Fewer RDMA NICs than N found: the node is incomplete (exit 3)")
+      ->check(CLI::Range(0, 4096));
   CLI::Option* nfd_expiry = c->add_option("--nfd-expiry", check_flags->nfd_expiry,
                 "With --format nfd: NFD drops the labels this long after the check unless a newer check replaced them; "
                 "seconds, or with a unit s, m, h, d (default 1h)");
   c->add_option("-o,--output", check_flags->output,
-                "Write the output to this file atomically (temporary file + rename) instead of stdout (\"-\")");
-  c->callback([check_in, check_flags, nfd_expiry, &exit_code] {
+                "Write the output to this file instead of stdout (\"-\"): a regular file is replaced atomically (temporary "
+                "file + rename), a FIFO or device is written in place, a symlink out of its directory is refused");
+  c->add_flag("--follow-symlinks", check_flags->output_policy.follow_symlinks_anywhere,
+              "--output may be a symbolic link to another directory (written through, the link kept)");
+  c->footer(std::string(kCheckExamples) + "\n" + exit_code_help());
+  c->callback([check_in, check_flags, nfd_expiry, pairs, &exit_code] {
     check_flags->nfd_expiry_given = nfd_expiry->count() > 0;
+    check_flags->pairs_given = pairs->count() > 0;
     exit_code = run_check(*check_in, *check_flags);
   });
 }
@@ -555,7 +652,12 @@ void add_snapshot_command(CLI::App& app, int& exit_code) {
   s->add_option("output", *snap_out, "Output tarball (\"-\" for stdout)")->required();
   s->add_option("--sysfs-root", *snap_root, "Snapshot a sysfs copy below this directory instead of /");
   s->add_flag("--no-cuda", *snap_nocuda, "Do not record the CUDA driver's GPUDirect RDMA / dma-buf answers");
-  s->callback([snap_out, snap_root, snap_nocuda, &exit_code] { exit_code = run_snapshot(*snap_out, *snap_root, *snap_nocuda); });
+  auto snap_policy = std::make_shared<OutputPolicy>();
+  s->add_flag("--follow-symlinks", snap_policy->follow_symlinks_anywhere,
+              "The output may be a symbolic link to another directory (written through, the link kept)");
+  s->callback([snap_out, snap_root, snap_nocuda, snap_policy, &exit_code] {
+    exit_code = run_snapshot(*snap_out, *snap_root, *snap_nocuda, *snap_policy);
+  });
 }
 
 }  // namespace

@@ -33,6 +33,7 @@ struct VerifyArgs {
   std::string libcuda = "libcuda.so.1";
   bool json = false;
   bool bench = false;
+  bool all_sizes = false;  // -a: bench every power of two up to --size
   std::string bench_sizes;
   double bench_seconds = 0.2;
   double timeout = 10;
@@ -118,9 +119,13 @@ int run(const VerifyArgs& a) {
         return usage_error("--method: unknown method '" + m + "' (reg_mr or dmabuf)");
     }
   }
-  if (a.bench) {
+  if (a.all_sizes && !a.bench_sizes.empty()) return usage_error("--all-sizes and --bench-sizes both name the sizes: choose one");
+  if (a.bench || a.all_sizes) {
     std::vector<uint64_t> sizes;
-    if (!a.bench_sizes.empty()) {
+    if (a.all_sizes) {
+      for (uint64_t s = 2; s < *size; s *= 2) sizes.push_back(s);
+      sizes.push_back(*size);
+    } else if (!a.bench_sizes.empty()) {
       auto l = v::parse_size_list(a.bench_sizes, &why);
       if (!l) return usage_error("--bench-sizes: " + why);
       for (auto s : *l) {
@@ -142,7 +147,7 @@ int run(const VerifyArgs& a) {
   opt.source.gdrpeer_path = a.gdrpeer_path;
   opt.source.cuda_device = a.cuda_device;
   opt.source.libcuda = a.libcuda;
-  opt.bench = a.bench;
+  opt.bench = a.bench || a.all_sizes;
   opt.bench_seconds = a.bench_seconds;
   opt.timeout_ms = static_cast<int>(a.timeout * 1000);
   opt.seed = a.seed_given ? a.seed : std::random_device{}();
@@ -171,17 +176,21 @@ void add_verify_command(CLI::App& app, int& exit_code) {
       "Register host, gdrpeer and CUDA memory with every RDMA port (ibv_reg_mr and "
       "ibv_reg_dmabuf_mr), move data through an RC loopback and check every byte");
   cmd->footer(
-      "Exit codes: 0 every combination passed; 1 at least one failed; 2 none failed, at least "
-      "one unsupported; 3 nothing to verify (no RDMA device); 64 bad input. With --p2p: 0 every GPU pair "
-      "agrees with check, 1 a pair failed or disagrees, 3 no CUDA or fewer than two GPUs.");
-  cmd->add_option("-d,--device", args->devices,
-                  "RDMA device to test, NAME or NAME:PORT (repeatable; default: all)");
-  cmd->add_option("-s,--source", args->sources,
+      "Exit codes: 0 every combination passed; 1 none failed, at least one unsupported; 2 at "
+      "least one failed; 3 nothing to verify (no RDMA device); 64 bad input -- the meanings of "
+      "gdrpeer check's 0 optimal, 1 degraded, 2 blocked, 3 nothing checked. With --p2p: 0 every GPU "
+      "pair agrees with check, 1 a measurement disagrees with the prediction, 2 a pair failed (peer "
+      "access, a copy or the byte check), 3 no CUDA or fewer than two GPUs.");
+  cmd->add_option("-d,--device", args->devices, "RDMA device to test, NAME or NAME:PORT (repeatable; default: all)")
+      ->allow_extra_args(false);
+  // perftest's short options where they mean the same (issue 25): -d device, -s size, -D
+  // duration, -a all sizes; --source keeps its long form (-s was the source before).
+  cmd->add_option("--source", args->sources,
                   "memory source: host, hugepage, gdrpeer, cuda, cuda-vmm (repeatable; default: "
-                  "every source this node has)");
-  cmd->add_option("-m,--method", args->methods,
-                  "registration method: reg_mr, dmabuf (repeatable; default: both)");
-  cmd->add_option("--size", args->size, "bytes per transfer, e.g. 4096, 64K, 1M (default 1M)");
+                  "every source this node has)")
+      ->allow_extra_args(false);
+  cmd->add_option("-m,--method", args->methods, "registration method: reg_mr, dmabuf (repeatable; default: both)")->allow_extra_args(false);
+  cmd->add_option("-s,--size", args->size, "bytes per transfer, e.g. 4096, 64K, 1M (default 1M; perftest's -s)");
   cmd->add_option("--gdrpeer-device", args->gdrpeer_device, "gdrpeer device index (default 0)");
   cmd->add_option("--gdrpeer-path", args->gdrpeer_path, "gdrpeer character device")
       ->capture_default_str();
@@ -193,8 +202,10 @@ void add_verify_command(CLI::App& app, int& exit_code) {
                 "after the checks, measure RDMA WRITE latency and WRITE/READ bandwidth");
   cmd->add_option("--bench-sizes", args->bench_sizes,
                   "comma-separated sizes for --bench (default 4K, x16 steps, up to --size)");
-  cmd->add_option("--bench-seconds", args->bench_seconds, "seconds per measurement (default 0.2)")
+  cmd->add_option("-D,--bench-seconds,--duration", args->bench_seconds, "seconds per measurement (default 0.2; perftest's -D)")
       ->check(CLI::PositiveNumber);
+  cmd->add_flag("-a,--all-sizes", args->all_sizes,
+                "--bench at every power of two from 2 bytes up to --size (perftest's -a, which goes to 8 MiB)");
   cmd->add_option("--timeout", args->timeout, "seconds to wait for one completion (default 10)");
   auto* seed = cmd->add_option("--seed", args->seed, "seed of the random data pattern");
   cmd->add_flag("--p2p", args->p2p,

@@ -114,15 +114,35 @@ std::string render_prometheus(const topo::Topology& t, const topo::Knowledge& k,
             {"iommu", topo::to_string(t.iommu)},
             {"virtual_machine", r.virtual_machine ? "true" : "false"}},
            1);
-  e.family("gdrpeer_check_verdict", "Worst verdict on the node: 0 optimal, 1 degraded, 2 unreliable, 3 blocked.");
+  e.family("gdrpeer_check_verdict",
+           "Node verdict (each GPU by its best NIC, every GPU pair; --all-pairs: the worst pair): 0 optimal, 1 degraded, "
+           "2 unreliable, 3 blocked.");
+  e.sample({}, static_cast<int>(r.node.verdict));
+  e.family("gdrpeer_check_incomplete", "1 when nothing was checked (no GPU, no NIC) or fewer GPUs/NICs than expected.");
+  e.sample({}, r.node.incomplete ? 1 : 0);
+  e.family("gdrpeer_check_worst_pair_verdict", "Worst verdict of any checked pair (detail): 0 optimal ... 3 blocked.");
   e.sample({}, static_cast<int>(r.worst));
-  e.family("gdrpeer_check_exit_code", "Exit code of this gdrpeer check: 0 optimal, 1 degraded or unreliable, 2 blocked.");
+  e.family("gdrpeer_check_exit_code", "Exit code of this gdrpeer check: 0 optimal, 1 degraded or unreliable, 2 blocked, 3 incomplete.");
   e.sample({}, r.exit_code());
   e.family("gdrpeer_check_timestamp_seconds", "When this check ran (seconds since the epoch); a stale value means the refresh stopped.");
   e.sample({}, static_cast<double>(now));
   e.family("gdrpeer_devices", "Devices found, by role.");
   for (topo::Role role : {topo::Role::GPU, topo::Role::NIC, topo::Role::NVMe})
     e.sample({{"role", role_name(role)}}, static_cast<double>(count_role(r, role)));
+  if (r.node.expect_gpus >= 0 || r.node.expect_nics >= 0) {
+    e.family("gdrpeer_devices_expected", "Devices expected (--expect-gpus, --expect-nics), by role.");
+    if (r.node.expect_gpus >= 0) e.sample({{"role", "gpu"}}, r.node.expect_gpus);
+    if (r.node.expect_nics >= 0) e.sample({{"role", "nic"}}, r.node.expect_nics);
+  }
+  e.family("gdrpeer_gpu_verdict", "Verdict of each GPU with its best NIC (the NIC NCCL binds it to), 0 optimal ... 3 blocked.");
+  for (const auto& d : r.node.gpus)
+    if (d.best_nic >= 0)
+      e.sample({{"gpu", r.labels[static_cast<size_t>(d.gpu)]},
+                {"gpu_bdf", t.devices[static_cast<size_t>(d.gpu)].bdf},
+                {"nic", r.labels[static_cast<size_t>(d.best_nic)]},
+                {"nic_bdf", t.devices[static_cast<size_t>(d.best_nic)].bdf},
+                {"class", topo::to_string(d.cls)}},
+               static_cast<int>(d.verdict));
   e.family("gdrpeer_pair_verdict",
            "Verdict per checked pair (0 optimal, 1 degraded, 2 unreliable, 3 blocked); class is the nvidia-smi path class.");
   for (const auto& p : r.pairs)
@@ -142,6 +162,21 @@ std::string render_prometheus(const topo::Topology& t, const topo::Knowledge& k,
   return e.take();
 }
 
+std::string render_gpu_summary(const topo::Topology& t, const topo::Report& r) {
+  std::string out;
+  for (const auto& d : r.node.gpus) {
+    const auto& gpu = t.devices[static_cast<size_t>(d.gpu)];
+    out += r.labels[static_cast<size_t>(d.gpu)] + " " + gpu.bdf + " -> ";
+    if (d.best_nic < 0) {
+      out += "no NIC checked\n";
+      continue;
+    }
+    out += r.labels[static_cast<size_t>(d.best_nic)] + " " + t.devices[static_cast<size_t>(d.best_nic)].bdf + " " + topo::to_string(d.cls) +
+           " " + topo::to_string(d.verdict) + "\n";
+  }
+  return out + "node: " + topo::node_status(r) + " (" + r.node.reason + "), exit " + std::to_string(r.exit_code()) + "\n";
+}
+
 std::string render_nfd(const topo::Topology& t, const topo::Report& r, std::time_t now, long expiry_s) {
   constexpr const char* ns = "gdrpeer.feature.node.kubernetes.io/";
   std::string source = t.source;  // a comment line: a newline in a file name must not end it
@@ -154,8 +189,17 @@ std::string render_nfd(const topo::Topology& t, const topo::Report& r, std::time
   std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
   out += std::string("# +expiry-time=") + stamp + "\n";
   auto label = [&](const std::string& name, const std::string& value) { out += ns + name + "=" + value + "\n"; };
-  label("verdict", topo::to_string(r.worst));
-  // The worst verdict per pair kind: what a scheduler asks ("can this node do GPUDirect RDMA?").
+  label("verdict", topo::node_status(r));
+  // GPU-NIC: each GPU with its best NIC (NCCL binds it there), the worst GPU of those; with
+  // --all-pairs the worst pair. What a scheduler asks: "can this node do GPUDirect RDMA?".
+  bool any_nic = false;
+  topo::Verdict gpu_nic = topo::Verdict::Optimal;
+  for (const auto& d : r.node.gpus)
+    if (d.best_nic >= 0) {
+      any_nic = true;
+      gpu_nic = std::max(gpu_nic, d.verdict);
+    }
+  // The worst verdict per pair kind, the GPU-NIC one under its own name as detail.
   for (const char* kind : {"gpu-nic", "gpu-gpu", "gpu-nvme"}) {
     bool any = false;
     topo::Verdict worst = topo::Verdict::Optimal;
@@ -164,10 +208,17 @@ std::string render_nfd(const topo::Topology& t, const topo::Report& r, std::time
         any = true;
         worst = std::max(worst, p.verdict);
       }
-    label(std::string(kind) + "-verdict", any ? topo::to_string(worst) : "none");
+    if (std::string_view(kind) == "gpu-nic") {
+      label("gpu-nic-verdict", !any ? "none" : r.node.all_pairs || !any_nic ? topo::to_string(worst) : topo::to_string(gpu_nic));
+      label("gpu-nic-all-pairs-verdict", any ? topo::to_string(worst) : "none");
+    } else {
+      label(std::string(kind) + "-verdict", any ? topo::to_string(worst) : "none");
+    }
   }
   label("gpus", std::to_string(r.gpus.size()));
   label("nics", std::to_string(r.nics.size()));
+  if (r.node.expect_gpus >= 0) label("gpus-expected", std::to_string(r.node.expect_gpus));
+  if (r.node.expect_nics >= 0) label("nics-expected", std::to_string(r.node.expect_nics));
   // Only what the input shows: a dump without the module list gets no module labels.
   if (t.sw.inspected && t.sw.modules_known) {
     const bool peer = t.sw.has_module("nvidia_peermem") || t.sw.has_module("nv_peer_mem") || !t.sw.memory_peers.empty();
@@ -175,46 +226,6 @@ std::string render_nfd(const topo::Topology& t, const topo::Report& r, std::time
     label("gdrpeer-module", t.sw.has_module("gdrpeer") ? "true" : "false");
   }
   return out;
-}
-
-void write_file_atomically(const std::string& path, std::string_view text) {
-  if (path == "-") {
-    if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0)
-      throw OutputError("stdout: write failed: " + std::string(std::strerror(errno)));
-    return;
-  }
-  const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);  // with its '/'
-  const std::string base = path.substr(dir.size());
-  if (base.empty()) throw OutputError(path + ": names a directory, expected a file");
-  // Hidden, and without the final suffix: node_exporter reads only *.prom and NFD skips dot files.
-  std::string tmp = dir + "." + base + ".XXXXXX";
-  const int fd = ::mkstemp(tmp.data());
-  if (fd < 0) throw OutputError(path + ": cannot create a file in " + (dir.empty() ? "." : dir) + ": " + std::strerror(errno));
-  auto fail = [&](const char* what) {
-    const int err = errno;
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw OutputError(path + ": " + what + ": " + std::strerror(err));
-  };
-  if (::fchmod(fd, 0644) != 0) fail("chmod failed");
-  for (size_t done = 0; done < text.size();) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) fail("write failed");
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) fail("fsync failed");
-  if (::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    throw OutputError(path + ": close failed: " + std::strerror(err));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    throw OutputError(path + ": cannot rename into place: " + std::strerror(err));
-  }
 }
 
 }  // namespace gdrpeer::cli

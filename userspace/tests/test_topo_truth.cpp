@@ -376,7 +376,42 @@ TEST(TruthClass, EveryClassGivesNcclDefaultCudaCaseAndPathRule) {
     const std::vector<std::string> want{to_string(w.cls), to_string(w.cuda), w.gdr ? "on" : "off", to_string(p->verdict)};
     EXPECT_EQ(got, want) << text;
   }
-  EXPECT_EQ(r.exit_code(), 1);
+  // The node verdict judges GPU0 by its best NIC, the PIX one: optimal (issue 25); the worst
+  // pair stays as detail and decides with --all-pairs (exit 1 before issue 25).
+  EXPECT_EQ(r.exit_code(), 0);
+  EXPECT_EQ(r.node.gpus.size(), 1u);
+  EXPECT_EQ(t.devices[static_cast<size_t>(r.node.gpus[0].best_nic)].bdf, pix);
+  EXPECT_NE(r.worst, Verdict::Optimal);
+  CheckOptions all_pairs;
+  all_pairs.all_pairs = true;
+  EXPECT_EQ(check(t, kb(), all_pairs).exit_code(), 1);
+}
+
+// ---- the node verdict: nothing checked is never optimal (issue 25) ----------
+
+TEST(TruthNode, NothingCheckedOrMissingHardwareIsIncompleteNeverOptimal) {
+  Builder b;
+  std::string rp = b.root_port(0x00, 1);
+  auto dsp = b.switch_below(rp, 2);
+  std::string gpu = b.endpoint_below(dsp[0], true);
+  std::string nic = b.endpoint_below(dsp[1], false);
+  Topology t = from_fake(b.node);
+  EXPECT_EQ(check(t, kb(), CheckOptions{}).exit_code(), 0);  // GPU and NIC on one switch: PIX
+  CheckOptions two_gpus;
+  two_gpus.expect_gpus = 2;
+  Report missing = check(t, kb(), two_gpus);
+  EXPECT_EQ(missing.exit_code(), 3);
+  EXPECT_EQ(missing.node.incomplete_reason, "1 GPU(s) found, 2 expected");
+  // The NIC gone: one GPU and nothing to pair it with.
+  Topology no_nic = t;
+  no_nic.devices[static_cast<size_t>(no_nic.find(nic))].role = Role::None;
+  Report r = check(no_nic, kb(), CheckOptions{});
+  EXPECT_EQ(r.exit_code(), 3);
+  EXPECT_TRUE(r.node.incomplete) << r.node.reason;
+  // The GPU gone: nothing at all.
+  Topology no_gpu = t;
+  no_gpu.devices[static_cast<size_t>(no_gpu.find(gpu))].role = Role::None;
+  EXPECT_EQ(check(no_gpu, kb(), CheckOptions{}).exit_code(), 3);
 }
 
 TEST(TruthRules, RootComplexQualityDecidesTheVerdictBeyondTheSwitch) {

@@ -517,7 +517,7 @@ TEST_F(FakeNicTest, VerbErrorsAndBadCompletionsFail) {
   SetUp();
 }
 
-TEST_F(FakeNicTest, TheEngineExitsOneWhenAnyCombinationFails) {
+TEST_F(FakeNicTest, TheEngineExitsFailedWhenAnyCombinationFails) {
   // Through run_verify: host memory, one port, both methods; the READ result is corrupted.
   v::RdmaInventory inv;
   inv.stack_loaded = true;

@@ -83,7 +83,7 @@ TEST(VerifyP2p, CorruptedPeerCopyFails) {
   EXPECT_EQ(r.pairs[0].m.bad_bytes, 1);
   EXPECT_EQ(r.pairs[0].outcome, "fail");
   EXPECT_EQ(r.pairs[0].comparison, "1 byte(s) differ after a peer copy");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);  // failed, as in every subcommand (docs/check.md)
 }
 
 TEST(VerifyP2p, NvLinkPredictedButNoPeerAccessDisagrees) {

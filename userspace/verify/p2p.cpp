@@ -239,9 +239,13 @@ std::pair<std::string, std::string> compare_p2p(const P2pPrediction& p, const P2
 int p2p_exit_code(const P2pReport& r) {
   if (!r.usage_error.empty()) return 64;
   if (!r.not_run.empty()) return 3;
-  for (const auto& p : r.pairs)
-    if (p.outcome == "fail" || p.outcome == "disagree") return 1;
-  return 0;
+  // The meanings of every subcommand (docs/check.md): 2 failed, 1 works but not as predicted.
+  int rc = 0;
+  for (const auto& p : r.pairs) {
+    if (p.outcome == "fail") return 2;
+    if (p.outcome == "disagree") rc = 1;
+  }
+  return rc;
 }
 
 P2pReport run_p2p(const P2pOptions& o, const P2pPredictor& predict) {

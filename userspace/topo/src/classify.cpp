@@ -207,7 +207,8 @@ const char* to_string(Verdict v) {
 }
 
 int Report::exit_code() const {
-  switch (worst) {
+  if (node.incomplete) return 3;
+  switch (node.verdict) {
     case Verdict::Optimal: return 0;
     case Verdict::Degraded:
     case Verdict::Unreliable: return 1;

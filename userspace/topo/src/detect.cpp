@@ -1,13 +1,14 @@
 #include <cstring>
 
 #include "gdrpeer/topo/parsers.hpp"
+#include "gdrpeer/topo/source.hpp"
 
 namespace gdrpeer::topo {
 
 InputFormat detect_format(std::string_view b) {
   if (b.size() >= 512 && b.substr(257, 5) == "ustar") return InputFormat::SnapshotTar;
-  if (b.size() >= 10 && b.substr(0, 3) == "BZh" && b[3] >= '1' && b[3] <= '9' && b.substr(4, 6) == "\x31\x41\x59\x26\x53\x59")
-    return InputFormat::Bzip2;  // hwloc-gather-topology's NODE.tar.bz2 (block header magic 0x314159265359)
+  // hwloc-gather-topology's NODE.tar.bz2, snapshots compressed with gzip, xz or zstd, any input file.
+  if (detect_compression(b) != Compression::None) return InputFormat::Compressed;
   size_t i = 0;
   if (b.substr(0, 3) == "\xEF\xBB\xBF") i = 3;
   for (;;) {
@@ -42,6 +43,7 @@ const char* to_string(InputFormat f) {
     case InputFormat::HwlocXml: return "hwloc";
     case InputFormat::NcclXml: return "nccl-xml";
     case InputFormat::Bzip2: return "bzip2";
+    case InputFormat::Compressed: return "compressed";
     case InputFormat::Unknown: break;
   }
   return "unknown";

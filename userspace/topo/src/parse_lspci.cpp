@@ -133,9 +133,23 @@ class LspciParser {
   // What a paste adds around lspci's output: an elision ("...", "[...]", "…").
   static bool is_elision(std::string_view ts) { return ts == "..." || ts == "[...]" || ts == "\xe2\x80\xa6" || ts == "(...)"; }
 
+  // What `kubectl debug node/N -- ...` and `oc debug node/N -- chroot /host ...` print
+  // around the command's output (their stderr, pasted with it): kubectl's "Creating debugging
+  // pod node-debugger-... with container debugger on node N." and oc's "Creating debug
+  // namespace/...", "Starting pod/N-debug ...", "To use host binaries, run `chroot /host`"
+  // (or "`nsenter -a -t 1`"), "Removing debug pod ...", "Removing debug namespace/...".
+  static bool is_debug_pod_line(std::string_view s) {
+    for (std::string_view p :
+         {"Creating debugging pod ", "Creating debug namespace/", "Starting pod/", "To use host binaries, run ", "Removing debug pod",
+          "Removing debug namespace/", "If you don't see a command prompt", "Waiting for pod to start", "Debugging with pod/"})
+      if (starts_with(s, p)) return true;
+    return false;
+  }
+
   // Lines tools print before or among lspci's output ("pcilib: Cannot open ...",
   // "lspci: Unable to load libkmod resources", "Warning: ..."): "word: text".
   static bool is_tool_noise(std::string_view s) {
+    if (is_debug_pod_line(s)) return true;
     size_t n = 0;
     while (n < s.size() && (std::isalpha(static_cast<unsigned char>(s[n])) || s[n] == '_' || s[n] == '-')) ++n;
     if (n == 0 || n + 1 >= s.size() || s[n] != ':' || s[n + 1] != ' ') return starts_with(s, "[sudo] ");  // sudo's prompt
@@ -207,14 +221,28 @@ class LspciParser {
     size_t common = std::string_view::npos;
     for (const auto& l : lines) {
       std::string_view s = l.text;
-      if (trim(s).empty() || is_elision(trim(s))) continue;
+      // Fences and tool lines are not part of the indented block.
+      if (trim(s).empty() || is_elision(trim(s)) || starts_with(trim(s), "```") || is_tool_noise(trim(s))) continue;
       size_t sp = 0;
       while (sp < s.size() && s[sp] == ' ') ++sp;
       common = std::min(common, sp);
     }
     if (common == std::string_view::npos) common = 0;
+    // A markdown paste with code fences: lspci's output is inside them, prose outside.
+    const bool fenced = std::any_of(lines.begin(), lines.end(), [](const Line& l) { return starts_with(trim(l.text), "```"); });
+    bool inside = false;
+    long prose = 0, prose_first = 0;
     for (const auto& l : lines) {
       std::string_view s = l.text;
+      if (starts_with(trim(s), "```")) {
+        inside = !inside;
+        current_ = -1;
+        continue;
+      }
+      if (fenced && !inside) {
+        if (!trim(s).empty() && prose++ == 0) prose_first = l.no;
+        continue;
+      }
       if (trim(s).empty()) {
         current_ = -1;
         continue;
@@ -243,6 +271,9 @@ class LspciParser {
         fail(l.no, "expected an lspci -tv tree line or an lspci -vvv device header \"bb:dd.f class: name\"");
       }
     }
+    if (prose)
+      t.notes.push_back(name_ + ":" + std::to_string(prose_first) + ": " + std::to_string(prose) +
+                        " line(s) outside the markdown code fences, not lspci output, skipped");
   }
 
   static bool is_tree_start(std::string_view ts) {

@@ -36,7 +36,13 @@ Topology parse_nccl_xml(std::string_view text, const std::string& name, std::vec
   t.devices.clear();
   t.source = name;
   t.format = "nccl-xml";
+  // An NCCL topology dump pasted into an issue is often cut off: read it up to its last
+  // complete tag, note where it ends, and leave the node incomplete (Topology::cut_off).
+  const size_t last = text.find_last_not_of(" \t\r\n");
+  const bool whole = last != std::string_view::npos && text.substr(0, last + 1).ends_with("</system>");
+  if (!whole && text.rfind('>') != std::string_view::npos) text = text.substr(0, text.rfind('>') + 1);
   XmlReader r(text, name);
+  if (!whole) r.allow_truncation();
   std::vector<Frame> stack;
   bool root_seen = false;
   int cpus = 0;
@@ -180,6 +186,12 @@ Topology parse_nccl_xml(std::string_view text, const std::string& name, std::vec
       d.port = PortType::Unknown;
       d.port_inferred = false;
     }
+  if (r.truncated()) {
+    t.cut_off = name + ":" + std::to_string(r.line_of(text.size())) + " inside <" + std::string(r.cut_inside()) + ">";
+    t.notes.push_back(t.cut_off +
+                      ": the file is cut off; read up to its last complete tag, what came after (GPUs, NICs, "
+                      "NVLinks) is missing");
+  }
   return t;
 }
 

@@ -4,14 +4,16 @@
 // snapshot carries them as read. The kernel configuration (~270 KB on distribution kernels)
 // is read around the recorder on the live node and a snapshot carries only the options kept,
 // as gdrpeer-snapshot/kernel-config (kernel_config_text), which the reader prefers.
-#include <zlib.h>
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string_view>
 
+#include "gdrpeer/topo/errors.hpp"
 #include "gdrpeer/topo/model.hpp"
 #include "gdrpeer/topo/readiness.hpp"
+#include "gdrpeer/topo/source.hpp"
 #include "sysfs_readers.hpp"
 
 namespace gdrpeer::topo {
@@ -23,24 +25,15 @@ constexpr const char* kKernelConfigKeys[] = {
     "CONFIG_PCI_P2PDMA",          "CONFIG_ZONE_DEVICE", "CONFIG_DMABUF_MOVE_NOTIFY", "CONFIG_DMA_SHARED_BUFFER", "CONFIG_NVME_MULTIPATH",
     "CONFIG_INFINIBAND_USER_MEM", "CONFIG_PCI_ATS"};
 
-// gzip (/proc/config.gz) to text; nullopt when the stream is not gzip or is damaged.
+// gzip (/proc/config.gz) to text through the checker's one decompressor (libarchive,
+// source.hpp); nullopt when the stream is not gzip, is damaged or is over 8 MiB unpacked.
 std::optional<std::string> gunzip(const std::string& in) {
-  z_stream z{};
-  if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) return std::nullopt;
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  z.avail_in = static_cast<uInt>(in.size());
-  std::string out;
-  char buf[65536];
-  int rc = Z_OK;
-  while (rc == Z_OK && out.size() < (8u << 20)) {
-    z.next_out = reinterpret_cast<Bytef*>(buf);
-    z.avail_out = sizeof buf;
-    rc = inflate(&z, Z_NO_FLUSH);
-    out.append(buf, sizeof buf - z.avail_out);
+  if (detect_compression(in) != Compression::Gzip) return std::nullopt;
+  try {
+    return decompress(in, "/proc/config.gz", size_t{8} << 20);
+  } catch (const InputError&) {
+    return std::nullopt;
   }
-  inflateEnd(&z);
-  if (rc != Z_STREAM_END) return std::nullopt;
-  return out;
 }
 
 }  // namespace

@@ -214,11 +214,30 @@ std::string render_matrix(const Topology& t, const Report& r, bool include_nvme)
       o << "\n";
     }
   }
+  o << render_gpu_digest(t, r);
   std::map<Verdict, int> counts;
   for (const auto& p : r.pairs) ++counts[p.verdict];
   o << "\nSummary: " << r.pairs.size() << " pairs: " << counts[Verdict::Optimal] << " optimal, " << counts[Verdict::Degraded]
-    << " degraded, " << counts[Verdict::Unreliable] << " unreliable, " << counts[Verdict::Blocked] << " blocked; worst "
-    << to_string(r.worst) << ", exit " << r.exit_code() << "\n";
+    << " degraded, " << counts[Verdict::Unreliable] << " unreliable, " << counts[Verdict::Blocked] << " blocked; worst pair "
+    << to_string(r.worst) << "\nNode: " << node_status(r) << " (" << r.node.reason << "; "
+    << (r.node.all_pairs ? "judged by every pair, --all-pairs" : "each GPU judged by its best NIC") << "), exit " << r.exit_code() << "\n";
+  return o.str();
+}
+
+std::string render_gpu_digest(const Topology& t, const Report& r) {
+  const bool any = std::any_of(r.node.gpus.begin(), r.node.gpus.end(), [](const GpuDigest& d) { return d.best_nic >= 0; });
+  if (!any) return "";
+  Text o;
+  o.s.reserve(64 + 64 * r.node.gpus.size());
+  o << "\nGPUs (each with its best NIC, as NCCL binds them):\n";
+  for (const auto& d : r.node.gpus) {
+    o << "  " << pad(r.labels[d.gpu], 7) << pad(t.devices[d.gpu].bdf, 14);
+    if (d.best_nic < 0)
+      o << "no NIC checked\n";
+    else
+      o << "-> " << pad(r.labels[d.best_nic], 7) << pad(t.devices[d.best_nic].bdf, 14) << pad(to_string(d.cls), 6) << to_string(d.verdict)
+        << "\n";
+  }
   return o.str();
 }
 
@@ -226,9 +245,10 @@ std::string render_summary_line(const Topology& t, const Report& r) {
   std::map<Verdict, int> counts;
   for (const auto& p : r.pairs) ++counts[p.verdict];
   Text o;
-  o << t.source << ": " << to_string(r.worst) << " (" << r.gpus.size() << " GPU, " << r.nics.size() << " NIC, "
-    << r.pairs.size() << " pairs: " << counts[Verdict::Optimal] << " optimal, " << counts[Verdict::Degraded] << " degraded, "
-    << counts[Verdict::Unreliable] << " unreliable, " << counts[Verdict::Blocked] << " blocked) exit " << r.exit_code();
+  o << t.source << ": " << node_status(r) << " (" << r.gpus.size() << " GPU, " << r.nics.size() << " NIC, " << r.pairs.size()
+    << " pairs: " << counts[Verdict::Optimal] << " optimal, " << counts[Verdict::Degraded] << " degraded, " << counts[Verdict::Unreliable]
+    << " unreliable, " << counts[Verdict::Blocked] << " blocked; worst pair " << to_string(r.worst) << ") exit " << r.exit_code();
+  if (r.node.incomplete) return o.str() + " " + r.node.incomplete_reason;
   // The most severe problem, so a fleet summary says why.
   const Finding* top = nullptr;
   for (const auto& f : r.node_findings)
@@ -379,9 +399,26 @@ std::string render_json(const Topology& t, const Report& r) {
   j.key("schema").value("gdrpeer-check");
   int counts[4] = {0, 0, 0, 0};
   for (const auto& p : r.pairs) ++counts[static_cast<int>(p.verdict)];
-  j.key("summary").begin_object().key("blocked").value(counts[3]).key("degraded").value(counts[1]).key("exit_code").value(r.exit_code())
-      .key("optimal").value(counts[0]).key("pairs").value(static_cast<unsigned long long>(r.pairs.size())).key("unreliable").value(counts[2])
-      .key("worst").value(to_string(r.worst)).end_object();
+  j.key("summary").begin_object().key("blocked").value(counts[3]).key("degraded").value(counts[1]).key("exit_code").value(r.exit_code());
+  // The node verdict (node_verdict.cpp) that sets exit_code; "worst" below is the worst pair.
+  j.key("node").begin_object().key("gpus").begin_array();
+  for (const auto& d : r.node.gpus) {
+    const bool nic = d.best_nic >= 0;
+    j.begin_object().key("best_nic").value(nic ? r.labels[d.best_nic] : std::string());
+    j.key("class").value(nic ? to_string(d.cls) : "").key("gpu").value(r.labels[d.gpu]);
+    j.key("verdict").value(nic ? to_string(d.verdict) : "").end_object();
+  }
+  j.end_array().key("incomplete").value(r.node.incomplete_reason).key("judged_by").value(r.node.all_pairs ? "all-pairs" : "best-nic");
+  j.key("reason").value(r.node.reason).key("verdict").value(node_status(r)).end_object();
+  j.key("optimal")
+      .value(counts[0])
+      .key("pairs")
+      .value(static_cast<unsigned long long>(r.pairs.size()))
+      .key("unreliable")
+      .value(counts[2])
+      .key("worst")
+      .value(to_string(r.worst))
+      .end_object();
   j.key("version").value(1);
   j.end_object();
   return j.take() + "\n";
@@ -401,7 +438,7 @@ std::string render_dot(const Topology& t, const Report& r) {
           if (keep.count(static_cast<int>(i)) && f.reason.find(t.devices[i].bdf) != std::string::npos) bad.insert(static_cast<int>(i));
   std::ostringstream o;
   o << "digraph gdrpeer {\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\", fontsize=10];\n";
-  o << "  label=\"" << t.source << " (" << t.format << "): worst " << to_string(r.worst) << "\";\n";
+  o << "  label=\"" << t.source << " (" << t.format << "): node " << node_status(r) << ", worst pair " << to_string(r.worst) << "\";\n";
   std::set<int> hbs;
   for (int i : keep)
     if (t.devices[i].parent < 0 && t.devices[i].host_bridge >= 0) hbs.insert(t.devices[i].host_bridge);

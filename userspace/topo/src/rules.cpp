@@ -628,6 +628,8 @@ Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt) {
   root_port_rules(t, opt, rep);
   stack_stage(t, k, opt, rep);
   readiness_stage(t, k, opt, rep);
+  // Last: the node verdict reads every finding above.
+  judge_node(t, opt, rep);
   return rep;
 }
 

@@ -1,13 +1,11 @@
 // File sources for the sysfs parser: a directory tree, an in-memory tar
-// (snapshots), and the recorder behind `gdrpeer snapshot`. The tar code is
-// plain ustar plus GNU long names ('L'), enough for sysfs paths.
+// (snapshots), and the recorder behind `gdrpeer snapshot`. Reading and writing
+// tar and the compressed forms is libarchive's (archive.cpp).
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <bzlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -116,23 +114,6 @@ class DirSource : public FileSource {
   std::string root_;
 };
 
-uint64_t octal(const char* p, size_t n, bool& ok) {
-  uint64_t v = 0;
-  size_t i = 0;
-  while (i < n && p[i] == ' ') ++i;
-  bool any = false;
-  for (; i < n && p[i] >= '0' && p[i] <= '7'; ++i) {
-    v = v * 8 + static_cast<uint64_t>(p[i] - '0');
-    any = true;
-  }
-  for (; i < n; ++i)
-    if (p[i] != ' ' && p[i] != '\0') ok = false;
-  if (!any) ok = false;
-  return v;
-}
-
-std::string cstr(const char* p, size_t n) { return std::string(p, strnlen(p, n)); }
-
 // hwloc-gather-topology archives hold the copied file system in one folder named
 // after the node ("node1/sys/...", "node1/proc/..."); gdrpeer snapshots hold it at
 // the top. The folder's name when every entry is inside one that has a sys/, else "".
@@ -196,55 +177,6 @@ class TarSource : public FileSource {
   std::map<std::string, std::set<std::string>> dirs_;
 };
 
-void put_octal(char* p, size_t n, uint64_t v) {
-  // n-1 digits and a NUL
-  for (size_t i = n - 1; i-- > 0;) {
-    p[i] = static_cast<char>('0' + (v & 7));
-    v >>= 3;
-  }
-  p[n - 1] = '\0';
-}
-
-void header(std::string& out, const std::string& path, char type, uint64_t size, const std::string& link) {
-  char h[512];
-  std::memset(h, 0, sizeof h);
-  std::string name = path;
-  if (name.size() > 100 || link.size() > 100) {
-    // GNU long name: a pseudo-entry "././@LongLink" holding the name.
-    if (name.size() > 100) {
-      header(out, "././@LongLink", 'L', name.size() + 1, "");
-      std::string data = name + '\0';
-      data.resize((data.size() + 511) / 512 * 512, '\0');
-      out += data;
-    }
-    if (link.size() > 100) {
-      header(out, "././@LongLink", 'K', link.size() + 1, "");
-      std::string data = link + '\0';
-      data.resize((data.size() + 511) / 512 * 512, '\0');
-      out += data;
-    }
-    name = name.substr(0, 100);
-  }
-  std::memcpy(h, name.data(), std::min<size_t>(name.size(), 100));
-  put_octal(h + 100, 8, type == '5' ? 0755 : type == '2' ? 0777 : 0644);
-  put_octal(h + 108, 8, 0);
-  put_octal(h + 116, 8, 0);
-  put_octal(h + 124, 12, size);
-  put_octal(h + 136, 12, 0);
-  h[156] = type;
-  std::memcpy(h + 157, link.data(), std::min<size_t>(link.size(), 100));
-  std::memcpy(h + 257, "ustar", 6);
-  std::memcpy(h + 263, "00", 2);
-  std::memcpy(h + 265, "root", 4);
-  std::memcpy(h + 297, "root", 4);
-  std::memset(h + 148, ' ', 8);
-  unsigned sum = 0;
-  for (unsigned char c : h) sum += c;
-  put_octal(h + 148, 7, sum);
-  h[155] = ' ';
-  out.append(h, sizeof h);
-}
-
 }  // namespace
 
 std::unique_ptr<FileRange> FileSource::open_range(const std::string& path, size_t max_bytes) {
@@ -271,10 +203,19 @@ size_t read_into(int fd, char* buf, size_t cap) {
 
 InputFile::InputFile(const std::string& path, std::string* scratch) {
   if (scratch) buf_ = scratch;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw MissingInput(path + ": cannot open input");
+  // "-" is standard input (a pipe from ssh or kubectl exec, a redirected file), read like any.
+  const bool from_stdin = path == "-";
+  int fd = from_stdin ? ::dup(STDIN_FILENO) : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)  // ENOENT, EACCES, ELOOP...: the errno says which
+    throw MissingInput((from_stdin ? std::string("stdin") : path) + ": cannot open input: " + std::strerror(errno));
   struct stat st;
-  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  const bool stat_ok = ::fstat(fd, &st) == 0;
+  if (stat_ok && S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    throw MissingInput(path + ": cannot read input: " + std::strerror(EISDIR) +
+                       " (a copy of a node's /sys and /proc is read as a positional input or --sysfs-root DIR)");
+  }
+  const bool regular = stat_ok && S_ISREG(st.st_mode);
   // The contents are always copied out of the file: a mapping of the file itself
   // would raise SIGBUS if the file were truncated while being checked (a dump being
   // rewritten). Large files are read into anonymous memory mapped with MAP_POPULATE
@@ -319,91 +260,6 @@ std::unique_ptr<FileSource> make_tar_source(const std::string& bytes, const std:
   return std::make_unique<TarSource>(bytes, name);
 }
 
-std::vector<TarEntry> parse_tar(const std::string& bytes, const std::string& name) {
-  std::vector<TarEntry> out;
-  size_t off = 0;
-  std::string long_name, long_link;
-  int entry = 0;
-  auto fail = [&](const std::string& what) {
-    throw InputError(name, 0, "tar entry " + std::to_string(entry) + " at byte " + std::to_string(off) + ": " + what);
-  };
-  if (bytes.size() % 512 != 0) {
-    off = bytes.size();
-    fail("expected a tar archive (a multiple of 512 bytes), found " + std::to_string(bytes.size()) + " bytes");
-  }
-  while (off + 512 <= bytes.size()) {
-    const char* h = bytes.data() + off;
-    bool zero = std::all_of(h, h + 512, [](char c) { return c == 0; });
-    if (zero) break;  // end-of-archive marker
-    ++entry;
-    bool ok = true;
-    uint64_t chk = octal(h + 148, 8, ok);
-    unsigned sum = 0;
-    for (int i = 0; i < 512; ++i) sum += (i >= 148 && i < 156) ? ' ' : static_cast<unsigned char>(h[i]);
-    if (!ok || chk != sum) fail("expected a tar header with a valid checksum");
-    ok = true;
-    uint64_t size = octal(h + 124, 12, ok);
-    if (!ok) fail("expected an octal size in the tar header");
-    char type = h[156];
-    size_t data_off = off + 512;
-    if (size > bytes.size() - data_off) fail("entry size " + std::to_string(size) + " runs past the end of the archive");
-    std::string data = bytes.substr(data_off, size);
-    off = data_off + (size + 511) / 512 * 512;
-    if (type == 'L') {
-      long_name = cstr(data.data(), data.size());
-      continue;
-    }
-    if (type == 'K') {
-      long_link = cstr(data.data(), data.size());
-      continue;
-    }
-    std::string path = long_name.empty() ? cstr(h, 100) : long_name;
-    if (long_name.empty() && std::memcmp(h + 257, "ustar", 5) == 0 && h[345]) path = cstr(h + 345, 155) + "/" + path;
-    std::string link = long_link.empty() ? cstr(h + 157, 100) : long_link;
-    long_name.clear();
-    long_link.clear();
-    while (path.rfind("./", 0) == 0) path = path.substr(2);
-    while (!path.empty() && path[0] == '/') path = path.substr(1);
-    if (path.empty()) continue;
-    if (path.find("..") != std::string::npos) fail("path \"" + path + "\" leaves the archive");
-    TarEntry e;
-    e.path = path;
-    if (type == '0' || type == '\0' || type == '7') {
-      e.type = TarEntry::Type::File;
-      e.data = std::move(data);
-    } else if (type == '2') {
-      e.type = TarEntry::Type::Symlink;
-      e.data = link;
-    } else if (type == '5') {
-      e.type = TarEntry::Type::Directory;
-    } else {
-      continue;  // hard links, devices, pax headers: not used by snapshots
-    }
-    out.push_back(std::move(e));
-  }
-  if (entry == 0) fail("expected at least one tar entry");
-  return out;
-}
-
-std::string write_tar(const std::vector<TarEntry>& entries) {
-  std::string out;
-  for (const auto& e : entries) {
-    std::string path = e.path;
-    if (e.type == TarEntry::Type::Directory) {
-      header(out, path + "/", '5', 0, "");
-    } else if (e.type == TarEntry::Type::Symlink) {
-      header(out, path, '2', 0, e.data);
-    } else {
-      header(out, path, '0', e.data.size(), "");
-      std::string data = e.data;
-      data.resize((data.size() + 511) / 512 * 512, '\0');
-      out += data;
-    }
-  }
-  out.append(1024, '\0');
-  return out;
-}
-
 std::optional<std::string> RecordingSource::read(const std::string& path, size_t max_bytes) {
   auto r = inner_.read(path, max_bytes);
   if (r) seen_[path] = TarEntry{TarEntry::Type::File, path.substr(1), *r};
@@ -427,31 +283,6 @@ std::optional<std::vector<std::string>> RecordingSource::list(const std::string&
 std::vector<TarEntry> RecordingSource::entries() const {
   std::vector<TarEntry> out;
   for (const auto& [p, e] : seen_) out.push_back(e);  // map order puts parents first
-  return out;
-}
-
-std::string bunzip2(std::string_view bytes, const std::string& name, size_t max_bytes) {
-  bz_stream z{};
-  if (BZ2_bzDecompressInit(&z, 0, 0) != BZ_OK) throw InputError(name, 0, "cannot start bzip2 decompression");
-  std::string out;
-  z.next_in = const_cast<char*>(bytes.data());  // bzlib's interface is not const; it only reads
-  z.avail_in = static_cast<unsigned>(std::min<size_t>(bytes.size(), UINT32_MAX));
-  int rc = BZ_OK;
-  while (rc == BZ_OK) {
-    if (out.size() >= max_bytes) {
-      BZ2_bzDecompressEnd(&z);
-      throw InputError(name, 0, "expected at most " + std::to_string(max_bytes >> 20) + " MiB once decompressed");
-    }
-    const size_t have = out.size();
-    out.resize(have + (1 << 20));
-    z.next_out = out.data() + have;
-    z.avail_out = 1 << 20;
-    rc = BZ2_bzDecompress(&z);
-    out.resize(have + (1 << 20) - z.avail_out);
-    if (rc == BZ_OK && z.avail_in == 0 && z.avail_out != 0) rc = BZ_UNEXPECTED_EOF;
-  }
-  BZ2_bzDecompressEnd(&z);
-  if (rc != BZ_STREAM_END) throw InputError(name, 0, "expected a complete bzip2 stream (bzlib error " + std::to_string(rc) + ")");
   return out;
 }
 

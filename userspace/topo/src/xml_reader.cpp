@@ -76,6 +76,12 @@ XmlReader::Event XmlReader::next() {
     // Skip text up to the next markup.
     const size_t start = s_.find('<', pos_);
     if (start == std::string_view::npos) {
+      if (!stack_.empty() && lenient_) {
+        truncated_ = true;
+        cut_inside_ = stack_.back();
+        stack_.clear();
+        return Event::Eof;
+      }
       if (!stack_.empty())
         fail_at(s_.size(), "unexpected end of file: expected </" + std::string(stack_.back()) + ">");
       if (!seen_root_) fail_at(s_.size(), "expected an XML element, found none");

@@ -35,6 +35,11 @@ class XmlReader {
   // Raw character data right after the current start tag, up to the next markup
   // (hwloc's <indexes> and <u64values>); empty after a self-closing tag.
   std::string_view text() const;
+  // A document cut off after a complete tag ends with Eof instead of an error; then
+  // truncated() is true and cut_inside() names the innermost element left open.
+  void allow_truncation() { lenient_ = true; }
+  bool truncated() const { return truncated_; }
+  std::string_view cut_inside() const { return cut_inside_; }
 
  private:
   void skip_ws();
@@ -45,6 +50,8 @@ class XmlReader {
   std::string_view tag_;
   bool pending_end_ = false;
   bool seen_root_ = false;
+  bool lenient_ = false, truncated_ = false;
+  std::string_view cut_inside_;
   std::vector<std::string_view> stack_;
   std::vector<std::pair<std::string_view, std::string_view>> attrs_;
 };

@@ -83,6 +83,33 @@ struct CheckOptions {
   std::set<std::string> skip;  // rule ids (or "software", "platform", "link" groups)
   // NCCL_*, NVSHMEM_*, UCX_* variables that change the consumers' decisions (consumer_environment()).
   std::map<std::string, std::string> env;
+  // How the node verdict is judged (node_verdict.cpp): false, each GPU by its best NIC;
+  // true, the worst of all pairs (before issue 25; --all-pairs).
+  bool all_pairs = false;
+  // GPU-NIC pairs were asked for by name (--pairs gpu-nic or all): a node without a NIC is
+  // then not checked at all (exit 3), where the default only notes it.
+  bool gpu_nic_required = false;
+  // --expect-gpus, --expect-nics: fewer found makes the node incomplete (exit 3); -1 unset.
+  int expect_gpus = -1, expect_nics = -1;
+};
+
+// One GPU as NCCL uses it: bound to its closest NIC (the best verdict, then the
+// nearest class). best_nic -1: no GPU-NIC pair was checked for it.
+struct GpuDigest {
+  int gpu = -1, best_nic = -1;  // device indices
+  PathClass cls = PathClass::SYS;
+  Verdict verdict = Verdict::Optimal;
+};
+
+// The verdict an operator acts on (a health check's exit code, the NFD label).
+struct NodeVerdict {
+  bool all_pairs = false;  // judged by every pair (--all-pairs)
+  Verdict verdict = Verdict::Optimal;
+  bool incomplete = false;  // nothing was checked, or fewer devices than expected: exit 3
+  std::string incomplete_reason;
+  std::string reason;                      // one line: why the verdict is what it is (--reason)
+  std::vector<GpuDigest> gpus;             // BDF order, as Report::gpus
+  int expect_gpus = -1, expect_nics = -1;  // CheckOptions' expectations, for the outputs
 };
 
 // What check() found for one node. The device indices refer to the Topology it
@@ -99,19 +126,28 @@ struct Report {
   std::map<std::pair<int, int>, PathClass> classes;
   // IBGDA per GPU x NIC and GDS per GPU x NVMe (and per GPU without either): readiness.hpp.
   std::vector<ReadinessEntry> readiness;
-  int exit_code() const;  // 0 optimal, 1 degraded/unreliable, 2 blocked
+  NodeVerdict node;  // filled by check() (judge_node); worst stays the worst pair, as detail
+  // 0 optimal, 1 degraded/unreliable, 2 blocked (node.verdict), 3 incomplete (nothing checked,
+  // or fewer GPUs/NICs than expected); the same meanings in every subcommand (docs/check.md).
+  int exit_code() const;
   // Path class between two labelled devices (a != b), in either order.
   PathClass path_class(int a, int b) const { return classes.at(std::minmax(a, b)); }
 };
 
 Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt);
+// Fills rep.node from rep's pairs and node findings (node_verdict.cpp); check() calls it last.
+void judge_node(const Topology& t, const CheckOptions& opt, Report& rep);
+// "optimal" ... "blocked", or "incomplete".
+const char* node_status(const Report& r);
 
 // Outputs.
 std::string render_matrix(const Topology& t, const Report& r, bool include_nvme);
 std::string render_json(const Topology& t, const Report& r);
 std::string render_dot(const Topology& t, const Report& r);
 std::string render_tree(const Topology& t, bool roles_only);
-// One line for fleet mode: "<source>: <worst> (<counts>) exit N".
+// "GPUs (each with its best NIC ...)": one line per GPU; "" when no GPU-NIC pair was checked.
+std::string render_gpu_digest(const Topology& t, const Report& r);
+// One line for fleet mode: "<source>: <node verdict> (<counts>) exit N".
 std::string render_summary_line(const Topology& t, const Report& r);
 
 }  // namespace gdrpeer::topo

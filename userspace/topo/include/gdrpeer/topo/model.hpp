@@ -173,6 +173,9 @@ struct Topology {
   std::string dmi_vendor, dmi_product;
   bool virtual_machine = false;
   bool placeholder_switches = false;  // NCCL topology files with ffff:ff:xx.x switches
+  // Where a pasted input was cut off ("file:line inside <gpu>"), read up to there; "" when whole.
+  // The node verdict is then incomplete: what came after is unknown (node_verdict.cpp).
+  std::string cut_off;
   int numa_nodes = 0;                 // 0 = unknown
   std::vector<std::string> notes;     // parser remarks worth showing the operator
   std::vector<NvLink> nvlinks;

@@ -34,7 +34,9 @@ Topology parse_hwloc_xml(std::string_view text, const std::string& name, std::ve
 // `storage` as for parse_hwloc_xml.
 Topology parse_nccl_xml(std::string_view text, const std::string& name, std::vector<Device> storage = {});
 
-enum class InputFormat { Unknown, SysfsDir, SnapshotTar, Lspci, HwlocXml, NcclXml, Bzip2 };
+// Compressed: gzip, xz, zstd or bzip2 (source.hpp's detect_compression); decompress and detect
+// again. Bzip2 is the same as Compressed, kept for callers that named it.
+enum class InputFormat { Unknown, SysfsDir, SnapshotTar, Lspci, HwlocXml, NcclXml, Bzip2, Compressed };
 // Guess the format of a file's contents (a directory is SysfsDir, decided by the caller).
 InputFormat detect_format(std::string_view bytes);
 const char* to_string(InputFormat f);

@@ -20,8 +20,8 @@ namespace gdrpeer::topo {
 // files, a pipe, /dev/stdin) into a string. With `scratch` the file is read into
 // *scratch, whose capacity is reused: fleet mode reads thousands of dumps, and
 // mapping each costs page-table work and, with several threads, TLB shootdowns.
-// Throws MissingInput("PATH: cannot open input") when it cannot be opened; a read
-// error ends the contents there (a directory reads as empty).
+// "-" reads standard input. Throws MissingInput("PATH: cannot open input: <errno text>")
+// when it cannot be opened, and for a directory; a read error ends the contents there.
 class InputFile {
  public:
   explicit InputFile(const std::string& path, std::string* scratch = nullptr);
@@ -72,17 +72,27 @@ struct TarEntry {
   std::string data;  // file contents or link target
 };
 
-// Parses a ustar/GNU tar archive held in memory; throws InputError naming
-// `name` and the archive offset on malformed input.
+// Compression of an input or a snapshot, by its magic bytes (archive.cpp, libarchive).
+enum class Compression { None, Gzip, Xz, Zstd, Bzip2 };
+Compression detect_compression(std::string_view bytes);
+const char* to_string(Compression c);
+
+// Parses a tar archive (ustar, GNU, pax; plain or compressed) held in memory; throws
+// InputError naming `name` and the archive offset on malformed input.
 std::vector<TarEntry> parse_tar(const std::string& bytes, const std::string& name);
-std::string write_tar(const std::vector<TarEntry>& entries);
+// A GNU-format tar of `entries` (long names as 'L' entries, which every gdrpeer reads),
+// compressed as asked.
+std::string write_tar(const std::vector<TarEntry>& entries, Compression compression = Compression::None);
+
+// A gzip, xz, zstd or bzip2 stream decompressed; throws InputError naming `name` when it is
+// corrupt, truncated or larger than max_bytes once decompressed.
+std::string decompress(std::string_view bytes, const std::string& name, size_t max_bytes = size_t{1} << 30);
 
 // A tar archive as gdrpeer snapshot writes it, or as hwloc-gather-topology does
 // (everything inside one folder named after the node: read as if it were the top).
 std::unique_ptr<FileSource> make_tar_source(const std::string& bytes, const std::string& name);
 
-// A bzip2 stream decompressed (hwloc-gather-topology writes NODE.tar.bz2); throws
-// InputError naming `name` when it is corrupt, truncated or larger than max_bytes.
+// The same for a bzip2 stream only (hwloc-gather-topology writes NODE.tar.bz2).
 std::string bunzip2(std::string_view bytes, const std::string& name, size_t max_bytes = size_t{1} << 30);
 
 // Forwards to `inner` and remembers every path it answered, to write a snapshot.

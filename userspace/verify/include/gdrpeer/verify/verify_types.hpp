@@ -44,8 +44,11 @@ struct ComboResult {
 
 // Process exit codes of `gdrpeer verify` (documented in docs/verify.md).
 inline constexpr int kExitPass = 0;         // every combination passed
-inline constexpr int kExitFail = 1;         // at least one combination failed
-inline constexpr int kExitUnsupported = 2;  // none failed, at least one unsupported
+// The same meanings as `gdrpeer check` (userspace/cli/exit_codes.hpp, issue 25): 1 works with
+// reservations (check: degraded; here: some combination unsupported), 2 does not work (check:
+// blocked; here: a combination failed), 3 nothing to check. Before issue 25, 1 and 2 were swapped.
+inline constexpr int kExitUnsupported = 1;  // none failed, at least one unsupported
+inline constexpr int kExitFail = 2;         // at least one combination failed
 inline constexpr int kExitNothing = 3;      // nothing to verify: no RDMA device (or no stack)
 inline constexpr int kExitUsage = 64;       // bad input (unknown device, bad size, ...)
 

@@ -1,0 +1,380 @@
+"""`gdrpeer check` as fleet scripts call it (issue 25): options that cannot eat an input,
+refused contradictions, rule ids that must exist. Host only, no emulated node.
+
+Each test here failed on the CLI before issue 25 (the binary of main at 26a2bd7).
+"""
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from test_check import REF, REPO, gdrpeer_bin
+
+STELLINE = REF / "stelline-asus-esc8000a-e12.md"  # 4 GPUs, 2 NICs, lspci text
+P5EN = REF / "aws-p5en.48xlarge.xml"  # hwloc XML
+
+
+def gdrpeer(*args, env_extra=None, **kw):
+    env = {k: v for k, v in os.environ.items() if k != "GDRPEER_DATA_DIR"}
+    env.update(env_extra or {})
+    return subprocess.run([gdrpeer_bin(), *map(str, args)], capture_output=True, text=True, errors="replace",
+                          timeout=120, env=env, **kw)
+
+
+def source_of(p):
+    """The node a `check --json` run looked at."""
+    assert p.returncode in (0, 1, 2, 3), p.stderr
+    return json.loads(p.stdout)["node"]["source"]
+
+
+# ---- 1. a repeatable option must not swallow the input ----------------------------------------
+
+@pytest.mark.parametrize("opts", [
+    ["--skip", "path-sys"],
+    ["--skip=path-sys"],
+    ["--skip", "path-sys", "--skip", "acs-redirect"],
+    ["--skip", "path-sys,acs-redirect"],
+    ["--role", "NONE=0000:00:00.0"],
+    ["--gpu", "0000:01:00.0"],   # stelline's GPU0
+    ["--nic", "0000:21:00.0"],   # its NIC0
+    ["--nvme", "0000:21:00.1"],
+])
+def test_repeatable_option_leaves_the_input_alone(opts):
+    """`check OPTION VALUE node.md` checks node.md: before, node.md became a second VALUE and the
+    live sysfs of the test machine was checked instead (exit 0, "optimal")."""
+    p = gdrpeer("check", "--json", *opts, STELLINE)
+    assert source_of(p) == str(STELLINE)
+
+
+@pytest.mark.parametrize("opt", ["--hwloc", "--nccl-xml", "--lspci"])
+def test_input_option_takes_one_file(opt):
+    """`--hwloc A B` reads A as hwloc and B by its contents (two nodes), never B as hwloc XML."""
+    first = {"--hwloc": P5EN, "--nccl-xml": REF / "aws-p4d-24xl-topo.xml", "--lspci": STELLINE}[opt]
+    other = STELLINE if opt != "--lspci" else P5EN
+    p = gdrpeer("check", "--fleet", "--json", opt, first, other)
+    assert p.returncode in (0, 1, 2, 3), p.stderr
+    nodes = json.loads(p.stdout)["nodes"]
+    assert [n["source"] for n in nodes] == [str(other), str(first)] or \
+        sorted(n["source"] for n in nodes) == sorted([str(first), str(other)]), nodes
+    assert all("error" not in n for n in nodes), nodes
+
+
+def rule_ids_in_docs():
+    """The rule ids of docs/check.md's rule table (first column, in backquotes)."""
+    ids = set()
+    for line in (REPO / "docs" / "check.md").read_text().splitlines():
+        m = re.match(r"^\| (`[a-z0-9-]+`(?:, `[a-z0-9-]+`)*) \|", line)
+        if m:
+            ids.update(re.findall(r"`([a-z0-9-]+)`", m.group(1)))
+    assert len(ids) > 10, ids
+    return ids
+
+
+def rule_ids_in_rules_source():
+    """The ids rules.cpp gives findings and notes (add(..., "id", ...), note("id", ...))."""
+    src = (REPO / "userspace" / "topo" / "src" / "rules.cpp").read_text()
+    ids = set(re.findall(r'\badd\([^,]+, "([a-z0-9-]+)"', src)) | set(re.findall(r'\bnote\("([a-z0-9-]+)"', src))
+    assert len(ids) > 10, ids
+    return ids
+
+
+def test_every_documented_and_emitted_rule_id_can_be_skipped():
+    """Every id of docs/check.md and of rules.cpp, and each group, is accepted by --skip."""
+    ids = rule_ids_in_docs() | rule_ids_in_rules_source()
+    ids |= {i.split("-")[0] for i in ids}
+    p = gdrpeer("check", "--json", *[f"--skip={i}" for i in sorted(ids)], STELLINE)
+    assert p.returncode in (0, 1, 2), p.stderr
+
+
+@pytest.mark.parametrize("bad,near", [("path-sy", "path-sys"), ("acs-redirct", "acs-redirect"),
+                                      ("node.md", None)])
+def test_unknown_skip_id_is_refused(bad, near):
+    """An unknown --skip id is a usage error naming the nearest id and listing the valid ones;
+    before, it was accepted and skipped nothing."""
+    p = gdrpeer("check", "--skip", bad, STELLINE)
+    assert p.returncode == 64, (p.returncode, p.stderr)
+    assert f'"{bad}"' in p.stderr
+    if near:
+        assert f'did you mean "{near}"' in p.stderr
+    assert "path-root-complex" in p.stderr and "software" in p.stderr  # the list of valid ids
+
+
+@pytest.mark.parametrize("opts", [["--json", "--dot"], ["--dot", "--json"], ["--json", "--format", "nfd"],
+                                  ["--dot", "--format", "prometheus"]])
+def test_contradicting_formats_are_refused(opts):
+    p = gdrpeer("check", *opts, STELLINE)
+    assert p.returncode == 64, (p.returncode, p.stdout[:200], p.stderr)
+    assert "--json" in p.stderr or "--dot" in p.stderr
+
+
+# ---- 3. node verdicts operators can act on ------------------------------------------------------
+
+VERDICTS = ["optimal", "degraded", "unreliable", "blocked"]
+
+
+def node_verdict_from_pairs(j):
+    """The node verdict re-derived from a `check --json` report's pairs, by the rule NCCL follows:
+    each GPU is bound to its closest NIC (ncclTopoGetLocalNet picks the NICs with the best path
+    from the GPU), so a GPU counts with its best NIC; GPU-GPU and GPU-NVMe pairs all count, and so
+    do node findings with a severity. Returns (index into VERDICTS, {GPU label: its best NIC's})."""
+    roles = {d["label"]: d["role"] for d in j["devices"]}
+    best, others = {}, []
+    for p in j["pairs"]:
+        v = VERDICTS.index(p["verdict"])
+        if (roles[p["a"]], roles[p["b"]]) == ("gpu", "nic"):
+            best[p["a"]] = min(best.get(p["a"], 3), v)
+        else:
+            others.append(v)
+    node = [VERDICTS.index(n["severity"]) for n in j["notes"] if n["severity"] != "note"]
+    return max([*best.values(), *others, *node], default=0), best
+
+
+# Every reference input (topology/reference and kinds/) with the node verdict and exit code an
+# operator should get, and why (the sources are in topology/reference/README.md and
+# tests/test_check.py). Before issue 25 every multi-GPU node here exited 1 (the worst of all
+# GPU x NIC pairs) and the H100 snapshot, which has no NIC, exited 0 "optimal".
+REFERENCE_NODES = {
+    # AWS states every EFA NIC of p5/p5en shares a PCIe switch with a GPU: each GPU has a PIX NIC.
+    "aws-p5.48xl-topo-pr1226.xml": ("optimal", 0),
+    "aws-p5en.48xlarge.xml": ("optimal", 0),
+    # GPU and NIC pairs of the NVSwitch H200 dump (nccl-tests #256) share switches; GPU pairs NV18.
+    "kinds/h200-nccl-nvswitch.xml": ("optimal", 0),
+    # IGX Orin: one RTX GPU beside the ConnectX-7 of the same board switch (PIX).
+    "holohub-igx-orin-lspci-tv.txt": ("optimal", 0),
+    # p4d seen from inside the VM: GPUs and EFA on separate host bridges (NODE): NCCL leaves GDR off.
+    "aws-p4d.24xlarge.xml": ("degraded", 1),
+    # Workstations and a VM where even the nearest NIC is behind the root complex (NODE, PHB).
+    "stelline-asus-esc8000a-e12.md": ("degraded", 1),
+    "stelline-puget-wrx90.md": ("degraded", 1),
+    "kinds/h200-vm-lspci-tvv.md": ("degraded", 1),
+    "kinds/hwloc-qemu-q35-vm.xml": ("degraded", 1),
+    "kinds/server-bmc-bluefield-lspci.txt": ("degraded", 1),
+    "kinds/hwloc-duplicate-bdf.xml": ("degraded", 1),
+    "kinds/hwloc-nvlinkbandwidth.xml": ("degraded", 1),
+    "kinds/hwloc3-osdev-bitmask.xml": ("degraded", 1),
+    # GPU pairs across sockets (SYS) or root complexes, with no NVLink in the input: each pair counts.
+    "azure-ndv4-topo.xml": ("degraded", 1),
+    "kinds/azure-ncv4-nccl-nvlink.xml": ("degraded", 1),
+    # SXM/HGX GPUs with no NVLink in the input: NVLink inferred from the GPU model (issue 23), so
+    # the GPU pairs are not judged by their PCIe path; each GPU has an optimal NIC.
+    "aws-p4d-24xl-topo.xml": ("optimal", 0),
+    "aws-p6e-gb200.36xlarge.xml": ("optimal", 0),
+    # The real 4x H200 node (NV18 through NVSwitches from NVML), no NIC: the GPU pairs are judged.
+    "h200x4-node-snapshot.tar": ("optimal", 0),
+    "h200x4-run2-snapshot.tar": ("optimal", 0),
+    # One GPU, no NIC: nothing to judge.
+    "h100-node-snapshot.tar": ("incomplete", 3),
+}
+
+
+def reference_inputs():
+    top = [p for p in REF.iterdir() if p.is_file() and p.name != "README.md"]
+    return sorted(top + list((REF / "kinds").iterdir()))
+
+
+def test_reference_table_covers_the_whole_reference_set():
+    assert sorted(str(p.relative_to(REF)) for p in reference_inputs()) == sorted(REFERENCE_NODES)
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCE_NODES))
+def test_reference_node_verdict_and_exit_code(name):
+    status, rc = REFERENCE_NODES[name]
+    p = gdrpeer("check", "--json", REF / name)
+    j = json.loads(p.stdout)
+    assert (j["summary"]["node"]["verdict"], p.returncode) == (status, rc), j["summary"]["node"]["reason"]
+    if rc != 3:
+        # The same verdict re-derived from the pairs by NCCL's rule (this file, above).
+        assert VERDICTS[node_verdict_from_pairs(j)[0]] == status
+    # --all-pairs keeps the old judgement: the worst pair.
+    q = gdrpeer("check", "--json", "--all-pairs", REF / name)
+    worst = json.loads(q.stdout)["summary"]["worst"]
+    assert q.returncode == (3 if rc == 3 else {"optimal": 0, "degraded": 1, "unreliable": 1, "blocked": 2}[worst])
+
+
+def test_fleet_exit_codes_across_the_reference_set():
+    """Fleet mode over every reference input: each node's exit code and verdict as in the table,
+    the run's exit code the highest of them, the totals counted by node verdict."""
+    inputs = reference_inputs()
+    p = gdrpeer("check", "--fleet", "--json", *inputs)
+    j = json.loads(p.stdout)
+    got = {str(Path(n["source"]).relative_to(REF)): (n["verdict"], n["exit_code"]) for n in j["nodes"]}
+    assert got == REFERENCE_NODES
+    assert p.returncode == max(rc for _, rc in REFERENCE_NODES.values())
+    s = j["summary"]
+    for status in ("optimal", "degraded", "incomplete"):
+        assert s[status] == sum(v == status for v, _ in REFERENCE_NODES.values()), status
+    text = gdrpeer("check", "--fleet", *inputs)
+    for line, inp in zip(text.stdout.splitlines(), inputs):
+        status, rc = REFERENCE_NODES[str(inp.relative_to(REF))]
+        assert line.startswith(f"{inp}: {status} (") and f" exit {rc}" in line, line
+
+
+def nfd_labels(*args):
+    p = gdrpeer("check", "--format", "nfd", *args)
+    assert p.returncode in (0, 1, 2, 3), p.stderr
+    ns = "gdrpeer.feature.node.kubernetes.io/"
+    return p.returncode, dict(l[len(ns):].split("=", 1) for l in p.stdout.splitlines() if l.startswith(ns))
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCE_NODES))
+def test_reference_nfd_labels(name):
+    """The NFD labels of every reference input: `verdict` is the node verdict, `gpu-nic-verdict`
+    each GPU by its best NIC (the documented selector `gpu-nic-verdict: optimal` matches the
+    nodes whose GPUs all have an optimal NIC), the all-pairs worst as detail."""
+    status, rc = REFERENCE_NODES[name]
+    got_rc, labels = nfd_labels(REF / name)
+    assert got_rc == rc and labels["verdict"] == status
+    j = json.loads(gdrpeer("check", "--json", REF / name).stdout)
+    _, best = node_verdict_from_pairs(j)
+    assert labels["gpu-nic-verdict"] == (VERDICTS[max(best.values())] if best else "none")
+    if name in ("aws-p5.48xl-topo-pr1226.xml", "aws-p5en.48xlarge.xml", "kinds/h200-nccl-nvswitch.xml",
+                "holohub-igx-orin-lspci-tv.txt"):
+        assert labels["gpu-nic-verdict"] == "optimal"
+
+
+# ---- nothing checked, hardware missing ---------------------------------------------------------
+
+STELLINE_NICS = ["0000:21:00.0", "0000:21:00.1", "0000:81:00.0", "0000:81:00.1"]
+STELLINE_GPUS = ["0000:01:00.0", "0000:41:00.0", "0000:c1:00.0", "0000:e1:00.0"]
+
+
+def test_no_gpu_is_incomplete_not_optimal():
+    roles = [f"--role=NONE={b}" for b in STELLINE_GPUS]
+    p = gdrpeer("check", "--reason", *roles, STELLINE)
+    assert p.returncode == 3 and p.stdout.startswith("incomplete: no GPU found"), (p.returncode, p.stdout)
+    rc, labels = nfd_labels(*roles, STELLINE)
+    assert rc == 3 and labels["verdict"] == "incomplete"
+
+
+def test_no_nic_with_gpu_nic_pairs_is_incomplete():
+    roles = [f"--role=NONE={b}" for b in STELLINE_NICS]
+    p = gdrpeer("check", "--reason", "--pairs", "gpu-nic", *roles, STELLINE)
+    assert p.returncode == 3 and p.stdout.startswith("incomplete: no RDMA NIC found"), (p.returncode, p.stdout)
+    # The default pairs still judge the GPU pairs of a NIC-less node (with a no-nic note).
+    p = gdrpeer("check", "--reason", *roles, STELLINE)
+    assert p.returncode == 1, (p.returncode, p.stdout)
+
+
+@pytest.mark.parametrize("opts,rc,why", [
+    (["--expect-gpus", "8"], 3, "4 GPU(s) found, 8 expected"),
+    (["--expect-nics", "5"], 3, "4 NIC(s) found, 5 expected"),
+    (["--expect-gpus", "8", "--expect-nics", "8"], 3, "4 GPU(s) found, 8 expected; 4 NIC(s) found, 8 expected"),
+    (["--expect-gpus", "4", "--expect-nics", "4"], 1, "best NIC of GPU0"),
+])
+def test_expected_devices(opts, rc, why):
+    p = gdrpeer("check", "--reason", *opts, STELLINE)
+    assert p.returncode == rc and why in p.stdout, (p.returncode, p.stdout)
+    rc2, labels = nfd_labels(*opts, STELLINE)
+    assert rc2 == rc and labels["verdict"] == ("incomplete" if rc == 3 else "degraded")
+    assert labels.get("gpus-expected") == (opts[opts.index("--expect-gpus") + 1] if "--expect-gpus" in opts else None)
+    prom = gdrpeer("check", "--format", "prometheus", *opts, STELLINE).stdout
+    assert f"gdrpeer_check_incomplete {1 if rc == 3 else 0}" in prom
+    assert f"gdrpeer_check_exit_code {rc}" in prom
+    if "--expect-nics" in opts:
+        assert f'gdrpeer_devices_expected{{role="nic"}} {opts[opts.index("--expect-nics") + 1]}' in prom
+
+
+def test_reason_is_one_line_matching_the_exit_code():
+    for name, (status, rc) in REFERENCE_NODES.items():
+        p = gdrpeer("check", "--reason", REF / name)
+        assert p.returncode == rc, (name, p.returncode, p.stderr)
+        assert p.stdout.count("\n") == 1 and p.stdout.startswith(status + ": "), (name, p.stdout)
+    p = gdrpeer("check", "--reason", STELLINE, P5EN)
+    assert p.returncode == 64 and "needs one node" in p.stderr
+    p = gdrpeer("check", "--reason", "--json", STELLINE)
+    assert p.returncode == 64
+
+
+def test_text_output_has_the_per_gpu_digest():
+    text = gdrpeer("check", P5EN).stdout
+    digest = text.split("GPUs (each with its best NIC, as NCCL binds them):\n")[1].split("\n\n")[0].splitlines()
+    assert len(digest) == 8 and all(l.split()[-2:] == ["PIX", "optimal"] for l in digest), digest
+    assert re.search(r"^Node: optimal \(.*\), exit 0$", text, re.M), text[-400:]
+
+
+# ---- 9. conventions: typos, help, -V ----------------------------------------------------------
+
+@pytest.mark.parametrize("word,near", [("chek", "check"), ("snap", "snapshot"), ("verfy", "verify"),
+                                       ("tpo", "topo"), ("node.md", None)])
+def test_unknown_command_names_the_nearest(word, near):
+    """Before: "A subcommand is required" for any mistyped command."""
+    p = gdrpeer(word, STELLINE)
+    assert p.returncode == 64, p.returncode
+    assert f'"{word}" is not a command' in p.stderr, p.stderr
+    assert (f'did you mean "{near}"' in p.stderr) == bool(near), p.stderr
+
+
+@pytest.mark.parametrize("sub", [None, "check", "topo", "snapshot", "verify"])
+def test_help_command_is_the_help_flag(sub):
+    want = gdrpeer(*([sub] if sub else []), "--help")
+    got = gdrpeer("help", *([sub] if sub else []))
+    assert got.returncode == 0 == want.returncode and got.stdout == want.stdout
+
+
+def test_help_lists_exit_codes_and_examples():
+    for sub in (None, "check"):
+        text = gdrpeer(*([sub] if sub else []), "--help").stdout
+        assert "Exit codes (every subcommand):" in text and "3   incomplete" in text, text[-600:]
+    assert "Examples:" in gdrpeer("check", "--help").stdout
+
+
+def test_short_version_flag():
+    a, b = gdrpeer("-V"), gdrpeer("--version")
+    assert a.returncode == 0 and a.stdout == b.stdout and a.stdout.startswith("gdrpeer ")
+
+
+# ---- 7. output volume: --summary, --quiet -------------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(REFERENCE_NODES))
+def test_summary_is_one_line_per_gpu_and_the_node(name):
+    status, rc = REFERENCE_NODES[name]
+    p = gdrpeer("check", "--summary", REF / name)
+    assert p.returncode == rc, p.stderr
+    lines = p.stdout.splitlines()
+    j = json.loads(gdrpeer("check", "--json", REF / name).stdout)
+    _, best = node_verdict_from_pairs(j)
+    gpus = [d["label"] for d in j["devices"] if d["role"] == "gpu"]
+    assert len(lines) == len(gpus) + 1, p.stdout
+    for line, gpu in zip(lines, gpus):
+        assert line.startswith(gpu + " ")
+        if gpu in best:
+            assert line.split()[-1] == VERDICTS[best[gpu]], line
+        else:
+            assert line.endswith("no NIC checked"), line
+    assert lines[-1].startswith(f"node: {status} (") and lines[-1].endswith(f"exit {rc}")
+
+
+def test_summary_of_p5en_names_a_pix_nic_for_every_gpu():
+    # AWS: every p5en GPU shares a PCIe switch with EFA NICs.
+    lines = gdrpeer("check", "--summary", P5EN).stdout.splitlines()[:-1]
+    assert len(lines) == 8 and all(l.split()[-2:] == ["PIX", "optimal"] for l in lines), lines
+
+
+def test_quiet_prints_nothing_and_keeps_the_exit_code():
+    for name, (_, rc) in REFERENCE_NODES.items():
+        p = gdrpeer("check", "-q", REF / name)
+        assert (p.returncode, p.stdout) == (rc, ""), name
+    for opts in (["--json"], ["--format", "nfd"], ["--summary"], ["-o", "/tmp/x"]):
+        assert gdrpeer("check", "-q", *opts, STELLINE).returncode == 64, opts
+
+
+# ---- 8. failures not lost in fleet mode --------------------------------------------------------
+
+def test_fleet_unreadable_dump_does_not_hide_a_blocked_node(tmp_path):
+    """A blocked node (a GeForce GPU: GPUDirect RDMA unsupported, topology/platforms.json) and an
+    unreadable dump: the run exits 2, the dump's error is on stderr too. Before: exit 65, and
+    the error only on stdout."""
+    from test_check import _sysfs_node
+    blocked = _sysfs_node(tmp_path / "geforce", gpu_device=0x2684)  # RTX 4090
+    bad = tmp_path / "bad.xml"
+    bad.write_text("<topology>\n<object type=\"Machine\">\n")
+    p = gdrpeer("check", "--fleet", blocked, bad, P5EN)
+    assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
+    assert f"{bad}: error: {bad}:3: " in p.stdout
+    assert p.stderr.startswith(f"gdrpeer: {bad}:3: ") and p.stderr.count("\n") == 1, p.stderr
+    # Without a blocked or incomplete node the unreadable dump still decides: 65.
+    assert gdrpeer("check", "--fleet", bad, P5EN).returncode == 65
