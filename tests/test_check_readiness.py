@@ -29,7 +29,9 @@ def test_every_gpu_has_an_ibgda_and_a_gds_line_and_unknown_stays_unknown():
             # No NIC in the dump: none, and the software half is unknown without the driver's params.
             assert e["other"] == "" and m["mode"] == "none", e
             assert "no driver parameters in this input" in m["reason"], m["reason"]
-            line = next(l for l in p.stdout.splitlines() if l.strip().startswith(e["gpu"] + " - (no NIC)"))
+            # GPUs with the same line share it: "GPU0, GPU1 - (no NIC)  ibgda: ..."
+            line = next(l for l in p.stdout.splitlines()
+                        if " - (no NIC)" in l and e["gpu"] in l.strip().split(" - ")[0].split(", "))
             assert "ibgda: none; no RDMA NIC in this input" in line, line
         else:
             assert e["other"] == "" and m["mode"] == "compat", e
@@ -52,3 +54,14 @@ def test_a_snapshot_carries_the_kernel_configuration(tmp_path):
     again = json.loads(run("check", "--json", tar).stdout)["node"]["software"]["readiness"]["kernel_config"]
     assert again == live
     assert live["values"].get("CONFIG_PCI_P2PDMA") in ("y", "m", "n"), live
+
+
+def test_gpus_with_the_same_answer_share_one_line():
+    """The real 4x H200 node has no NIC and no NVMe drive: every GPU gets the same IBGDA and GDS
+    answer, printed once for the four (issue 25 item 7: no line repeated per GPU), each GPU named."""
+    text = run("check", REF / "h200x4-run2-snapshot.tar").stdout
+    ibgda = [l for l in text.splitlines() if " ibgda: " in l]
+    gds = [l for l in text.splitlines() if " gds: " in l]
+    assert len(ibgda) == 1 and len(gds) == 1, text
+    for line in ibgda + gds:
+        assert line.strip().startswith("GPU0, GPU1, GPU2, GPU3 - "), line

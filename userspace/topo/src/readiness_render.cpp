@@ -1,6 +1,8 @@
 // Outputs of the readiness stage: one text line per GPU x NIC (IBGDA) and GPU x NVMe
-// (GDS), and JSON objects "ibgda" / "gds" (keys in byte order, as the writer keeps them).
+// (GDS), GPUs with the same answer on one line, and JSON objects "ibgda" / "gds" (keys in byte order, as the writer keeps them).
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "readiness_internal.hpp"
 
@@ -41,13 +43,28 @@ std::string label(const Report& r, int i) { return i >= 0 && i < static_cast<int
 
 std::string render_readiness_text(const Report& r) {
   if (r.readiness.empty()) return "";
-  std::string o = "\nIBGDA and GDS readiness (modes and the sources modelled: docs/check.md):\n";
+  // GPUs whose line would be the same (same kind, other end, mode, reason and fix: typically
+  // every GPU of a node without a NIC or an NVMe drive) share one line, so an 8-GPU node says
+  // it once, not eight times (issue 25: notes repeated per pair).
+  struct Group {
+    std::string gpus, other, text;
+  };
+  std::vector<Group> groups;
   for (const auto& e : r.readiness) {
-    const std::string who = label(r, e.gpu) + " - " + (e.other >= 0 ? label(r, e.other) : e.kind == "ibgda" ? "(no NIC)" : "(no NVMe)");
-    std::string line = "  " + who + std::string(who.size() < 16 ? 16 - who.size() : 1, ' ') + e.kind + ": " + e.m.mode + "; " + e.m.reason;
-    if (!e.m.probe_note.empty()) line += " {" + e.m.probe_note + "}";
-    if (!e.m.fix.empty()) line += " | fix: " + one_line(e.m.fix);
-    o += line + "\n";
+    const std::string other = e.other >= 0 ? label(r, e.other) : e.kind == "ibgda" ? "(no NIC)" : "(no NVMe)";
+    std::string text = e.kind + ": " + e.m.mode + "; " + e.m.reason;
+    if (!e.m.probe_note.empty()) text += " {" + e.m.probe_note + "}";
+    if (!e.m.fix.empty()) text += "\n      fix: " + one_line(e.m.fix);
+    auto same = std::find_if(groups.begin(), groups.end(), [&](const Group& g) { return g.other == other && g.text == text; });
+    if (same == groups.end())
+      groups.push_back({label(r, e.gpu), other, text});
+    else
+      same->gpus += ", " + label(r, e.gpu);
+  }
+  std::string o = "\nIBGDA and GDS readiness (modes and the sources modelled: docs/check.md):\n";
+  for (const auto& g : groups) {
+    const std::string who = g.gpus + " - " + g.other;
+    o += "  " + who + std::string(who.size() < 16 ? 16 - who.size() : 1, ' ') + g.text + "\n";
   }
   return o;
 }
