@@ -39,7 +39,11 @@
  *   nvp_pin.lock       state, imports list; never held while the region
  *                      is revoked (gdrpeer_region_revoke takes the
  *                      region's locks, the reservation lock and waits for
- *                      importers, whose detach takes nvp_pin.lock)
+ *                      importers, whose detach takes nvp_pin.lock);
+ *                      held while the pin's write-combining memtype is
+ *                      reserved (after the table is taken) and while the
+ *                      free callback gives it back, so a reservation never
+ *                      outlives the callback (NVIDIA reuses the pages)
  * No lock of ours is held across a call into nvidia.ko: get_pages,
  * put_pages, dma_map_pages and dma_unmap_pages can wait for a running
  * free callback, and the callback takes nvp_pin.lock.  The callback waits
@@ -64,6 +68,7 @@
 #include <linux/dma-buf.h>
 #include <linux/kobject.h>
 #include <linux/list.h>
+#include <linux/lockdep.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/namei.h>
@@ -333,6 +338,13 @@ static struct nvp_pin *to_pin(struct gdrpeer_region *r)
 	return container_of(r, struct nvp_pin, region);
 }
 
+/* Give back the write-combining reservations of the first @n ranges. */
+static void nvp_wc_release(struct gdrpeer_region *r, unsigned int n)
+{
+	while (n--)
+		arch_io_free_memtype_wc(r->ranges[n].phys, r->ranges[n].len);
+}
+
 /* Called by NVIDIA (its own context) when the memory under @data goes. */
 static void nvp_free_callback(void *data)
 {
@@ -366,6 +378,17 @@ static void nvp_free_callback(void *data)
 			im->map = NULL;
 			atomic64_dec(&nvp_dma_mappings);
 		}
+	}
+	/*
+	 * NVIDIA hands these BAR1 pages to someone else after we return: the
+	 * write-combining reservation goes now, not when the last fd of the
+	 * dma-buf is closed, or a later uncached mapping of the same pages by
+	 * another user would get WC (x86 PAT keeps the first type).  No CPU
+	 * mapping of ours is left (zapped above) and faults see @revoked.
+	 */
+	if (pin->wc_reserved) {
+		nvp_wc_release(&pin->region, pin->region.nr_ranges);
+		pin->wc_reserved = false;
 	}
 	mutex_unlock(&pin->lock);
 
@@ -523,13 +546,6 @@ static void nvp_put(struct nvp_pin *pin)
 		pr_warn_ratelimited("put_pages of %#llx: %d\n", pin->va, ret);
 }
 
-/* Give back the write-combining reservations of the first @n ranges. */
-static void nvp_wc_release(struct gdrpeer_region *r, unsigned int n)
-{
-	while (n--)
-		arch_io_free_memtype_wc(r->ranges[n].phys, r->ranges[n].len);
-}
-
 /*
  * CPU mappings of the pin are inserted page by page at fault time and get
  * the memory type reserved for each address, uncached where nobody
@@ -542,6 +558,8 @@ static void nvp_wc_reserve(struct nvp_pin *pin)
 	struct gdrpeer_region *r = &pin->region;
 	unsigned int i;
 	int ret = 0;
+
+	lockdep_assert_held(&pin->lock);
 
 	for (i = 0; i < r->nr_ranges; i++) {
 		ret = arch_io_reserve_memtype_wc(r->ranges[i].phys,
@@ -731,9 +749,13 @@ static struct nvp_pin *nvp_pin_va(u64 va, u64 length, u32 mode)
 	 */
 	mutex_lock(&pin->lock);
 	ret = pin->state == NVP_PINNED ? nvp_take_table(pin, length) : -ENODEV;
-	mutex_unlock(&pin->lock);
+	/*
+	 * Under the lock with the state checked: a free callback either came
+	 * first (no reservation is made) or gives the reservation back.
+	 */
 	if (!ret)
 		nvp_wc_reserve(pin);
+	mutex_unlock(&pin->lock);
 	if (ret) {
 		pin->region.nr_ranges = 0;
 		gdrpeer_region_put(&pin->region);

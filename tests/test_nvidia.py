@@ -64,7 +64,7 @@ REFUSE_GPL_PROPRIETARY_MIX = {"6.1", "6.12", "7.2"}
 TAINT_PROPRIETARY = 1 << 0
 
 # The nvidia kselftest: its tests, and the one that runs only while the provider is unavailable.
-NV_TESTS = 18
+NV_TESTS = 19
 NVSTUB_TESTS = 8
 UNAVAILABLE_TEST = "global.export_va_when_unavailable_enodev"
 
