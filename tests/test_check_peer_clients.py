@@ -19,7 +19,11 @@ are the device's own) to get the per-pair consumer entries; the node-wide `peer-
 needs no such help. The check runs with the three consumers' dma-buf switches off
 (NCCL_DMABUF_ENABLE=0, NVSHMEM_IB_DISABLE_DMABUF=1, UCX_CUDA_COPY_DMABUF=no, which the checker
 models): without CUDA in the guest dma-buf is unknown, and with it off the peer-memory client is
-the only path, so each consumer's answer turns on the client's name alone."""
+the only path, so each consumer's answer turns on the client's name alone.
+
+Last, gdrpeer's peermem_cuda is set to off while it is registered as nv_mem: the consumers still
+see nv_mem and turn GDR on, but no client serves CUDA addresses (docs/driver.md), so the checker
+must call each consumer's pair blocked; it reads gdrpeer's providers/peermem/cuda line for that."""
 
 import json
 import re
@@ -56,6 +60,10 @@ COMMANDS = [
     "rmmod gdrpeer && insmod " + f"{M}/gdrpeer-ofed.ko pcibar=$GDRPEER_GPU_BDF peermem_name=nv_mem && "
     "cat /sys/class/gdrpeer/gdrpeer/providers/peermem/status",
     loaded_as("nv_mem"),
+    # the same client serving no CUDA addresses: consumers still see nv_mem, registration fails
+    "echo off > /sys/module/gdrpeer/parameters/peermem_cuda && "
+    "cat /sys/class/gdrpeer/gdrpeer/providers/peermem/cuda && "
+    f"{CHECK} --json > /out/nv_mem_nocuda.json; echo json_rc=$?",
     f"rmmod gdrpeer && rmmod gdrpeer_peerhost && rmmod gdrpeer_edu_hca && test ! -e {PEERS} && "
     "echo unloaded",
 ]
@@ -98,7 +106,7 @@ def check_client(res, result, name):
     else:
         inv = notes["peer-client-invisible"]
         assert f"peer-memory client '{name}'" in inv["text"], inv
-        assert "nv_mem" in inv["fix"], inv       # the fix names the name they look for
+        assert "peermem_name=nv_mem" in inv["fix"], inv       # the fix names the name they look for
         assert f"peer-memory client '{name}'" in text and "(peer-client-invisible)" in text, text
 
     # per GPU x NIC: each consumer takes the peer-memory client exactly when it knows the name
@@ -122,6 +130,28 @@ def check_client(res, result, name):
     return j
 
 
+def note(j, rule):
+    (n,) = [n for n in j["notes"] if n["rule"] == rule]
+    return n
+
+
+def check_unserved(res, result):
+    """gdrpeer as nv_mem with peermem_cuda=off (docs/driver.md: the name promises CUDA memory, which
+    holds only while gdrpeer serves CUDA addresses): the consumers turn GDR on through it, and their
+    ibv_reg_mr of GPU memory finds no client: blocked, with the fix."""
+    unserved = "not claimed (peermem_cuda=off)"
+    assert result.status == 0 and unserved in result.output, result.output
+    j = json.loads(res.files["nv_mem_nocuda.json"])
+    (pair,) = j["pairs"]
+    for c in ("nccl", "nvshmem", "ucx"):
+        d = pair["consumers"][c]
+        assert d["gdr"] is True and d["path"] == "peer-memory" and d["rule"] == f"consumer-{c}", (c, d)
+        assert f"nv_mem client is gdrpeer's and serves no CUDA addresses ({unserved})" in d["why"], d
+        (f,) = [f for f in pair["findings"] if f["rule"] == f"consumer-{c}"]
+        assert f["severity"] == "blocked" and "peermem_cuda" in f["fix"], f
+    assert f"(gdrpeer's client; CUDA addresses: {unserved})" in note(j, "peer-clients")["text"], j["notes"]
+
+
 def test_check_lists_the_client_and_who_sees_it(kernel_name):
     kmod = build_dir() / "kmod" / kernel_name
     for ko in ("gdrpeer-ofed.ko", "gdrpeer_peerhost.ko", "gdrpeer_edu_hca.ko"):
@@ -131,12 +161,15 @@ def test_check_lists_the_client_and_who_sees_it(kernel_name):
         if not (build_dir() / "bin" / b).exists():
             pytest.fail(f"{build_dir() / 'bin' / b} missing (make userspace selftests)")
     res = Node(kernel_name, "switch", "off", bar_mib=64).run(COMMANDS, timeout=600)
-    setup, as_gdrpeer, reload, as_nv_mem, unload = res.results
+    setup, as_gdrpeer, reload, as_nv_mem, no_cuda, unload = res.results
     assert setup.status == 0 and "0x10de" in setup.output, setup.output
     assert 'active: registered with ib_core as peer-memory client "gdrpeer"' in setup.output, setup.output
     assert reload.status == 0, reload.output
     assert 'active: registered with ib_core as peer-memory client "nv_mem"' in reload.output, reload.output
     check_client(res, as_gdrpeer, "gdrpeer")
-    check_client(res, as_nv_mem, "nv_mem")
+    j = check_client(res, as_nv_mem, "nv_mem")
+    claimed = "claimed through the nvidia provider, callback pins (peermem_cuda=auto, nvidia_peermem not loaded)"
+    assert f"(gdrpeer's client; CUDA addresses: {claimed})" in note(j, "peer-clients")["text"], j["notes"]
+    check_unserved(res, no_cuda)
     assert unload.status == 0 and "unloaded" in unload.output, unload.output
     assert res.problems() == []
