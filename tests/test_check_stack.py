@@ -217,6 +217,12 @@ def test_gdrpeer_client_named_nv_mem_without_cuda_addresses_fails_registration(t
             assert len(found) == 1 and found[0]["severity"] == "blocked" and "peermem_cuda" in found[0]["fix"], found
         else:
             assert d["rule"] == "" and not found, (d, found)
+    # a snapshot carries gdrpeer's two files and gives the same answers
+    snap = tmp_path / "s.tar"
+    run("snapshot", "--sysfs-root", root, snap)
+    b = json.loads(run("check", "--json", snap).stdout)
+    assert b["node"]["software"]["stack"] == stack
+    assert [p["consumers"] for p in b["pairs"]] == [p["consumers"] for p in j["pairs"]]
 
 
 @pytest.mark.parametrize("log, kind, module, fix_word", [
