@@ -5,7 +5,7 @@ One boot (VM_KERNEL, switch, IOMMU off): the test-only peer-memory host
 (selftests/kmod/gdrpeer_peerhost.ko, which makes /sys/kernel/mm/memory_peers/<name>/ with its
 version and counters as MOFED's ib_core does) and gdrpeer-ofed.ko, first with the default client
 name, then reloaded with peermem_name=nv_mem. After each load the kselftest's peermem_name fixture
-registers and deregisters once (so the counters are not all zero), the files of memory_peers/ are
+registers and deregisters (so the counters are not all zero), the files of memory_peers/ are
 printed with cat (the truth the checker must report), and `gdrpeer check` runs in JSON and text.
 
 What each consumer sees is taken from docs/driver.md's table, derived from their sources (NCCL
@@ -27,6 +27,7 @@ must call each consumer's pair blocked; it reads gdrpeer's providers/peermem/cud
 
 import json
 import re
+
 import pytest
 
 from emunode import Node
