@@ -189,6 +189,42 @@ def test_gdrpeer_client_is_invisible_to_consumers(tmp_path):
     assert not note(j, "peer-client-invisible") and pair["consumers"]["nccl"]["gdr"] is True
 
 
+# gdrpeer's own client as its sysfs shows it (driver/exporter_peermem.c, pm_cuda_claimed)
+GDRPEER_CUDA = {"off": "not claimed (peermem_cuda=off)",
+                "auto": "claimed through the nvidia provider, callback pins (peermem_cuda=auto, nvidia_peermem not loaded)"}
+
+
+@pytest.mark.parametrize("cuda", ["off", "auto"])
+def test_gdrpeer_client_named_nv_mem_without_cuda_addresses_fails_registration(tmp_path, cuda):
+    """docs/driver.md: naming gdrpeer's client nv_mem tells NCCL, NVSHMEM and UCX that CUDA memory can
+    be registered, which holds only while gdrpeer serves CUDA addresses; with peermem_cuda=off they
+    turn GDR on and ibv_reg_mr of GPU memory fails (no client claims it)."""
+    root = node(tmp_path, version=PROPRIETARY_VERSION, modules=("nvidia", "gdrpeer", "ib_core"), peers={"nv_mem": {"version": "1.1"}})
+    (root / "sys/module/gdrpeer/parameters").mkdir(parents=True)
+    (root / "sys/module/gdrpeer/parameters/peermem_name").write_text("nv_mem\n")
+    (root / "sys/class/gdrpeer/gdrpeer/providers/peermem").mkdir(parents=True)
+    (root / "sys/class/gdrpeer/gdrpeer/providers/peermem/cuda").write_text(GDRPEER_CUDA[cuda] + "\n")
+    j, pair = check(root)
+    assert f"(gdrpeer's client; CUDA addresses: {GDRPEER_CUDA[cuda]})" in note(j, "peer-clients")[0]["text"]
+    stack = j["node"]["software"]["stack"]
+    assert (stack["gdrpeer_client"], stack["gdrpeer_cuda"]) == ("nv_mem", GDRPEER_CUDA[cuda])
+    for c in ("nccl", "nvshmem", "ucx"):
+        d = pair["consumers"][c]
+        assert d["gdr"] is True and d["path"] == "peer-memory", (c, d)
+        found = [f for f in pair["findings"] if f["rule"] == f"consumer-{c}"]
+        if cuda == "off":
+            assert d["rule"] == f"consumer-{c}" and "gdrpeer's and serves no CUDA addresses" in d["why"], d
+            assert len(found) == 1 and found[0]["severity"] == "blocked" and "peermem_cuda" in found[0]["fix"], found
+        else:
+            assert d["rule"] == "" and not found, (d, found)
+    # a snapshot carries gdrpeer's two files and gives the same answers
+    snap = tmp_path / "s.tar"
+    run("snapshot", "--sysfs-root", root, snap)
+    b = json.loads(run("check", "--json", snap).stdout)
+    assert b["node"]["software"]["stack"] == stack
+    assert [p["consumers"] for p in b["pairs"]] == [p["consumers"] for p in j["pairs"]]
+
+
 @pytest.mark.parametrize("log, kind, module, fix_word", [
     ("kmsg-gpu-operator-2868.txt", "symbol-version", "nvidia_peermem", "rebuild nvidia_peermem against the running OFED"),
     ("kmsg-nv-peer-memory-84.txt", "unknown-symbol", "nv_peer_mem", "openibd"),

@@ -24,6 +24,7 @@
 //   /sys/module/nv_peer_mem/version exists, or dma-buf (uct_ib_md_check_dmabuf, and
 //   cuda_copy's UCX_CUDA_COPY_DMABUF=try); UCX_IB_GPU_DIRECT_RDMA=no turns it off.
 #include <cstdlib>
+#include <initializer_list>
 #include <sstream>
 
 #include "stack_internal.hpp"
@@ -107,6 +108,22 @@ void gate_says(ConsumerDecision& d, const GateAnswer& g, const char* what) {
   } else if (g.allowed == -1) {
     d.why += std::string("; whether the NVIDIA driver accepts the ") + what + " is unknown (" + g.why + ")";
   }
+}
+
+// gdrpeer's client registered under one of @names (those the consumer looks for) serves no CUDA
+// addresses, and no NVIDIA peer module is loaded to serve them: ib_core finds no client that
+// claims the consumer's GPU memory.
+bool unserved(const NodeFacts& n, std::initializer_list<const char*> names) {
+  if (n.unserved_client.empty() || n.mod_nvidia_peermem == 1 || n.mod_nv_peer_mem == 1) return false;
+  for (const char* name : names)
+    if (n.unserved_client == name) return true;
+  return false;
+}
+
+void say_unserved(ConsumerDecision& d, const NodeFacts& n) {
+  d.why += "; but the " + n.unserved_client + " client is gdrpeer's and serves no CUDA addresses (" + n.unserved_why +
+           "): ibv_reg_mr of GPU memory fails";
+  d.rule = "consumer-" + d.consumer;
 }
 
 }  // namespace
@@ -198,6 +215,7 @@ ConsumerDecision decide_nccl(const NodeFacts& n, const PairFacts& p, const std::
           "NCCL says Enabled and memory registration fails";
       d.rule = "consumer-nccl";
     }
+    if (unserved(n, {"nv_mem", "nv_mem_nc"})) say_unserved(d, n);
     gate_says(d, p.gate.nvidia_p2p, "nvidia_p2p mapping");
   } else {
     d.path = "unknown";
@@ -223,6 +241,7 @@ ConsumerDecision decide_nvshmem(const NodeFacts& n, const PairFacts& p, const st
     d.gdr = 1;
     d.path = "peer-memory";
     d.why = std::string(dmabuf_off ? "NVSHMEM_IB_DISABLE_DMABUF set" : "dma-buf not available") + "; peer memory (nv_mem / nvidia-peermem)";
+    if (unserved(n, {"nv_mem", "nvidia-peermem"})) say_unserved(d, n);
     gate_says(d, p.gate.nvidia_p2p, "nvidia_p2p mapping");
   } else if (dmabuf == 0 && peer == 0) {
     d.gdr = 0;
@@ -260,6 +279,7 @@ ConsumerDecision decide_ucx(const NodeFacts& n, const PairFacts& p, const std::m
     d.gdr = 1;
     d.path = "peer-memory";
     d.why = "rc/dc register CUDA memory through the peer-memory client";
+    if (unserved(n, {"nv_mem"})) say_unserved(d, n);
     gate_says(d, p.gate.nvidia_p2p, "nvidia_p2p mapping");
   } else if (dmabuf == 0 && peer == 0) {
     d.gdr = 0;

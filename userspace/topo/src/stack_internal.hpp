@@ -20,6 +20,11 @@ struct NodeFacts {
   Tri mod_nvidia_peermem = -1, mod_nv_peer_mem = -1;              // /sys/module/<name>/version
   Tri kernel_dmabuf = -1;                                         // ib_core imports dma-buf (Linux >= 5.12)
   Tri open_module = -1;                                           // NVIDIA open kernel module (exports dma-buf)
+  // gdrpeer's client, registered under this name, serves no CUDA addresses (peermem_cuda=off):
+  // a consumer that takes the name for nvidia_peermem's turns GDR on and ibv_reg_mr of GPU
+  // memory fails (no client claims it). "" otherwise.
+  std::string unserved_client;
+  std::string unserved_why;  // gdrpeer's providers/peermem/cuda line
   std::string kernel;
 };
 

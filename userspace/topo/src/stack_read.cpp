@@ -249,6 +249,8 @@ void read_stack(FileSource& fs, Software& sw) {
       s.peer_clients.push_back(std::move(c));
     }
   }
+  if (auto v = fs.read("/sys/module/gdrpeer/parameters/peermem_name", 4096)) s.gdrpeer_client = trimmed(*v);
+  if (auto v = fs.read("/sys/class/gdrpeer/gdrpeer/providers/peermem/cuda", 4096)) s.gdrpeer_cuda = trimmed(*v);
   if (auto files = fs.list("/sys/module/nvidia_peermem")) {
     s.peermem_sysfs = true;
     if (auto v = fs.read("/sys/module/nvidia_peermem/version", 4096)) s.peermem_version = trimmed(*v);

@@ -77,6 +77,7 @@ void render_consumers_json(detail::JsonWriter& j, const PairResult& p) {
 void render_stack_json(detail::JsonWriter& j, const Software& sw) {
   const StackState& s = sw.stack;
   j.key("stack").begin_object();
+  j.key("gdrpeer_client").value(s.gdrpeer_client).key("gdrpeer_cuda").value(s.gdrpeer_cuda);
   j.key("kernel_log").begin_array();
   for (const auto& c : s.log_causes)
     j.begin_object().key("kind").value(c.kind).key("line").value(c.line).key("module").value(c.module).end_object();

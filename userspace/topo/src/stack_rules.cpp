@@ -129,6 +129,12 @@ class StackStage {
       n_.mod_nvidia_peermem = (s.peermem_sysfs || sw.has_module("nvidia_peermem")) ? 1 : 0;
       n_.mod_nv_peer_mem = sw.has_module("nv_peer_mem") ? 1 : 0;
     }
+    // gdrpeer's client under its peermem_name while it serves no CUDA addresses: a consumer that
+    // knows the name registers GPU memory through it and fails (docs/driver.md, the client's name).
+    if (!s.gdrpeer_client.empty() && s.client(s.gdrpeer_client) && s.gdrpeer_cuda.rfind("not claimed", 0) == 0) {
+      n_.unserved_client = s.gdrpeer_client;
+      n_.unserved_why = s.gdrpeer_cuda;
+    }
     int a = 0, b = 0;
     if (std::sscanf(sw.kernel_release.c_str(), "%d.%d", &a, &b) == 2) n_.kernel_dmabuf = kernel_ge(sw.kernel_release, 5, 12) ? 1 : 0;
     if (s.nvidia_version_known) n_.open_module = s.nvidia_open ? 1 : 0;
@@ -241,6 +247,7 @@ class StackStage {
       if (mrs != c.counters.end()) list += ", " + mrs->second + " MRs";
       if (bytes != c.counters.end()) list += ", " + bytes->second + " bytes registered";
       list += who.empty() ? ", seen by none of NCCL, NVSHMEM, UCX (they look for nv_mem, nv_mem_nc, nvidia-peermem)" : ", seen by " + who;
+      if (c.name == s.gdrpeer_client && !s.gdrpeer_cuda.empty()) list += " (gdrpeer's client; CUDA addresses: " + s.gdrpeer_cuda + ")";
     }
     if (!s.peer_clients.empty())
       node("peer-clients", Verdict::Optimal, "peer-memory clients registered in /sys/kernel/mm/memory_peers: " + list);
@@ -251,7 +258,8 @@ class StackStage {
                  "' works for ibv_reg_mr, but NCCL, NVSHMEM and UCX decide GDR from the names nv_mem / nv_mem_nc / nvidia-peermem and the "
                  "nvidia_peermem module: they report GPUDirect RDMA disabled through it (they still use dma-buf where they can)",
              c.name == "gdrpeer"
-                 ? "# load gdrpeer with its client-name module parameter set to nv_mem where nvidia_peermem is not loaded (docs/driver.md)"
+                 ? "rmmod gdrpeer && modprobe gdrpeer peermem_name=nv_mem   # where nvidia_peermem is not loaded; gdrpeer must serve CUDA "
+                   "addresses (peermem_cuda=auto, the default) (docs/driver.md)"
                  : "");
     const bool loaded = sw.has_module("nvidia_peermem") || sw.has_module("nv_peer_mem");
     // Without the memory_peers directory a copy of sysfs cannot tell; the live node can (absent: none).
@@ -453,7 +461,11 @@ class StackStage {
     for (const auto& d : consumers) {
       if (d.rule.empty() || d.rule == "exporter-gate") continue;
       std::string fix;
-      if (d.consumer == "nccl" && d.why.find("memory registration fails") != std::string::npos)
+      if (d.why.find("serves no CUDA addresses") != std::string::npos)
+        fix =
+            "echo auto > /sys/module/gdrpeer/parameters/peermem_cuda   # gdrpeer's client then serves CUDA addresses; or load gdrpeer "
+            "with the default peermem_name (gdrpeer), which no consumer takes for nvidia_peermem's";
+      else if (d.consumer == "nccl" && d.why.find("memory registration fails") != std::string::npos)
         fix =
             "# install MLNX_OFED / DOCA-OFED and reload nvidia_peermem, or use dma-buf (open module, Linux >= 5.12): NCCL_DMABUF_ENABLE=1";
       else if (d.why.find("GPU_DIRECT_RDMA_SUPPORTED=0") != std::string::npos)

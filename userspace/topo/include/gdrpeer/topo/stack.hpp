@@ -57,6 +57,12 @@ struct StackState {
   bool peermem_sysfs = false;  // /sys/module/nvidia_peermem exists
   std::string peermem_version;
   std::map<std::string, std::string> peermem_params;
+  // gdrpeer's own peer-memory client (driver/exporter_peermem.c, docs/driver.md): the name it
+  // registers under (/sys/module/gdrpeer/parameters/peermem_name) and whether it serves CUDA
+  // addresses (providers/peermem/cuda: "claimed ...", "left to nvidia_peermem ...", "not claimed
+  // (peermem_cuda=off)"); "" when not read.
+  std::string gdrpeer_client;
+  std::string gdrpeer_cuda;
   // Kernel log (live: /dev/kmsg; snapshots: gdrpeer-snapshot/kernel-log), the lines that matter.
   bool kernel_log_read = false;
   std::vector<std::string> kernel_log;
