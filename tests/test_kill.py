@@ -44,7 +44,7 @@ for d in {' '.join(DELAYS)}; do
 	i=$((i + 1))
 	if [ $((i % 2)) = 1 ]; then
 		what=verify
-		gdrpeer verify -s gdrpeer --size 256K --seed $i >/dev/null 2>&1 &
+		gdrpeer verify --source gdrpeer --size 256K --seed $i >/dev/null 2>&1 &
 	else
 		what=export
 		gdrpeer_fuzz --no-churn --ops 100000000 --threads 4 --seed $i --dma-one-in 50 \\

@@ -59,7 +59,7 @@ def full_commands():
                    "! grep -q '^[0-9]* (.*) Z' /proc/$pid/stat 2>/dev/null; do sleep 0.1; i=$((i+1)); done; "
                    "{ ! [ -e /proc/$pid ] || grep -q '^[0-9]* (.*) Z' /proc/$pid/stat; } && echo killed",
         "after_kill": gauges(DEV),
-        "verify": "gdrpeer verify -s gdrpeer --size 64K; echo verify_exit=$?",
+        "verify": "gdrpeer verify --source gdrpeer --size 64K; echo verify_exit=$?",
         "unbind": "gdrpeer_rxe_dmabuf revoke-pcibar unbind",
         # an unbound device may have left sysfs: its gauges are then gone with it
         "pcibar_gauges": f"if [ -d {DEV} ]; then {gauges(DEV)}; else echo device gone; fi",
@@ -152,7 +152,7 @@ def test_verify_passes_dmabuf_row(full):
     reg_mr = [l for l in v.splitlines() if "gdrpeer" in l and "ibv_reg_mr" in l and "dmabuf" not in l]
     assert reg_mr and all("unsupported" in l for l in reg_mr), v
     assert "cannot pin PCI BAR pages" in v, v
-    assert "verify_exit=2" in v, v  # unsupported (reg_mr) over pass; nothing failed
+    assert "verify_exit=1" in v, v  # unsupported (reg_mr) over pass; nothing failed (1 since issue 25)
 
 
 def test_revoke_nvidia_standin_free_under_write_loop(full):
