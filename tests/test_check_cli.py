@@ -362,6 +362,51 @@ def test_quiet_prints_nothing_and_keeps_the_exit_code():
         assert gdrpeer("check", "-q", *opts, STELLINE).returncode == 64, opts
 
 
+PAIR_LINE = re.compile(r"^  (\[\w+\] )?[A-Z]+\d+-[A-Z]+\d+(, [A-Z]+\d+-[A-Z]+\d+)*( and \d+ more)?: (?P<text>.*)$")
+BDF_LIST = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7](, [0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7])*")
+
+
+def problems_and_notes(text):
+    """The pair lines of the Problems and Notes sections, each without its list of pairs."""
+    out = []
+    for section in ("Problems:\n", "Notes:\n"):
+        if section in text:
+            for line in text.split(section, 1)[1].split("\n\n")[0].splitlines():
+                m = PAIR_LINE.match(line)
+                if m:
+                    out.append(m["text"])
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCE_NODES))
+def test_a_note_or_problem_with_the_same_text_is_printed_once(name):
+    """Issue 25 item 7: a note repeated per pair ("ACS state of <bridges> is not in this input"
+    once per GPU-NIC pair, path-sys once per GPU with its own fix) is one line naming its pairs.
+    Two lines whose texts differ only in the BDFs they list are the same note."""
+    lines = [BDF_LIST.sub("<bdfs>", l) for l in problems_and_notes(gdrpeer("check", REF / name).stdout)]
+    repeated = sorted({l for l in lines if lines.count(l) > 1})
+    assert not repeated, repeated
+
+
+def test_deduplicated_notes_keep_every_bdf_and_every_fix():
+    """The one acs-unknown line of the p5en names every bridge the per-pair JSON findings name
+    (the JSON keeps one finding per pair), and path-sys keeps each GPU's own fix."""
+    text = gdrpeer("check", P5EN).stdout
+    j = json.loads(gdrpeer("check", "--json", P5EN).stdout)
+    findings = [f for p in j["pairs"] for f in p["findings"]]
+    acs = [f for f in findings if f["rule"] == "acs-unknown"]
+    assert len(acs) == 32, len(acs)  # one per GPU-NIC pair under a shared switch
+    acs_lines = [l for l in text.splitlines() if l.endswith("(acs-unknown)")]
+    assert len(acs_lines) == 1, acs_lines
+    for f in acs:
+        for bdf in BDF_LIST.search(f["reason"])[0].split(", "):
+            assert bdf in acs_lines[0], (bdf, acs_lines[0])
+    sys_lines = [l for l in text.splitlines() if l.endswith("(path-sys)")]
+    assert len(sys_lines) == 1, sys_lines
+    fixes = {f["fix"] for f in findings if f["rule"] == "path-sys"}
+    assert len(fixes) == 8 and all(f"      fix: {fix}\n" in text for fix in fixes), fixes
+
+
 # ---- 8. failures not lost in fleet mode --------------------------------------------------------
 
 def test_fleet_unreadable_dump_does_not_hide_a_blocked_node(tmp_path):

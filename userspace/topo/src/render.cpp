@@ -77,23 +77,87 @@ std::string dev_desc(const Device& d) {
   return s;
 }
 
+// One line of Problems or Notes: every pair whose finding has the same rule,
+// severity and text. A text whose only difference between pairs is one list of
+// BDFs ("ACS state of A, B is not in this input") counts as the same text; the
+// line then names the union of those BDFs. Fixes that differ (each names its
+// GPU's closest NIC) are kept, each once.
 struct Group {
   Verdict sev;
-  std::string rule, reason, fix;
+  std::string rule;
+  std::string before, after;       // the text around the BDF list (all of it in `before` if none)
+  bool has_list = false;
+  std::vector<std::string> bdfs;   // the union of the lists, sorted
+  std::vector<std::string> fixes;  // distinct, in first-seen order
   std::vector<std::string> who;
+  std::string reason() const {
+    if (!has_list) return before;
+    std::string s = before;
+    for (size_t i = 0; i < bdfs.size(); ++i) s += (i ? ", " : "") + bdfs[i];
+    return s + after;
+  }
 };
+
+bool hexdigit(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
+
+// "0000:46:02.2" at s[i]: domain:bus:device.function as sysfs spells it.
+bool bdf_at(std::string_view s, size_t i) {
+  static constexpr std::string_view shape = "hhhh:hh:hh.h";
+  if (i + shape.size() > s.size()) return false;
+  for (size_t k = 0; k < shape.size(); ++k)
+    if (shape[k] == 'h' ? !hexdigit(s[i + k]) : s[i + k] != shape[k]) return false;
+  return i + shape.size() == s.size() || !hexdigit(s[i + shape.size()]);
+}
+
+// Splits a text with exactly one run of BDFs ("A, B, C") into the text around it
+// and the run. Texts with none or with several runs ("from A to B": the pairing
+// matters) are left whole: only identical texts group then.
+bool split_bdf_list(std::string_view s, std::string_view& before, std::string_view& after, std::vector<std::string_view>& list) {
+  constexpr size_t kLen = 12;
+  size_t start = std::string_view::npos, end = 0, runs = 0;
+  std::vector<std::string_view> got;
+  for (size_t i = 0; i < s.size();) {
+    if ((i == 0 || !hexdigit(s[i - 1])) && bdf_at(s, i)) {
+      if (++runs > 1) return false;
+      start = i;
+      got.push_back(s.substr(i, kLen));
+      i += kLen;
+      while (s.substr(i, 2) == ", " && bdf_at(s, i + 2)) {
+        got.push_back(s.substr(i + 2, kLen));
+        i += 2 + kLen;
+      }
+      end = i;
+      continue;
+    }
+    ++i;
+  }
+  if (runs != 1) return false;
+  before = s.substr(0, start);
+  after = s.substr(end);
+  list = std::move(got);
+  return true;
+}
 
 std::vector<Group> group_findings(const Report& r, bool notes) {
   std::vector<Group> out;
   // Keyed by views into the findings, which outlive this call.
-  std::map<std::tuple<std::string_view, std::string_view, std::string_view>, size_t> index;
+  std::map<std::tuple<int, std::string_view, bool, std::string_view, std::string_view>, size_t> index;
+  std::vector<std::string_view> list;
   for (const auto& p : r.pairs)
     for (const auto& f : p.findings) {
       if ((f.severity == Verdict::Optimal) != notes) continue;
-      auto [it, fresh] = index.try_emplace({f.rule, f.reason, f.fix}, out.size());
-      if (fresh) out.push_back(Group{f.severity, f.rule, f.reason, f.fix, {}});
-      out[it->second].who.push_back(p.label_a + "-" + p.label_b);
+      std::string_view before = f.reason, after;
+      list.clear();
+      const bool has_list = split_bdf_list(f.reason, before, after, list);
+      auto [it, fresh] = index.try_emplace({static_cast<int>(f.severity), f.rule, has_list, before, after}, out.size());
+      if (fresh) out.push_back(Group{f.severity, f.rule, std::string(before), std::string(after), has_list, {}, {}, {}});
+      Group& g = out[it->second];
+      for (auto b : list)
+        if (std::find(g.bdfs.begin(), g.bdfs.end(), b) == g.bdfs.end()) g.bdfs.emplace_back(b);
+      if (!f.fix.empty() && std::find(g.fixes.begin(), g.fixes.end(), f.fix) == g.fixes.end()) g.fixes.push_back(f.fix);
+      g.who.push_back(p.label_a + "-" + p.label_b);
     }
+  for (auto& g : out) std::sort(g.bdfs.begin(), g.bdfs.end());  // the bridges of one switch side by side
   std::stable_sort(out.begin(), out.end(), [](const Group& a, const Group& b) { return a.sev > b.sev; });
   return out;
 }
@@ -183,8 +247,8 @@ std::string render_matrix(const Topology& t, const Report& r, bool include_nvme)
       if (!f.fix.empty()) o << "      fix: " << f.fix << "\n";
     }
     for (const auto& g : problems) {
-      o << "  [" << to_string(g.sev) << "] " << who_list(g.who) << ": " << g.reason << " (" << g.rule << ")\n";
-      if (!g.fix.empty()) o << "      fix: " << g.fix << "\n";
+      o << "  [" << to_string(g.sev) << "] " << who_list(g.who) << ": " << g.reason() << " (" << g.rule << ")\n";
+      for (const auto& fix : g.fixes) o << "      fix: " << fix << "\n";
     }
   }
   auto notes = group_findings(r, true);
@@ -193,8 +257,8 @@ std::string render_matrix(const Topology& t, const Report& r, bool include_nvme)
   if (!notes.empty() || node_notes) {
     o << "\nNotes:\n";
     for (const auto& g : notes) {
-      o << "  " << who_list(g.who) << ": " << g.reason << " (" << g.rule << ")\n";
-      if (!g.fix.empty()) o << "      hint: " << g.fix << "\n";
+      o << "  " << who_list(g.who) << ": " << g.reason() << " (" << g.rule << ")\n";
+      for (const auto& fix : g.fixes) o << "      hint: " << fix << "\n";
     }
     for (const auto& f : r.node_findings)
       if (f.severity == Verdict::Optimal) {
