@@ -7,6 +7,7 @@ Each test here failed on the CLI before issue 25 (the binary of main at 26a2bd7)
 import json
 import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -405,6 +406,59 @@ def test_deduplicated_notes_keep_every_bdf_and_every_fix():
     assert len(sys_lines) == 1, sys_lines
     fixes = {f["fix"] for f in findings if f["rule"] == "path-sys"}
     assert len(fixes) == 8 and all(f"      fix: {fix}\n" in text for fix in fixes), fixes
+
+
+# ---- 9. CPU affinity, as nvidia-smi's column --------------------------------------------------
+
+def cpu_ranges(cpus):
+    """[0, 1, 2, 5] -> "0-2,5", the form of sysfs local_cpulist and nvidia-smi."""
+    out, cpus = [], sorted(cpus)
+    for c in cpus:
+        if out and c == out[-1][1] + 1:
+            out[-1][1] = c
+        else:
+            out.append([c, c])
+    return ",".join(f"{a}-{b}" if b > a else str(a) for a, b in out)
+
+
+HWLOC_INPUTS = [n for n in sorted(REFERENCE_NODES) if n.endswith(".xml")
+                and b"<topology" in (REF / n).read_bytes()[:4096]]
+
+
+@pytest.mark.skipif(not shutil.which("hwloc-calc"), reason="hwloc-calc (Debian hwloc) is the truth here")
+@pytest.mark.parametrize("name", HWLOC_INPUTS)
+def test_hwloc_cpu_affinity_is_hwloc_calcs(name):
+    """Each GPU's and NIC's cpu_affinity in an hwloc input is the CPUs hwloc itself gives that PCI
+    device (hwloc-calc pci=BDF, the physical PU indexes), and the text matrix shows the same."""
+    j = json.loads(gdrpeer("check", "--json", REF / name).stdout)
+    text = gdrpeer("check", REF / name).stdout
+    checked = 0
+    for d in j["devices"]:
+        if d["role"] not in ("gpu", "nic"):
+            continue
+        if b'cpuset="' not in (REF / name).read_bytes():
+            # Excerpts without any cpuset (hwloc-calc cannot load them): unknown, never a guess.
+            assert d["cpu_affinity"] is None, d
+            checked += 1
+            continue
+        p = subprocess.run(["hwloc-calc", "--if", "xml", "-i", str(REF / name), f"pci={d['bdf']}", "--po", "-I", "pu"],
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        want = cpu_ranges(int(c) for c in p.stdout.strip().split(",") if c)
+        assert d["cpu_affinity"] == want, (d["label"], d["cpu_affinity"], want)
+        row = next(l for l in text.splitlines() if l.startswith(d["label"] + " ") and l.rstrip().endswith(d["bdf"]))
+        assert row.split()[-3] == want, row
+        checked += 1
+    assert checked, name
+
+
+def test_cpu_affinity_unknown_is_a_question_mark():
+    """lspci text says nothing about local CPUs: "?" in the column, null in JSON."""
+    j = json.loads(gdrpeer("check", "--json", STELLINE).stdout)
+    assert all(d["cpu_affinity"] is None for d in j["devices"]), j["devices"]
+    text = gdrpeer("check", STELLINE).stdout
+    assert "CPU Affinity" in text
+    assert re.search(r"^GPU0 .* \? +\S+ +[0-9a-f]{4}:", text, re.M), text[:1500]
 
 
 # ---- 8. failures not lost in fleet mode --------------------------------------------------------

@@ -195,9 +195,12 @@ std::string render_matrix(const Topology& t, const Report& r, bool include_nvme)
   if (include_nvme) cols.insert(cols.end(), r.nvmes.begin(), r.nvmes.end());
   if (!cols.empty()) {
     const auto nv = nvlink_cells(r);
+    // nvidia-smi's "CPU Affinity": the device's local CPUs; "?" where the input does not say.
+    size_t cpu_w = 14;
+    for (int c : cols) cpu_w = std::max(cpu_w, t.devices[c].cpu_affinity.size() + 2);
     o << "\n" << pad("", 8);
     for (int c : cols) o << pad(r.labels[c], 8);
-    o << pad("NUMA", 6) << "BDF\n";
+    o << pad("CPU Affinity", cpu_w) << pad("NUMA", 6) << "BDF\n";
     for (int a : cols) {
       o << pad(r.labels[a], 8);
       for (int b : cols) {
@@ -205,7 +208,8 @@ std::string render_matrix(const Topology& t, const Report& r, bool include_nvme)
         o << pad(a == b ? " X" : it != nv.end() ? std::string_view(it->second) : std::string_view(to_string(r.path_class(a, b))), 8);
       }
       const Device& d = t.devices[a];
-      o << pad(d.numa >= 0 ? std::to_string(d.numa) : "?", 6) << d.bdf << "\n";
+      o << pad(d.cpu_affinity.empty() ? "?" : std::string_view(d.cpu_affinity), cpu_w) << pad(d.numa >= 0 ? std::to_string(d.numa) : "?", 6)
+        << d.bdf << "\n";
     }
     o << "\nLegend: PIX = at most one PCIe bridge (switch), PXB = several bridges, PHB = through a PCIe host bridge,\n"
          "        NODE = between host bridges of one NUMA node, SYS = across the NUMA interconnect\n";
@@ -347,6 +351,8 @@ std::string render_json(const Topology& t, const Report& r) {
     std::snprintf(cls, sizeof cls, "0x%06x", d.class_code);
     j.key("class");
     d.class_known ? j.value(cls) : j.null();
+    j.key("cpu_affinity");  // "0-63" as local_cpulist; null unknown
+    d.cpu_affinity.empty() ? j.null() : j.value(d.cpu_affinity);
     j.key("device");
     d.ids_known ? j.value("0x" + hex4(d.device)) : j.null();
     j.key("driver").value(d.driver);
