@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import subprocess
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -459,6 +460,87 @@ def test_cpu_affinity_unknown_is_a_question_mark():
     text = gdrpeer("check", STELLINE).stdout
     assert "CPU Affinity" in text
     assert re.search(r"^GPU0 .* \? +\S+ +[0-9a-f]{4}:", text, re.M), text[:1500]
+
+
+# ---- 9. device names from pci.ids on sysfs inputs ---------------------------------------------
+
+PCI_IDS = Path("/usr/share/misc/pci.ids")
+
+
+def pci_ids_names():
+    """{vendor: name}, {(vendor, device): name} straight from pci.ids (Debian pci.ids)."""
+    vendors, devices, vendor = {}, {}, None
+    for line in PCI_IDS.read_text(errors="replace").splitlines():
+        if line.startswith("C "):
+            break  # the class list follows the vendors
+        if not line or line.startswith("#"):
+            continue
+        if not line.startswith("\t"):
+            vid, _, name = line.partition("  ")
+            vendor = int(vid, 16)
+            vendors[vendor] = name
+        elif not line.startswith("\t\t") and vendor is not None:
+            did, _, name = line[1:].partition("  ")
+            devices[(vendor, int(did, 16))] = name
+    return vendors, devices
+
+
+def lspci_name(vendor, device):
+    """The name lspci prints: "Vendor Device-name", "Vendor Device dddd" for an id pci.ids lacks,
+    "" for an unknown vendor (then only the ids)."""
+    vendors, devices = pci_ids_names()
+    if vendor not in vendors:
+        return ""
+    return f"{vendors[vendor]} {devices.get((vendor, device)) or f'Device {device:04x}'}"
+
+
+SYSFS_SNAPSHOTS = ["h200x4-node-snapshot.tar", "h200x4-run2-snapshot.tar"]
+
+
+def snapshot_ids(path):
+    """{BDF: (vendor, device)} from the snapshot's own sysfs files."""
+    ids = {}
+    with tarfile.open(path) as tar:
+        for m in tar.getmembers():
+            parts = m.name.split("/")  # sys/devices/pci0000:00/[bridges/]0000:00:06.0/vendor
+            if parts[:2] == ["sys", "devices"] and parts[-1] in ("vendor", "device") and m.isfile() \
+                    and BDF_LIST.fullmatch(parts[-2]):
+                ids.setdefault(parts[-2], {})[parts[-1]] = int(tar.extractfile(m).read().decode().strip(), 16)
+    return {bdf: (v["vendor"], v["device"]) for bdf, v in ids.items() if len(v) == 2}
+
+
+@pytest.mark.skipif(not PCI_IDS.exists(), reason="/usr/share/misc/pci.ids (Debian pci.ids) is the truth here")
+@pytest.mark.parametrize("name", SYSFS_SNAPSHOTS)
+def test_sysfs_inputs_name_devices_from_pci_ids(name):
+    """A snapshot carries ids only; every device of the tree (`gdrpeer topo`), the Devices section
+    and JSON name them from pci.ids as lspci does (libpci's pci_lookup_name). Before: bare ids."""
+    ids = snapshot_ids(REF / name)
+    assert ids
+    tree = {l.split()[0]: l for l in gdrpeer("topo", REF / name).stdout.splitlines() if BDF_LIST.match(l.strip())}
+    named = 0
+    for bdf, (v, d) in ids.items():
+        want = lspci_name(v, d)
+        if bdf in tree and want:
+            assert f"  {want} [{v:04x}:{d:04x}]" in tree[bdf], (tree[bdf], want)
+            named += 1
+    assert named, tree
+    j = json.loads(gdrpeer("check", "--json", REF / name).stdout)
+    devices = gdrpeer("check", REF / name).stdout.split("\nDevices:\n")[1].split("\n\n")[0]
+    for d in j["devices"]:
+        want = lspci_name(int(d["vendor"], 16), int(d["device"], 16))
+        assert want and d["name"] == want, (d["name"], want)
+        assert f"{d['bdf']}  {want} [{d['vendor'][2:]}:{d['device'][2:]}]" in devices, devices
+
+
+def test_names_without_libpci_are_bare_ids_with_a_note():
+    """Where libpci.so.3 is missing (a minimal node), ids stay bare and the Devices section says why."""
+    env = {"GDRPEER_LIBPCI": "/nonexistent/libpci.so.3"}
+    snap = REF / SYSFS_SNAPSHOTS[1]
+    j = json.loads(gdrpeer("check", "--json", snap, env_extra=env).stdout)
+    assert all(d["name"] == "" for d in j["devices"]), j["devices"]
+    text = gdrpeer("check", snap, env_extra=env).stdout
+    assert "(names not looked up: /nonexistent/libpci.so.3 not loadable" in text, text
+    assert re.search(r"^  GPU0 +0000:00:06\.0 +10de:[0-9a-f]{4}$", text, re.M), text
 
 
 # ---- 8. failures not lost in fleet mode --------------------------------------------------------

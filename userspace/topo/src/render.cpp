@@ -13,6 +13,7 @@
 
 #include "gdrpeer/topo/check.hpp"
 #include "json_writer.hpp"
+#include "pci_names.hpp"
 #include "readiness_internal.hpp"
 #include "stack_render.hpp"
 
@@ -69,8 +70,23 @@ std::string link_str(const Link& l) {
   return b;
 }
 
-std::string dev_desc(const Device& d) {
-  std::string s = d.name;
+// Inputs read from sysfs carry ids, not names: those come from pci.ids (libpci), as lspci's.
+bool named_by_pci_ids(const Topology& t) {
+  return t.format == "sysfs" || t.format == "sysfs-root" || t.format == "snapshot" || t.format == "hwloc-gather-topology";
+}
+
+// The name the input gives, else pci.ids' for sysfs inputs; "" unknown. `why` says why
+// names could not be looked up at all.
+std::string display_name(const Topology& t, const Device& d, std::string* why = nullptr) {
+  if (!d.name.empty() || !d.ids_known || !named_by_pci_ids(t)) return d.name;
+  std::string err;
+  const std::string* n = pci_ids_name(d.vendor, d.device, err);
+  if (!n && why) *why = err;
+  return n ? *n : std::string();
+}
+
+std::string dev_desc(const Topology& t, const Device& d) {
+  std::string s = display_name(t, d);
   if (s.empty() && d.ids_known) s = hex4(d.vendor) + ":" + hex4(d.device);
   else if (d.ids_known) s += " [" + hex4(d.vendor) + ":" + hex4(d.device) + "]";
   if (!d.rdma_name.empty()) s += " (" + d.rdma_name + ")";
@@ -275,9 +291,13 @@ std::string render_matrix(const Topology& t, const Report& r, bool include_nvme)
   if (include_nvme) devs.insert(devs.end(), r.nvmes.begin(), r.nvmes.end());
   if (!devs.empty()) {
     o << "\nDevices:\n";
+    std::string why;
+    if (named_by_pci_ids(t))
+      for (int i : devs) display_name(t, t.devices[i], &why);
+    if (!why.empty()) o << "  (names not looked up: " << why << "; vendor:device ids only)\n";
     for (int i : devs) {
       const Device& d = t.devices[i];
-      o << "  " << pad(r.labels[i], 7) << pad(d.bdf, 14) << dev_desc(d);
+      o << "  " << pad(r.labels[i], 7) << pad(d.bdf, 14) << dev_desc(t, d);
       if (d.role_overridden) o << " [role set by --role]";
       o << "\n";
     }
@@ -364,7 +384,7 @@ std::string render_json(const Topology& t, const Report& r) {
     j.key("label").value(r.labels[i]);
     j.key("link_cap").begin_object().key("gts").value(d.link_cap.speed_gts).key("width").value(d.link_cap.width).end_object();
     j.key("link_status").begin_object().key("gts").value(d.link_sta.speed_gts).key("width").value(d.link_sta.width).end_object();
-    j.key("name").value(d.name);
+    j.key("name").value(display_name(t, d));  // from pci.ids for sysfs inputs
     j.key("numa").value(d.numa);
     j.key("rdma_name").value(d.rdma_name);
     j.key("role").value(to_string(d.role));
@@ -556,7 +576,7 @@ std::string render_tree(const Topology& t, bool roles_only) {
     o << std::string(static_cast<size_t>(depth) * 2, ' ') << d.bdf;
     if (d.role != Role::None) o << " " << to_string(d.role) << (d.role_overridden ? "(override)" : "");
     if (d.is_bridge) o << " " << to_string(d.port) << (d.port_inferred ? "(inferred)" : "");
-    std::string desc = dev_desc(d);
+    std::string desc = dev_desc(t, d);
     if (!desc.empty()) o << "  " << desc;
     if (d.link_sta.known()) o << "  link " << link_str(d.link_sta) << (d.link_cap.known() ? "/" + link_str(d.link_cap) : "");
     if (d.acs_present) {
