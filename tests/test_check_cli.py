@@ -453,6 +453,29 @@ def test_hwloc_cpu_affinity_is_hwloc_calcs(name):
     assert checked, name
 
 
+NCCL_INPUTS = [n for n in sorted(REFERENCE_NODES) if n.endswith(".xml") and n not in HWLOC_INPUTS]
+
+
+@pytest.mark.parametrize("name", NCCL_INPUTS)
+def test_nccl_xml_cpu_affinity_is_its_cpus_affinity_attribute(name):
+    """NCCL writes each <cpu>'s affinity (the node's cpumap, sysfs's mask form); every device under
+    it has those CPUs, read here with Python's own XML parser; a <cpu> without one leaves them unknown."""
+    import xml.etree.ElementTree as ET
+    want = {}
+    for cpu in ET.parse(REF / name).getroot().iter("cpu"):
+        mask = cpu.get("affinity")
+        cpus = None
+        if mask:
+            value = int(mask.replace(",", ""), 16)
+            cpus = cpu_ranges(i for i in range(value.bit_length()) if value >> i & 1)
+        for pci in cpu.iter("pci"):
+            want[pci.get("busid").lower()] = cpus
+    j = json.loads(gdrpeer("check", "--json", REF / name).stdout)
+    assert j["node"]["format"] == "nccl-xml"
+    for d in j["devices"]:
+        assert d["cpu_affinity"] == want[d["bdf"]], (d["label"], d["cpu_affinity"], want[d["bdf"]])
+
+
 def test_cpu_affinity_unknown_is_a_question_mark():
     """lspci text says nothing about local CPUs: "?" in the column, null in JSON."""
     j = json.loads(gdrpeer("check", "--json", STELLINE).stdout)
