@@ -158,6 +158,7 @@ Topology parse_hwloc_xml(std::string_view text, const std::string& name, std::ve
   // Duplicate check without a scan per device, keyed by the normalized address's
   // hex digits and length (no string hashing, no string per node).
   std::unordered_map<std::string, int> bdfs;  // -> device index
+  std::unordered_map<const char*, std::string> cpu_lists;  // cpuset attribute (by its place in the text) -> CPU list
   // hwloc 3 writes an OS device's types as a bit mask (OpenFabrics 1<<5, network
   // 1<<4); hwloc 2 as one number (OpenFabrics 3, network 2).
   bool osdev_mask = false;
@@ -273,7 +274,11 @@ Topology parse_hwloc_xml(std::string_view text, const std::string& name, std::ve
       if (n == -3) r.fail("expected a hex bitmap in nodeset=\"" + std::string(ns) + "\"");
       f.numa = n;
     }
-    r.attr("cpuset", f.cpuset);
+    // Only objects I/O can hang below (hwloc 1 and 2) carry the cpuset wanted here; the many
+    // PU, core and cache objects are not looked at (fleet speed).
+    if (type == "Machine" || type == "Package" || type == "Socket" || type == "Group" || type == "NUMANode" || type == "Die" ||
+        type == "Bridge" || type == "PCIDev")
+      r.attr("cpuset", f.cpuset);
     if (type == "Machine") f.is_machine = true;
     if (type == "Package") {
       f.is_package = true;
@@ -330,8 +335,14 @@ Topology parse_hwloc_xml(std::string_view text, const std::string& name, std::ve
         }
         // I/O objects carry no cpuset (hwloc 2); the object they hang below (package,
         // group, NUMA node, machine) does, as nvidia-smi's CPU Affinity is the device's node's.
-        d.cpu_affinity = cpuset_list(f.cpuset);
-        for (auto it = stack.rbegin(); it != stack.rend() && d.cpu_affinity.empty(); ++it) d.cpu_affinity = cpuset_list(it->cpuset);
+        // Converted once per cpuset (hundreds of devices share a few packages): fleet speed.
+        std::string_view cs = f.cpuset;
+        for (auto it = stack.rbegin(); it != stack.rend() && cs.empty(); ++it) cs = it->cpuset;
+        if (!cs.empty()) {
+          auto [list, fresh] = cpu_lists.try_emplace(cs.data());
+          if (fresh) list->second = cpuset_list(cs);
+          d.cpu_affinity = list->second;
+        }
         d.parent = parent_dev;
         if (parent_dev < 0) {
           if (parent_hb < 0) {
