@@ -153,7 +153,8 @@ int run(const VerifyArgs& a) {
   opt.timeout_ms = static_cast<int>(a.timeout * 1000);
   opt.seed = a.seed_given ? a.seed : std::random_device{}();
 
-  if (a.gid_index < -1 || a.gid_index > 255) return usage_error("--gid-index: " + std::to_string(a.gid_index) + " is not a GID index (0-255)");
+  if (a.gid_index < -1 || a.gid_index > 255)
+    return usage_error("--gid-index: " + std::to_string(a.gid_index) + " is not a GID index (0-255)");
   auto inv = v::enumerate_rdma();
   if (auto problem = v::check_device_selection(inv, a.devices)) return usage_error(*problem);
   if (a.gid_index >= 0) v::use_gid_index(inv, a.gid_index);
@@ -225,8 +226,8 @@ void add_verify_command(CLI::App& app, int& exit_code) {
                   "with --p2p: take check's prediction from this snapshot or dump instead of this node");
   cmd->add_option("--data-dir", args->p2p_args.data_dir, "with --p2p: rule data directory for the prediction");
   std::vector<CLI::Option*> rdma_only;
-  for (const char* name : {"--device", "--source", "--method", "--size", "--gdrpeer-device", "--gdrpeer-path", "--cuda-device",
-                           "--bench", "--bench-sizes", "--bench-seconds", "--timeout", "--gid-index"})
+  for (const char* name : {"--device", "--source", "--method", "--size", "--gdrpeer-device", "--gdrpeer-path", "--cuda-device", "--bench",
+                           "--bench-sizes", "--bench-seconds", "--timeout", "--gid-index"})
     rdma_only.push_back(cmd->get_option(name));
   cmd->callback([args, seed, rdma_only, &exit_code] {
     args->seed_given = seed->count() > 0;

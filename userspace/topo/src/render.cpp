@@ -101,7 +101,7 @@ std::string dev_desc(const Topology& t, const Device& d) {
 struct Group {
   Verdict sev;
   std::string rule;
-  std::string before, after;       // the text around the BDF list (all of it in `before` if none)
+  std::string before, after;  // the text around the BDF list (all of it in `before` if none)
   bool has_list = false;
   std::vector<std::string> bdfs;   // the union of the lists, sorted
   std::vector<std::string> fixes;  // distinct, in first-seen order

@@ -144,7 +144,7 @@ void read_cpus(FileSource& fs, const std::map<size_t, CpuSet>& local_cpus, Topol
         fs.list("/sys/devices/system/node/" + e);
         // Read always: the CPU affinity of a function without local_cpulist is its node's.
         if (auto l = fs.read("/sys/devices/system/node/" + e + "/cpulist", 65536))
-            node_cpus[std::atoi(e.c_str() + 4)] = parse_cpulist(trimmed(*l));
+          node_cpus[std::atoi(e.c_str() + 4)] = parse_cpulist(trimmed(*l));
       }
     t.numa_nodes = n;
     // numa_node -1 means "no NUMA information" (firmware without an SRAT/_PXM, or a VM);
@@ -177,8 +177,8 @@ void read_cpus(FileSource& fs, const std::map<size_t, CpuSet>& local_cpus, Topol
           if (online.size() <= n) online.resize(n + 1);
           online[n] = true;
         }
-      }
-      else if (k == "flags" && v.find(" hypervisor") != std::string::npos) cpu.hypervisor = true;
+      } else if (k == "flags" && v.find(" hypervisor") != std::string::npos)
+        cpu.hypervisor = true;
       else if (k == "CPU implementer" && cpu.arm_implementer < 0) {
         cpu.arm_implementer = static_cast<int>(std::strtol(v.c_str(), nullptr, 0));
         cpu.arch = "aarch64";

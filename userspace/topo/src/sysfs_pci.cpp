@@ -2,9 +2,9 @@
 // config space (capabilities: port type, link, MPS/MRRS, ACS, ATS), BARs and
 // the hierarchy their directory paths give.
 #include <array>
-#include <optional>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <sstream>
 
 #include "gdrpeer/topo/errors.hpp"
@@ -217,11 +217,15 @@ PciFunctions read_pci_functions(FileSource& fs, const std::string& name, Topolog
     d.class_known = cok;
     // The local CPUs: the affinity column, and the locality of a function without numa_node.
     std::optional<CpuSet> local;
-    if (auto l = rd("local_cpulist")) local = parse_cpulist(trimmed(*l));
-    else if (auto m = rd("local_cpus")) local = parse_cpumask(trimmed(*m));
+    if (auto l = rd("local_cpulist"))
+      local = parse_cpulist(trimmed(*l));
+    else if (auto m = rd("local_cpus"))
+      local = parse_cpumask(trimmed(*m));
     if (local) d.cpu_affinity = format_cpulist(*local);
-    if (auto n = rd("numa_node")) d.numa = std::atoi(trimmed(*n).c_str());
-    else if (local) out.local_cpus[t.devices.size()] = *local;  // numa_node missing: locality from the CPUs
+    if (auto n = rd("numa_node"))
+      d.numa = std::atoi(trimmed(*n).c_str());
+    else if (local)
+      out.local_cpus[t.devices.size()] = *local;  // numa_node missing: locality from the CPUs
     if (auto v = rd("max_link_speed")) d.link_cap.speed_gts = parse_speed(trimmed(*v));
     if (auto v = rd("max_link_width")) d.link_cap.width = std::atoi(trimmed(*v).c_str());
     if (auto v = rd("current_link_speed")) d.link_sta.speed_gts = parse_speed(trimmed(*v));
