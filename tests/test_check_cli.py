@@ -7,7 +7,9 @@ Each test here failed on the CLI before issue 25 (the binary of main at 26a2bd7)
 import json
 import os
 import re
+import shutil
 import subprocess
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -360,6 +362,208 @@ def test_quiet_prints_nothing_and_keeps_the_exit_code():
         assert (p.returncode, p.stdout) == (rc, ""), name
     for opts in (["--json"], ["--format", "nfd"], ["--summary"], ["-o", "/tmp/x"]):
         assert gdrpeer("check", "-q", *opts, STELLINE).returncode == 64, opts
+
+
+PAIR_LINE = re.compile(r"^  (\[\w+\] )?[A-Z]+\d+-[A-Z]+\d+(, [A-Z]+\d+-[A-Z]+\d+)*( and \d+ more)?: (?P<text>.*)$")
+BDF_LIST = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7](, [0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7])*")
+
+
+def problems_and_notes(text):
+    """The pair lines of the Problems and Notes sections, each without its list of pairs."""
+    out = []
+    for section in ("Problems:\n", "Notes:\n"):
+        if section in text:
+            for line in text.split(section, 1)[1].split("\n\n")[0].splitlines():
+                m = PAIR_LINE.match(line)
+                if m:
+                    out.append(m["text"])
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCE_NODES))
+def test_a_note_or_problem_with_the_same_text_is_printed_once(name):
+    """Issue 25 item 7: a note repeated per pair ("ACS state of <bridges> is not in this input"
+    once per GPU-NIC pair, path-sys once per GPU with its own fix) is one line naming its pairs.
+    Two lines whose texts differ only in the BDFs they list are the same note."""
+    lines = [BDF_LIST.sub("<bdfs>", l) for l in problems_and_notes(gdrpeer("check", REF / name).stdout)]
+    repeated = sorted({l for l in lines if lines.count(l) > 1})
+    assert not repeated, repeated
+
+
+def test_deduplicated_notes_keep_every_bdf_and_every_fix():
+    """The one acs-unknown line of the p5en names every bridge the per-pair JSON findings name
+    (the JSON keeps one finding per pair), and path-sys keeps each GPU's own fix."""
+    text = gdrpeer("check", P5EN).stdout
+    j = json.loads(gdrpeer("check", "--json", P5EN).stdout)
+    findings = [f for p in j["pairs"] for f in p["findings"]]
+    acs = [f for f in findings if f["rule"] == "acs-unknown"]
+    assert len(acs) == 32, len(acs)  # one per GPU-NIC pair under a shared switch
+    acs_lines = [l for l in text.splitlines() if l.endswith("(acs-unknown)")]
+    assert len(acs_lines) == 1, acs_lines
+    for f in acs:
+        for bdf in BDF_LIST.search(f["reason"])[0].split(", "):
+            assert bdf in acs_lines[0], (bdf, acs_lines[0])
+    sys_lines = [l for l in text.splitlines() if l.endswith("(path-sys)")]
+    assert len(sys_lines) == 1, sys_lines
+    fixes = {f["fix"] for f in findings if f["rule"] == "path-sys"}
+    assert len(fixes) == 8 and all(f"      fix: {fix}\n" in text for fix in fixes), fixes
+
+
+# ---- 9. CPU affinity, as nvidia-smi's column --------------------------------------------------
+
+def cpu_ranges(cpus):
+    """[0, 1, 2, 5] -> "0-2,5", the form of sysfs local_cpulist and nvidia-smi."""
+    out, cpus = [], sorted(cpus)
+    for c in cpus:
+        if out and c == out[-1][1] + 1:
+            out[-1][1] = c
+        else:
+            out.append([c, c])
+    return ",".join(f"{a}-{b}" if b > a else str(a) for a, b in out)
+
+
+HWLOC_INPUTS = [n for n in sorted(REFERENCE_NODES) if n.endswith(".xml")
+                and b"<topology" in (REF / n).read_bytes()[:4096]]
+
+
+@pytest.mark.skipif(not shutil.which("hwloc-calc"), reason="hwloc-calc (Debian hwloc) is the truth here")
+@pytest.mark.parametrize("name", HWLOC_INPUTS)
+def test_hwloc_cpu_affinity_is_hwloc_calcs(name):
+    """Each GPU's and NIC's cpu_affinity in an hwloc input is the CPUs hwloc itself gives that PCI
+    device (hwloc-calc pci=BDF, the physical PU indexes), and the text matrix shows the same."""
+    j = json.loads(gdrpeer("check", "--json", REF / name).stdout)
+    text = gdrpeer("check", REF / name).stdout
+    checked = 0
+    for d in j["devices"]:
+        if d["role"] not in ("gpu", "nic"):
+            continue
+        if b'cpuset="' not in (REF / name).read_bytes():
+            # Excerpts without any cpuset (hwloc-calc cannot load them): unknown, never a guess.
+            assert d["cpu_affinity"] is None, d
+            checked += 1
+            continue
+        p = subprocess.run(["hwloc-calc", "--if", "xml", "-i", str(REF / name), f"pci={d['bdf']}", "--po", "-I", "pu"],
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        want = cpu_ranges(int(c) for c in p.stdout.strip().split(",") if c)
+        assert d["cpu_affinity"] == want, (d["label"], d["cpu_affinity"], want)
+        row = next(l for l in text.splitlines() if l.startswith(d["label"] + " ") and l.rstrip().endswith(d["bdf"]))
+        assert row.split()[-3] == want, row
+        checked += 1
+    assert checked, name
+
+
+NCCL_INPUTS = [n for n in sorted(REFERENCE_NODES) if n.endswith(".xml") and n not in HWLOC_INPUTS]
+
+
+@pytest.mark.parametrize("name", NCCL_INPUTS)
+def test_nccl_xml_cpu_affinity_is_its_cpus_affinity_attribute(name):
+    """NCCL writes each <cpu>'s affinity (the node's cpumap, sysfs's mask form); every device under
+    it has those CPUs, read here with Python's own XML parser; a <cpu> without one leaves them unknown."""
+    import xml.etree.ElementTree as ET
+    want = {}
+    for cpu in ET.parse(REF / name).getroot().iter("cpu"):
+        mask = cpu.get("affinity")
+        cpus = None
+        if mask:
+            value = int(mask.replace(",", ""), 16)
+            cpus = cpu_ranges(i for i in range(value.bit_length()) if value >> i & 1)
+        for pci in cpu.iter("pci"):
+            want[pci.get("busid").lower()] = cpus
+    j = json.loads(gdrpeer("check", "--json", REF / name).stdout)
+    assert j["node"]["format"] == "nccl-xml"
+    for d in j["devices"]:
+        assert d["cpu_affinity"] == want[d["bdf"]], (d["label"], d["cpu_affinity"], want[d["bdf"]])
+
+
+def test_cpu_affinity_unknown_is_a_question_mark():
+    """lspci text says nothing about local CPUs: "?" in the column, null in JSON."""
+    j = json.loads(gdrpeer("check", "--json", STELLINE).stdout)
+    assert all(d["cpu_affinity"] is None for d in j["devices"]), j["devices"]
+    text = gdrpeer("check", STELLINE).stdout
+    assert "CPU Affinity" in text
+    assert re.search(r"^GPU0 .* \? +\S+ +[0-9a-f]{4}:", text, re.M), text[:1500]
+
+
+# ---- 9. device names from pci.ids on sysfs inputs ---------------------------------------------
+
+PCI_IDS = Path("/usr/share/misc/pci.ids")
+
+
+def pci_ids_names():
+    """{vendor: name}, {(vendor, device): name} straight from pci.ids (Debian pci.ids)."""
+    vendors, devices, vendor = {}, {}, None
+    for line in PCI_IDS.read_text(errors="replace").splitlines():
+        if line.startswith("C "):
+            break  # the class list follows the vendors
+        if not line or line.startswith("#"):
+            continue
+        if not line.startswith("\t"):
+            vid, _, name = line.partition("  ")
+            vendor = int(vid, 16)
+            vendors[vendor] = name
+        elif not line.startswith("\t\t") and vendor is not None:
+            did, _, name = line[1:].partition("  ")
+            devices[(vendor, int(did, 16))] = name
+    return vendors, devices
+
+
+def lspci_name(vendor, device):
+    """The name lspci prints: "Vendor Device-name", "Vendor Device dddd" for an id pci.ids lacks,
+    "" for an unknown vendor (then only the ids)."""
+    vendors, devices = pci_ids_names()
+    if vendor not in vendors:
+        return ""
+    return f"{vendors[vendor]} {devices.get((vendor, device)) or f'Device {device:04x}'}"
+
+
+SYSFS_SNAPSHOTS = ["h200x4-node-snapshot.tar", "h200x4-run2-snapshot.tar"]
+
+
+def snapshot_ids(path):
+    """{BDF: (vendor, device)} from the snapshot's own sysfs files."""
+    ids = {}
+    with tarfile.open(path) as tar:
+        for m in tar.getmembers():
+            parts = m.name.split("/")  # sys/devices/pci0000:00/[bridges/]0000:00:06.0/vendor
+            if parts[:2] == ["sys", "devices"] and parts[-1] in ("vendor", "device") and m.isfile() \
+                    and BDF_LIST.fullmatch(parts[-2]):
+                ids.setdefault(parts[-2], {})[parts[-1]] = int(tar.extractfile(m).read().decode().strip(), 16)
+    return {bdf: (v["vendor"], v["device"]) for bdf, v in ids.items() if len(v) == 2}
+
+
+@pytest.mark.skipif(not PCI_IDS.exists(), reason="/usr/share/misc/pci.ids (Debian pci.ids) is the truth here")
+@pytest.mark.parametrize("name", SYSFS_SNAPSHOTS)
+def test_sysfs_inputs_name_devices_from_pci_ids(name):
+    """A snapshot carries ids only; every device of the tree (`gdrpeer topo`), the Devices section
+    and JSON name them from pci.ids as lspci does (libpci's pci_lookup_name). Before: bare ids."""
+    ids = snapshot_ids(REF / name)
+    assert ids
+    tree = {l.split()[0]: l for l in gdrpeer("topo", REF / name).stdout.splitlines() if BDF_LIST.match(l.strip())}
+    named = 0
+    for bdf, (v, d) in ids.items():
+        want = lspci_name(v, d)
+        if bdf in tree and want:
+            assert f"  {want} [{v:04x}:{d:04x}]" in tree[bdf], (tree[bdf], want)
+            named += 1
+    assert named, tree
+    j = json.loads(gdrpeer("check", "--json", REF / name).stdout)
+    devices = gdrpeer("check", REF / name).stdout.split("\nDevices:\n")[1].split("\n\n")[0]
+    for d in j["devices"]:
+        want = lspci_name(int(d["vendor"], 16), int(d["device"], 16))
+        assert want and d["name"] == want, (d["name"], want)
+        assert f"{d['bdf']}  {want} [{d['vendor'][2:]}:{d['device'][2:]}]" in devices, devices
+
+
+def test_names_without_libpci_are_bare_ids_with_a_note():
+    """Where libpci.so.3 is missing (a minimal node), ids stay bare and the Devices section says why."""
+    env = {"GDRPEER_LIBPCI": "/nonexistent/libpci.so.3"}
+    snap = REF / SYSFS_SNAPSHOTS[1]
+    j = json.loads(gdrpeer("check", "--json", snap, env_extra=env).stdout)
+    assert all(d["name"] == "" for d in j["devices"]), j["devices"]
+    text = gdrpeer("check", snap, env_extra=env).stdout
+    assert "(names not looked up: /nonexistent/libpci.so.3 not loadable" in text, text
+    assert re.search(r"^  GPU0 +0000:00:06\.0 +10de:[0-9a-f]{4}$", text, re.M), text
 
 
 # ---- 8. failures not lost in fleet mode --------------------------------------------------------

@@ -33,6 +33,32 @@ def smi_matrix():
     return labels, cells, numa
 
 
+def smi_cpu_affinity():
+    """nvidia-smi's CPU Affinity column of the node: {GPUi: "0-63"}."""
+    lines = (REF / "truth" / "h200x4-nvidia-smi-topo-m.txt").read_text().splitlines()
+    header = lines[0].split("\t")
+    col = header.index("CPU Affinity")
+    return {f[0]: f[col].strip() for f in (l.split("\t") for l in lines[1:]) if re.fullmatch(r"GPU\d+", f[0])}
+
+
+@pytest.mark.parametrize("snapshot", ["h200x4-node-snapshot.tar", "h200x4-run2-snapshot.tar"])
+def test_cpu_affinity_column_matches_nvidia_smi(snapshot):
+    """Issue 25 item 9: nvidia-smi topo -m has a CPU Affinity column (the GPU's local CPUs);
+    so do the text matrix and JSON devices. The snapshots recorded neither local_cpulist nor the
+    node's cpulist: one NUMA node, so every online CPU of /proc/cpuinfo is local."""
+    smi = smi_cpu_affinity()
+    assert smi and set(smi.values()) == {"0-63"}, smi
+    text = run("check", REF / snapshot, check_rc=0).stdout
+    header = next(l for l in text.splitlines() if l.lstrip().startswith("GPU0 ") and "BDF" in l)
+    assert "CPU Affinity" in header, header
+    for gpu, want in smi.items():
+        row = next(l for l in text.splitlines() if l.startswith(gpu + " "))
+        assert row.split()[-3] == want, row  # CPU Affinity, NUMA, BDF
+    j = json.loads(run("check", "--json", REF / snapshot, check_rc=0).stdout)
+    gpus = {d["label"]: d["cpu_affinity"] for d in j["devices"] if d["role"] == "gpu"}
+    assert gpus == smi, gpus
+
+
 def test_real_h200_node_snapshot_matches_nvidia_smi():
     labels, smi, numa = smi_matrix()
     p = run("check", "--json", SNAPSHOT, check_rc=0)
@@ -51,7 +77,7 @@ def test_real_h200_node_snapshot_matches_nvidia_smi():
     # The IOMMU note names no part of that VM's command line (it has no IOMMU parameter).
     assert notes["iommu-mode"] == "IOMMU: off (no IOMMU parameter on the kernel command line)"
     text = run("check", SNAPSHOT, check_rc=0).stdout
-    assert re.search(r"^GPU0 +X +NV18 +NV18 +NV18 +0 +0000:00:06\.0$", text, re.M), text
+    assert re.search(r"^GPU0 +X +NV18 +NV18 +NV18 +0-63 +0 +0000:00:06\.0$", text, re.M), text
 
 
 def fake_cuda():

@@ -20,7 +20,7 @@ LIB_DRIVER_TEST = REPO / "build" / "userspace" / "tests" / "test_lib_driver"
 SIZE = "256K"
 COUNTERS = ("cd /sys/class/gdrpeer/gdrpeer/devices/0 && "
             "for f in allocations alloc_bytes exports attachments active_maps; do echo $f $(cat $f); done")
-BENCH = "gdrpeer verify -s host -m reg_mr --size 64K --bench --bench-sizes 4K,64K --bench-seconds 3 --json"
+BENCH = "gdrpeer verify --source host -m reg_mr --size 64K --bench --bench-sizes 4K,64K --bench-seconds 3 --json"
 
 COMMANDS = {
     "before": f"gdrpeer verify --json --size {SIZE} --seed 11 > /out/before.json",
@@ -29,16 +29,19 @@ COMMANDS = {
     "counters_after_all": COUNTERS,
     "lib_driver": "test_lib_driver --gtest_brief=1",
     "counters_after_lib_driver": COUNTERS,
-    "host_only": "gdrpeer verify --json -s host -m reg_mr --size 1M --seed 12 > /out/host.json",
+    "host_only": "gdrpeer verify --json --source host -m reg_mr --size 1M --seed 12 > /out/host.json",
     "table": "gdrpeer verify --size 64K --seed 13",
+    # perftest's -x: the port uses the GID index given (issue 25), or none where it has no GID there.
+    "gid_index_0": "gdrpeer verify --json --source host -m reg_mr --size 64K -x 0 > /out/gidx0.json",
+    "gid_index_absent": "gdrpeer verify --json --source host -m reg_mr --size 64K -x 200 > /out/gidx200.json",
     "unknown_device": "gdrpeer verify -d mlx5_0",
     "unknown_port": "gdrpeer verify -d rxe0:2",
     "size_zero": "gdrpeer verify --size 0",
     "size_garbage": "gdrpeer verify --size 12Q",
     "size_beyond_memory": "gdrpeer verify --size 1G",
-    "missing_libcuda": "gdrpeer verify -s cuda --json > /out/cuda.json",
-    "bad_gdrpeer_index": "gdrpeer verify -s gdrpeer -m reg_mr --gdrpeer-device 5 --size 64K",
-    "beyond_bar": "gdrpeer verify -s gdrpeer -m dmabuf --size $((GDRPEER_BAR_MIB * 2))M "
+    "missing_libcuda": "gdrpeer verify --source cuda --json > /out/cuda.json",
+    "bad_gdrpeer_index": "gdrpeer verify --source gdrpeer -m reg_mr --gdrpeer-device 5 --size 64K",
+    "beyond_bar": "gdrpeer verify --source gdrpeer -m dmabuf --size $((GDRPEER_BAR_MIB * 2))M "
                   "--json > /out/beyond_bar.json",
     "counters_after_errors": COUNTERS,
     "bench": BENCH.replace("--bench-seconds 3", "--bench-seconds 0.05") + " > /out/bench.json",
@@ -111,7 +114,7 @@ def test_gdrpeer_source_is_absent_before_the_module_is_loaded(run):
     assert gdr["state"] == "absent"
     assert "open /dev/gdrpeer: ENOENT" in gdr["reason"]
     assert {r["source"] for r in rep["results"]} == {"host"}
-    assert out["before"].status == 2  # host dma-buf is unsupported here (no udmabuf)
+    assert out["before"].status == 1  # host dma-buf is unsupported here (no udmabuf); 1 since issue 25
 
 
 def test_gdrpeer_memory_is_allocated_and_exported(run):
@@ -153,11 +156,11 @@ def test_exit_code_is_the_worst_result(run):
 def test_human_table(run):
     _, out = run
     t = out["table"]
-    assert t.status == 2
+    assert t.status == 1  # unsupported rows, none failed: 1 since issue 25 (2 before)
     assert "rxe0 (rdma_rxe, software RDMA)" in t.output
     assert "rxe0 cannot import dma-buf memory: software RDMA device" in t.output
     assert "ibv_reg_mr on gdrpeer device memory failed with EFAULT" in t.output
-    assert "(exit 2)" in t.output
+    assert "(exit 1)" in t.output
 
 
 @pytest.mark.parametrize("name,message", [
@@ -180,12 +183,12 @@ def test_missing_libcuda_is_reported(run):
     assert src["state"] == "absent" and "cannot load libcuda.so.1" in src["reason"]
     assert {r["result"] for r in rep["results"]} == {"unsupported"}
     assert all("cannot load libcuda.so.1" in r["reason"] for r in rep["results"])
-    assert out["missing_libcuda"].status == 2
+    assert out["missing_libcuda"].status == 1  # only unsupported rows: 1 since issue 25 (2 before)
 
 
 def test_bad_gdrpeer_device_index_fails(run):
     _, out = run
-    assert out["bad_gdrpeer_index"].status == 1
+    assert out["bad_gdrpeer_index"].status == 2  # a failed combination: 2 since issue 25 (1 before)
     assert "no gdrpeer device 5 (there are 1)" in out["bad_gdrpeer_index"].output
 
 
@@ -196,7 +199,7 @@ def test_size_beyond_the_bar_fails_with_errno(run):
     assert row["result"] == "fail"
     assert row["reason"].startswith("gdrpeer memory could not be prepared: alloc "), row["reason"]
     assert "E2BIG" in row["reason"] and "BAR is only 64 MiB" in row["reason"], row["reason"]
-    assert out["beyond_bar"].status == 1
+    assert out["beyond_bar"].status == 2  # failed: 2 since issue 25
 
 
 def test_nothing_stays_allocated(run):
@@ -237,9 +240,29 @@ def test_link_going_down_mid_run_fails_clearly(run):
     res, out = run
     # The link went down only once the bandwidth measurement had started (the data checks were done).
     assert "RDMA WRITE bandwidth" in out["link_down"].output, out["link_down"].output
-    assert res.files["down.status"].strip() == b"1"
+    assert res.files["down.status"].strip() == b"2"  # failed: 2 since issue 25
     (row,) = _json(res, "down.json")["results"]
     assert row["result"] == "fail"
     assert all(t["ok"] for t in row["transfers"])  # the checks ran before the link went
     assert "the benchmark failed" in row["reason"]
     assert "rxe0 port 1 is now DOWN (the link went away during the run)" in row["reason"], row["reason"]
+
+
+def test_gid_index_option_uses_that_gid(run):
+    """verify -x IDX (perftest's GID index): the port's selected GID is IDX and the loopback
+    passes through it; an index the port's table does not fill leaves the port without a GID,
+    the row unsupported with the reason (exit 1). Before: -x was an unknown option (exit 64)."""
+    res, out = run
+    assert out["gid_index_0"].status == 0, out["gid_index_0"].output
+    rep = _json(res, "gidx0.json")
+    (port,) = rep["rdma"]["devices"][0]["ports"]
+    assert port["selected_gid"] == 0, port
+    assert any(g["index"] == 0 for g in port["gids"]), port["gids"]
+    (row,) = rep["results"]
+    assert row["result"] == "pass", row
+    assert out["gid_index_absent"].status == 1, out["gid_index_absent"].output
+    rep = _json(res, "gidx200.json")
+    (port,) = rep["rdma"]["devices"][0]["ports"]
+    assert "selected_gid" not in port and "no GID at index 200" in port["gid_problem"], port
+    (row,) = rep["results"]
+    assert row["result"] == "unsupported" and "no GID at index 200" in row["reason"], row

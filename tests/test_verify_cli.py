@@ -95,3 +95,18 @@ def test_perftest_short_options(gdrpeer):
     assert json.loads(r.stdout)["size"] == 65536
     r = verify(gdrpeer, "--source", "host", "--json", "--libcuda", "libcuda-missing.so.1")
     assert r.returncode == 3 and [s["name"] for s in json.loads(r.stdout)["sources"] if s["requested"]] == ["host"]
+
+
+def test_perftest_gid_index_option(gdrpeer):
+    """perftest's -x IDX (ib_write_bw -x 3) is the GID index every port uses (issue 25); before it
+    was an unknown option (exit 64). Out-of-range indexes and -x with --p2p are refused."""
+    assert "-x,--gid-index" in verify(gdrpeer, "--help").stdout
+    r = verify(gdrpeer, "-x", "300")
+    assert r.returncode == 64 and "--gid-index: 300 is not a GID index (0-255)" in r.stderr, r.stderr
+    r = verify(gdrpeer, "--p2p", "-x", "1")
+    assert r.returncode == 64 and "--p2p measures GPU pairs" in r.stderr, r.stderr
+    if has_rdma_device():
+        pytest.skip("this machine has an RDMA device; the emulated-node tests cover that case")
+    for opt in (["-x", "3"], ["--gid-index", "3"], ["--gid-index=3"]):
+        r = verify(gdrpeer, "--json", *opt, "--libcuda", "libcuda-missing.so.1")
+        assert r.returncode == 3, (opt, r.stderr)

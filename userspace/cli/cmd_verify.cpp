@@ -37,6 +37,7 @@ struct VerifyArgs {
   std::string bench_sizes;
   double bench_seconds = 0.2;
   double timeout = 10;
+  int gid_index = -1;  // -x: perftest's GID index; -1 select_gid's choice
   uint64_t seed = 0;
   bool seed_given = false;
   bool p2p = false;  // GPU peer-to-peer instead of RDMA (cmd_verify_p2p.cpp)
@@ -152,8 +153,11 @@ int run(const VerifyArgs& a) {
   opt.timeout_ms = static_cast<int>(a.timeout * 1000);
   opt.seed = a.seed_given ? a.seed : std::random_device{}();
 
-  const auto inv = v::enumerate_rdma();
+  if (a.gid_index < -1 || a.gid_index > 255)
+    return usage_error("--gid-index: " + std::to_string(a.gid_index) + " is not a GID index (0-255)");
+  auto inv = v::enumerate_rdma();
   if (auto problem = v::check_device_selection(inv, a.devices)) return usage_error(*problem);
+  if (a.gid_index >= 0) v::use_gid_index(inv, a.gid_index);
 
   Progress progress(::isatty(STDERR_FILENO) == 1, a.bench);
   opt.progress = [&](const std::string& m) { progress(m); };
@@ -207,6 +211,8 @@ void add_verify_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("-a,--all-sizes", args->all_sizes,
                 "--bench at every power of two from 2 bytes up to --size (perftest's -a, which goes to 8 MiB)");
   cmd->add_option("--timeout", args->timeout, "seconds to wait for one completion (default 10)");
+  cmd->add_option("-x,--gid-index", args->gid_index,
+                  "GID index every port uses (perftest's -x; default: RoCE v2 IPv4-mapped first, GID 0 on InfiniBand)");
   auto* seed = cmd->add_option("--seed", args->seed, "seed of the random data pattern");
   cmd->add_flag("--p2p", args->p2p,
                 "GPU peer-to-peer instead: for every ordered GPU pair, peer access and its attributes, a byte-checked "
@@ -220,8 +226,8 @@ void add_verify_command(CLI::App& app, int& exit_code) {
                   "with --p2p: take check's prediction from this snapshot or dump instead of this node");
   cmd->add_option("--data-dir", args->p2p_args.data_dir, "with --p2p: rule data directory for the prediction");
   std::vector<CLI::Option*> rdma_only;
-  for (const char* name : {"--device", "--source", "--method", "--size", "--gdrpeer-device", "--gdrpeer-path", "--cuda-device",
-                           "--bench", "--bench-sizes", "--bench-seconds", "--timeout"})
+  for (const char* name : {"--device", "--source", "--method", "--size", "--gdrpeer-device", "--gdrpeer-path", "--cuda-device", "--bench",
+                           "--bench-sizes", "--bench-seconds", "--timeout", "--gid-index"})
     rdma_only.push_back(cmd->get_option(name));
   cmd->callback([args, seed, rdma_only, &exit_code] {
     args->seed_given = seed->count() > 0;

@@ -153,6 +153,30 @@ TEST(VerifyGid, RoceV1OnlyStillWorks) {
   EXPECT_EQ(v::select_gid(true, g, &why)->index, 1u);
 }
 
+// perftest's -x IDX (ib_write_bw -x 3): the port uses that index, not select_gid's choice.
+TEST(VerifyGid, GidIndexOptionUsesThatIndexOrNone) {
+  v::RdmaInventory inv;
+  inv.devices.emplace_back();
+  v::PortInfo port;
+  port.ethernet = true;
+  port.gids = {link_local(0, v::GidType::roce_v1), link_local(1, v::GidType::roce_v2), ipv4(2, v::GidType::roce_v1),
+               ipv4(3, v::GidType::roce_v2), v::GidEntry{}};
+  port.gids[4].index = 4;  // all-zero GID: an empty table slot
+  std::string why;
+  port.gid = v::select_gid(true, port.gids, &why);
+  ASSERT_EQ(port.gid->index, 3u);
+  inv.devices[0].ports.push_back(port);
+  v::use_gid_index(inv, 2);
+  ASSERT_TRUE(inv.devices[0].ports[0].gid);
+  EXPECT_EQ(inv.devices[0].ports[0].gid->index, 2u);
+  EXPECT_EQ(inv.devices[0].ports[0].gid->type, v::GidType::roce_v1);
+  for (int absent : {4, 7}) {
+    v::use_gid_index(inv, absent);
+    EXPECT_FALSE(inv.devices[0].ports[0].gid) << absent;
+    EXPECT_TRUE(contains(inv.devices[0].ports[0].gid_problem, "no GID at index " + std::to_string(absent))) << absent;
+  }
+}
+
 TEST(VerifyGid, InfiniBandUsesGidZero) {
   std::vector<v::GidEntry> g = {
       gid(0, v::GidType::ib, {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x0c, 0x42, 0xa1, 3, 0, 0x9e, 0x5c, 0x10})};

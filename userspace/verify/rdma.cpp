@@ -81,6 +81,16 @@ std::optional<GidEntry> select_gid(bool ethernet, const std::vector<GidEntry>& g
   return *best;
 }
 
+void use_gid_index(RdmaInventory& inv, int index) {
+  for (auto& d : inv.devices)
+    for (auto& p : d.ports) {
+      p.gid.reset();
+      for (const auto& g : p.gids)
+        if (index >= 0 && g.index == static_cast<uint32_t>(index) && !gid_is_zero(g.raw)) p.gid = g;
+      if (!p.gid) p.gid_problem = "no GID at index " + std::to_string(index) + " (-x, --gid-index)";
+    }
+}
+
 bool rdma_device_gone(const std::string& name) {
   std::error_code ec;
   return !fs::exists("/sys/class/infiniband/" + name, ec);

@@ -11,6 +11,7 @@
 #include "gdrpeer/topo/errors.hpp"
 #include "gdrpeer/topo/parsers.hpp"
 #include "hex.hpp"
+#include "sysfs_readers.hpp"
 #include "xml_reader.hpp"
 
 namespace gdrpeer::topo {
@@ -22,12 +23,35 @@ namespace {
 struct Frame {
   std::string_view type;  // object type, "" for non-object elements
   int numa = -2;          // -2: this object says nothing; -1: several nodes
+  std::string_view cpuset;  // "0x0000ffff,0xffffffff"; "" when the object has none (I/O objects)
   int device = -1;        // device index for PCIDev / PCI bridge
   int host_bridge = -1;   // host bridge index for bridge_type 0-1
   bool is_machine = false, is_package = false;
 };
 
 bool parse_hex(std::string_view s, unsigned long& out) { return detail::parse_hex_digits(s, 16, out); }
+
+// A cpuset as hwloc writes it ("0x000000ff,0xffffffff": 32-bit words, most significant
+// first, an empty word is zero) as a CPU list ("0-39"); "" for an infinite set
+// ("0xf...f,...") or a malformed one.
+std::string cpuset_list(std::string_view cs) {
+  if (cs.empty() || cs.substr(0, 5) == "0xf..") return "";
+  const size_t words = static_cast<size_t>(std::count(cs.begin(), cs.end(), ',')) + 1;
+  std::vector<bool> set(words * 32);
+  size_t b = 0;
+  for (size_t w = 0; w < words; ++w) {
+    size_t c = cs.find(',', b);
+    std::string_view word = cs.substr(b, c == std::string_view::npos ? std::string_view::npos : c - b);
+    b = c == std::string_view::npos ? cs.size() : c + 1;
+    if (word.substr(0, 2) == "0x") word.remove_prefix(2);
+    if (word.empty()) continue;
+    unsigned long v = 0;
+    if (word.size() > 8 || !parse_hex(word, v)) return "";
+    for (size_t k = 0; k < 32; ++k)
+      if ((v >> k) & 1) set[(words - 1 - w) * 32 + k] = true;
+  }
+  return sysfs::format_cpulist(set);
+}
 
 // "0x00000001" or "0xffffffff,0x0000000f" (most significant word first).
 // Returns the only set bit's index, -1 when several/none are set, -3 on error.
@@ -134,6 +158,7 @@ Topology parse_hwloc_xml(std::string_view text, const std::string& name, std::ve
   // Duplicate check without a scan per device, keyed by the normalized address's
   // hex digits and length (no string hashing, no string per node).
   std::unordered_map<std::string, int> bdfs;  // -> device index
+  std::unordered_map<const char*, std::string> cpu_lists;  // cpuset attribute (by its place in the text) -> CPU list
   // hwloc 3 writes an OS device's types as a bit mask (OpenFabrics 1<<5, network
   // 1<<4); hwloc 2 as one number (OpenFabrics 3, network 2).
   bool osdev_mask = false;
@@ -249,6 +274,11 @@ Topology parse_hwloc_xml(std::string_view text, const std::string& name, std::ve
       if (n == -3) r.fail("expected a hex bitmap in nodeset=\"" + std::string(ns) + "\"");
       f.numa = n;
     }
+    // Only objects I/O can hang below (hwloc 1 and 2) carry the cpuset wanted here; the many
+    // PU, core and cache objects are not looked at (fleet speed).
+    if (type == "Machine" || type == "Package" || type == "Socket" || type == "Group" || type == "NUMANode" || type == "Die" ||
+        type == "Bridge" || type == "PCIDev")
+      r.attr("cpuset", f.cpuset);
     if (type == "Machine") f.is_machine = true;
     if (type == "Package") {
       f.is_package = true;
@@ -302,6 +332,16 @@ Topology parse_hwloc_xml(std::string_view text, const std::string& name, std::ve
             if (!parse_bridge_pci(bp, dom, sec)) r.fail("expected bridge_pci=\"dddd:[bb-bb]\"");
             d.secondary_bus = static_cast<int>(sec);
           }
+        }
+        // I/O objects carry no cpuset (hwloc 2); the object they hang below (package,
+        // group, NUMA node, machine) does, as nvidia-smi's CPU Affinity is the device's node's.
+        // Converted once per cpuset (hundreds of devices share a few packages): fleet speed.
+        std::string_view cs = f.cpuset;
+        for (auto it = stack.rbegin(); it != stack.rend() && cs.empty(); ++it) cs = it->cpuset;
+        if (!cs.empty()) {
+          auto [list, fresh] = cpu_lists.try_emplace(cs.data());
+          if (fresh) list->second = cpuset_list(cs);
+          d.cpu_affinity = list->second;
         }
         d.parent = parent_dev;
         if (parent_dev < 0) {

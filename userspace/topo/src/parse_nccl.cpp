@@ -4,11 +4,13 @@
 // CPU meet at PHB, under two CPUs at SYS (NCCL has no NODE level).
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <string>
 
 #include "gdrpeer/topo/errors.hpp"
 #include "gdrpeer/topo/parsers.hpp"
 #include "hex.hpp"
+#include "sysfs_readers.hpp"
 #include "xml_reader.hpp"
 
 namespace gdrpeer::topo {
@@ -46,6 +48,7 @@ Topology parse_nccl_xml(std::string_view text, const std::string& name, std::vec
   std::vector<Frame> stack;
   bool root_seen = false;
   int cpus = 0;
+  std::map<int, std::string> cpu_affinity;  // host bridge ("cpuN") -> its CPUs as a list
   for (;;) {
     XmlReader::Event ev = r.next();
     if (ev == XmlReader::Event::Eof) break;
@@ -74,6 +77,9 @@ Topology parse_nccl_xml(std::string_view text, const std::string& name, std::vec
       if (!numaid.empty() && (end == numaid.c_str() || *end)) r.fail("expected a number in numaid=\"" + numaid + "\"");
       f.host_bridge = t.host_bridge_index("cpu" + std::to_string(cpus));
       t.host_bridges[f.host_bridge].numa = static_cast<int>(n);
+      // affinity="00000000,00ffffff": the node's cpumap as sysfs writes it (NCCL reads it there).
+      if (std::string aff = r.attr_str("affinity"); !aff.empty())
+        cpu_affinity[f.host_bridge] = sysfs::format_cpulist(sysfs::parse_cpumask(aff));
       if (cpus == 0) {
         t.cpu.arch = r.attr_str("arch");
         t.cpu.vendor = r.attr_str("vendor");
@@ -120,6 +126,7 @@ Topology parse_nccl_xml(std::string_view text, const std::string& name, std::vec
       if (r.attr("link_width", a)) d.link_sta.width = std::atoi(std::string(a).c_str());
       d.parent = parent_dev;
       d.host_bridge = parent_dev < 0 ? parent_hb : -1;
+      if (auto it = cpu_affinity.find(stack.size() > 1 ? stack[1].host_bridge : -1); it != cpu_affinity.end()) d.cpu_affinity = it->second;
       if (t.find(d.bdf) >= 0) r.fail("duplicate PCI device " + d.bdf);
       // NCCL nodes are whole switches: give them their own unit in the path
       // classification (an unknown-type bridge is one bridge).

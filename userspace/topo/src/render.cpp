@@ -13,6 +13,7 @@
 
 #include "gdrpeer/topo/check.hpp"
 #include "json_writer.hpp"
+#include "pci_names.hpp"
 #include "readiness_internal.hpp"
 #include "stack_render.hpp"
 
@@ -69,31 +70,110 @@ std::string link_str(const Link& l) {
   return b;
 }
 
-std::string dev_desc(const Device& d) {
-  std::string s = d.name;
+// Inputs read from sysfs carry ids, not names: those come from pci.ids (libpci), as lspci's.
+bool named_by_pci_ids(const Topology& t) {
+  return t.format == "sysfs" || t.format == "sysfs-root" || t.format == "snapshot" || t.format == "hwloc-gather-topology";
+}
+
+// The name the input gives, else pci.ids' for sysfs inputs; "" unknown. `why` says why
+// names could not be looked up at all.
+std::string display_name(const Topology& t, const Device& d, std::string* why = nullptr) {
+  if (!d.name.empty() || !d.ids_known || !named_by_pci_ids(t)) return d.name;
+  std::string err;
+  const std::string* n = pci_ids_name(d.vendor, d.device, err);
+  if (!n && why) *why = err;
+  return n ? *n : std::string();
+}
+
+std::string dev_desc(const Topology& t, const Device& d) {
+  std::string s = display_name(t, d);
   if (s.empty() && d.ids_known) s = hex4(d.vendor) + ":" + hex4(d.device);
   else if (d.ids_known) s += " [" + hex4(d.vendor) + ":" + hex4(d.device) + "]";
   if (!d.rdma_name.empty()) s += " (" + d.rdma_name + ")";
   return s;
 }
 
+// One line of Problems or Notes: every pair whose finding has the same rule,
+// severity and text. A text whose only difference between pairs is one list of
+// BDFs ("ACS state of A, B is not in this input") counts as the same text; the
+// line then names the union of those BDFs. Fixes that differ (each names its
+// GPU's closest NIC) are kept, each once.
 struct Group {
   Verdict sev;
-  std::string rule, reason, fix;
+  std::string rule;
+  std::string before, after;  // the text around the BDF list (all of it in `before` if none)
+  bool has_list = false;
+  std::vector<std::string> bdfs;   // the union of the lists, sorted
+  std::vector<std::string> fixes;  // distinct, in first-seen order
   std::vector<std::string> who;
+  std::string reason() const {
+    if (!has_list) return before;
+    std::string s = before;
+    for (size_t i = 0; i < bdfs.size(); ++i) s += (i ? ", " : "") + bdfs[i];
+    return s + after;
+  }
 };
+
+bool hexdigit(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
+
+// "0000:46:02.2" at s[i]: domain:bus:device.function as sysfs spells it.
+bool bdf_at(std::string_view s, size_t i) {
+  static constexpr std::string_view shape = "hhhh:hh:hh.h";
+  if (i + shape.size() > s.size()) return false;
+  for (size_t k = 0; k < shape.size(); ++k)
+    if (shape[k] == 'h' ? !hexdigit(s[i + k]) : s[i + k] != shape[k]) return false;
+  return i + shape.size() == s.size() || !hexdigit(s[i + shape.size()]);
+}
+
+// Splits a text with exactly one run of BDFs ("A, B, C") into the text around it
+// and the run. Texts with none or with several runs ("from A to B": the pairing
+// matters) are left whole: only identical texts group then.
+bool split_bdf_list(std::string_view s, std::string_view& before, std::string_view& after, std::vector<std::string_view>& list) {
+  constexpr size_t kLen = 12;
+  size_t start = std::string_view::npos, end = 0, runs = 0;
+  std::vector<std::string_view> got;
+  for (size_t i = 0; i < s.size();) {
+    if ((i == 0 || !hexdigit(s[i - 1])) && bdf_at(s, i)) {
+      if (++runs > 1) return false;
+      start = i;
+      got.push_back(s.substr(i, kLen));
+      i += kLen;
+      while (s.substr(i, 2) == ", " && bdf_at(s, i + 2)) {
+        got.push_back(s.substr(i + 2, kLen));
+        i += 2 + kLen;
+      }
+      end = i;
+      continue;
+    }
+    ++i;
+  }
+  if (runs != 1) return false;
+  before = s.substr(0, start);
+  after = s.substr(end);
+  list = std::move(got);
+  return true;
+}
 
 std::vector<Group> group_findings(const Report& r, bool notes) {
   std::vector<Group> out;
   // Keyed by views into the findings, which outlive this call.
-  std::map<std::tuple<std::string_view, std::string_view, std::string_view>, size_t> index;
+  std::map<std::tuple<int, std::string_view, bool, std::string_view, std::string_view>, size_t> index;
+  std::vector<std::string_view> list;
   for (const auto& p : r.pairs)
     for (const auto& f : p.findings) {
       if ((f.severity == Verdict::Optimal) != notes) continue;
-      auto [it, fresh] = index.try_emplace({f.rule, f.reason, f.fix}, out.size());
-      if (fresh) out.push_back(Group{f.severity, f.rule, f.reason, f.fix, {}});
-      out[it->second].who.push_back(p.label_a + "-" + p.label_b);
+      std::string_view before = f.reason, after;
+      list.clear();
+      const bool has_list = split_bdf_list(f.reason, before, after, list);
+      auto [it, fresh] = index.try_emplace({static_cast<int>(f.severity), f.rule, has_list, before, after}, out.size());
+      if (fresh) out.push_back(Group{f.severity, f.rule, std::string(before), std::string(after), has_list, {}, {}, {}});
+      Group& g = out[it->second];
+      for (auto b : list)
+        if (std::find(g.bdfs.begin(), g.bdfs.end(), b) == g.bdfs.end()) g.bdfs.emplace_back(b);
+      if (!f.fix.empty() && std::find(g.fixes.begin(), g.fixes.end(), f.fix) == g.fixes.end()) g.fixes.push_back(f.fix);
+      g.who.push_back(p.label_a + "-" + p.label_b);
     }
+  for (auto& g : out) std::sort(g.bdfs.begin(), g.bdfs.end());  // the bridges of one switch side by side
   std::stable_sort(out.begin(), out.end(), [](const Group& a, const Group& b) { return a.sev > b.sev; });
   return out;
 }
@@ -131,9 +211,12 @@ std::string render_matrix(const Topology& t, const Report& r, bool include_nvme)
   if (include_nvme) cols.insert(cols.end(), r.nvmes.begin(), r.nvmes.end());
   if (!cols.empty()) {
     const auto nv = nvlink_cells(r);
+    // nvidia-smi's "CPU Affinity": the device's local CPUs; "?" where the input does not say.
+    size_t cpu_w = 14;
+    for (int c : cols) cpu_w = std::max(cpu_w, t.devices[c].cpu_affinity.size() + 2);
     o << "\n" << pad("", 8);
     for (int c : cols) o << pad(r.labels[c], 8);
-    o << pad("NUMA", 6) << "BDF\n";
+    o << pad("CPU Affinity", cpu_w) << pad("NUMA", 6) << "BDF\n";
     for (int a : cols) {
       o << pad(r.labels[a], 8);
       for (int b : cols) {
@@ -141,7 +224,8 @@ std::string render_matrix(const Topology& t, const Report& r, bool include_nvme)
         o << pad(a == b ? " X" : it != nv.end() ? std::string_view(it->second) : std::string_view(to_string(r.path_class(a, b))), 8);
       }
       const Device& d = t.devices[a];
-      o << pad(d.numa >= 0 ? std::to_string(d.numa) : "?", 6) << d.bdf << "\n";
+      o << pad(d.cpu_affinity.empty() ? "?" : std::string_view(d.cpu_affinity), cpu_w) << pad(d.numa >= 0 ? std::to_string(d.numa) : "?", 6)
+        << d.bdf << "\n";
     }
     o << "\nLegend: PIX = at most one PCIe bridge (switch), PXB = several bridges, PHB = through a PCIe host bridge,\n"
          "        NODE = between host bridges of one NUMA node, SYS = across the NUMA interconnect\n";
@@ -183,8 +267,8 @@ std::string render_matrix(const Topology& t, const Report& r, bool include_nvme)
       if (!f.fix.empty()) o << "      fix: " << f.fix << "\n";
     }
     for (const auto& g : problems) {
-      o << "  [" << to_string(g.sev) << "] " << who_list(g.who) << ": " << g.reason << " (" << g.rule << ")\n";
-      if (!g.fix.empty()) o << "      fix: " << g.fix << "\n";
+      o << "  [" << to_string(g.sev) << "] " << who_list(g.who) << ": " << g.reason() << " (" << g.rule << ")\n";
+      for (const auto& fix : g.fixes) o << "      fix: " << fix << "\n";
     }
   }
   auto notes = group_findings(r, true);
@@ -193,8 +277,8 @@ std::string render_matrix(const Topology& t, const Report& r, bool include_nvme)
   if (!notes.empty() || node_notes) {
     o << "\nNotes:\n";
     for (const auto& g : notes) {
-      o << "  " << who_list(g.who) << ": " << g.reason << " (" << g.rule << ")\n";
-      if (!g.fix.empty()) o << "      hint: " << g.fix << "\n";
+      o << "  " << who_list(g.who) << ": " << g.reason() << " (" << g.rule << ")\n";
+      for (const auto& fix : g.fixes) o << "      hint: " << fix << "\n";
     }
     for (const auto& f : r.node_findings)
       if (f.severity == Verdict::Optimal) {
@@ -207,9 +291,13 @@ std::string render_matrix(const Topology& t, const Report& r, bool include_nvme)
   if (include_nvme) devs.insert(devs.end(), r.nvmes.begin(), r.nvmes.end());
   if (!devs.empty()) {
     o << "\nDevices:\n";
+    std::string why;
+    if (named_by_pci_ids(t))
+      for (int i : devs) display_name(t, t.devices[i], &why);
+    if (!why.empty()) o << "  (names not looked up: " << why << "; vendor:device ids only)\n";
     for (int i : devs) {
       const Device& d = t.devices[i];
-      o << "  " << pad(r.labels[i], 7) << pad(d.bdf, 14) << dev_desc(d);
+      o << "  " << pad(r.labels[i], 7) << pad(d.bdf, 14) << dev_desc(t, d);
       if (d.role_overridden) o << " [role set by --role]";
       o << "\n";
     }
@@ -283,6 +371,8 @@ std::string render_json(const Topology& t, const Report& r) {
     std::snprintf(cls, sizeof cls, "0x%06x", d.class_code);
     j.key("class");
     d.class_known ? j.value(cls) : j.null();
+    j.key("cpu_affinity");  // "0-63" as local_cpulist; null unknown
+    d.cpu_affinity.empty() ? j.null() : j.value(d.cpu_affinity);
     j.key("device");
     d.ids_known ? j.value("0x" + hex4(d.device)) : j.null();
     j.key("driver").value(d.driver);
@@ -294,7 +384,7 @@ std::string render_json(const Topology& t, const Report& r) {
     j.key("label").value(r.labels[i]);
     j.key("link_cap").begin_object().key("gts").value(d.link_cap.speed_gts).key("width").value(d.link_cap.width).end_object();
     j.key("link_status").begin_object().key("gts").value(d.link_sta.speed_gts).key("width").value(d.link_sta.width).end_object();
-    j.key("name").value(d.name);
+    j.key("name").value(display_name(t, d));  // from pci.ids for sysfs inputs
     j.key("numa").value(d.numa);
     j.key("rdma_name").value(d.rdma_name);
     j.key("role").value(to_string(d.role));
@@ -486,7 +576,7 @@ std::string render_tree(const Topology& t, bool roles_only) {
     o << std::string(static_cast<size_t>(depth) * 2, ' ') << d.bdf;
     if (d.role != Role::None) o << " " << to_string(d.role) << (d.role_overridden ? "(override)" : "");
     if (d.is_bridge) o << " " << to_string(d.port) << (d.port_inferred ? "(inferred)" : "");
-    std::string desc = dev_desc(d);
+    std::string desc = dev_desc(t, d);
     if (!desc.empty()) o << "  " << desc;
     if (d.link_sta.known()) o << "  link " << link_str(d.link_sta) << (d.link_cap.known() ? "/" + link_str(d.link_cap) : "");
     if (d.acs_present) {

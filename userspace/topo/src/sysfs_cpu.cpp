@@ -98,6 +98,23 @@ CpuSet parse_cpulist(const std::string& s) {
   return trimmed_set(set);
 }
 
+std::string format_cpulist(const CpuSet& set) {
+  std::string s;
+  for (size_t i = 0; i < set.size();) {
+    if (!set[i]) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j + 1 < set.size() && set[j + 1]) ++j;
+    if (!s.empty()) s += ',';
+    s += std::to_string(i);
+    if (j > i) s += '-' + std::to_string(j);
+    i = j + 1;
+  }
+  return s;
+}
+
 CpuSet parse_cpumask(const std::string& s) {
   std::vector<std::string> words;
   std::stringstream ss(s);
@@ -125,9 +142,9 @@ void read_cpus(FileSource& fs, const std::map<size_t, CpuSet>& local_cpus, Topol
         // Listed (not only counted) so that a snapshot records the node's folder and
         // counts the same NUMA nodes offline.
         fs.list("/sys/devices/system/node/" + e);
-        if (!local_cpus.empty())
-          if (auto l = fs.read("/sys/devices/system/node/" + e + "/cpulist", 65536))
-            node_cpus[std::atoi(e.c_str() + 4)] = parse_cpulist(trimmed(*l));
+        // Read always: the CPU affinity of a function without local_cpulist is its node's.
+        if (auto l = fs.read("/sys/devices/system/node/" + e + "/cpulist", 65536))
+          node_cpus[std::atoi(e.c_str() + 4)] = parse_cpulist(trimmed(*l));
       }
     t.numa_nodes = n;
     // numa_node -1 means "no NUMA information" (firmware without an SRAT/_PXM, or a VM);
@@ -141,6 +158,7 @@ void read_cpus(FileSource& fs, const std::map<size_t, CpuSet>& local_cpus, Topol
     std::stringstream ss(*ci);
     std::string line;
     std::map<std::string, bool> packages;
+    CpuSet online;  // "processor : N" lines: the online CPUs
     while (std::getline(ss, line)) {
       size_t c = line.find(':');
       if (c == std::string::npos) continue;
@@ -153,7 +171,14 @@ void read_cpus(FileSource& fs, const std::map<size_t, CpuSet>& local_cpus, Topol
       else if (k == "model" && cpu.model < 0) cpu.model = std::atoi(v.c_str());
       else if (k == "model name" && cpu.model_name.empty()) cpu.model_name = v;
       else if (k == "physical id") packages[v] = true;
-      else if (k == "flags" && v.find(" hypervisor") != std::string::npos) cpu.hypervisor = true;
+      else if (k == "processor" && !v.empty() && std::isdigit(static_cast<unsigned char>(v[0]))) {
+        const size_t n = std::strtoul(v.c_str(), nullptr, 10);
+        if (n < kMaxCpus) {
+          if (online.size() <= n) online.resize(n + 1);
+          online[n] = true;
+        }
+      } else if (k == "flags" && v.find(" hypervisor") != std::string::npos)
+        cpu.hypervisor = true;
       else if (k == "CPU implementer" && cpu.arm_implementer < 0) {
         cpu.arm_implementer = static_cast<int>(std::strtol(v.c_str(), nullptr, 0));
         cpu.arch = "aarch64";
@@ -165,7 +190,13 @@ void read_cpus(FileSource& fs, const std::map<size_t, CpuSet>& local_cpus, Topol
       }
     }
     t.cpu.sockets = static_cast<int>(packages.size());
+    // One NUMA node: every online CPU is local to every function (an older snapshot
+    // recorded neither local_cpulist nor the node's cpulist).
+    if (t.numa_nodes == 1 && node_cpus.empty() && !online.empty()) node_cpus[0] = online;
   }
+  for (auto& d : t.devices)
+    if (d.cpu_affinity.empty() && d.numa >= 0)
+      if (auto it = node_cpus.find(d.numa); it != node_cpus.end()) d.cpu_affinity = format_cpulist(it->second);
 }
 
 }  // namespace gdrpeer::topo::sysfs

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <sstream>
 
 #include "gdrpeer/topo/errors.hpp"
@@ -214,13 +215,17 @@ PciFunctions read_pci_functions(FileSource& fs, const std::string& name, Topolog
     bool cok = true;
     d.class_code = static_cast<uint32_t>(hex("class", cok));
     d.class_known = cok;
-    if (auto n = rd("numa_node")) {
+    // The local CPUs: the affinity column, and the locality of a function without numa_node.
+    std::optional<CpuSet> local;
+    if (auto l = rd("local_cpulist"))
+      local = parse_cpulist(trimmed(*l));
+    else if (auto m = rd("local_cpus"))
+      local = parse_cpumask(trimmed(*m));
+    if (local) d.cpu_affinity = format_cpulist(*local);
+    if (auto n = rd("numa_node"))
       d.numa = std::atoi(trimmed(*n).c_str());
-    } else if (auto l = rd("local_cpulist")) {
-      out.local_cpus[t.devices.size()] = parse_cpulist(trimmed(*l));  // numa_node missing: locality from the CPUs
-    } else if (auto m = rd("local_cpus")) {
-      out.local_cpus[t.devices.size()] = parse_cpumask(trimmed(*m));
-    }
+    else if (local)
+      out.local_cpus[t.devices.size()] = *local;  // numa_node missing: locality from the CPUs
     if (auto v = rd("max_link_speed")) d.link_cap.speed_gts = parse_speed(trimmed(*v));
     if (auto v = rd("max_link_width")) d.link_cap.width = std::atoi(trimmed(*v).c_str());
     if (auto v = rd("current_link_speed")) d.link_sta.speed_gts = parse_speed(trimmed(*v));

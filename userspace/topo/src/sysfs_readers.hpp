@@ -51,5 +51,7 @@ void read_cpus(FileSource& fs, const std::map<size_t, CpuSet>& local_cpus, Topol
 // significant first), as sysfs writes them; empty when malformed.
 CpuSet parse_cpulist(const std::string& s);
 CpuSet parse_cpumask(const std::string& s);
+// The list form of a set ("0-23,48-71"), as local_cpulist writes it; "" for an empty set.
+std::string format_cpulist(const CpuSet& set);
 
 }  // namespace gdrpeer::topo::sysfs

@@ -82,6 +82,10 @@ struct Device {
   bool role_overridden = false;
 
   int numa = -1;
+  // The CPUs local to the function as a list ("0-63", nvidia-smi's "CPU Affinity"): sysfs
+  // local_cpulist, else its NUMA node's CPUs; hwloc: the cpuset of the object above it.
+  // "" unknown.
+  std::string cpu_affinity;
   Link link_cap, link_sta;
   double link_gbps = 0;  // hwloc's per-direction bandwidth in GB/s when that is all we have
   std::vector<Bar> bars;

@@ -70,6 +70,11 @@ struct RdmaInventory {
 
 RdmaInventory enumerate_rdma();
 
+// perftest's -x IDX: every port uses the GID at index `index` (its sgid_index and the
+// loopback's destination GID) instead of select_gid()'s choice; a port without a non-zero
+// GID there gets none, with the reason, and its combinations fail as select_gid's would.
+void use_gid_index(RdmaInventory& inv, int index);
+
 // True when the device has gone from /sys/class/infiniband (unplugged, rdma link delete).
 bool rdma_device_gone(const std::string& name);
 // The port state as sysfs words it now ("ACTIVE", "DOWN"); "" when unreadable.
