@@ -247,7 +247,7 @@ test-kernels: deps userspace selftests
 # (docs/driver.md, "Reliability campaign"), so it is not part of `make test`.
 DEBUG_KERNEL := 6.1-debug
 DEBUG_TESTS  := tests/test_driver.py tests/test_nvidia.py tests/test_peermem.py tests/test_fuzz.py \
-	tests/test_hotplug.py tests/test_kill.py tests/test_revoke_bounds.py
+	tests/test_hotplug.py tests/test_kill.py tests/test_revoke_bounds.py tests/test_revoke_race.py
 FUZZ_OPS_DEBUG ?= 1000000
 debug-kernel:
 	$(EMUNODE) fetch --kernel $(DEBUG_KERNEL)
