@@ -31,7 +31,9 @@ struct LibPci {
 
 // libpci calls these where pci_init would have installed its own. An error (a malformed
 // pci.ids) may not return: said on stderr, exit 78 as for unusable rule data.
-[[noreturn]] void libpci_error(char* msg, ...) {
+// __attribute__ rather than [[noreturn]]: clang keeps it in the function type, as libpci's
+// `error` member (PCI_NONRET) wants.
+__attribute__((noreturn)) void libpci_error(char* msg, ...) {
   va_list ap;
   va_start(ap, msg);
   std::fputs("gdrpeer: libpci: ", stderr);
