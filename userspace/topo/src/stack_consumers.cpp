@@ -255,19 +255,22 @@ ConsumerDecision decide_nvshmem(const NodeFacts& n, const PairFacts& p, const st
   return d;
 }
 
+// The words that say "no" to UCX_IB_GPU_DIRECT_RDMA and UCX_CUDA_COPY_DMABUF (one list for both).
+bool ucx_says_no(const std::string& v) { return v == "no" || v == "n" || v == "0" || v == "off"; }
+
 ConsumerDecision decide_ucx(const NodeFacts& n, const PairFacts& p, const std::map<std::string, std::string>& env) {
   ConsumerDecision d;
   d.consumer = "ucx";
   d.modelled = kModelledUcx;
   const std::string gdr = env_of(env, "UCX_IB_GPU_DIRECT_RDMA");
-  if (gdr == "no" || gdr == "n" || gdr == "0" || gdr == "off") {
+  if (ucx_says_no(gdr)) {
     d.gdr = 0;
     d.path = "none";
     d.why = "UCX_IB_GPU_DIRECT_RDMA=" + gdr + ": rc/dc transports register no GPU memory";
     return d;
   }
   const std::string copy = env_of(env, "UCX_CUDA_COPY_DMABUF");
-  const bool dmabuf_off = copy == "no" || copy == "n" || copy == "0" || copy == "off";
+  const bool dmabuf_off = ucx_says_no(copy);
   const Tri dmabuf = dmabuf_off ? 0 : tri_and(p.cuda_dmabuf, n.kernel_dmabuf);
   const Tri peer = tri_or(tri_or(n.mp_nv_mem, n.mod_nvidia_peermem), n.mod_nv_peer_mem);
   if (dmabuf == 1) {
