@@ -277,11 +277,21 @@ static int gdrpeer_attach_prepare(struct dma_buf_attachment *attach)
 	return 0;
 }
 
+/*
+ * A dynamic importer attached with importer ops (dma_buf_dynamic_attach()). This is the
+ * definition dma_buf_attachment_is_dynamic() had on 5.10..6.x; 7.x removed the helper but kept
+ * the field, so the field is read directly on every kernel.
+ */
+static bool gdrpeer_attachment_is_dynamic(const struct dma_buf_attachment *attach)
+{
+	return attach->importer_ops != NULL;
+}
+
 static void gdrpeer_attach_done(struct dma_buf_attachment *attach)
 {
 	struct gdrpeer_dmabuf *gb = attach->dmabuf->priv;
 
-	if (dma_buf_attachment_is_dynamic(attach))
+	if (gdrpeer_attachment_is_dynamic(attach))
 		atomic_inc(&gb->dynamic_attachments);
 	atomic64_inc(&dmabuf_cnt(attach->dmabuf)->attachments);
 }
@@ -296,7 +306,7 @@ static void gdrpeer_detach_done(struct dma_buf_attachment *attach)
 {
 	struct gdrpeer_dmabuf *gb = attach->dmabuf->priv;
 
-	if (dma_buf_attachment_is_dynamic(attach))
+	if (gdrpeer_attachment_is_dynamic(attach))
 		atomic_dec(&gb->dynamic_attachments);
 	gdrpeer_attach_drop(attach);
 	atomic64_dec(&dmabuf_cnt(attach->dmabuf)->attachments);
