@@ -125,7 +125,11 @@ def test_unload_and_log_clean(run):
 
 # dma_buf_vmap()'s WARN_ON_ONCE on an exporter's refusal (drivers/dma-buf/dma-buf.c of 6.1 and
 # 6.12; removed upstream by "dma-buf: fix WARNING in dma_buf_vmap", Dec 2025)
-VMAP_WARN = re.compile(r"WARNING: CPU: \d+ PID: \d+ at drivers/dma-buf/dma-buf\.c:\d+ dma_buf_vmap\+")
+# dma_buf_vmap()'s WARN_ON_ONCE on an exporter's refusal, in both report formats: up to 6.x
+# "WARNING: CPU: 0 PID: 224 at drivers/dma-buf/dma-buf.c:N dma_buf_vmap+...", and 7.x's
+# "WARNING: drivers/dma-buf/dma-buf.c:N at dma_buf_vmap+..., CPU#0: ..." (seen on 7.2.13).
+VMAP_WARN = re.compile(r"WARNING: (CPU: \d+ PID: \d+ at )?drivers/dma-buf/dma-buf\.c:\d+ "
+                       r"(at )?dma_buf_vmap\+")
 
 
 def test_vmap_gate_refuses_user_without_attachment(node_factory, gdrpeer_ko, kernel_name):
