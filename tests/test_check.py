@@ -7,7 +7,6 @@ Bad input must give `file:line: what was expected` and exit 65, never a crash.
 """
 
 import json
-import os
 import random
 import re
 import shutil
@@ -16,29 +15,11 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-REF = REPO / "topology" / "reference"
+from helpers.check_cli import gdrpeer_bin, run
+from helpers.fake_sysfs import sysfs_node
+from helpers.paths import REF, REPO, RULE_DATA
+
 EXPECTED = sorted((REF / "expected").glob("*.json"))
-# docs/check.md, "Outputs and exit codes": anything else (a signal, an abort) is a crash.
-EXIT_CODES = {0, 1, 2, 3, 64, 65, 66, 73}
-
-
-def gdrpeer_bin():
-    path = Path(os.environ.get("GDRPEER_BIN", REPO / "build" / "userspace" / "cli" / "gdrpeer"))
-    if not path.exists():
-        pytest.fail(f"{path} is missing: build userspace first (or set GDRPEER_BIN)")
-    return str(path)
-
-
-def run(*args, check_rc=None):
-    env = dict(os.environ, GDRPEER_DATA_DIR=str(REPO / "topology"))
-    p = subprocess.run([gdrpeer_bin(), *map(str, args)], capture_output=True, text=True, errors="replace",
-                       env=env, timeout=120)
-    assert p.returncode in EXIT_CODES, (f"gdrpeer exited {p.returncode} (not one of docs/check.md's "
-                                        f"exit codes {sorted(EXIT_CODES)}): {p.stderr}")
-    if check_rc is not None:
-        assert p.returncode == check_rc, f"rc={p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}"
-    return p
 
 
 def check_json(path, *extra):
@@ -291,18 +272,6 @@ def test_real_h100_node_snapshot():
 
 # ---- ID tables and platform rules end to end (topology/gpus.json, devices.json, platforms.json) ----
 
-def _sysfs_node(tmp_path, gpu_device=None):
-    from test_check_sysfs import make_node  # imported here: that module imports this one
-    root = make_node(tmp_path / "n")
-    if gpu_device is not None:
-        d = root / "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:00.0/0000:03:00.0"
-        (d / "device").write_text(f"0x{gpu_device:04x}\n")
-        cfg = bytearray((d / "config").read_bytes())
-        cfg[2:4] = gpu_device.to_bytes(2, "little")
-        (d / "config").write_bytes(bytes(cfg))
-    return root
-
-
 def test_aws_gb200_hwloc_root_complex_paths_are_grace_c2c():
     _, j = check_json(REF / "aws-p6e-gb200.36xlarge.xml")
     gpu_nic = [p for p in j["pairs"] if p["a"].startswith("GPU") and p["b"].startswith("NIC")]
@@ -314,7 +283,7 @@ def test_aws_gb200_hwloc_root_complex_paths_are_grace_c2c():
 
 
 def test_jetson_device_tree_model_flags_a_node_without_a_pci_gpu(tmp_path):
-    root = _sysfs_node(tmp_path)
+    root = sysfs_node(tmp_path)
     (root / "proc/device-tree").mkdir(parents=True)
     (root / "proc/device-tree/model").write_bytes(b"NVIDIA Jetson AGX Orin Developer Kit\0")
     # The iGPU is not on PCI: the fake's discrete GPU is dropped with --role NONE.
@@ -349,7 +318,7 @@ def test_jetson_device_tree_model_flags_a_node_without_a_pci_gpu(tmp_path):
 
 
 def test_unknown_nvidia_id_takes_its_family_from_pci_ids(tmp_path, monkeypatch):
-    root = _sysfs_node(tmp_path, gpu_device=0x3F01)  # an id topology/gpus.json does not list
+    root = sysfs_node(tmp_path, gpu_device=0x3F01)  # an id topology/gpus.json does not list
     ids = tmp_path / "pci.ids"
     ids.write_text("10de  NVIDIA Corporation\n\t3f01  GB999 [GeForce RTX 9090]\n10df  Emulex Corporation\n")
     monkeypatch.setenv("GDRPEER_PCI_IDS", str(ids))
@@ -359,13 +328,13 @@ def test_unknown_nvidia_id_takes_its_family_from_pci_ids(tmp_path, monkeypatch):
     monkeypatch.setenv("GDRPEER_PCI_IDS", "")  # no pci.ids: no family, no GeForce rule
     run("check", "--sysfs-root", root, check_rc=0)
     # A table id needs no pci.ids: the RTX 4090 is GeForce from the table.
-    p = run("check", "--sysfs-root", _sysfs_node(tmp_path / "t", gpu_device=0x2684), check_rc=2)
+    p = run("check", "--sysfs-root", sysfs_node(tmp_path / "t", gpu_device=0x2684), check_rc=2)
     assert "(platform-geforce)" in p.stdout and "pci.ids" not in p.stdout
 
 
 def test_gb10_gpu_id_blocks_gpudirect_rdma(tmp_path, monkeypatch):
     monkeypatch.setenv("GDRPEER_PCI_IDS", "")
-    p = run("check", "--sysfs-root", _sysfs_node(tmp_path, gpu_device=0x2E12), check_rc=2)
+    p = run("check", "--sysfs-root", sysfs_node(tmp_path, gpu_device=0x2E12), check_rc=2)
     assert "(platform-gb10)" in p.stdout and "NCCL_NET_GDR_LEVEL=LOC" in p.stdout
 
 
@@ -398,7 +367,7 @@ assert len(CHECK_FORM_EXIT) == len(CHECK_FORMS)
 
 @pytest.mark.parametrize("form", CHECK_FORMS, ids=lambda f: " ".join(Path(str(a)).name for a in f) or "none")
 def test_command_line_forms(form):
-    p = run("check", "--data-dir", REPO / "topology", *form)
+    p = run("check", "--data-dir", RULE_DATA, *form)
     # A report (0/1 from the dumps' verdicts, pinned by test_reference_verdicts), a usage error
     # (64, stderr only), a missing (66) or malformed (65) input.
     want = CHECK_FORM_EXIT[CHECK_FORMS.index(form)]

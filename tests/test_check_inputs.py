@@ -10,8 +10,9 @@ import tarfile
 
 import pytest
 
-from test_check import REF, run
-from test_check_sysfs import make_node
+from helpers.check_cli import run
+from helpers.fake_sysfs import make_node
+from helpers.paths import REF
 
 KINDS = REF / "kinds"
 

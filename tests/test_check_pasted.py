@@ -16,7 +16,8 @@ import subprocess
 
 import pytest
 
-from test_check import REF, gdrpeer_bin
+from helpers.check_cli import gdrpeer_bin
+from helpers.paths import REF
 
 TREE = (REF / "holohub-igx-orin-lspci-tv.txt").read_text()
 

@@ -9,7 +9,8 @@ import json
 
 import pytest
 
-from test_check import REF, run
+from helpers.check_cli import run
+from helpers.paths import REF
 
 SNAPSHOT = REF / "h100-node-snapshot.tar"
 

@@ -1,17 +1,19 @@
 """The stack stage of `gdrpeer check` (issue 24): the NVIDIA driver's state, peer clients as
 registered, kernel-log causes, the exporter's gate and what NCCL / NVSHMEM / UCX decide.
 Inputs are the real artefacts of topology/reference/stack (README there names each source),
-placed into the synthetic sysfs trees of test_check_sysfs.make_node."""
+placed into the synthetic sysfs trees of helpers.fake_sysfs.make_node."""
 
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from test_check import REPO, gdrpeer_bin
-import subprocess
+from helpers.check_cli import gdrpeer_bin
+from helpers.fake_sysfs import ENDPOINT, ROOT_PORT, config_space, make_node
+from helpers.paths import REPO
 
 
 def run(*args, env=None):
@@ -19,7 +21,7 @@ def run(*args, env=None):
     p = subprocess.run([gdrpeer_bin(), *map(str, args)], capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode in (0, 1, 2), p.stderr
     return p
-from test_check_sysfs import make_node
+
 
 FIX = REPO / "topology/reference/stack"
 PARAMS = (FIX / "h200-580.159.04-open-params.txt").read_text()
@@ -359,7 +361,6 @@ def nic_in_own_iommu_group(root):
 
 def two_root_ports(root, cpuinfo, version=OPEN_VERSION, gpu_device="0x2330"):
     """GPU and NIC each under a root port of its own: no bridge in common (PHB)."""
-    from test_check_sysfs import ROOT_PORT, ENDPOINT, config_space
     fns = [("0000:00:01.0", "devices/pci0000:00/0000:00:01.0", 0x10DE, 0x22B2, 0x060400, ROOT_PORT, 1),
            ("0000:00:02.0", "devices/pci0000:00/0000:00:02.0", 0x10DE, 0x22B2, 0x060400, ROOT_PORT, 2),
            ("0000:01:00.0", "devices/pci0000:00/0000:00:01.0/0000:01:00.0", 0x10DE, int(gpu_device, 16), 0x030200, ENDPOINT, None),
@@ -465,7 +466,6 @@ def test_translating_iommu_works_through_the_iommu_with_dma_remap(tmp_path):
 def phb_gpus(root, rp_acs):
     """NVIDIA/nccl #2079: two RTX 5880 Ada (10de:26b9) at 41:00.0 and 61:00.0, each behind an AMD
     GPP bridge (root port, 1022:1483) with ACSCtl 0x001d = SrcValid+ ReqRedir+ CmpltRedir+ UpstreamFwd+."""
-    from test_check_sysfs import ROOT_PORT, ENDPOINT, config_space
     fns = [("0000:40:01.1", "devices/pci0000:40/0000:40:01.1", 0x1022, 0x1483, 0x060400, ROOT_PORT, 0x41, rp_acs),
            ("0000:40:03.1", "devices/pci0000:40/0000:40:03.1", 0x1022, 0x1483, 0x060400, ROOT_PORT, 0x61, rp_acs),
            ("0000:41:00.0", "devices/pci0000:40/0000:40:01.1/0000:41:00.0", 0x10DE, 0x26B9, 0x030000, ENDPOINT, None, None),

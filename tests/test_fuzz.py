@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from test_driver import tap
+from helpers.tap import tap
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = REPO / "build" / "bin"

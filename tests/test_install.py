@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from emunode import kernels
-from test_check import REF, REPO, gdrpeer_bin
+from helpers.check_cli import gdrpeer_bin
+from helpers.paths import REF, REPO
 
 SUBCOMMANDS = ["topo", "check", "snapshot", "verify"]
 INPUT = REF / "stelline-asus-esc8000a-e12.md"

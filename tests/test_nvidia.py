@@ -42,7 +42,7 @@ import pytest
 
 from emunode import Node, known_kernels
 from emunode.node import ALLOWED_TAINT, PROBLEM
-from test_driver import keyvals, pattern, tap
+from helpers.tap import keyvals, pattern, tap
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = REPO / "build" / "bin"

@@ -42,7 +42,7 @@ from pathlib import Path
 import pytest
 
 from emunode import Node, known_kernels
-from test_driver import pattern, tap
+from helpers.tap import pattern, tap
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = REPO / "build" / "bin"

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from emunode import known_kernels
-from test_driver import tap
+from helpers.tap import tap
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = REPO / "build" / "bin"

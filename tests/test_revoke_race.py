@@ -25,7 +25,8 @@ import re
 import pytest
 
 from emunode import kernels
-from test_driver import BIN, tap
+from helpers.paths import BIN
+from helpers.tap import tap
 
 PROGRAM = "gdrpeer_selftest_revoke_race"
 TESTS = 4
