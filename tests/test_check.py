@@ -1,8 +1,8 @@
-"""End-to-end tests of `gdrpeer check` on the reference dumps in topology/reference/.
+"""End-to-end tests of `gdrpeer check` on the reference dumps in tests/reference/.
 
 The classes must match what the sources state: the nvidia-smi topo -m matrix printed in the same
 report (stelline), the provider's statements (AWS hwloc captures, NCCL topology file headers).
-Verdicts are compared with the hand-reviewed baselines in topology/reference/expected/.
+Verdicts are compared with the hand-reviewed baselines in tests/reference/expected/.
 Bad input must give `file:line: what was expected` and exit 65, never a crash.
 """
 
@@ -184,11 +184,11 @@ def test_topo_tree_shows_roles_and_ports():
 
 @pytest.mark.parametrize("args,rc,pattern", [
     (["check", "/nonexistent/dump.xml"], 66, r"/nonexistent/dump\.xml: cannot open input"),
-    (["check", "--role", "GPU", "topology/reference/azure-ndv4-topo.xml"], 64, r"--role expects ROLE=BDF"),
-    (["check", "--role", "GPU=0000:77:00.0", "topology/reference/azure-ndv4-topo.xml"], 64, r"no PCI device 0000:77:00\.0"),
-    (["check", "--pairs", "gpu-cpu", "topology/reference/azure-ndv4-topo.xml"], 64, r"unknown pair kind"),
+    (["check", "--role", "GPU", "tests/reference/azure-ndv4-topo.xml"], 64, r"--role expects ROLE=BDF"),
+    (["check", "--role", "GPU=0000:77:00.0", "tests/reference/azure-ndv4-topo.xml"], 64, r"no PCI device 0000:77:00\.0"),
+    (["check", "--pairs", "gpu-cpu", "tests/reference/azure-ndv4-topo.xml"], 64, r"unknown pair kind"),
     (["check", "--no-such-option"], 64, r"no-such-option"),
-    (["check", "--data-dir", "/nonexistent", "topology/reference/azure-ndv4-topo.xml"], 78, r"cannot open rule data"),
+    (["check", "--data-dir", "/nonexistent", "tests/reference/azure-ndv4-topo.xml"], 78, r"cannot open rule data"),
 ])
 def test_usage_and_missing_input_exit_codes(args, rc, pattern):
     p = subprocess.run([gdrpeer_bin(), *args], capture_output=True, text=True, cwd=REPO)

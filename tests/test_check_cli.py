@@ -118,8 +118,8 @@ def test_contradicting_formats_are_refused(opts):
 
 # ---- 3. node verdicts operators can act on ------------------------------------------------------
 
-# Every reference input (topology/reference and kinds/) with the node verdict and exit code an
-# operator should get, and why (the sources are in topology/reference/README.md and
+# Every reference input (tests/reference and kinds/) with the node verdict and exit code an
+# operator should get, and why (the sources are in tests/reference/README.md and
 # tests/test_check.py). Before issue 25 every multi-GPU node here exited 1 (the worst of all
 # GPU x NIC pairs) and the H100 snapshot, which has no NIC, exited 0 "optimal".
 REFERENCE_NODES = {

@@ -1,7 +1,7 @@
 """`gdrpeer check` on the kinds of input people really have (issue 16): NVLink and NVSwitch, the
 closest NIC, lspci text as it gets pasted, device roles, missing data, hwloc 3.0 and duplicate
-addresses, virtual machines. Fixtures are in topology/reference/kinds/ (sources and the truth each
-states: topology/reference/README.md); pasted-text variants and sysfs trees are made here."""
+addresses, virtual machines. Fixtures are in tests/reference/kinds/ (sources and the truth each
+states: tests/reference/README.md); pasted-text variants and sysfs trees are made here."""
 
 import json
 import os

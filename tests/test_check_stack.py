@@ -1,6 +1,6 @@
 """The stack stage of `gdrpeer check` (issue 24): the NVIDIA driver's state, peer clients as
 registered, kernel-log causes, the exporter's gate and what NCCL / NVSHMEM / UCX decide.
-Inputs are the real artefacts of topology/reference/stack (README there names each source),
+Inputs are the real artefacts of tests/reference/stack (README there names each source),
 placed into the synthetic sysfs trees of helpers.fake_sysfs.make_node."""
 
 import json
@@ -23,7 +23,7 @@ def run(*args, env=None):
     return p
 
 
-FIX = REPO / "topology/reference/stack"
+FIX = REPO / "tests/reference/stack"
 PARAMS = (FIX / "h200-580.159.04-open-params.txt").read_text()
 OPEN_VERSION = (FIX / "h200-580.159.04-open-version.txt").read_text()
 PROPRIETARY_VERSION = (FIX / "proprietary-580.159.04-version.txt").read_text()
@@ -252,7 +252,7 @@ def test_kernel_log_without_peer_lines_gives_no_cause(tmp_path):
 GRACE = "processor\t: 0\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd4f\n"
 
 # The exporter's gate, derived by hand from open-gpu-kernel-modules 580.142 (table in
-# topology/reference/stack/README.md): flavour x platform x IOMMU -> (dma-buf default,
+# tests/reference/stack/README.md): flavour x platform x IOMMU -> (dma-buf default,
 # PCIe mapping type, nvidia_p2p); True allowed, False refused.
 GATE = [
     ("open", "x86", None, (True, False, True)),
@@ -543,8 +543,8 @@ def test_ats_in_a_virtual_machine(tmp_path):
 
 def test_nccl_gdr_default_on_gb200_is_p2c():
     """The issue: gdrpeer said "NCCL leaves GDR off" on GB200 where NCCL turns it on (P2C).
-    AWS p6e-gb200 (hwloc, topology/reference): GPU0-NIC2 meets in the root complex (NODE)."""
-    j = json.loads(run("check", "--json", REPO / "topology/reference/aws-p6e-gb200.36xlarge.xml").stdout)
+    AWS p6e-gb200 (hwloc, tests/reference): GPU0-NIC2 meets in the root complex (NODE)."""
+    j = json.loads(run("check", "--json", REPO / "tests/reference/aws-p6e-gb200.36xlarge.xml").stdout)
     by = {(p["a"], p["b"]): p for p in j["pairs"]}
     node_pair, sys_pair = by[("GPU0", "NIC2")], by[("GPU0", "NIC8")]
     assert node_pair["class"] == "NODE" and node_pair["nccl_gdr_default"] is True
@@ -615,10 +615,10 @@ def test_without_the_stack_the_stack_notes_are_absent(tmp_path):
 
 
 def test_reference_dump_without_stack_states_nccl_distance_decision():
-    """stelline ASUS ESC8000A-E12 (lspci text, topology/reference): GPU0-NIC0 meet between host
+    """stelline ASUS ESC8000A-E12 (lspci text, tests/reference): GPU0-NIC0 meet between host
     bridges of one socket (NODE = NCCL's PHB): NCCL leaves GDR off by distance; with
     NCCL_NET_GDR_LEVEL=PHB it is within the level, and whether dma-buf or peer memory is unknown."""
-    ref = REPO / "topology/reference/stelline-asus-esc8000a-e12.md"
+    ref = REPO / "tests/reference/stelline-asus-esc8000a-e12.md"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "NVSHMEM_", "UCX_"))}
     j = json.loads(run("check", "--json", ref, env=env).stdout)
     (p,) = [p for p in j["pairs"] if p["a"] == "GPU0" and p["b"] == "NIC0"]

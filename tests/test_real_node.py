@@ -1,4 +1,4 @@
-"""The real 4x H200 node (issue 23; topology/reference/README.md says where each file came from):
+"""The real 4x H200 node (issue 23; tests/reference/README.md says where each file came from):
 its snapshot in the reference set checked offline against what nvidia-smi printed on that node,
 and `gdrpeer verify --p2p` end to end through the CLI with a fake CUDA driver
 (userspace/tests/fake_cuda.cpp) whose GPUs are that node's, predicting from that snapshot."""

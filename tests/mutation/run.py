@@ -24,8 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from mutants import MUTANTS  # noqa: E402
 
-# What the scratch copy holds: the userspace sources, the rule data the tests read, the ABI header.
-COPIED = ("userspace", "topology", "uapi")
+# What the scratch copy holds: the userspace sources, the rule data and test fixtures the tests
+# read, the ABI header.
+COPIED = ("userspace", "topology", "tests/reference", "uapi")
 TEST_TIMEOUT_S = 120
 
 
