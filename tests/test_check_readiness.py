@@ -1,6 +1,6 @@
 """`gdrpeer check`'s IBGDA and GDS readiness lines end to end (issue 27; docs/check.md).
 
-The decision tables themselves are tested row by row in userspace/tests/test_readiness.cpp; here
+The decision tables themselves are tested row by row in userspace/topo/tests/test_readiness.cpp; here
 the CLI on the real H100 snapshot of tests/reference (no NIC, no NVMe drive, no
 /proc/driver/nvidia/params: it was taken before the checker read them) and the probe's usage rule.
 """

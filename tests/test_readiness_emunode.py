@@ -4,7 +4,7 @@ The probe's verbs half runs against the guest's real rdma-core (libibverbs, libm
 ibverbs-providers) and the kernel's rdma_rxe: rxe is no mlx5 device, so mlx5dv_is_supported must
 say so and the probe must stop there for it (no DEVX command, no GPU half). The GPU half needs an
 mlx5 UAR and an NVIDIA GPU, neither of which exists in the emulated node: it is tested against a
-fake in userspace/tests/test_readiness.cpp. One boot (QEMU TCG, ~15-40 s).
+fake in userspace/topo/tests/test_readiness.cpp. One boot (QEMU TCG, ~15-40 s).
 """
 
 import json
