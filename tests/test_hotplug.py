@@ -82,9 +82,10 @@ def test_revocation_on_hot_unplug(run):
     if skip:
         pytest.skip("gdrpeer_selftest_hotplug: " + (skip.group(1) or skip.group(2)))
     plan, ok, not_ok, skipped, tot = tap(r.output)
-    assert plan == 9, r.output
+    # the plan the program prints before its first test (ksft_set_plan), every one of them ok
+    assert plan and ok == plan, r.output
     assert not not_ok, "\n".join(not_ok) + "\n" + r.output
-    assert tot == {"pass": 9, "fail": 0, "skip": 0, "error": 0}, r.output
+    assert tot == {"pass": plan, "fail": 0, "skip": 0, "error": 0}, r.output
     assert out["unload"].status == 0 and "unloaded" in out["unload"].output, out["unload"].output
     assert res.problems() == []
 

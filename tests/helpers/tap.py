@@ -3,6 +3,11 @@ byte pattern."""
 
 import re
 import struct
+import subprocess
+
+import pytest
+
+from helpers.paths import BIN
 
 
 def pattern(seed, length):
@@ -33,3 +38,25 @@ def tap(output):
                        r"error:(\d+)$", output, re.M)
     tot = dict(zip(("pass", "fail", "skip", "error"), map(int, totals.groups()))) if totals else {}
     return (int(plan.group(1)) if plan else None), len(ok), not_ok, skipped, tot
+
+
+def listed_tests(program, fixture=None):
+    """The tests of a kselftest program as its TAP lines name them ("fixture.test"), in order,
+    from `PROGRAM -l` run on this host (GP_HARNESS_MAIN in selftests/user/gdrpeer_test.h: it
+    lists and runs nothing), so no count is typed again here. fixture: only that fixture's
+    tests (what `PROGRAM --only FIXTURE` runs)."""
+    path = BIN / program
+    if not path.exists():
+        pytest.fail(f"{path} is missing (make selftests)")
+    p = subprocess.run([str(path), "-l"], capture_output=True, text=True, timeout=60)
+    names = p.stdout.split()
+    assert p.returncode == 0 and names, f"{program} -l: rc={p.returncode}\n{p.stdout}{p.stderr}"
+    if fixture is not None:
+        names = [n for n in names if n.split(".")[0] == fixture]
+        assert names, f"{program} has no fixture {fixture}"
+    return names
+
+
+def passed_tests(output):
+    """Names of the tests a TAP output says passed (not skipped), in order."""
+    return re.findall(r"^ok \d+ (\S+)$", output, re.M)
