@@ -51,6 +51,9 @@ def listed_tests(program, fixture=None):
     p = subprocess.run([str(path), "-l"], capture_output=True, text=True, timeout=60)
     names = p.stdout.split()
     assert p.returncode == 0 and names, f"{program} -l: rc={p.returncode}\n{p.stdout}{p.stderr}"
+    # A program without GP_HARNESS_MAIN ignores -l and runs its tests: say so, not a count.
+    assert all(re.fullmatch(r"\w+(\.\w+)+", n) for n in names), \
+        f"{program} -l printed no test list (does it end with GP_HARNESS_MAIN?):\n{p.stdout[:2000]}"
     if fixture is not None:
         names = [n for n in names if n.split(".")[0] == fixture]
         assert names, f"{program} has no fixture {fixture}"
