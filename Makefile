@@ -99,7 +99,7 @@ userspace:
 	cmake -S userspace -B $(BUILD)/userspace -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build $(BUILD)/userspace -j$(JOBS)
 	@mkdir -p $(BUILD)/bin
-	@cp $(BUILD)/userspace/cli/gdrpeer $(BUILD)/userspace/tests/test_lib_driver $(BUILD)/bin/
+	@cp $(BUILD)/userspace/cli/gdrpeer $(BUILD)/userspace/lib/tests/test_lib_driver $(BUILD)/bin/
 
 # kselftest programs (TAP) for the guest; the harness header comes from linux-source-6.1.
 selftests:

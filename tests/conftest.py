@@ -37,3 +37,10 @@ def node_factory():
     def make(topology="switch", iommu="translated", **kw):
         return Node(vm_kernel(), topology, iommu, log=lambda m: print(m, file=sys.stderr), **kw)
     return make
+
+
+@pytest.fixture(scope="module")
+def guest_binary():
+    """build/bin/gdrpeer, which the emulated node copies into the guest with the rest of build/bin."""
+    if not (REPO / "build" / "bin" / "gdrpeer").exists():
+        pytest.fail("build/bin/gdrpeer is missing: run 'make userspace' (the guest runs build/bin/*)")

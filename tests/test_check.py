@@ -1,8 +1,9 @@
-"""End-to-end tests of `gdrpeer check` on the reference dumps in topology/reference/.
+"""End-to-end tests of `gdrpeer check` on the reference dumps in tests/reference/.
 
 The classes must match what the sources state: the nvidia-smi topo -m matrix printed in the same
 report (stelline), the provider's statements (AWS hwloc captures, NCCL topology file headers).
-Verdicts are compared with the hand-reviewed baselines in topology/reference/expected/.
+Verdicts are compared with the hand-reviewed baselines in tests/reference/expected/, which
+GDRPEER_UPDATE_EXPECTED=1 rewrites (their measured fields only) for review after a rule change.
 Bad input must give `file:line: what was expected` and exit 65, never a crash.
 """
 
@@ -12,33 +13,16 @@ import random
 import re
 import shutil
 import subprocess
+import warnings
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-REF = REPO / "topology" / "reference"
+from helpers.check_cli import gdrpeer_bin, run
+from helpers.fake_sysfs import sysfs_node
+from helpers.paths import REF, REPO, RULE_DATA
+
 EXPECTED = sorted((REF / "expected").glob("*.json"))
-# docs/check.md, "Outputs and exit codes": anything else (a signal, an abort) is a crash.
-EXIT_CODES = {0, 1, 2, 3, 64, 65, 66, 73}
-
-
-def gdrpeer_bin():
-    path = Path(os.environ.get("GDRPEER_BIN", REPO / "build" / "userspace" / "cli" / "gdrpeer"))
-    if not path.exists():
-        pytest.fail(f"{path} is missing: build userspace first (or set GDRPEER_BIN)")
-    return str(path)
-
-
-def run(*args, check_rc=None):
-    env = dict(os.environ, GDRPEER_DATA_DIR=str(REPO / "topology"))
-    p = subprocess.run([gdrpeer_bin(), *map(str, args)], capture_output=True, text=True, errors="replace",
-                       env=env, timeout=120)
-    assert p.returncode in EXIT_CODES, (f"gdrpeer exited {p.returncode} (not one of docs/check.md's "
-                                        f"exit codes {sorted(EXIT_CODES)}): {p.stderr}")
-    if check_rc is not None:
-        assert p.returncode == check_rc, f"rc={p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}"
-    return p
 
 
 def check_json(path, *extra):
@@ -79,17 +63,64 @@ def test_matrix_equals_published_nvidia_smi(name):
         assert row.split()[1:1 + len(labels)] == [smi[(a, b)] for b in labels]
 
 
-@pytest.mark.parametrize("exp", EXPECTED, ids=[e.name[:-5] for e in EXPECTED])
-def test_reference_verdicts(exp):
+# The fields of an expected/*.json file that gdrpeer's output gives; the others (input, where
+# the truth comes from, why) are kept by hand and never rewritten.
+MEASURED = ("exit_code", "worst", "node_verdict", "counts", "labels", "bdfs", "classes", "pair_verdicts")
+
+
+def measured(j):
+    """The MEASURED fields of one `check --json` report."""
+    s = j["summary"]
+    return {"exit_code": s["exit_code"], "worst": s["worst"], "node_verdict": s["node"]["verdict"],
+            "counts": {k: s[k] for k in ("pairs", "optimal", "degraded", "unreliable", "blocked")},
+            "labels": j["matrix"]["labels"],
+            "bdfs": [d["bdf"] for d in j["devices"] if d["role"] in ("gpu", "nic")],
+            "classes": j["matrix"]["classes"],
+            "pair_verdicts": {p["a"] + "-" + p["b"]: p["verdict"] for p in j["pairs"]}}
+
+
+def check_expected(exp):
+    """Compares gdrpeer's verdicts on exp's input with exp. With GDRPEER_UPDATE_EXPECTED=1 (as
+    hwloc's HWLOC_UPDATE_TEST_TOPOLOGY_OUTPUT) it rewrites exp's MEASURED fields instead, in
+    place and in the file's own layout, so that a reviewed rule change is a diff of data files."""
     e = json.loads(exp.read_text())
     rc, j = check_json(REF / e["input"])
-    assert rc == e["exit_code"] == j["summary"]["exit_code"]
-    assert j["summary"]["node"]["verdict"] == e["node_verdict"]
-    assert j["summary"]["worst"] == e["worst"]
-    assert j["matrix"]["labels"] == e["labels"]
-    assert [d["bdf"] for d in j["devices"] if d["role"] in ("gpu", "nic")] == e["bdfs"]
-    assert j["matrix"]["classes"] == e["classes"]
-    assert {p["a"] + "-" + p["b"]: p["verdict"] for p in j["pairs"]} == e["pair_verdicts"]
+    assert rc == j["summary"]["exit_code"]
+    got = measured(j)
+    if os.environ.get("GDRPEER_UPDATE_EXPECTED") == "1":
+        text = json.dumps({**e, **got}, indent=1, ensure_ascii=False) + "\n"
+        if text != exp.read_text():
+            exp.write_text(text)
+            warnings.warn(f"GDRPEER_UPDATE_EXPECTED=1: rewrote {exp}")
+        return
+    for field in MEASURED:
+        assert got[field] == e[field], f"{exp.name}: {field} (GDRPEER_UPDATE_EXPECTED=1 rewrites it, for review)"
+
+
+@pytest.mark.parametrize("exp", EXPECTED, ids=[e.name[:-5] for e in EXPECTED])
+def test_reference_verdicts(exp):
+    check_expected(exp)
+
+
+def test_update_expected_rewrites_only_the_measured_fields(tmp_path, monkeypatch):
+    """A stale expected file fails; GDRPEER_UPDATE_EXPECTED=1 rewrites it to the very bytes of the
+    reviewed file in the tree (hand-kept fields, key order and layout kept); then it passes."""
+    good = REF / "expected" / "azure-ndv4-topo.xml.json"
+    stale = json.loads(good.read_text())
+    stale["classes"][0][1] = "SYS"
+    stale["counts"]["optimal"] += 1
+    stale["pair_verdicts"] = {}
+    exp = tmp_path / good.name
+    exp.write_text(json.dumps(stale, indent=1, ensure_ascii=False) + "\n")
+    monkeypatch.delenv("GDRPEER_UPDATE_EXPECTED", raising=False)
+    with pytest.raises(AssertionError, match=r"azure-ndv4-topo\.xml\.json: counts"):
+        check_expected(exp)
+    monkeypatch.setenv("GDRPEER_UPDATE_EXPECTED", "1")
+    with pytest.warns(UserWarning, match="rewrote"):
+        check_expected(exp)
+    assert exp.read_bytes() == good.read_bytes()
+    monkeypatch.delenv("GDRPEER_UPDATE_EXPECTED")
+    check_expected(exp)
 
 
 def test_p4d_hwloc_nics_meet_gpus_at_host_bridges():
@@ -203,11 +234,11 @@ def test_topo_tree_shows_roles_and_ports():
 
 @pytest.mark.parametrize("args,rc,pattern", [
     (["check", "/nonexistent/dump.xml"], 66, r"/nonexistent/dump\.xml: cannot open input"),
-    (["check", "--role", "GPU", "topology/reference/azure-ndv4-topo.xml"], 64, r"--role expects ROLE=BDF"),
-    (["check", "--role", "GPU=0000:77:00.0", "topology/reference/azure-ndv4-topo.xml"], 64, r"no PCI device 0000:77:00\.0"),
-    (["check", "--pairs", "gpu-cpu", "topology/reference/azure-ndv4-topo.xml"], 64, r"unknown pair kind"),
+    (["check", "--role", "GPU", "tests/reference/azure-ndv4-topo.xml"], 64, r"--role expects ROLE=BDF"),
+    (["check", "--role", "GPU=0000:77:00.0", "tests/reference/azure-ndv4-topo.xml"], 64, r"no PCI device 0000:77:00\.0"),
+    (["check", "--pairs", "gpu-cpu", "tests/reference/azure-ndv4-topo.xml"], 64, r"unknown pair kind"),
     (["check", "--no-such-option"], 64, r"no-such-option"),
-    (["check", "--data-dir", "/nonexistent", "topology/reference/azure-ndv4-topo.xml"], 78, r"cannot open rule data"),
+    (["check", "--data-dir", "/nonexistent", "tests/reference/azure-ndv4-topo.xml"], 78, r"cannot open rule data"),
 ])
 def test_usage_and_missing_input_exit_codes(args, rc, pattern):
     p = subprocess.run([gdrpeer_bin(), *args], capture_output=True, text=True, cwd=REPO)
@@ -291,18 +322,6 @@ def test_real_h100_node_snapshot():
 
 # ---- ID tables and platform rules end to end (topology/gpus.json, devices.json, platforms.json) ----
 
-def _sysfs_node(tmp_path, gpu_device=None):
-    from test_check_sysfs import make_node  # imported here: that module imports this one
-    root = make_node(tmp_path / "n")
-    if gpu_device is not None:
-        d = root / "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:00.0/0000:03:00.0"
-        (d / "device").write_text(f"0x{gpu_device:04x}\n")
-        cfg = bytearray((d / "config").read_bytes())
-        cfg[2:4] = gpu_device.to_bytes(2, "little")
-        (d / "config").write_bytes(bytes(cfg))
-    return root
-
-
 def test_aws_gb200_hwloc_root_complex_paths_are_grace_c2c():
     _, j = check_json(REF / "aws-p6e-gb200.36xlarge.xml")
     gpu_nic = [p for p in j["pairs"] if p["a"].startswith("GPU") and p["b"].startswith("NIC")]
@@ -314,7 +333,7 @@ def test_aws_gb200_hwloc_root_complex_paths_are_grace_c2c():
 
 
 def test_jetson_device_tree_model_flags_a_node_without_a_pci_gpu(tmp_path):
-    root = _sysfs_node(tmp_path)
+    root = sysfs_node(tmp_path)
     (root / "proc/device-tree").mkdir(parents=True)
     (root / "proc/device-tree/model").write_bytes(b"NVIDIA Jetson AGX Orin Developer Kit\0")
     # The iGPU is not on PCI: the fake's discrete GPU is dropped with --role NONE.
@@ -349,7 +368,7 @@ def test_jetson_device_tree_model_flags_a_node_without_a_pci_gpu(tmp_path):
 
 
 def test_unknown_nvidia_id_takes_its_family_from_pci_ids(tmp_path, monkeypatch):
-    root = _sysfs_node(tmp_path, gpu_device=0x3F01)  # an id topology/gpus.json does not list
+    root = sysfs_node(tmp_path, gpu_device=0x3F01)  # an id topology/gpus.json does not list
     ids = tmp_path / "pci.ids"
     ids.write_text("10de  NVIDIA Corporation\n\t3f01  GB999 [GeForce RTX 9090]\n10df  Emulex Corporation\n")
     monkeypatch.setenv("GDRPEER_PCI_IDS", str(ids))
@@ -359,13 +378,13 @@ def test_unknown_nvidia_id_takes_its_family_from_pci_ids(tmp_path, monkeypatch):
     monkeypatch.setenv("GDRPEER_PCI_IDS", "")  # no pci.ids: no family, no GeForce rule
     run("check", "--sysfs-root", root, check_rc=0)
     # A table id needs no pci.ids: the RTX 4090 is GeForce from the table.
-    p = run("check", "--sysfs-root", _sysfs_node(tmp_path / "t", gpu_device=0x2684), check_rc=2)
+    p = run("check", "--sysfs-root", sysfs_node(tmp_path / "t", gpu_device=0x2684), check_rc=2)
     assert "(platform-geforce)" in p.stdout and "pci.ids" not in p.stdout
 
 
 def test_gb10_gpu_id_blocks_gpudirect_rdma(tmp_path, monkeypatch):
     monkeypatch.setenv("GDRPEER_PCI_IDS", "")
-    p = run("check", "--sysfs-root", _sysfs_node(tmp_path, gpu_device=0x2E12), check_rc=2)
+    p = run("check", "--sysfs-root", sysfs_node(tmp_path, gpu_device=0x2E12), check_rc=2)
     assert "(platform-gb10)" in p.stdout and "NCCL_NET_GDR_LEVEL=LOC" in p.stdout
 
 
@@ -398,7 +417,7 @@ assert len(CHECK_FORM_EXIT) == len(CHECK_FORMS)
 
 @pytest.mark.parametrize("form", CHECK_FORMS, ids=lambda f: " ".join(Path(str(a)).name for a in f) or "none")
 def test_command_line_forms(form):
-    p = run("check", "--data-dir", REPO / "topology", *form)
+    p = run("check", "--data-dir", RULE_DATA, *form)
     # A report (0/1 from the dumps' verdicts, pinned by test_reference_verdicts), a usage error
     # (64, stderr only), a missing (66) or malformed (65) input.
     want = CHECK_FORM_EXIT[CHECK_FORMS.index(form)]

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from test_check import REF, _sysfs_node, gdrpeer_bin
+from helpers.check_cli import gdrpeer_bin
+from helpers.fake_sysfs import sysfs_node
+from helpers.paths import REF
 
 P5EN = REF / "aws-p5en.48xlarge.xml"
 H100 = REF / "h100-node-snapshot.tar"
@@ -62,7 +64,7 @@ def tool(name):
 def test_compressed_snapshot_made_by_tar(suffix, compress, tar_opt, test_cmd, tmp_path):
     """A sysfs copy packed by GNU tar with each compression reads as the copy itself."""
     tool(compress[0])
-    root = _sysfs_node(tmp_path / "node")
+    root = sysfs_node(tmp_path / "node")
     packed = tmp_path / f"node.tar{suffix}"
     subprocess.run(["tar", "-C", root, tar_opt, "-cf", packed, "."], check=True)
     same_node(check_json(packed), check_json(root))
@@ -84,7 +86,7 @@ def test_compressed_real_snapshot_and_dump(suffix, compress, tar_opt, test_cmd, 
 @pytest.mark.parametrize("suffix,compress,tar_opt,test_cmd", KINDS, ids=[k[0] for k in KINDS])
 def test_snapshot_writes_the_compression_its_name_asks_for(suffix, compress, tar_opt, test_cmd, tmp_path):
     tool(compress[0])
-    root = _sysfs_node(tmp_path / "node")
+    root = sysfs_node(tmp_path / "node")
     out = tmp_path / f"snap.tar{suffix}"
     p = gdrpeer("snapshot", "--sysfs-root", root, out)
     assert p.returncode == 0, p.stderr

@@ -14,7 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from test_check import REF, REPO, gdrpeer_bin
+from helpers.check_cli import gdrpeer_bin
+from helpers.fake_sysfs import sysfs_node
+from helpers.node_verdict import VERDICTS, node_verdict_from_pairs
+from helpers.paths import REF, REPO
 
 STELLINE = REF / "stelline-asus-esc8000a-e12.md"  # 4 GPUs, 2 NICs, lspci text
 P5EN = REF / "aws-p5en.48xlarge.xml"  # hwloc XML
@@ -115,28 +118,8 @@ def test_contradicting_formats_are_refused(opts):
 
 # ---- 3. node verdicts operators can act on ------------------------------------------------------
 
-VERDICTS = ["optimal", "degraded", "unreliable", "blocked"]
-
-
-def node_verdict_from_pairs(j):
-    """The node verdict re-derived from a `check --json` report's pairs, by the rule NCCL follows:
-    each GPU is bound to its closest NIC (ncclTopoGetLocalNet picks the NICs with the best path
-    from the GPU), so a GPU counts with its best NIC; GPU-GPU and GPU-NVMe pairs all count, and so
-    do node findings with a severity. Returns (index into VERDICTS, {GPU label: its best NIC's})."""
-    roles = {d["label"]: d["role"] for d in j["devices"]}
-    best, others = {}, []
-    for p in j["pairs"]:
-        v = VERDICTS.index(p["verdict"])
-        if (roles[p["a"]], roles[p["b"]]) == ("gpu", "nic"):
-            best[p["a"]] = min(best.get(p["a"], 3), v)
-        else:
-            others.append(v)
-    node = [VERDICTS.index(n["severity"]) for n in j["notes"] if n["severity"] != "note"]
-    return max([*best.values(), *others, *node], default=0), best
-
-
-# Every reference input (topology/reference and kinds/) with the node verdict and exit code an
-# operator should get, and why (the sources are in topology/reference/README.md and
+# Every reference input (tests/reference and kinds/) with the node verdict and exit code an
+# operator should get, and why (the sources are in tests/reference/README.md and
 # tests/test_check.py). Before issue 25 every multi-GPU node here exited 1 (the worst of all
 # GPU x NIC pairs) and the H100 snapshot, which has no NIC, exited 0 "optimal".
 REFERENCE_NODES = {
@@ -572,8 +555,7 @@ def test_fleet_unreadable_dump_does_not_hide_a_blocked_node(tmp_path):
     """A blocked node (a GeForce GPU: GPUDirect RDMA unsupported, topology/platforms.json) and an
     unreadable dump: the run exits 2, the dump's error is on stderr too. Before: exit 65, and
     the error only on stdout."""
-    from test_check import _sysfs_node
-    blocked = _sysfs_node(tmp_path / "geforce", gpu_device=0x2684)  # RTX 4090
+    blocked = sysfs_node(tmp_path / "geforce", gpu_device=0x2684)  # RTX 4090
     bad = tmp_path / "bad.xml"
     bad.write_text("<topology>\n<object type=\"Machine\">\n")
     p = gdrpeer("check", "--fleet", blocked, bad, P5EN)

@@ -17,17 +17,10 @@ import sys
 import pytest
 
 from emunode import FetchError, HarnessError, Node, Qemu, ensure_qemu
-from test_check import REPO
 
 CHECK = ("gdrpeer check --json --no-cuda --skip software --data-dir /gdrpeer/topology "
          "--gpu $GDRPEER_GPU_BDF --nic $GDRPEER_NIC_BDF > /out/{name}.json; echo rc=$?")
 EXPECTED_CLASS = {"switch": "PIX", "rootports": "PHB", "twobridges": "SYS"}
-
-
-@pytest.fixture(scope="module")
-def guest_binary():
-    if not (REPO / "build" / "bin" / "gdrpeer").exists():
-        pytest.fail("build/bin/gdrpeer is missing: run 'make userspace' (the guest runs build/bin/*)")
 
 
 def verdict_pair(res, name):

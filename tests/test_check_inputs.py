@@ -1,7 +1,7 @@
 """`gdrpeer check` on the kinds of input people really have (issue 16): NVLink and NVSwitch, the
 closest NIC, lspci text as it gets pasted, device roles, missing data, hwloc 3.0 and duplicate
-addresses, virtual machines. Fixtures are in topology/reference/kinds/ (sources and the truth each
-states: topology/reference/README.md); pasted-text variants and sysfs trees are made here."""
+addresses, virtual machines. Fixtures are in tests/reference/kinds/ (sources and the truth each
+states: tests/reference/README.md); pasted-text variants and sysfs trees are made here."""
 
 import json
 import os
@@ -10,8 +10,9 @@ import tarfile
 
 import pytest
 
-from test_check import REF, run
-from test_check_sysfs import make_node
+from helpers.check_cli import run
+from helpers.fake_sysfs import make_node
+from helpers.paths import REF
 
 KINDS = REF / "kinds"
 

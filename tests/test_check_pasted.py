@@ -2,7 +2,7 @@
 `oc debug` with the pod's start-up lines pasted with it, and a tree inside a markdown code fence
 without a prompt. Host only.
 
-The tree is the public IGX Orin `lspci -tv` of topology/reference (holohub); the debug-pod lines
+The tree is the public IGX Orin `lspci -tv` of tests/reference (holohub); the debug-pod lines
 are the ones kubectl and oc print, as posted publicly: kubectl's "Creating debugging pod
 node-debugger-worker2-xnmxh with container debugger on node worker2." (kubernetes/kubectl#1230),
 oc's "Creating debug namespace/openshift-debug-node-vv26n ...", "Starting pod/worker2-debug ...",
@@ -16,7 +16,8 @@ import subprocess
 
 import pytest
 
-from test_check import REF, gdrpeer_bin
+from helpers.check_cli import gdrpeer_bin
+from helpers.paths import REF
 
 TREE = (REF / "holohub-igx-orin-lspci-tv.txt").read_text()
 

@@ -1,7 +1,7 @@
 """`gdrpeer check`'s IBGDA and GDS readiness lines end to end (issue 27; docs/check.md).
 
-The decision tables themselves are tested row by row in userspace/tests/test_readiness.cpp; here
-the CLI on the real H100 snapshot of topology/reference (no NIC, no NVMe drive, no
+The decision tables themselves are tested row by row in userspace/topo/tests/test_readiness.cpp; here
+the CLI on the real H100 snapshot of tests/reference (no NIC, no NVMe drive, no
 /proc/driver/nvidia/params: it was taken before the checker read them) and the probe's usage rule.
 """
 
@@ -9,7 +9,8 @@ import json
 
 import pytest
 
-from test_check import REF, run
+from helpers.check_cli import run
+from helpers.paths import REF
 
 SNAPSHOT = REF / "h100-node-snapshot.tar"
 

@@ -1,17 +1,19 @@
 """The stack stage of `gdrpeer check` (issue 24): the NVIDIA driver's state, peer clients as
 registered, kernel-log causes, the exporter's gate and what NCCL / NVSHMEM / UCX decide.
-Inputs are the real artefacts of topology/reference/stack (README there names each source),
-placed into the synthetic sysfs trees of test_check_sysfs.make_node."""
+Inputs are the real artefacts of tests/reference/stack (README there names each source),
+placed into the synthetic sysfs trees of helpers.fake_sysfs.make_node."""
 
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from test_check import REPO, gdrpeer_bin
-import subprocess
+from helpers.check_cli import gdrpeer_bin
+from helpers.fake_sysfs import ENDPOINT, ROOT_PORT, config_space, make_node
+from helpers.paths import REPO
 
 
 def run(*args, env=None):
@@ -19,9 +21,9 @@ def run(*args, env=None):
     p = subprocess.run([gdrpeer_bin(), *map(str, args)], capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode in (0, 1, 2), p.stderr
     return p
-from test_check_sysfs import make_node
 
-FIX = REPO / "topology/reference/stack"
+
+FIX = REPO / "tests/reference/stack"
 PARAMS = (FIX / "h200-580.159.04-open-params.txt").read_text()
 OPEN_VERSION = (FIX / "h200-580.159.04-open-version.txt").read_text()
 PROPRIETARY_VERSION = (FIX / "proprietary-580.159.04-version.txt").read_text()
@@ -250,7 +252,7 @@ def test_kernel_log_without_peer_lines_gives_no_cause(tmp_path):
 GRACE = "processor\t: 0\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd4f\n"
 
 # The exporter's gate, derived by hand from open-gpu-kernel-modules 580.142 (table in
-# topology/reference/stack/README.md): flavour x platform x IOMMU -> (dma-buf default,
+# tests/reference/stack/README.md): flavour x platform x IOMMU -> (dma-buf default,
 # PCIe mapping type, nvidia_p2p); True allowed, False refused.
 GATE = [
     ("open", "x86", None, (True, False, True)),
@@ -359,7 +361,6 @@ def nic_in_own_iommu_group(root):
 
 def two_root_ports(root, cpuinfo, version=OPEN_VERSION, gpu_device="0x2330"):
     """GPU and NIC each under a root port of its own: no bridge in common (PHB)."""
-    from test_check_sysfs import ROOT_PORT, ENDPOINT, config_space
     fns = [("0000:00:01.0", "devices/pci0000:00/0000:00:01.0", 0x10DE, 0x22B2, 0x060400, ROOT_PORT, 1),
            ("0000:00:02.0", "devices/pci0000:00/0000:00:02.0", 0x10DE, 0x22B2, 0x060400, ROOT_PORT, 2),
            ("0000:01:00.0", "devices/pci0000:00/0000:00:01.0/0000:01:00.0", 0x10DE, int(gpu_device, 16), 0x030200, ENDPOINT, None),
@@ -465,7 +466,6 @@ def test_translating_iommu_works_through_the_iommu_with_dma_remap(tmp_path):
 def phb_gpus(root, rp_acs):
     """NVIDIA/nccl #2079: two RTX 5880 Ada (10de:26b9) at 41:00.0 and 61:00.0, each behind an AMD
     GPP bridge (root port, 1022:1483) with ACSCtl 0x001d = SrcValid+ ReqRedir+ CmpltRedir+ UpstreamFwd+."""
-    from test_check_sysfs import ROOT_PORT, ENDPOINT, config_space
     fns = [("0000:40:01.1", "devices/pci0000:40/0000:40:01.1", 0x1022, 0x1483, 0x060400, ROOT_PORT, 0x41, rp_acs),
            ("0000:40:03.1", "devices/pci0000:40/0000:40:03.1", 0x1022, 0x1483, 0x060400, ROOT_PORT, 0x61, rp_acs),
            ("0000:41:00.0", "devices/pci0000:40/0000:40:01.1/0000:41:00.0", 0x10DE, 0x26B9, 0x030000, ENDPOINT, None, None),
@@ -543,8 +543,8 @@ def test_ats_in_a_virtual_machine(tmp_path):
 
 def test_nccl_gdr_default_on_gb200_is_p2c():
     """The issue: gdrpeer said "NCCL leaves GDR off" on GB200 where NCCL turns it on (P2C).
-    AWS p6e-gb200 (hwloc, topology/reference): GPU0-NIC2 meets in the root complex (NODE)."""
-    j = json.loads(run("check", "--json", REPO / "topology/reference/aws-p6e-gb200.36xlarge.xml").stdout)
+    AWS p6e-gb200 (hwloc, tests/reference): GPU0-NIC2 meets in the root complex (NODE)."""
+    j = json.loads(run("check", "--json", REPO / "tests/reference/aws-p6e-gb200.36xlarge.xml").stdout)
     by = {(p["a"], p["b"]): p for p in j["pairs"]}
     node_pair, sys_pair = by[("GPU0", "NIC2")], by[("GPU0", "NIC8")]
     assert node_pair["class"] == "NODE" and node_pair["nccl_gdr_default"] is True
@@ -615,10 +615,10 @@ def test_without_the_stack_the_stack_notes_are_absent(tmp_path):
 
 
 def test_reference_dump_without_stack_states_nccl_distance_decision():
-    """stelline ASUS ESC8000A-E12 (lspci text, topology/reference): GPU0-NIC0 meet between host
+    """stelline ASUS ESC8000A-E12 (lspci text, tests/reference): GPU0-NIC0 meet between host
     bridges of one socket (NODE = NCCL's PHB): NCCL leaves GDR off by distance; with
     NCCL_NET_GDR_LEVEL=PHB it is within the level, and whether dma-buf or peer memory is unknown."""
-    ref = REPO / "topology/reference/stelline-asus-esc8000a-e12.md"
+    ref = REPO / "tests/reference/stelline-asus-esc8000a-e12.md"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "NVSHMEM_", "UCX_"))}
     j = json.loads(run("check", "--json", ref, env=env).stdout)
     (p,) = [p for p in j["pairs"] if p["a"] == "GPU0" and p["b"] == "NIC0"]

@@ -17,8 +17,9 @@ from collections import Counter
 
 import pytest
 
-from test_check import REF, gdrpeer_bin
-from test_check_cli import node_verdict_from_pairs
+from helpers.check_cli import gdrpeer_bin
+from helpers.paths import REF
+from helpers.node_verdict import node_verdict_from_pairs
 
 INPUTS = [REF / "h100-node-snapshot.tar", REF / "stelline-asus-esc8000a-e12.md",
           REF / "aws-p5en.48xlarge.xml", REF / "holohub-igx-orin-lspci-tv.txt"]

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from emunode import kernels
-from test_check import REF, REPO, gdrpeer_bin
+from helpers.check_cli import gdrpeer_bin
+from helpers.paths import REF, REPO
 
 SUBCOMMANDS = ["topo", "check", "snapshot", "verify"]
 INPUT = REF / "stelline-asus-esc8000a-e12.md"
@@ -50,7 +51,7 @@ def test_copied_binary_checks_with_builtin_data(tmp_path):
 def test_data_overrides_builtin(tmp_path):
     """GDRPEER_DATA_DIR, --data-dir and <prefix>/share/gdrpeer/topology each replace the built-in data."""
     data = tmp_path / "prefix" / "share" / "gdrpeer" / "topology"
-    shutil.copytree(REPO / "topology", data, ignore=shutil.ignore_patterns("reference"))
+    shutil.copytree(REPO / "topology", data)
     # A rule file an operator broke: its path in the error proves which data was read.
     (data / "platforms.json").write_text('{"schema": 1, "rules": [{"id": "x"}]}')
     binary = tmp_path / "prefix" / "bin" / "gdrpeer"

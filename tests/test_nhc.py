@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from test_check import REF, REPO, gdrpeer_bin
+from helpers.check_cli import gdrpeer_bin
+from helpers.paths import REF, REPO
 
 CHECK = REPO / "packaging" / "nhc" / "gdrpeer.nhc"
 STELLINE = REF / "stelline-asus-esc8000a-e12.md"  # degraded (exit 1)

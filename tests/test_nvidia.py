@@ -42,7 +42,7 @@ import pytest
 
 from emunode import Node, known_kernels
 from emunode.node import ALLOWED_TAINT, PROBLEM
-from test_driver import keyvals, pattern, tap
+from helpers.tap import keyvals, listed_tests, pattern, tap
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = REPO / "build" / "bin"
@@ -63,9 +63,7 @@ GPL_ONLY_SYMBOL_GET = {"6.1", "6.12", "7.2"}
 REFUSE_GPL_PROPRIETARY_MIX = {"6.1", "6.12", "7.2"}
 TAINT_PROPRIETARY = 1 << 0
 
-# The nvidia kselftest: its tests, and the one that runs only while the provider is unavailable.
-NV_TESTS = 19
-NVSTUB_TESTS = 8
+# The nvidia kselftest's one test that runs only while the provider is unavailable.
 UNAVAILABLE_TEST = "global.export_va_when_unavailable_enodev"
 
 RNG = random.Random()
@@ -182,7 +180,7 @@ def test_absent_export_va_enodev(run):
     _, _, _, _, out = run
     r = out["absent_kselftest"]
     res = tap_results(r.output)
-    assert len(res) == NV_TESTS, r.output[-3000:]
+    assert list(res) == listed_tests("gdrpeer_selftest_nvidia"), r.output[-3000:]
     assert res.pop(UNAVAILABLE_TEST) == "ok", r.output[-3000:]
     assert set(res.values()) == {"skip"}, r.output[-3000:]
     assert "nvidia provider not active: unavailable: " in r.output
@@ -252,15 +250,16 @@ def test_linked_build_active(run):
 def test_nvidia_kselftest(run):
     _, _, _, _, out = run
     r = out["nvidia"]
+    nv_tests = listed_tests("gdrpeer_selftest_nvidia")
     plan, ok, not_ok, skipped, tot = tap(r.output)
-    assert plan == NV_TESTS, r.output[-3000:]
+    assert plan == len(nv_tests), r.output[-3000:]
     assert not not_ok, "\n".join(not_ok) + "\n" + r.output[-4000:]
     # only the unavailable case may skip, and it must
     res = tap_results(r.output)
-    assert len(res) == NV_TESTS
+    assert list(res) == nv_tests
     assert res.pop(UNAVAILABLE_TEST) == "skip", "\n".join(skipped)
     assert set(res.values()) == {"ok"}, res
-    assert tot == {"pass": NV_TESTS - 1, "fail": 0, "skip": 1, "error": 0}
+    assert tot == {"pass": len(nv_tests) - 1, "fail": 0, "skip": 1, "error": 0}
     assert r.status == 0
 
 
@@ -276,10 +275,11 @@ def test_nvstub_kselftest(node_factory, gdrpeer_ko):
     r = res.results[0]
     assert "unloaded" in r.output, r.output[-2000:]
     assert res.problems() == []
+    nvstub_tests = len(listed_tests("gdrpeer_selftest_nvstub"))
     plan, ok, not_ok, skipped, tot = tap(r.output)
-    assert plan == NVSTUB_TESTS, r.output[-3000:]
+    assert plan == nvstub_tests, r.output[-3000:]
     assert not not_ok and not skipped, r.output[-4000:]
-    assert tot == {"pass": NVSTUB_TESTS, "fail": 0, "skip": 0, "error": 0}
+    assert tot == {"pass": nvstub_tests, "fail": 0, "skip": 0, "error": 0}
     assert r.status == 0
 
 

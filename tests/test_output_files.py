@@ -16,7 +16,9 @@ import time
 
 import pytest
 
-from test_check import REF, _sysfs_node, gdrpeer_bin
+from helpers.check_cli import gdrpeer_bin
+from helpers.fake_sysfs import sysfs_node
+from helpers.paths import REF
 
 NODE = REF / "stelline-asus-esc8000a-e12.md"
 VERDICT_EXITS = (0, 1, 2, 3)
@@ -139,7 +141,7 @@ def test_symlink_within_its_directory_writes_the_target(tmp_path):
 
 
 def test_snapshot_uses_the_same_writer(tmp_path):
-    root = _sysfs_node(tmp_path / "node")
+    root = sysfs_node(tmp_path / "node")
     null = char_device(tmp_path / "null", 1, 3)
     p = gdrpeer("snapshot", "--sysfs-root", root, null)
     assert p.returncode == 0, p.stderr
@@ -151,7 +153,7 @@ def test_snapshot_uses_the_same_writer(tmp_path):
 
 
 def test_snapshot_to_stdout_reports_write_errors(tmp_path):
-    root = _sysfs_node(tmp_path / "node")
+    root = sysfs_node(tmp_path / "node")
     full = char_device(tmp_path / "full", 1, 7)
     with open(full, "w") as out:
         p = gdrpeer("snapshot", "--sysfs-root", root, "-", stdout=out)

@@ -23,11 +23,12 @@ from pathlib import Path
 
 import pytest
 
-import test_dkms
 from conftest import vm_kernel
 from emunode import kernels
 from emunode.paths import build_dir, cache_dir
-from test_check import REF, REPO, gdrpeer_bin
+from helpers.check_cli import gdrpeer_bin
+from helpers.dkms_guest import boot_and_modprobe
+from helpers.paths import REF, REPO
 
 SUITE = "bookworm"
 # Who the test build names as Maintainer (make deb's DEBFULLNAME, DEBEMAIL; debian/README.source).
@@ -235,7 +236,7 @@ def test_dkms_module_from_the_chroot_loads_in_the_guest(installed, tmp_path, nod
     """The gdrpeer.ko gdrpeer-dkms built, with the modprobe.d file and udev rule the package installed."""
     root, kernel = installed["root"], installed["kernel"]
     ko = root / "lib/modules" / kernel.release / "updates/dkms/gdrpeer.ko"
-    test_dkms.boot_and_modprobe(node_factory, kernel, ko, tmp_path, shipped={
+    boot_and_modprobe(node_factory, kernel, ko, tmp_path, shipped={
         "modprobe": root / "etc/modprobe.d/gdrpeer.conf", "udev": root / "usr/lib/udev/rules.d/70-gdrpeer.rules",
         "sysusers": root / "usr/lib/sysusers.d/gdrpeer.conf"})
 

@@ -42,7 +42,7 @@ from pathlib import Path
 import pytest
 
 from emunode import Node, known_kernels
-from test_driver import pattern, tap
+from helpers.tap import listed_tests, pattern, tap
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = REPO / "build" / "bin"
@@ -51,8 +51,6 @@ MODES = ["off", "translated", "passthrough"]
 M = "/gdrpeer/modules"
 PM = "/sys/class/gdrpeer/gdrpeer/providers/peermem"
 HOST = "/sys/class/misc/gdrpeer_peerhost"
-SELFTESTS = 10
-CUDA_SELFTESTS = 7
 NVSTUB_POISON = 0x6B  # NVSTUB_POISON_BYTE of selftests/kmod/gdrpeer_nvstub.h
 GPU_PAGE = 65536
 STUB = f"insmod {M}/gdrpeer_nvstub_gpl.ko bar=$GDRPEER_GPU_BDF"
@@ -115,11 +113,12 @@ def check_cuda(res, out):
     cu = out["cuda"]
     assert "CUDA addresses: claimed through the nvidia provider, callback pins " \
            "(peermem_cuda=auto, nvidia_peermem not loaded)" in cu.output, cu.output[-3000:]
+    cuda_selftests = len(listed_tests("gdrpeer_selftest_peermem", "peermem_cuda"))
     plan, ok, not_ok, skipped, tot = tap(cu.output)
-    assert plan == CUDA_SELFTESTS, cu.output[-3000:]
+    assert plan == cuda_selftests, cu.output[-3000:]
     assert not not_ok, "\n".join(not_ok) + "\n" + cu.output[-4000:]
     assert not skipped, "\n".join(skipped)
-    assert tot == {"pass": CUDA_SELFTESTS, "fail": 0, "skip": 0, "error": 0}
+    assert tot == {"pass": cuda_selftests, "fail": 0, "skip": 0, "error": 0}
     assert cu.status == 0 and "unloaded" in cu.output, cu.output[-3000:]
     race = re.search(r"cuda race: (\d+) registrations, \d+ refused, (\d+) freed underneath, "
                      r"\d+ seen invalidated, (\d+) client invalidations", cu.output)
@@ -129,8 +128,10 @@ def check_cuda(res, out):
 
     # coexistence: with nvidia_peermem loaded, the load line and sysfs say who owns CUDA addresses
     co = out["coexist"]
+    coexist_tests = len(listed_tests("gdrpeer_selftest_peermem", "peermem_coexist"))
     plan, ok, not_ok, skipped, tot = tap(co.output)
-    assert plan == 1 and tot == {"pass": 1, "fail": 0, "skip": 0, "error": 0}, co.output[-3000:]
+    assert plan == coexist_tests and tot == {"pass": coexist_tests, "fail": 0, "skip": 0, "error": 0}, \
+        co.output[-3000:]
     assert co.status == 0 and "unloaded" in co.output, co.output[-3000:]
     assert re.search(r"gdrpeer: ABI .* loaded, 0 device\(s\) bound; providers: .*; peermem active: "
                      r"registered with ib_core .*CUDA addresses: left to nvidia_peermem "
@@ -172,11 +173,12 @@ def check_boot(res, out):
 
     # 3: every kselftest ran and passed
     st = out["selftest"]
+    selftests = len(listed_tests("gdrpeer_selftest_peermem", "peermem"))
     plan, ok, not_ok, skipped, tot = tap(st.output)
-    assert plan == SELFTESTS, st.output[-3000:]
+    assert plan == selftests, st.output[-3000:]
     assert not not_ok, "\n".join(not_ok) + "\n" + st.output[-4000:]
     assert not skipped, "\n".join(skipped)
-    assert tot == {"pass": SELFTESTS, "fail": 0, "skip": 0, "error": 0}
+    assert tot == {"pass": selftests, "fail": 0, "skip": 0, "error": 0}
     assert st.status == 0
     race = re.search(r"(\d+) registrations, (\d+) refused, (\d+) revocations", st.output)
     assert race and int(race.group(1)) > 0 and int(race.group(3)) > 0, st.output[-3000:]
@@ -347,7 +349,8 @@ def rc(output, name):
     return int(m.group(1))
 
 
-def peermem_name_tap(result, tests=3):
+def peermem_name_tap(result):
+    tests = len(listed_tests("gdrpeer_selftest_peermem", "peermem_name"))
     plan, ok, not_ok, skipped, tot = tap(result.output)
     assert plan == tests, result.output[-3000:]
     assert tot == {"pass": tests, "fail": 0, "skip": 0, "error": 0}, \

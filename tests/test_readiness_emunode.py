@@ -4,18 +4,17 @@ The probe's verbs half runs against the guest's real rdma-core (libibverbs, libm
 ibverbs-providers) and the kernel's rdma_rxe: rxe is no mlx5 device, so mlx5dv_is_supported must
 say so and the probe must stop there for it (no DEVX command, no GPU half). The GPU half needs an
 mlx5 UAR and an NVIDIA GPU, neither of which exists in the emulated node: it is tested against a
-fake in userspace/tests/test_readiness.cpp. One boot (QEMU TCG, ~15-40 s).
+fake in userspace/topo/tests/test_readiness.cpp. One boot (QEMU TCG, ~15-40 s).
 """
 
 import json
 
-from test_check_emunode import guest_binary  # noqa: F401 (fixture)
 
 PROBE = ("gdrpeer check --json --probe ibgda --data-dir /gdrpeer/topology --gpu $GDRPEER_GPU_BDF "
          "--nic $GDRPEER_NIC_BDF > /out/probe.json; echo rc=$?")
 
 
-def test_probe_sees_rxe_as_not_mlx5(node_factory, guest_binary):  # noqa: F811
+def test_probe_sees_rxe_as_not_mlx5(node_factory, guest_binary):
     res = node_factory("switch", "off").run(["ls /sys/class/infiniband", PROBE], timeout=400)
     assert res.problems() == [], res.problems()
     assert "probe.json" in res.files, res.kernel_log[-3000:]

@@ -1,19 +1,21 @@
-"""The real 4x H200 node (issue 23; topology/reference/README.md says where each file came from):
+"""The real 4x H200 node (issue 23; tests/reference/README.md says where each file came from):
 its snapshot in the reference set checked offline against what nvidia-smi printed on that node,
 and `gdrpeer verify --p2p` end to end through the CLI with a fake CUDA driver
-(userspace/tests/fake_cuda.cpp) whose GPUs are that node's, predicting from that snapshot."""
+(userspace/verify/tests/fake_cuda.cpp) whose GPUs are that node's, predicting from that snapshot."""
 
 import json
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from test_check import REF, REPO, run
+from helpers.check_cli import gdrpeer_bin, run
+from helpers.paths import REF, REPO
 
 SNAPSHOT = REF / "h200x4-node-snapshot.tar"
-FAKE_CUDA = Path(os.environ.get("GDRPEER_FAKE_CUDA_LIB", REPO / "build/userspace/tests/libfake_cuda.so"))
+FAKE_CUDA = Path(os.environ.get("GDRPEER_FAKE_CUDA_LIB", REPO / "build/userspace/verify/tests/libfake_cuda.so"))
 GPUS = "0000:00:06.0,0000:00:07.0,0000:00:08.0,0000:00:09.0"
 
 
@@ -88,8 +90,6 @@ def fake_cuda():
 
 def verify(*args, fake="", rc=None):
     env = dict(os.environ, GDRPEER_DATA_DIR=str(REPO / "topology"), GDRPEER_FAKE_CUDA=fake)
-    import subprocess
-    from test_check import gdrpeer_bin
     p = subprocess.run([gdrpeer_bin(), "verify", "--p2p", *map(str, args)], capture_output=True, text=True, env=env, timeout=120)
     if rc is not None:
         assert p.returncode == rc, f"rc={p.returncode}\n{p.stdout}\n{p.stderr}"

@@ -26,7 +26,7 @@ import pytest
 
 from conftest import vm_kernel
 from emunode import HarnessError, Node, softroce
-from test_hotplug import say_lockdep_off
+from helpers.guest import say_lockdep_off
 
 M = "/gdrpeer/modules"
 DEV = "/sys/class/gdrpeer/gdrpeer/devices/0"

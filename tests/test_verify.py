@@ -15,7 +15,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 # libgdrpeer's driver-backed unit tests run in the guest too; the guest gets build/bin/.
-LIB_DRIVER_TEST = REPO / "build" / "userspace" / "tests" / "test_lib_driver"
+LIB_DRIVER_TEST = REPO / "build" / "userspace" / "lib" / "tests" / "test_lib_driver"
 
 SIZE = "256K"
 COUNTERS = ("cd /sys/class/gdrpeer/gdrpeer/devices/0 && "

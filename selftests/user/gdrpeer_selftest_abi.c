@@ -728,4 +728,4 @@ GP_TEST_F(gp, bar_full_enomem_then_recovers)
 	EXPECT_EQ(0, gp_free(self->fd, a.handle));
 }
 
-TEST_HARNESS_MAIN
+GP_HARNESS_MAIN

@@ -164,4 +164,4 @@ GP_TEST_F(bind, unbind_not_bound_enodev)
 	EXPECT_EQ(1, bound_count());
 }
 
-TEST_HARNESS_MAIN
+GP_HARNESS_MAIN

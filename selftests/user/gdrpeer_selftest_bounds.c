@@ -376,4 +376,4 @@ GP_TEST_F_TIMEOUT(bd, alloc_free_race_on_one_file, 120)
 	EXPECT_LT(0, rc.racer_frees);
 }
 
-TEST_HARNESS_MAIN
+GP_HARNESS_MAIN

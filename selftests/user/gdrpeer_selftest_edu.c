@@ -348,4 +348,4 @@ GP_TEST_F(edu, dma_bad_args_einval)
 	EXPECT_EQ(0, gp_free(self->fd, a.handle));
 }
 
-TEST_HARNESS_MAIN
+GP_HARNESS_MAIN

@@ -237,4 +237,4 @@ GP_TEST_F(lt, rmmod_refused_while_mmap_lives)
 	EXPECT_EQ(0, munmap(p, self->page));
 }
 
-TEST_HARNESS_MAIN
+GP_HARNESS_MAIN

@@ -1374,7 +1374,7 @@ static int hold(void)
 	return 0;
 }
 
-/* what TEST_HARNESS_MAIN does, with a main() that also knows --hold */
+/* what GP_HARNESS_MAIN does, with a main() that also knows --hold */
 static void __attribute__((constructor)) nv_constructor_order_last(void)
 {
 	if (!__constructor_order)
@@ -1383,6 +1383,7 @@ static void __attribute__((constructor)) nv_constructor_order_last(void)
 
 int main(int argc, char **argv)
 {
+	GP_LIST_TESTS_IF_ASKED(argc, argv);
 	if (argc == 2 && !strcmp(argv[1], "--hold"))
 		return hold();
 	return test_harness_run(argc, argv);

@@ -273,4 +273,4 @@ GP_TEST_F(nv, sysfs_knobs)
 	EXPECT_EQ(0, gp_nvstub_num("allocations"));
 }
 
-TEST_HARNESS_MAIN
+GP_HARNESS_MAIN

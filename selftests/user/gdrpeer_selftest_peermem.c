@@ -1511,7 +1511,7 @@ static int keep_only(const char *name)
 	return 2;
 }
 
-/* what TEST_HARNESS_MAIN does, with a main() that also knows --proof */
+/* what GP_HARNESS_MAIN does, with a main() that also knows --proof */
 static void __attribute__((constructor)) pm_constructor_order_last(void)
 {
 	if (!__constructor_order)
@@ -1520,6 +1520,7 @@ static void __attribute__((constructor)) pm_constructor_order_last(void)
 
 int main(int argc, char **argv)
 {
+	GP_LIST_TESTS_IF_ASKED(argc, argv);
 	if (argc == 3 && !strcmp(argv[1], "--proof"))
 		return proof(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "--cuda-proof"))

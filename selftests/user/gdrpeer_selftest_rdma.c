@@ -166,4 +166,4 @@ GP_TEST_F(rdma, reg_mr_host_memory_works)
 	munmap(buf, size);
 }
 
-TEST_HARNESS_MAIN
+GP_HARNESS_MAIN

@@ -428,4 +428,4 @@ GP_TEST_F(rv, read_only_open_cannot_touch_memory)
 	close(ro);
 }
 
-TEST_HARNESS_MAIN
+GP_HARNESS_MAIN

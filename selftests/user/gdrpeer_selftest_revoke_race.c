@@ -400,4 +400,4 @@ GP_TEST_F_TIMEOUT(rr, vmap_gate_refuses_without_attachment, 60)
 	ASSERT_EQ(0, rebind(self));
 }
 
-TEST_HARNESS_MAIN
+GP_HARNESS_MAIN

@@ -381,4 +381,42 @@ static inline uint64_t gp_bar_phys(const char *bdf, unsigned int bar)
 			       (self)->dev);				\
 	} while (0)
 
+/*
+ * `PROGRAM -l`: the name of each test as its TAP line gives it ("fixture.test"), one a line,
+ * and no test run. The 6.1 harness has no -l (later ones have); tests/helpers/tap.py takes a
+ * program's tests from here instead of a count typed again in Python. For main(), after
+ * kselftest_harness.h.
+ */
+#define GP_LIST_TESTS_IF_ASKED(argc, argv)				\
+	do {								\
+		struct __fixture_variant_metadata __none = { .name = "" }; \
+		struct __fixture_variant_metadata *__v;			\
+		struct __fixture_metadata *__f;				\
+		struct __test_metadata *__t;				\
+									\
+		if ((argc) != 2 || strcmp((argv)[1], "-l"))		\
+			break;						\
+		for (__f = __fixture_list; __f; __f = __f->next)	\
+			for (__v = __f->variant ?: &__none; __v; __v = __v->next) \
+				for (__t = __f->tests; __t; __t = __t->next) \
+					printf("%s%s%s.%s\n", __f->name, \
+					       __v->name[0] ? "." : "",	\
+					       __v->name, __t->name);	\
+		return 0;						\
+	} while (0)
+
+/* TEST_HARNESS_MAIN that also knows -l */
+#define GP_HARNESS_MAIN							\
+	static void __attribute__((constructor)) gp_constructor_order_last(void) \
+	{								\
+		if (!__constructor_order)				\
+			__constructor_order = _CONSTRUCTOR_ORDER_BACKWARD; \
+	}								\
+									\
+	int main(int argc, char **argv)					\
+	{								\
+		GP_LIST_TESTS_IF_ASKED(argc, argv);			\
+		return test_harness_run(argc, argv);			\
+	}
+
 #endif /* GDRPEER_TEST_H */

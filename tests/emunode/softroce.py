@@ -250,7 +250,7 @@ def guest_files(kernel_name, log=print):
 
 
 # ---- what the host checks in the BAR backing file ---------------------------------------------
-# gdrpeer_rxe_dmabuf (selftests/user) prints "BAR ..." lines naming what the ivshmem backing file
+# gdrpeer_rxe_dmabuf (selftests/tools) prints "BAR ..." lines naming what the ivshmem backing file
 # must hold once the guest is off; check_bar() verifies each one byte by byte.
 
 NVSTUB_POISON = 0x6B  # NVSTUB_POISON_BYTE of selftests/kmod/gdrpeer_nvstub.h

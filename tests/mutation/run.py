@@ -24,8 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from mutants import MUTANTS  # noqa: E402
 
-# What the scratch copy holds: the userspace sources, the rule data the tests read, the ABI header.
-COPIED = ("userspace", "topology", "uapi")
+# What the scratch copy holds: the userspace sources, the rule data and test fixtures the tests
+# read, the ABI header.
+COPIED = ("userspace", "topology", "tests/reference", "uapi")
 TEST_TIMEOUT_S = 120
 
 
@@ -67,6 +68,7 @@ class Scratch:
     def prepare(self):
         for part in COPIED:
             sync_tree(REPO / part, self.src / part)
+        self.drop_stale_build_dirs()
         # Configured every time (cheap when nothing changed): a target added to the CMake
         # files since the scratch build was made is unknown to its old Makefiles otherwise.
         # -O0 and no debug info: the mutants recompile one file each, quickly.
@@ -76,6 +78,21 @@ class Scratch:
                  "-DGDRPEER_BUILD_FUZZ=OFF", "-DGDRPEER_STATIC_LIBSTDCXX=OFF"])
         if p.returncode:
             sys.exit(f"mutation: cmake configure failed:\n{p.stdout}{p.stderr}")
+
+    def drop_stale_build_dirs(self):
+        """A build folder whose source folder has no CMakeLists.txt any more (its tests moved to
+        another folder) still holds the old test programs: remove it, so that each test program
+        is found once."""
+        if not self.build.is_dir():
+            return
+        for cmakefiles in sorted(self.build.rglob("CMakeFiles")):
+            folder = cmakefiles.parent
+            rel = folder.relative_to(self.build)
+            if rel == Path(".") or "CMakeFiles" in rel.parts or not folder.is_dir():
+                continue
+            if not (self.src / "userspace" / rel / "CMakeLists.txt").exists():
+                log(f"mutation: removing {folder} (its source folder is gone)")
+                shutil.rmtree(folder)
 
     def targets(self):
         names = set()

@@ -43,7 +43,7 @@ for a in sys.argv[1:]:
         BASELINE = os.path.abspath(a.split("=", 1)[1])
 GDRPEER = os.path.abspath(args[0]) if len(args) > 0 else str(REPO / "build/userspace/cli/gdrpeer")
 TIMER = os.path.abspath(args[1]) if len(args) > 1 else str(REPO / "build/userspace/bench/spawn_timer")
-REF = REPO / "topology/reference"
+REF = REPO / "tests/reference"
 ENV = dict(os.environ, GDRPEER_DATA_DIR=str(REPO / "topology"))
 LSTOPO = shutil.which("lstopo") or "/usr/bin/lstopo"
 LINE = re.compile(r"median_ms=(\S+) min_ms=(\S+) max_ms=(\S+) cpu_ms=(\S+) exit=(\S+) cmd=(.*)")

@@ -9,7 +9,7 @@
 #   BIN_DIR holds the gdrpeer binary; OUT_DIR receives at most 6 files:
 #     real-node.tgz     everything below, one file per step (real-node/*.txt, *.json)
 #     summary.txt       medians, verify vs anchor per pair, verify's wall time, verdict agreement
-#     node-snapshot.tar the snapshot (for topology/reference)
+#     node-snapshot.tar the snapshot (for tests/reference)
 #     verify-p2p.json   gdrpeer verify --p2p --json
 #     anchor.jsonl      p2p_anchor.cu, one JSON object per ordered pair
 set -u

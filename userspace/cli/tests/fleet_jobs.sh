@@ -2,10 +2,10 @@
 # Fleet mode with several threads must print exactly what one thread prints:
 # one line per node in input order (broken and missing dumps included), the
 # same total line and exit code, text and JSON.
-#   fleet_jobs.sh GDRPEER TOPOLOGY_DIR
+#   fleet_jobs.sh GDRPEER TOPOLOGY_DIR REFERENCE_DIR
 set -eu
 bin=$1
-ref=$2/reference
+ref=$3
 export GDRPEER_DATA_DIR=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

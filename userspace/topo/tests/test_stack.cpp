@@ -1,5 +1,5 @@
 // The stack stage's pure pieces against independent truth: the exporter gate against the table
-// derived by hand from open-gpu-kernel-modules 580.142 (topology/reference/stack/README.md), and
+// derived by hand from open-gpu-kernel-modules 580.142 (tests/reference/stack/README.md), and
 // the parsers against the real params file and modprobe.d(5) / kernel-log syntax.
 #include <gtest/gtest.h>
 
@@ -59,7 +59,7 @@ TEST(ExporterGate, TableFromTheDriverSource) {
 }
 
 TEST(StackParse, RealH200ParamsFile) {
-  std::ifstream f(std::string(GDRPEER_TEST_TOPOLOGY_DIR) + "/reference/stack/h200-580.159.04-open-params.txt");
+  std::ifstream f(std::string(GDRPEER_TEST_REFERENCE_DIR) + "/stack/h200-580.159.04-open-params.txt");
   ASSERT_TRUE(f);
   std::stringstream ss;
   ss << f.rdbuf();

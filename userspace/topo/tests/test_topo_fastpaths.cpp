@@ -316,7 +316,7 @@ TEST(InputFile, MissingAndDirectoryAreMissingInputWithTheErrno) {
 TEST(ClassTable, EqualsClassifyForEveryLabelledPair) {
   Knowledge k = Knowledge::load(kData);
   for (const char* ref : {"aws-p5en.48xlarge.xml", "aws-p4d.24xlarge.xml", "stelline-asus-esc8000a-e12.md"}) {
-    std::string text = slurp(kData + "/reference/" + ref);
+    std::string text = slurp(std::string(GDRPEER_TEST_REFERENCE_DIR) + "/" + ref);
     ASSERT_FALSE(text.empty()) << ref;
     Topology t = detect_format(text) == InputFormat::HwlocXml ? parse_hwloc_xml(text, ref) : parse_lspci({{ref, text}});
     assign_roles(t, k);

@@ -14,7 +14,7 @@
 namespace gdrpeer::topo::testing {
 
 inline std::string data_dir() { return GDRPEER_TEST_TOPOLOGY_DIR; }
-inline std::string reference(const std::string& name) { return data_dir() + "/reference/" + name; }
+inline std::string reference(const std::string& name) { return std::string(GDRPEER_TEST_REFERENCE_DIR) + "/" + name; }
 
 inline std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

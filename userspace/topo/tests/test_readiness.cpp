@@ -1,6 +1,6 @@
 // IBGDA and GDS readiness (issue 27): the decision tables derived from NVSHMEM's and
 // GDS's sources (rows cite them), the facts read from real artefacts
-// (topology/reference/readiness/README.md), and the live probe against a fake.
+// (tests/reference/readiness/README.md), and the live probe against a fake.
 #include <gtest/gtest.h>
 #include <zlib.h>
 
@@ -439,7 +439,7 @@ TEST(ReadinessNode, RegistryDwordsPerDeviceAppliesToItsGpuOnly) {
 }
 
 TEST(ReadinessNode, RealH100SnapshotSaysWhatItLacks) {
-  // The real 8x H100 snapshot in topology/reference (no NIC; taken before params were read).
+  // The real 8x H100 snapshot in tests/reference (no NIC; taken before params were read).
   std::string tar = slurp(fake::reference("h100-node-snapshot.tar"));
   ASSERT_FALSE(tar.empty());
   auto fs = make_tar_source(tar, "h100-node-snapshot.tar");

@@ -452,7 +452,7 @@ TEST(NodeCapture, SnapshotRecordsNvidiaParamsAndTheNumaNodes) {
 }
 
 // The real node of the reference set (built from its own snapshot and nvml.json, see
-// topology/reference/README.md), checked offline, and the same node "live" with a fake
+// tests/reference/README.md), checked offline, and the same node "live" with a fake
 // NVML answering what nvml.json says: the same verdicts, every GPU pair NV18 as
 // nvidia-smi topo -m printed there.
 TEST(NodeCapture, RealH200NodeOfflineEqualsLiveWithItsNvml) {
