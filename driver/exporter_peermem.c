@@ -742,6 +742,17 @@ static void pm_invalidate(struct pm_ctx *ctx)
 	atomic64_inc(&pm_invalidations);
 }
 
+/**
+ * gdrpeer_peermem_revoke_region() - invalidate every registration of a region
+ * @r: the region, whose @revoked is set already
+ *
+ * Listed in gdrpeer_revokers[] (exporter.h).  Each registration of @r is
+ * invalidated once (ib_core's invalidate callback, then its DMA mapping
+ * and pin table go).
+ *
+ * Context: Process context.  Sleeps; takes pm_list_lock and each
+ * registration's lock in turn, none across ib_core's callback.
+ */
 void gdrpeer_peermem_revoke_region(struct gdrpeer_region *r)
 {
 	struct pm_ctx *ctx, *found;
@@ -884,6 +895,7 @@ static void pm_unregister(void)
 
 #else /* !GDRPEER_PEERMEM */
 
+/* Listed in gdrpeer_revokers[]: no registrations without OFED. */
 void gdrpeer_peermem_revoke_region(struct gdrpeer_region *r)
 {
 }
