@@ -942,6 +942,17 @@ static const struct attribute_group pm_group = {
 	.attrs = pm_attrs,
 };
 
+/**
+ * gdrpeer_peermem_init() - providers/peermem/ and, where built, the client
+ * @providers: the providers/ directory
+ *
+ * The sysfs directory always (its status says why the client is off);
+ * the registration with ib_core only where OFED's headers were found.
+ * A client ib_core refuses leaves the load going, said in its status.
+ *
+ * Context: Module load, after the providers, process context.  Sleeps.
+ * Return: 0 or a negative errno (nothing is left behind).
+ */
 int gdrpeer_peermem_init(struct kobject *providers)
 {
 	int ret;
@@ -961,6 +972,12 @@ int gdrpeer_peermem_init(struct kobject *providers)
 	return ret;
 }
 
+/**
+ * gdrpeer_peermem_exit() - undo gdrpeer_peermem_init()
+ *
+ * Context: Module unload (or a failed load), process context; no
+ * registration is left (each holds a module reference).  Sleeps.
+ */
 void gdrpeer_peermem_exit(void)
 {
 	pm_unregister();
@@ -971,6 +988,13 @@ void gdrpeer_peermem_exit(void)
 	}
 }
 
+/**
+ * gdrpeer_peermem_status() - the client's state for the load line
+ *
+ * Context: Any context after gdrpeer_peermem_init().
+ * Return: a string that lives as long as the module ("active ...",
+ * "left out: ...", "inactive: ...").
+ */
 const char *gdrpeer_peermem_status(void)
 {
 	return pm_status;
