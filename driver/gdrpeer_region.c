@@ -23,7 +23,6 @@
 
 #include <linux/fs.h>
 #include <linux/io.h>
-#include <linux/lockdep.h>
 #include <linux/mm.h>
 #include <linux/mount.h>
 #include <linux/pseudo_fs.h>
@@ -34,7 +33,6 @@
 #include "gdrpeer_compat.h"
 #include "gdrpeer_core.h"
 #include "exporter.h"
-#include "provider.h"
 
 /* ---- gdrpeer's own address space ---------------------------------------- */
 
