@@ -80,9 +80,10 @@ vm-modules:
 	$(EMUNODE) build --kernel $(VM_KERNEL)
 
 # W=1 + sparse (C=1) build of the driver and the test modules against the guest kernel's
-# headers, in a staged copy; any warning fails (7.2: inside the sid toolchain chroot). The driver
-# is checked twice: as built without OFED, and with the peer-memory client against the test-only
-# host's OFED-style headers (ofa-stage).
+# headers, in a staged copy; any warning fails (7.2: inside the sid toolchain chroot), and so does
+# any warning of the kernel's scripts/kernel-doc on the /** comments (where the headers ship it).
+# The driver is checked twice: as built without OFED, and with the peer-memory client against the
+# test-only host's OFED-style headers (ofa-stage).
 kernel-check:
 	$(EMUNODE) kcheck --kernel $(VM_KERNEL)
 

@@ -11,15 +11,9 @@
 
 struct dma_buf;
 
-/*
- * exporter_dmabuf.c: a dma-buf for [offset, offset + length) of @r.
- * The caller has validated the range.  Returns the dma-buf (one reference,
- * owned by the caller) or an ERR_PTR.
- */
+/* exporter_dmabuf.c (kernel-doc at the definitions) */
 struct dma_buf *gdrpeer_dmabuf_export(struct gdrpeer_region *r, u64 offset,
 				      u64 length);
-
-/* Memory of @r is gone: revoke every dma-buf exported from it (sleeps). */
 void gdrpeer_dmabuf_revoke_region(struct gdrpeer_region *r);
 
 /*
@@ -30,7 +24,28 @@ void gdrpeer_dmabuf_revoke_region(struct gdrpeer_region *r);
 int gdrpeer_peermem_init(struct kobject *providers);
 void gdrpeer_peermem_exit(void);
 const char *gdrpeer_peermem_status(void);
-/* Memory of @r is gone: invalidate every registration of it (sleeps). */
 void gdrpeer_peermem_revoke_region(struct gdrpeer_region *r);
+
+/*
+ * gdrpeer_revokers - what gdrpeer_region_revoke() (gdrpeer_region.c) runs
+ * once the region's memory is marked revoked and its handle mappings are
+ * zapped, in this order.  This is the one place that lists exporters to
+ * revocation: the core calls none of them by name, and a new exporter is
+ * one line here.  Only gdrpeer_region.c reads it (__maybe_unused for the
+ * other files that include this header).
+ *
+ * Each entry revokes everything its exporter handed out from the region
+ * and returns when the importers of what it revoked have let go (it may
+ * wait long for them).  Each runs in process context with the caller's
+ * region reference and no lock of ours held, takes only its own locks
+ * (listed in its file) and is idempotent.  The entries do not depend on
+ * each other; the order is the one revocation has always had: dma-bufs
+ * (importers through ib_umem_dmabuf and other dma-buf users), then
+ * peer-memory registrations (ibv_reg_mr under OFED).
+ */
+static void (*const gdrpeer_revokers[])(struct gdrpeer_region *r) __maybe_unused = {
+	gdrpeer_dmabuf_revoke_region,
+	gdrpeer_peermem_revoke_region,
+};
 
 #endif /* GDRPEER_EXPORTER_H */

@@ -318,6 +318,7 @@ static int gdrpeer_pin_count(struct dma_buf_attachment *attach)
 	struct gdrpeer_dmabuf *gb = attach->dmabuf->priv;
 	struct gdrpeer_attachment *ga = attach->priv;
 
+	dma_resv_assert_held(attach->dmabuf->resv);
 	if (READ_ONCE(gb->region->revoked))
 		return -ENODEV;
 	ga->pins++;
@@ -325,11 +326,13 @@ static int gdrpeer_pin_count(struct dma_buf_attachment *attach)
 	return 0;
 }
 
+/* Called with the reservation lock held (dma_buf_unpin, or unmap). */
 static void gdrpeer_dmabuf_unpin(struct dma_buf_attachment *attach)
 {
 	struct gdrpeer_dmabuf *gb = attach->dmabuf->priv;
 	struct gdrpeer_attachment *ga = attach->priv;
 
+	dma_resv_assert_held(attach->dmabuf->resv);
 	ga->pins--;
 	WARN_ON(atomic_dec_return(&gb->pins) < 0);
 }
@@ -353,14 +356,22 @@ static void gdrpeer_unmap_done(struct dma_buf_attachment *attach)
 }
 
 /*
- * map_dma_buf runs with the dma-buf's reservation lock held by dynamic
- * importers.  Revoke sets @revoked before it takes that lock: a map that
- * sees it clear is told by move_notify after.
+ * map_dma_buf and unmap_dma_buf run with the dma-buf's reservation lock
+ * held: gdrpeer's dma-bufs have .pin, which makes them dynamic, and the
+ * core takes (or asserts) that lock around both for every importer, on
+ * every kernel gdrpeer builds for.  Revoke sets @revoked before it takes
+ * that lock: a map that sees it clear is told by move_notify after.
  */
+static void gdrpeer_map_assert_locked(struct dma_buf_attachment *attach)
+{
+	dma_resv_assert_held(attach->dmabuf->resv);
+}
+
 static bool gdrpeer_map_revoked(struct dma_buf_attachment *attach)
 {
 	struct gdrpeer_dmabuf *gb = attach->dmabuf->priv;
 
+	gdrpeer_map_assert_locked(attach);
 	return READ_ONCE(gb->region->revoked);
 }
 
@@ -412,6 +423,7 @@ static void gdrpeer_plain_unmap(struct dma_buf_attachment *attach,
 				struct sg_table *sgt,
 				enum dma_data_direction dir)
 {
+	gdrpeer_map_assert_locked(attach);
 	gdrpeer_sgt_free(attach, sgt, dir, GDRPEER_SG_MAP_PHYS);
 	gdrpeer_unmap_done(attach);
 }
@@ -508,6 +520,7 @@ static void gdrpeer_mapped_unmap(struct dma_buf_attachment *attach,
 				 struct sg_table *sgt,
 				 enum dma_data_direction dir)
 {
+	gdrpeer_map_assert_locked(attach);
 	gdrpeer_sgt_free(attach, sgt, dir, GDRPEER_SG_DMA_ADDRS);
 	gdrpeer_unmap_done(attach);
 }
@@ -852,6 +865,19 @@ static inline bool gdrpeer_th_revoke_meet(void) { return false; }
 static inline void gdrpeer_th_revoke_done(bool met) { }
 #endif /* GDRPEER_TEST_HOOKS */
 
+/**
+ * gdrpeer_dmabuf_export() - a dma-buf of part of a region
+ * @r: the region; the dma-buf takes its own reference
+ * @offset: first byte, page aligned
+ * @length: bytes, page aligned, not 0
+ *
+ * The caller has validated the range against @r.  The dma-buf joins the
+ * region's list, which revocation walks, unless revocation has closed it.
+ *
+ * Context: Process context.  Sleeps; takes @r->exports_lock.
+ * Return: the dma-buf (one reference, owned by the caller) or an ERR_PTR:
+ * -ENODEV when @r is being revoked, -ENOMEM, or dma_buf_export()'s error.
+ */
 struct dma_buf *gdrpeer_dmabuf_export(struct gdrpeer_region *r, u64 offset,
 				      u64 length)
 {
@@ -1013,16 +1039,25 @@ static struct gdrpeer_dmabuf *gdrpeer_dmabuf_take_next(struct gdrpeer_region *r)
 	return gb;
 }
 
-/*
- * Revoke every dma-buf exported from @r (gdrpeer_region_revoke, after
- * @r->revoked is set, so that no new attachment, map or mmap succeeds).
+/**
+ * gdrpeer_dmabuf_revoke_region() - revoke every dma-buf of a region
+ * @r: the region, whose @revoked is set already
+ *
+ * Listed in gdrpeer_revokers[] (exporter.h), run by
+ * gdrpeer_region_revoke() after @r->revoked is set, so that no new
+ * attachment, map or mmap succeeds.
  * First the list is closed: an export that has not listed its dma-buf
  * yet is refused (gdrpeer_dmabuf_export).  Then the dma-bufs are taken
  * one at a time under exports_lock and revoked with no lock of ours but
  * dmabuf_revoke_lock held, until none is left: no count taken in advance,
  * no allocation, one that is released meanwhile simply leaves the list.
  * dmabuf_revoke_lock makes a second revocation of @r (idempotent) return
- * only once the first one is complete.  Sleeps; no lock of ours is held.
+ * only once the first one is complete.
+ *
+ * Context: Process context.  Sleeps, possibly for long (importers that
+ * hold mappings, fences); takes @r->dmabuf_revoke_lock, @r->exports_lock
+ * and each dma-buf's reservation lock, so the caller holds no lock of
+ * ours.
  */
 void gdrpeer_dmabuf_revoke_region(struct gdrpeer_region *r)
 {

@@ -742,6 +742,17 @@ static void pm_invalidate(struct pm_ctx *ctx)
 	atomic64_inc(&pm_invalidations);
 }
 
+/**
+ * gdrpeer_peermem_revoke_region() - invalidate every registration of a region
+ * @r: the region, whose @revoked is set already
+ *
+ * Listed in gdrpeer_revokers[] (exporter.h).  Each registration of @r is
+ * invalidated once (ib_core's invalidate callback, then its DMA mapping
+ * and pin table go).
+ *
+ * Context: Process context.  Sleeps; takes pm_list_lock and each
+ * registration's lock in turn, none across ib_core's callback.
+ */
 void gdrpeer_peermem_revoke_region(struct gdrpeer_region *r)
 {
 	struct pm_ctx *ctx, *found;
@@ -884,6 +895,7 @@ static void pm_unregister(void)
 
 #else /* !GDRPEER_PEERMEM */
 
+/* Listed in gdrpeer_revokers[]: no registrations without OFED. */
 void gdrpeer_peermem_revoke_region(struct gdrpeer_region *r)
 {
 }
@@ -930,6 +942,17 @@ static const struct attribute_group pm_group = {
 	.attrs = pm_attrs,
 };
 
+/**
+ * gdrpeer_peermem_init() - providers/peermem/ and, where built, the client
+ * @providers: the providers/ directory
+ *
+ * The sysfs directory always (its status says why the client is off);
+ * the registration with ib_core only where OFED's headers were found.
+ * A client ib_core refuses leaves the load going, said in its status.
+ *
+ * Context: Module load, after the providers, process context.  Sleeps.
+ * Return: 0 or a negative errno (nothing is left behind).
+ */
 int gdrpeer_peermem_init(struct kobject *providers)
 {
 	int ret;
@@ -949,6 +972,12 @@ int gdrpeer_peermem_init(struct kobject *providers)
 	return ret;
 }
 
+/**
+ * gdrpeer_peermem_exit() - undo gdrpeer_peermem_init()
+ *
+ * Context: Module unload (or a failed load), process context; no
+ * registration is left (each holds a module reference).  Sleeps.
+ */
 void gdrpeer_peermem_exit(void)
 {
 	pm_unregister();
@@ -959,6 +988,13 @@ void gdrpeer_peermem_exit(void)
 	}
 }
 
+/**
+ * gdrpeer_peermem_status() - the client's state for the load line
+ *
+ * Context: Any context after gdrpeer_peermem_init().
+ * Return: a string that lives as long as the module ("active ...",
+ * "left out: ...", "inactive: ...").
+ */
 const char *gdrpeer_peermem_status(void)
 {
 	return pm_status;

@@ -13,10 +13,9 @@
  * (INFO, LIST_DEVICES, QUERY) but not allocate, free, export or pin: those
  * hand out writable device memory, and answer -EBADF.
  *
- * Every open file shares gdrpeer's own address space (an inode of a small
- * pseudo filesystem, as DRM and VFIO do) instead of the device node's, so
- * that a region's CPU mappings, placed at the region's own offset there,
- * can be zapped on revocation whatever node or namespace they came from.
+ * Every open file shares gdrpeer's own address space (gdrpeer_mapping(),
+ * gdrpeer_region.c) instead of the device node's, so that revocation can
+ * zap a region's CPU mappings whatever node or namespace they came from.
  *
  * The node is the last thing that appears at load and the first that goes
  * at unload (gdrpeer_chardev_enable/disable): no file can be opened into a
@@ -32,8 +31,6 @@
 #include <linux/file.h>
 #include <linux/mm.h>
 #include <linux/module.h>
-#include <linux/mount.h>
-#include <linux/pseudo_fs.h>
 #include <linux/nospec.h>
 #include <linux/overflow.h>
 #include <linux/random.h>
@@ -65,8 +62,6 @@ static dev_t gdrpeer_devt;
 static struct cdev gdrpeer_cdev;
 static bool gdrpeer_cdev_live;
 static struct device *gdrpeer_dev;
-static struct vfsmount *gdrpeer_mnt;
-static struct inode *gdrpeer_inode;	/* its i_mapping holds every mmap */
 
 /* ---- handle table ---------------------------------------------------- */
 
@@ -432,7 +427,7 @@ static int gdrpeer_open(struct inode *inode, struct file *filp)
 		gf->cookie = (u32)atomic_inc_return(&gdrpeer_cookie_seq);
 	} while (!gf->cookie);
 	filp->private_data = gf;
-	filp->f_mapping = gdrpeer_inode->i_mapping;
+	filp->f_mapping = gdrpeer_mapping();
 	return nonseekable_open(inode, filp);
 }
 
@@ -486,52 +481,13 @@ static void gdrpeer_dev_release(struct device *dev)
 	kfree(dev);
 }
 
-/* ---- gdrpeer's own address space -------------------------------------- */
-
-#define GDRPEER_FS_MAGIC 0x67647270	/* "gdrp" */
-
-static int gdrpeer_fs_init_fs_context(struct fs_context *fc)
-{
-	return init_pseudo(fc, GDRPEER_FS_MAGIC) ? 0 : -ENOMEM;
-}
-
-/*
- * No .owner: the mount is ours for the module's whole life, and a module
- * reference from it would keep the module from ever unloading.
- */
-static struct file_system_type gdrpeer_fs_type = {
-	.name = "gdrpeer",
-	.init_fs_context = gdrpeer_fs_init_fs_context,
-	.kill_sb = kill_anon_super,
-};
-
-struct address_space *gdrpeer_mapping(void)
-{
-	return gdrpeer_inode->i_mapping;
-}
-
-static int gdrpeer_mapping_init(void)
-{
-	gdrpeer_mnt = kern_mount(&gdrpeer_fs_type);
-	if (IS_ERR(gdrpeer_mnt))
-		return PTR_ERR(gdrpeer_mnt);
-	gdrpeer_inode = alloc_anon_inode(gdrpeer_mnt->mnt_sb);
-	if (IS_ERR(gdrpeer_inode)) {
-		kern_unmount(gdrpeer_mnt);
-		return PTR_ERR(gdrpeer_inode);
-	}
-	return 0;
-}
-
-static void gdrpeer_mapping_exit(void)
-{
-	iput(gdrpeer_inode);
-	kern_unmount(gdrpeer_mnt);
-}
-
-/*
- * Class, sysfs (with the providers' attributes of the class device) and
- * the address space; the node exists but cannot be opened (-ENXIO) until
+/**
+ * gdrpeer_chardev_init() - the class, its device (not openable yet), sysfs
+ *
+ * Context: Module load, after gdrpeer_mapping_init().  Sleeps.
+ * Return: 0 or a negative errno (nothing is left behind).  On success the
+ * class device has the providers' attributes and the registry's devices/,
+ * and the node exists but cannot be opened (-ENXIO) until
  * gdrpeer_chardev_enable().
  */
 int gdrpeer_chardev_init(void)
@@ -540,12 +496,9 @@ int gdrpeer_chardev_init(void)
 	int ret;
 
 	atomic_set(&gdrpeer_cookie_seq, (int)get_random_u32());
-	ret = gdrpeer_mapping_init();
-	if (ret)
-		return ret;
 	ret = alloc_chrdev_region(&gdrpeer_devt, 0, 1, "gdrpeer");
 	if (ret)
-		goto err_mapping;
+		return ret;
 	cdev_init(&gdrpeer_cdev, &gdrpeer_fops);
 	gdrpeer_cdev.owner = THIS_MODULE;
 	ret = class_register(&gdrpeer_class);
@@ -584,12 +537,15 @@ err_class:
 	class_unregister(&gdrpeer_class);
 err_region:
 	unregister_chrdev_region(gdrpeer_devt, 1);
-err_mapping:
-	gdrpeer_mapping_exit();
 	return ret;
 }
 
-/* The last step of a load: /dev/gdrpeer can be opened from here on. */
+/**
+ * gdrpeer_chardev_enable() - /dev/gdrpeer can be opened from here on
+ *
+ * Context: The last step of a load.  Sleeps.
+ * Return: 0 or a negative errno.
+ */
 int gdrpeer_chardev_enable(void)
 {
 	int ret = cdev_add(&gdrpeer_cdev, gdrpeer_devt, 1);
@@ -598,7 +554,12 @@ int gdrpeer_chardev_enable(void)
 	return ret;
 }
 
-/* The first step of an unload: no new open (open files hold the module). */
+/**
+ * gdrpeer_chardev_disable() - no new open of /dev/gdrpeer
+ *
+ * Context: The first step of an unload (open files hold the module, so
+ * none is left then) or of a failed load's undo.  Sleeps.
+ */
 void gdrpeer_chardev_disable(void)
 {
 	if (gdrpeer_cdev_live)
@@ -606,12 +567,24 @@ void gdrpeer_chardev_disable(void)
 	gdrpeer_cdev_live = false;
 }
 
-/* /sys/class/gdrpeer/gdrpeer: where the registry puts providers/ */
+/**
+ * gdrpeer_sysfs_dir() - the class device's directory
+ *
+ * Context: Any context, between gdrpeer_chardev_init() and
+ * gdrpeer_chardev_exit().
+ * Return: /sys/class/gdrpeer/gdrpeer, where the registry puts providers/.
+ */
 struct kobject *gdrpeer_sysfs_dir(void)
 {
 	return &gdrpeer_dev->kobj;
 }
 
+/**
+ * gdrpeer_chardev_exit() - undo gdrpeer_chardev_init()
+ *
+ * Context: Module unload (or a failed load), after the providers' exit.
+ * Sleeps.
+ */
 void gdrpeer_chardev_exit(void)
 {
 	gdrpeer_chardev_disable();
@@ -621,5 +594,4 @@ void gdrpeer_chardev_exit(void)
 	gdrpeer_dev = NULL;
 	class_unregister(&gdrpeer_class);
 	unregister_chrdev_region(gdrpeer_devt, 1);
-	gdrpeer_mapping_exit();
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * gdrpeer core: devices (memory that a provider hands out), regions
- * (allocations in a device) and their lifetimes.
+ * gdrpeer core: devices (memory that a provider hands out,
+ * gdrpeer_device.c), regions (allocations in a device, gdrpeer_region.c)
+ * and their lifetimes.
  *
  * Lifetimes (all counted, nothing is freed while used):
  *  - A region is referenced by the handle that created it, by every dma-buf
@@ -17,8 +18,9 @@
  * device is unbound, hot-unplugged or fails; NVIDIA frees CUDA memory under
  * a callback pin).  gdrpeer_region_revoke() then stops every use before
  * the memory is given back: CPU mappings are zapped and fault with SIGBUS,
- * dma-buf importers are told (move_notify / invalidate_mappings) and
- * waited for until they have unmapped, ioctls on the handle fail with
+ * every exporter of gdrpeer_revokers[] (exporter.h) tells its importers
+ * (dma-buf move_notify / invalidate_mappings, peer-memory invalidation)
+ * and waits until they have unmapped, ioctls on the handle fail with
  * -ENODEV.  The references stay counted; only the memory is gone.
  *
  * Lock order (outermost first), all mutexes or rwsems, all taken only where
@@ -26,20 +28,23 @@
  *   pcibar_bind_lock            (provider_pcibar.c: run-time bind/unbind)
  *   -> device_lock(pci_dev)     (driver core: probe, remove)
  *   -> gdrpeer_devices_lock     (gdrpeer_device.c: the device registry)
- *   -> gdrpeer_device.lock      (one device: allocator, region list, dead)
+ *   -> gdrpeer_device.lock      (one device: allocator, region list, dead;
+ *                               the provider's alloc/free run under it,
+ *                               asserted in provider_pcibar.c)
  *   mmap_lock (taken by the mm before ->mmap, ->fault and vm_ops->close)
  *   -> gdrpeer_file.lock        (per open file: its handle table)
- *   -> gdrpeer_region.memory_lock (read by CPU faults and by ALLOC's clear,
- *                               one 2 MiB chunk at a time with no other
- *                               lock held; written by revoke)
+ *   -> gdrpeer_region.memory_lock (gdrpeer_region.c: read by CPU faults
+ *                               and by ALLOC's clear, one 2 MiB chunk at a
+ *                               time with no other lock held; written by
+ *                               revoke)
  *   gdrpeer_region.dmabuf_revoke_lock (held across a region's whole
  *   dma-buf revocation, waits included; taken by nothing else)
  *   -> gdrpeer_region.exports_lock -> dma-buf reservation lock -> importer
- *   locks (move_notify); exports_lock never held while waiting.
- * Revocation takes memory_lock, then (after dropping it) dmabuf_revoke_lock,
- * under it exports_lock (dropped before each dma-buf is revoked), then the
- * reservation lock; while it waits for importers it holds only
- * dmabuf_revoke_lock, which no importer, fault or ioctl path takes.
+ *   locks (move_notify); exports_lock never held while waiting.  The
+ *   exporter's map, unmap, pin and unpin run under the reservation lock
+ *   (asserted in exporter_dmabuf.c).
+ * How revocation takes them is written at gdrpeer_region_revoke
+ * (gdrpeer_region.c) and gdrpeer_dmabuf_revoke_region (exporter_dmabuf.c).
  * A device's revocation walks its regions holding a reference to the current
  * one and takes gdrpeer_device.lock only to step to the next (asserted in
  * gdrpeer_device_next_live), never while a region is revoked.  The mmap
@@ -165,7 +170,7 @@ struct gdrpeer_region {
 	 * of gdrpeer's own address space: its device's window plus its page
 	 * offset in the device, its own while it lives, so that revocation
 	 * can zap exactly them; 0: none (regions without a handle).
-	 * gdrpeer_device.c.
+	 * Set by gdrpeer_device_add_region (gdrpeer_device.c).
 	 */
 	unsigned long mmap_pgoff;
 	/* protects @revoked; read-held by CPU faults while they insert */
@@ -201,7 +206,11 @@ struct gdrpeer_device {
 	struct gdrpeer_counters cnt;
 };
 
-/* gdrpeer_device.c: registry, regions, per-device sysfs */
+/*
+ * gdrpeer_device.c: registry, mmap windows, a device's regions and its
+ * revocation, per-device sysfs (kernel-doc, with each one's Context, at
+ * the definitions)
+ */
 int gdrpeer_devices_init(struct kobject *parent);
 void gdrpeer_devices_exit(void);
 int gdrpeer_device_register(struct gdrpeer_device *gdev);
@@ -210,9 +219,22 @@ void gdrpeer_device_unregister(struct gdrpeer_device *gdev);
 struct gdrpeer_device *gdrpeer_device_find_pci(struct pci_dev *pdev);
 struct gdrpeer_device *
 gdrpeer_device_find_first(const struct gdrpeer_provider_ops *ops);
+struct gdrpeer_device *gdrpeer_device_get(u32 index);
 void gdrpeer_device_put(struct gdrpeer_device *gdev);
 u32 gdrpeer_device_count(void);
 u32 gdrpeer_device_list(struct gdrpeer_device_info *out, u32 count);
+int gdrpeer_device_add_region(struct gdrpeer_device *gdev,
+			      struct gdrpeer_region *r);
+void gdrpeer_device_remove_region(struct gdrpeer_device *gdev,
+				  struct gdrpeer_region *r);
+
+/*
+ * gdrpeer_region.c: region lifetime, clearing, revocation, CPU mmap and
+ * faults, gdrpeer's own address space (kernel-doc at the definitions)
+ */
+int gdrpeer_mapping_init(void);
+void gdrpeer_mapping_exit(void);
+struct address_space *gdrpeer_mapping(void);
 int gdrpeer_region_create(u32 index, u64 size, u32 flags,
 			  struct gdrpeer_region **out);
 void gdrpeer_region_init(struct gdrpeer_region *r, u64 size,
@@ -238,7 +260,6 @@ int gdrpeer_chardev_init(void);
 int gdrpeer_chardev_enable(void);
 void gdrpeer_chardev_disable(void);
 void gdrpeer_chardev_exit(void);
-struct address_space *gdrpeer_mapping(void);
 struct kobject *gdrpeer_sysfs_dir(void);
 extern unsigned int gdrpeer_dev_mode;
 extern unsigned int gdrpeer_dev_gid;

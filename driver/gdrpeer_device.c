@@ -1,18 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * gdrpeer core: the registry of bound devices, regions (allocations) with
- * their reference counts, CPU mmap of a region, and the per-device sysfs
- * directory /sys/class/gdrpeer/gdrpeer/devices/<index>/.
+ * gdrpeer devices: the registry of bound devices, each device's mmap
+ * window, its list of regions and its revocation, and the per-device
+ * sysfs directory /sys/class/gdrpeer/gdrpeer/devices/<index>/.  Regions
+ * themselves are gdrpeer_region.c's; they reach a device's allocator and
+ * list only through gdrpeer_device_add_region/remove_region here.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/idr.h>
-#include <linux/io.h>
 #include <linux/lockdep.h>
 #include <linux/mm.h>
 #include <linux/pci.h>
 #include <linux/sched.h>
-#include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/sysfs.h>
 #include <linux/xarray.h>
@@ -21,7 +21,6 @@
 
 #include "gdrpeer_compat.h"
 #include "gdrpeer_core.h"
-#include "exporter.h"
 #include "provider.h"
 
 /*
@@ -117,7 +116,8 @@ static struct attribute *gdrpeer_device_attrs[] = {
 ATTRIBUTE_GROUPS(gdrpeer_device);
 
 /*
- * Windows of gdrpeer's mmap offset space (gdrpeer_mapping()), so that
+ * Windows of gdrpeer's mmap offset space (gdrpeer_mapping(),
+ * gdrpeer_region.c), so that
  * zapping one region's CPU mappings touches no other region's.  Each
  * registered device owns a window while its struct lives: window k
  * (k >= 1) covers page offsets [k << SHIFT, (k + 1) << SHIFT), and a
@@ -187,12 +187,25 @@ static struct kobj_type gdrpeer_device_ktype = {
 
 /* ---- registry ------------------------------------------------------- */
 
+/**
+ * gdrpeer_devices_init() - make the devices/ directory of the registry
+ * @parent: the class device's kobject
+ *
+ * Context: Module load, process context.  Sleeps.
+ * Return: 0 or -ENOMEM.
+ */
 int gdrpeer_devices_init(struct kobject *parent)
 {
 	gdrpeer_devices_kobj = kobject_create_and_add("devices", parent);
 	return gdrpeer_devices_kobj ? 0 : -ENOMEM;
 }
 
+/**
+ * gdrpeer_devices_exit() - remove the devices/ directory
+ *
+ * Context: Module unload, after every provider unregistered its devices.
+ * Sleeps.
+ */
 void gdrpeer_devices_exit(void)
 {
 	WARN_ON(!xa_empty(&gdrpeer_devices));
@@ -200,9 +213,18 @@ void gdrpeer_devices_exit(void)
 	gdrpeer_devices_kobj = NULL;
 }
 
-/*
- * Takes over @gdev: on success it is visible in sysfs and to ALLOC; on
- * failure it has been released (ops->shutdown and ops->destroy called).
+/**
+ * gdrpeer_device_register() - make a provider's device visible
+ * @gdev: the device, with @ops, @pdev, @bar and @size filled in
+ *
+ * Takes over @gdev: on success it is visible in sysfs and to ALLOC, with
+ * its own mmap window; on failure it has been released (ops->shutdown and
+ * ops->destroy called).
+ *
+ * Context: Process context (a provider's probe or init).  Sleeps; takes
+ * gdrpeer_devices_lock.
+ * Return: 0, -E2BIG (larger than an mmap window), -ENOSPC (no window
+ * left) or another negative errno.
  */
 int gdrpeer_device_register(struct gdrpeer_device *gdev)
 {
@@ -266,11 +288,13 @@ gdrpeer_device_next_live(struct gdrpeer_device *gdev,
 	return NULL;
 }
 
-/*
+/**
+ * gdrpeer_device_revoke() - revoke every region of a device, refuse new ones
+ * @gdev: the device
+ *
  * The device's memory is going (unbind, hot-unplug, a fatal error): no new
  * region, and every live one is revoked.  Returns when no CPU mapping and
- * no importer mapping of the device's memory is left.  Sleeps; callers
- * hold no lock of ours.
+ * no importer mapping of the device's memory is left.
  *
  * The walk needs no memory: it holds a reference to the region it revokes,
  * which keeps that region on the list as the cursor, and takes gdev->lock
@@ -280,6 +304,9 @@ gdrpeer_device_next_live(struct gdrpeer_device *gdev,
  * last reference went) need no revocation.  Concurrent callers (an error
  * handler and remove()) each walk the whole list: region revocation is
  * idempotent and each returns only once the region's users are gone.
+ *
+ * Context: Process context.  Sleeps, possibly for long (importers that
+ * hold mappings); the caller holds no lock of ours.
  */
 void gdrpeer_device_revoke(struct gdrpeer_device *gdev)
 {
@@ -302,11 +329,17 @@ void gdrpeer_device_revoke(struct gdrpeer_device *gdev)
 	}
 }
 
-/*
- * Unbind: revoke everything, take the memory of still referenced regions
- * back, then remove the device (sysfs, registry) and give its resources
- * back (ops->shutdown).  The struct lives on until the last region
- * reference is gone.
+/**
+ * gdrpeer_device_unregister() - the device goes (unbind, remove)
+ * @gdev: a registered device; the caller's reference goes with it
+ *
+ * Revoke everything, take the memory of still referenced regions back,
+ * then remove the device (sysfs, registry) and give its resources back
+ * (ops->shutdown).  The struct lives on until the last region reference
+ * is gone.
+ *
+ * Context: Process context (a provider's remove).  Sleeps, possibly for
+ * long (see gdrpeer_device_revoke()); the caller holds no lock of ours.
  */
 void gdrpeer_device_unregister(struct gdrpeer_device *gdev)
 {
@@ -334,15 +367,20 @@ void gdrpeer_device_unregister(struct gdrpeer_device *gdev)
 	kobject_put(&gdev->kobj);
 }
 
-/* Returns a device reference (gdrpeer_device_put) or NULL. */
-struct gdrpeer_device *gdrpeer_device_find_pci(struct pci_dev *pdev)
+/*
+ * The first registered device for which @match(gdev, @key) holds, with a
+ * reference, or NULL.
+ */
+static struct gdrpeer_device *
+gdrpeer_device_find(bool (*match)(const struct gdrpeer_device *gdev,
+				  const void *key), const void *key)
 {
 	struct gdrpeer_device *gdev, *found = NULL;
 	unsigned long index;
 
 	mutex_lock(&gdrpeer_devices_lock);
 	xa_for_each(&gdrpeer_devices, index, gdev) {
-		if (gdev->pdev == pdev) {
+		if (match(gdev, key)) {
 			found = gdev;
 			kobject_get(&gdev->kobj);
 			break;
@@ -352,30 +390,79 @@ struct gdrpeer_device *gdrpeer_device_find_pci(struct pci_dev *pdev)
 	return found;
 }
 
-/* First device of provider @ops with a reference, or NULL. */
+static bool gdrpeer_device_is_pci(const struct gdrpeer_device *gdev,
+				  const void *pdev)
+{
+	return gdev->pdev == pdev;
+}
+
+static bool gdrpeer_device_has_ops(const struct gdrpeer_device *gdev,
+				   const void *ops)
+{
+	return gdev->ops == ops;
+}
+
+/**
+ * gdrpeer_device_find_pci() - the device a PCI function serves
+ * @pdev: the function
+ *
+ * Context: Process context.  Sleeps; takes gdrpeer_devices_lock.
+ * Return: the device with a reference (gdrpeer_device_put()) or NULL.
+ */
+struct gdrpeer_device *gdrpeer_device_find_pci(struct pci_dev *pdev)
+{
+	return gdrpeer_device_find(gdrpeer_device_is_pci, pdev);
+}
+
+/**
+ * gdrpeer_device_find_first() - the first device of a provider
+ * @ops: the provider's device ops
+ *
+ * Context: Process context.  Sleeps; takes gdrpeer_devices_lock.
+ * Return: the device with a reference (gdrpeer_device_put()) or NULL.
+ */
 struct gdrpeer_device *
 gdrpeer_device_find_first(const struct gdrpeer_provider_ops *ops)
 {
-	struct gdrpeer_device *gdev, *found = NULL;
-	unsigned long index;
-
-	mutex_lock(&gdrpeer_devices_lock);
-	xa_for_each(&gdrpeer_devices, index, gdev) {
-		if (gdev->ops == ops) {
-			found = gdev;
-			kobject_get(&gdev->kobj);
-			break;
-		}
-	}
-	mutex_unlock(&gdrpeer_devices_lock);
-	return found;
+	return gdrpeer_device_find(gdrpeer_device_has_ops, ops);
 }
 
+/**
+ * gdrpeer_device_get() - the registered device of an index
+ * @index: its index (devices/<index>, GDRPEER_IOCTL_ALLOC's device)
+ *
+ * Context: Process context.  Sleeps; takes gdrpeer_devices_lock.
+ * Return: the device with a reference (gdrpeer_device_put()) or NULL.
+ */
+struct gdrpeer_device *gdrpeer_device_get(u32 index)
+{
+	struct gdrpeer_device *gdev;
+
+	mutex_lock(&gdrpeer_devices_lock);
+	gdev = xa_load(&gdrpeer_devices, index);
+	if (gdev)
+		kobject_get(&gdev->kobj);
+	mutex_unlock(&gdrpeer_devices_lock);
+	return gdev;
+}
+
+/**
+ * gdrpeer_device_put() - drop a device reference
+ * @gdev: the device
+ *
+ * Context: Process context (the last reference runs ops->destroy).
+ */
 void gdrpeer_device_put(struct gdrpeer_device *gdev)
 {
 	kobject_put(&gdev->kobj);
 }
 
+/**
+ * gdrpeer_device_count() - how many devices are registered
+ *
+ * Context: Process context.  Sleeps; takes gdrpeer_devices_lock.
+ * Return: the number of devices.
+ */
 u32 gdrpeer_device_count(void)
 {
 	struct gdrpeer_device *gdev;
@@ -389,7 +476,15 @@ u32 gdrpeer_device_count(void)
 	return n;
 }
 
-/* Fills up to @count entries of @out (kernel memory); returns the total. */
+/**
+ * gdrpeer_device_list() - describe the registered devices
+ * @out: kernel memory for @count entries (NULL when @count is 0)
+ * @count: entries to fill at most
+ *
+ * Context: Process context.  Sleeps; takes gdrpeer_devices_lock, under
+ * which each provider's free_bytes runs (lock-free by contract).
+ * Return: the number of devices, which may exceed @count.
+ */
 u32 gdrpeer_device_list(struct gdrpeer_device_info *out, u32 count)
 {
 	struct gdrpeer_device *gdev;
@@ -419,102 +514,25 @@ u32 gdrpeer_device_list(struct gdrpeer_device_info *out, u32 count)
 	return n;
 }
 
-/* ---- regions -------------------------------------------------------- */
+/* ---- a device's regions ---------------------------------------------- */
 
-/* Common initialisation of a region of @size bytes (providers too). */
-void gdrpeer_region_init(struct gdrpeer_region *r, u64 size,
-			 enum gdrpeer_revocable revocable)
-{
-	kref_init(&r->ref);
-	r->size = size;
-	r->revocable = revocable;
-	atomic_set(&r->exports, 0);
-	init_rwsem(&r->memory_lock);
-	mutex_init(&r->exports_lock);
-	INIT_LIST_HEAD(&r->dmabufs);
-	mutex_init(&r->dmabuf_revoke_lock);
-	INIT_LIST_HEAD(&r->dev_node);
-	r->mmap_pgoff = 0;	/* set by gdrpeer_region_create (handles) */
-}
-
-/* Bytes cleared between two chances to reschedule. */
-#define GDRPEER_CLEAR_CHUNK SZ_2M
-
-/*
- * Zero the memory before it is handed out: it may hold what the previous
- * user of this BAR range wrote.  Large allocations take a while (about a
- * second per 10 GiB on a real BAR): clear in chunks, rescheduling between
- * them.
+/**
+ * gdrpeer_device_add_region() - give a new region memory of a device
+ * @gdev: the device; @r holds the caller's reference to it on success
+ * @r: the new region, with @size set
  *
- * The region is on the device's list already, so the device can go while
- * we clear (unbind, hot-unplug, a fatal error): its revocation takes
- * @memory_lock for writing, then hands the memory back and releases the
- * BAR.  Each chunk is written with @memory_lock held for reading and only
- * if the region is not revoked, so revocation waits for the chunk in
- * flight and no write reaches the BAR after it; the ALLOC then fails
- * with -ENODEV.
+ * The provider's alloc fills the region's ranges and device offset; the
+ * region gets its own pages of the device's mmap window and joins the
+ * device's list, which the device's revocation walks.
+ *
+ * Context: Process context.  Sleeps; takes gdrpeer_device.lock, under
+ * which the provider's alloc runs.
+ * Return: 0, -ENODEV (the device is going) or the provider's error.
  */
-static int gdrpeer_region_clear(struct gdrpeer_region *r)
+int gdrpeer_device_add_region(struct gdrpeer_device *gdev,
+			      struct gdrpeer_region *r)
 {
-	unsigned int i;
-	int ret = 0;
-
-	for (i = 0; i < r->nr_ranges && !ret; i++) {
-		u64 done;
-
-		for (done = 0; done < r->ranges[i].len && !ret;
-		     done += GDRPEER_CLEAR_CHUNK) {
-			u64 n = min_t(u64, GDRPEER_CLEAR_CHUNK,
-				      r->ranges[i].len - done);
-			void __iomem *p = ioremap_wc(r->ranges[i].phys + done, n);
-
-			if (!p)
-				return -ENOMEM;
-			down_read(&r->memory_lock);
-			if (r->revoked) {
-				ret = -ENODEV;
-			} else {
-				memset_io(p, 0, n);
-				/* the writes are posted: land before revoke */
-				wmb();
-			}
-			up_read(&r->memory_lock);
-			iounmap(p);
-			cond_resched();
-		}
-	}
-	return ret;
-}
-
-int gdrpeer_region_create(u32 index, u64 size, u32 flags,
-			  struct gdrpeer_region **out)
-{
-	struct gdrpeer_device *gdev;
-	struct gdrpeer_region *r;
 	int ret;
-
-	mutex_lock(&gdrpeer_devices_lock);
-	gdev = xa_load(&gdrpeer_devices, index);
-	if (gdev)
-		kobject_get(&gdev->kobj);
-	mutex_unlock(&gdrpeer_devices_lock);
-	if (!gdev)
-		return -ENODEV;
-
-	if (size > gdev->size) {
-		ret = -E2BIG;
-		goto err_put;
-	}
-	/* charged to the caller's memory cgroup: handles are user-driven */
-	r = kzalloc(sizeof(*r), GFP_KERNEL_ACCOUNT);
-	if (!r) {
-		ret = -ENOMEM;
-		goto err_put;
-	}
-	gdrpeer_region_init(r, size, GDRPEER_REVOCABLE_WITH_DEVICE);
-	r->gdev = gdev;
-	r->cnt = &gdev->cnt;
-	r->flags = flags;
 
 	mutex_lock(&gdev->lock);
 	ret = gdev->dead ? -ENODEV : gdev->ops->alloc(gdev, r);
@@ -525,228 +543,26 @@ int gdrpeer_region_create(u32 index, u64 size, u32 flags,
 		list_add(&r->dev_node, &gdev->regions);
 	}
 	mutex_unlock(&gdev->lock);
-	if (ret) {
-		kfree(r);
-		goto err_put;
-	}
-	atomic64_inc(&gdev->cnt.allocations);
-	atomic64_add(size, &gdev->cnt.alloc_bytes);
-	ret = gdrpeer_region_clear(r);
-	if (ret) {
-		gdrpeer_region_put(r);
-		return ret;
-	}
-	*out = r;
-	return 0;
-
-err_put:
-	kobject_put(&gdev->kobj);
 	return ret;
 }
 
-void gdrpeer_region_get(struct gdrpeer_region *r)
+/**
+ * gdrpeer_device_remove_region() - a region of a device is released
+ * @gdev: the device
+ * @r: the region, in its release (no reference left)
+ *
+ * Takes @r off the device's list and gives its memory back to the
+ * provider, unless the device's unregistration took it already.
+ *
+ * Context: Process context.  Sleeps; takes gdrpeer_device.lock, under
+ * which the provider's free runs.
+ */
+void gdrpeer_device_remove_region(struct gdrpeer_device *gdev,
+				  struct gdrpeer_region *r)
 {
-	kref_get(&r->ref);
-}
-
-static void gdrpeer_region_release(struct kref *ref)
-{
-	struct gdrpeer_region *r = container_of(ref, struct gdrpeer_region,
-						ref);
-	struct gdrpeer_device *gdev = r->gdev;
-
-	/* a provider's release waits for its own revocation to end */
-	if (r->ops) {
-		r->ops->release(r);
-		return;
-	}
-	if (r->revoked)
-		atomic64_dec(&r->cnt->revoked);
 	mutex_lock(&gdev->lock);
 	list_del(&r->dev_node);
 	if (!r->memory_returned)
 		gdev->ops->free(gdev, r);
 	mutex_unlock(&gdev->lock);
-	atomic64_sub(r->size, &gdev->cnt.alloc_bytes);
-	atomic64_dec(&gdev->cnt.allocations);
-	if (r->ranges != &r->range0)
-		kfree(r->ranges);
-	mutex_destroy(&r->exports_lock);
-	mutex_destroy(&r->dmabuf_revoke_lock);
-	kfree(r);
-	kobject_put(&gdev->kobj);
-}
-
-/* Process context only: the release takes gdev->lock. */
-void gdrpeer_region_put(struct gdrpeer_region *r)
-{
-	might_sleep();
-	kref_put(&r->ref, gdrpeer_region_release);
-}
-
-bool gdrpeer_region_revoked(struct gdrpeer_region *r)
-{
-	bool revoked;
-
-	down_read(&r->memory_lock);
-	revoked = r->revoked;
-	up_read(&r->memory_lock);
-	return revoked;
-}
-
-/*
- * The memory of @r is going away: stop every use of it and return when
- * none is left (see gdrpeer_core.h).  Idempotent.  Sleeps; the caller
- * holds a reference and no lock of ours.
- */
-void gdrpeer_region_revoke(struct gdrpeer_region *r)
-{
-	bool first;
-
-	down_write(&r->memory_lock);
-	first = !r->revoked;
-	r->revoked = true;
-	up_write(&r->memory_lock);
-	if (first)
-		atomic64_inc(&r->cnt->revoked);
-
-	/*
-	 * handle mappings: faults after this see @revoked and get SIGBUS.
-	 * The region's pages of its device's window, whose byte offsets fit
-	 * a loff_t (see above).  (unmap_mapping_pages() would spare the
-	 * conversion but is not exported on 5.10.)
-	 */
-	if (r->mmap_pgoff)
-		unmap_mapping_range(gdrpeer_mapping(),
-				    (loff_t)r->mmap_pgoff << PAGE_SHIFT,
-				    (loff_t)r->size, 1);
-	gdrpeer_dmabuf_revoke_region(r);
-	gdrpeer_peermem_revoke_region(r);
-}
-
-/*
- * A mapping is undone as a whole: x86 PAT tracks the memory type of a
- * PFN mapping per vma, and unmapping part of one ("freeing invalid
- * memtype") would leave the rest of the reservation behind.
- */
-int gdrpeer_vma_no_split(struct vm_area_struct *vma, unsigned long addr)
-{
-	return -EINVAL;
-}
-
-/*
- * CPU mappings (handle mmaps and dma-buf mmaps) are filled one page per
- * fault, write-combined, so that revocation can zap them and a fault
- * after it gets SIGBUS.  The caller has checked the vma's size.
- */
-void gdrpeer_region_mmap_prepare(struct vm_area_struct *vma)
-{
-	gdrpeer_vm_flags_set(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND |
-			     VM_DONTDUMP | VM_DONTCOPY);
-	vma->vm_page_prot = pgprot_writecombine(vma->vm_page_prot);
-}
-
-/* Fault at byte @offset of @r: insert its page unless revoked. */
-vm_fault_t gdrpeer_region_fault(struct gdrpeer_region *r, u64 offset,
-				struct vm_fault *vmf)
-{
-	vm_fault_t ret = VM_FAULT_SIGBUS;
-	phys_addr_t phys;
-
-	/* revoke zaps after it set @revoked: no page can be left behind */
-	down_read(&r->memory_lock);
-	if (!r->revoked && offset < r->size &&
-	    !gdrpeer_region_phys(r, offset, &phys))
-		ret = vmf_insert_pfn_prot(vmf->vma, vmf->address & PAGE_MASK,
-					  phys >> PAGE_SHIFT,
-					  vmf->vma->vm_page_prot);
-	up_read(&r->memory_lock);
-	return ret;
-}
-
-static void gdrpeer_handle_vma_open(struct vm_area_struct *vma)
-{
-	gdrpeer_region_get(vma->vm_private_data);
-}
-
-static void gdrpeer_handle_vma_close(struct vm_area_struct *vma)
-{
-	gdrpeer_region_put(vma->vm_private_data);
-}
-
-static vm_fault_t gdrpeer_handle_vma_fault(struct vm_fault *vmf)
-{
-	struct gdrpeer_region *r = vmf->vma->vm_private_data;
-
-	return gdrpeer_region_fault(r, (u64)(vmf->pgoff - r->mmap_pgoff) <<
-				    PAGE_SHIFT, vmf);
-}
-
-/* handle mappings hold a region reference for their lifetime */
-static const struct vm_operations_struct gdrpeer_handle_vm_ops = {
-	.open = gdrpeer_handle_vma_open,
-	.close = gdrpeer_handle_vma_close,
-	.fault = gdrpeer_handle_vma_fault,
-	.GDRPEER_VM_OPS_MAY_SPLIT = gdrpeer_vma_no_split,
-};
-
-/*
- * mmap of [offset, offset + vma size) of @r through /dev/gdrpeer.  On
- * success the vma owns the caller's region reference; its page offset is
- * moved into the region's own window of gdrpeer's address space.
- */
-int gdrpeer_region_mmap_handle(struct gdrpeer_region *r, u64 offset,
-			       struct vm_area_struct *vma)
-{
-	u64 len = vma->vm_end - vma->vm_start;
-
-	if (!(vma->vm_flags & VM_SHARED))
-		return -EINVAL;
-	if (offset > r->size || len > r->size - offset)
-		return -EINVAL;
-	if (gdrpeer_region_revoked(r))
-		return -ENODEV;
-	gdrpeer_region_mmap_prepare(vma);
-	vma->vm_pgoff = r->mmap_pgoff + (unsigned long)(offset >> PAGE_SHIFT);
-	vma->vm_private_data = r;
-	vma->vm_ops = &gdrpeer_handle_vm_ops;
-	return 0;
-}
-
-/*
- * The region behind [addr, addr + len) of @mm when that range lies inside
- * one handle mapping, with a reference, and the byte offset of @addr in
- * it; NULL otherwise.  The caller holds @mm's mmap_lock.
- */
-struct gdrpeer_region *gdrpeer_region_from_user(struct mm_struct *mm,
-						unsigned long addr, u64 len,
-						u64 *offset)
-{
-	struct vm_area_struct *vma = find_vma(mm, addr);
-	struct gdrpeer_region *r;
-
-	if (!vma || vma->vm_start > addr || vma->vm_ops != &gdrpeer_handle_vm_ops ||
-	    len > vma->vm_end - addr)
-		return NULL;
-	r = vma->vm_private_data;
-	*offset = ((u64)(vma->vm_pgoff - r->mmap_pgoff) << PAGE_SHIFT) +
-		  (addr - vma->vm_start);
-	gdrpeer_region_get(r);
-	return r;
-}
-
-/* CPU physical address of byte @offset of @r; -EINVAL beyond its end. */
-int gdrpeer_region_phys(const struct gdrpeer_region *r, u64 offset,
-			phys_addr_t *phys)
-{
-	unsigned int i;
-
-	for (i = 0; i < r->nr_ranges; i++) {
-		if (offset < r->ranges[i].len) {
-			*phys = r->ranges[i].phys + offset;
-			return 0;
-		}
-		offset -= r->ranges[i].len;
-	}
-	return -EINVAL;
 }

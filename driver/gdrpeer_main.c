@@ -62,9 +62,12 @@ static int __init gdrpeer_init(void)
 		pr_err("dev_mode %#o has bits outside 0777\n", gdrpeer_dev_mode);
 		return -EINVAL;
 	}
-	ret = gdrpeer_chardev_init();
+	ret = gdrpeer_mapping_init();
 	if (ret)
 		return ret;
+	ret = gdrpeer_chardev_init();
+	if (ret)
+		goto err_mapping;
 	ret = gdrpeer_providers_init(gdrpeer_sysfs_dir());
 	if (ret)
 		goto err_chardev;
@@ -83,6 +86,8 @@ err_providers:
 	gdrpeer_providers_exit();
 err_chardev:
 	gdrpeer_chardev_exit();
+err_mapping:
+	gdrpeer_mapping_exit();
 	return ret;
 }
 
@@ -92,6 +97,7 @@ static void __exit gdrpeer_exit(void)
 	gdrpeer_peermem_exit();
 	gdrpeer_providers_exit();
 	gdrpeer_chardev_exit();
+	gdrpeer_mapping_exit();
 }
 
 module_init(gdrpeer_init);

@@ -38,9 +38,12 @@ static unsigned int gdrpeer_providers_started;
 	for ((i) = 0; (i) < GDRPEER_NR_PROVIDERS &&			\
 		      ((p) = gdrpeer_provider_list[i]); (i)++)
 
-/*
- * Attribute groups of the class device, NULL terminated, for
- * device_add(): each provider's node_group.
+/**
+ * gdrpeer_providers_node_groups() - the providers' files of the class device
+ *
+ * Context: Module load, before device_add() of the class device; the
+ * array is static and built here.
+ * Return: each provider's node_group, NULL terminated, for device_add().
  */
 const struct attribute_group **gdrpeer_providers_node_groups(void)
 {
@@ -87,9 +90,17 @@ static int gdrpeer_provider_dir_add(unsigned int i)
 	return 0;
 }
 
-/*
- * Load: providers/ under @parent, then for each provider its directory and
- * its init.  All or nothing: on failure whatever was done is undone.
+/**
+ * gdrpeer_providers_init() - start every provider
+ * @parent: the class device's kobject
+ *
+ * providers/ under @parent, then for each provider its directory and its
+ * init, in list order.  All or nothing: on failure whatever was done is
+ * undone.
+ *
+ * Context: Module load, process context, no lock of ours held (a
+ * provider's init may bind devices, which takes the registry's locks).
+ * Return: 0 or the first failing step's negative errno.
  */
 int gdrpeer_providers_init(struct kobject *parent)
 {
@@ -118,13 +129,25 @@ err:
 	return ret;
 }
 
-/* .../gdrpeer/providers, for exporters that list themselves beside the providers */
+/**
+ * gdrpeer_providers() - the providers/ directory
+ *
+ * Context: Any context, between gdrpeer_providers_init() and
+ * gdrpeer_providers_exit().
+ * Return: .../gdrpeer/providers, for exporters that list themselves
+ * beside the providers.
+ */
 struct kobject *gdrpeer_providers(void)
 {
 	return gdrpeer_providers_dir;
 }
 
-/* Unload: every started provider's exit, backwards, then sysfs. */
+/**
+ * gdrpeer_providers_exit() - stop every started provider
+ *
+ * Context: Module unload (or a failed load), process context, no lock of
+ * ours held; each started provider's exit runs backwards, then sysfs goes.
+ */
 void gdrpeer_providers_exit(void)
 {
 	unsigned int i;
@@ -139,6 +162,12 @@ void gdrpeer_providers_exit(void)
 	gdrpeer_providers_dir = NULL;
 }
 
+/**
+ * gdrpeer_providers_caps() - what the providers add to GDRPEER_IOCTL_INFO
+ *
+ * Context: Process context (an ioctl); the list needs no lock.
+ * Return: the GDRPEER_CAP_* bits of every provider, right now.
+ */
 u32 gdrpeer_providers_caps(void)
 {
 	const struct gdrpeer_provider *p;
@@ -151,7 +180,15 @@ u32 gdrpeer_providers_caps(void)
 	return caps;
 }
 
-/* GDRPEER_IOCTL_EXPORT_VA goes to the provider that serves it. */
+/**
+ * gdrpeer_providers_export_va() - GDRPEER_IOCTL_EXPORT_VA, to its provider
+ * @e: the ioctl's argument, copied in; its outputs are filled
+ *
+ * Context: Process context (an ioctl), no lock of ours held; the
+ * provider pins the caller's memory and may sleep.
+ * Return: the dma-buf (one reference) or an ERR_PTR (-ENODEV: no
+ * provider serves it).
+ */
 struct dma_buf *gdrpeer_providers_export_va(struct gdrpeer_export_va *e)
 {
 	const struct gdrpeer_provider *p;
@@ -163,7 +200,21 @@ struct dma_buf *gdrpeer_providers_export_va(struct gdrpeer_export_va *e)
 	return ERR_PTR(-ENODEV);
 }
 
-/* The peer-memory client's user addresses go to the provider that pins them. */
+/**
+ * gdrpeer_providers_pin_user() - pin a user address that is not gdrpeer's
+ * @addr: first byte, in the calling process
+ * @size: bytes
+ * @mode: GDRPEER_PIN_* wanted (0: the provider's default); the one used
+ * @page_size: the provider's page size, on success
+ *
+ * For the peer-memory client's registrations (struct gdrpeer_provider,
+ * pin_user).
+ *
+ * Context: Process context, no lock of gdrpeer held (the caller may hold
+ * ib_core's).  Sleeps.
+ * Return: the region with one reference, or an ERR_PTR (-ENODEV: no
+ * provider pins user addresses; -EINVAL: not the provider's memory).
+ */
 struct gdrpeer_region *gdrpeer_providers_pin_user(u64 addr, u64 size,
 						  u32 *mode, u64 *page_size)
 {
@@ -176,7 +227,14 @@ struct gdrpeer_region *gdrpeer_providers_pin_user(u64 addr, u64 size,
 	return ERR_PTR(-ENODEV);
 }
 
-/* "pcibar active, nvidia unavailable: ..." into @buf; returns its length. */
+/**
+ * gdrpeer_providers_describe() - the providers' part of the load line
+ * @buf: where "pcibar active, nvidia unavailable: ..." goes
+ * @size: bytes of @buf
+ *
+ * Context: Process context; each provider's status takes no lock.
+ * Return: the length written (without the NUL).
+ */
 size_t gdrpeer_providers_describe(char *buf, size_t size)
 {
 	const struct gdrpeer_provider *p;

@@ -527,6 +527,7 @@ static int nvp_dma_ranges(struct gdrpeer_region *r,
 {
 	struct nvp_import *im = *gdrpeer_attach_provider(a);
 
+	dma_resv_assert_held(a->dmabuf->resv);
 	if (!READ_ONCE(im->map))
 		return -ENODEV;
 	*ranges = im->dma_ranges;

@@ -26,6 +26,7 @@
 #include <linux/genalloc.h>
 #include <linux/io.h>
 #include <linux/kernel.h>
+#include <linux/lockdep.h>
 #include <linux/log2.h>
 #include <linux/moduleparam.h>
 #include <linux/pci.h>
@@ -100,6 +101,7 @@ static int pcibar_alloc(struct gdrpeer_device *gdev, struct gdrpeer_region *r)
 	struct genpool_data_align align;
 	unsigned long addr;
 
+	lockdep_assert_held(&gdev->lock);
 	/*
 	 * Natural alignment up to 2 MiB lets an IOMMU use large pages for
 	 * big buffers; smaller buffers stay page aligned and pack tightly.
@@ -119,6 +121,7 @@ static int pcibar_alloc(struct gdrpeer_device *gdev, struct gdrpeer_region *r)
 
 static void pcibar_free(struct gdrpeer_device *gdev, struct gdrpeer_region *r)
 {
+	lockdep_assert_held(&gdev->lock);
 	gen_pool_free(to_pcibar(gdev)->pool, (unsigned long)r->range0.phys,
 		      r->size);
 }
@@ -312,8 +315,10 @@ static int pcibar_override_match(struct pci_dev *pdev)
 /* Remember that we set @pdev's override; under pcibar_bind_lock. */
 static int pcibar_override_track(struct pci_dev *pdev)
 {
-	struct pcibar_override *o = kzalloc(sizeof(*o), GFP_KERNEL);
+	struct pcibar_override *o;
 
+	lockdep_assert_held(&pcibar_bind_lock);
+	o = kzalloc(sizeof(*o), GFP_KERNEL);
 	if (!o)
 		return -ENOMEM;
 	o->pdev = pci_dev_get(pdev);
@@ -329,6 +334,7 @@ static void pcibar_override_untrack(struct pci_dev *pdev)
 {
 	struct pcibar_override *o, *tmp;
 
+	lockdep_assert_held(&pcibar_bind_lock);
 	list_for_each_entry_safe(o, tmp, &pcibar_overrides, node) {
 		if (pdev && o->pdev != pdev)
 			continue;
@@ -519,6 +525,7 @@ static int pcibar_bind_locked(const char *spec)
 	int bar, override, ret;
 	bool set_override;
 
+	lockdep_assert_held(&pcibar_bind_lock);
 	pdev = pcibar_lookup(spec, &bar);
 	if (IS_ERR(pdev))
 		return PTR_ERR(pdev);

@@ -55,51 +55,14 @@ FIXTURE(bd)
 	char bdf[32];
 };
 
-/* The device under test bound again (by pcibar_bind) and found. */
-static int rebind(FIXTURE_DATA(bd) *self)
-{
-	struct gp_dev d;
-	int err = gp_write_file(GDRPEER_SYSFS "/pcibar_bind", self->bdf);
-
-	if (err)
-		return err;
-	err = -gp_find_device(self->fd, &d);
-	if (!err) {
-		self->dev = d.info.index;
-		self->bar_size = d.info.bar_size;
-	}
-	return err;
-}
-
-static int unbind(FIXTURE_DATA(bd) *self)
-{
-	return gp_write_file(GDRPEER_SYSFS "/pcibar_unbind", self->bdf);
-}
-
 FIXTURE_SETUP(bd)
 {
-	struct gp_dev d;
-
-	GP_SETUP_DUT(self);
-	if (self->fd < 0)
-		return;
-	ASSERT_EQ(0, gp_find_device(self->fd, &d));
-	memcpy(self->bdf, d.bdf, sizeof(self->bdf));
-	bus_install();
+	GP_SETUP_UNBINDABLE_DUT(self);
 }
 
 FIXTURE_TEARDOWN(bd)
 {
-	struct gp_dev d;
-
-	if (self->fd < 0)
-		return;
-	if (gp_find_device(self->fd, &d))
-		EXPECT_EQ(0, rebind(self));
-	EXPECT_EQ(0, gp_sysfs(self->dev, "allocations"));
-	EXPECT_EQ(0, gp_sysfs(self->dev, "revoked"));
-	EXPECT_EQ((long long)self->bar_size, gp_sysfs(self->dev, "free_bytes"));
-	close(self->fd);
+	GP_TEARDOWN_UNBINDABLE_DUT(self);
 }
 
 /* Every page of [p, p + len) raises SIGBUS on read and on write. */
@@ -187,11 +150,11 @@ GP_TEST_F_TIMEOUT(bd, failed_pins_leave_revocation_whole, 300)
 	ASSERT_NE(NULL, p) TH_LOG("mmap: %s", strerror(err));
 	memset(p, 0x22, len);	/* every page mapped */
 
-	ASSERT_EQ(0, unbind(self));
+	ASSERT_EQ(0, gp_unbind_bdf(self->bdf));
 	EXPECT_EQ(0, pages_still_mapped(p, len, self->page))
 		TH_LOG("handle mapping not zapped by the unbind");
 
-	ASSERT_EQ(0, rebind(self));
+	ASSERT_EQ(0, gp_rebind_bdf(self->fd, self->bdf, &self->dev));
 	ASSERT_EQ(0, pipe(up));
 	ASSERT_EQ(0, pipe(down));
 	pid = fork();
@@ -273,7 +236,7 @@ GP_TEST_F_TIMEOUT(bd, revoke_many_regions, 3600)
 	last[0] = 2;
 
 	t0 = gp_now_s();
-	ASSERT_EQ(0, unbind(self));
+	ASSERT_EQ(0, gp_unbind_bdf(self->bdf));
 	t_unbind = gp_now_s() - t0;
 	TH_LOG("%lu regions: allocated in %.1f s, revoked by the unbind in %.1f s",
 	       n, t_alloc, t_unbind);
@@ -291,7 +254,7 @@ GP_TEST_F_TIMEOUT(bd, revoke_many_regions, 3600)
 	munmap(first, self->page);
 	munmap(last, self->page);
 	free(handles);
-	ASSERT_EQ(0, rebind(self));
+	ASSERT_EQ(0, gp_rebind_bdf(self->fd, self->bdf, &self->dev));
 }
 
 struct race {

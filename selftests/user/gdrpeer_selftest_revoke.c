@@ -63,46 +63,14 @@ static bool wait_path(const char *path, bool want, double secs)
 	return true;
 }
 
-/* The device under test bound again (by pcibar_bind) and found. */
-static int rebind(FIXTURE_DATA(rv) *self)
-{
-	struct gp_dev d;
-	int err = gp_write_file(GDRPEER_SYSFS "/pcibar_bind", self->bdf);
-
-	if (err)
-		return err;
-	err = -gp_find_device(self->fd, &d);
-	if (!err)
-		self->dev = d.info.index;
-	return err;
-}
-
 FIXTURE_SETUP(rv)
 {
-	struct gp_dev d;
-
-	GP_SETUP_DUT(self);
-	if (self->fd < 0)
-		return;
-	ASSERT_EQ(0, gp_find_device(self->fd, &d));
-	memcpy(self->bdf, d.bdf, sizeof(self->bdf));
-	bus_install();
+	GP_SETUP_UNBINDABLE_DUT(self);
 }
 
 FIXTURE_TEARDOWN(rv)
 {
-	struct gp_dev d;
-
-	if (self->fd < 0)
-		return;
-	/* bound again, with all of its memory free */
-	if (gp_find_device(self->fd, &d))
-		EXPECT_EQ(0, rebind(self));
-	EXPECT_EQ(0, gp_sysfs(self->dev, "allocations"));
-	EXPECT_EQ(0, gp_sysfs(self->dev, "exports"));
-	EXPECT_EQ(0, gp_sysfs(self->dev, "revoked"));
-	EXPECT_EQ((long long)self->bar_size, gp_sysfs(self->dev, "free_bytes"));
-	close(self->fd);
+	GP_TEARDOWN_UNBINDABLE_DUT(self);
 }
 
 /* Handle mapping, dma-buf and its mapping of one allocation, all live. */
@@ -181,13 +149,13 @@ GP_TEST_F(rv, pcibar_unbind_revokes_everything)
 	ASSERT_EQ(0, users_make(self, &u));
 	ASSERT_EQ(1, gp_sysfs(self->dev, "allocations"));
 	/* not refused (EBUSY) any more: the memory is taken back */
-	ASSERT_EQ(0, gp_write_file(GDRPEER_SYSFS "/pcibar_unbind", self->bdf));
+	ASSERT_EQ(0, gp_unbind_bdf(self->bdf));
 	users_check_revoked(_metadata, self, &u);
 	/* the device is gone: no new allocation */
 	EXPECT_EQ(-ENODEV, gp_alloc(self->fd, self->dev, self->page, &b));
 	EXPECT_EQ(0, gp_free(self->fd, u.a.handle));
 	users_drop(&u);
-	ASSERT_EQ(0, rebind(self));
+	ASSERT_EQ(0, gp_rebind_bdf(self->fd, self->bdf, &self->dev));
 }
 
 GP_TEST_F(rv, pci_driver_unbind_and_bind)
@@ -211,9 +179,9 @@ GP_TEST_F(rv, pci_driver_unbind_and_bind)
 	self->dev = d.info.index;
 	EXPECT_EQ((long long)self->bar_size, gp_sysfs(self->dev, "free_bytes"));
 	/* pcibar_unbind clears only an override it set itself */
-	EXPECT_EQ(0, gp_write_file(GDRPEER_SYSFS "/pcibar_unbind", self->bdf));
+	EXPECT_EQ(0, gp_unbind_bdf(self->bdf));
 	EXPECT_EQ(0, pci_attr_write(self->bdf, "driver_override", "\n"));
-	EXPECT_EQ(0, rebind(self));
+	EXPECT_EQ(0, gp_rebind_bdf(self->fd, self->bdf, &self->dev));
 }
 
 GP_TEST_F_TIMEOUT(rv, pci_remove_and_rescan, 60)
@@ -234,7 +202,7 @@ GP_TEST_F_TIMEOUT(rv, pci_remove_and_rescan, 60)
 	ASSERT_TRUE(wait_path(path, true, 10));
 	/* a new function: unbound until asked, then whole again */
 	EXPECT_EQ(-ENODEV, gp_find_device(self->fd, &d));
-	ASSERT_EQ(0, rebind(self));
+	ASSERT_EQ(0, gp_rebind_bdf(self->fd, self->bdf, &self->dev));
 }
 
 /* A dynamic importer (ib_umem_dmabuf_get) is invalidated, not waited for. */
@@ -258,7 +226,7 @@ GP_TEST_F(rv, unbind_invalidates_dynamic_importer)
 	EXPECT_EQ(0, dma.mismatches);
 	EXPECT_EQ(1, gp_sysfs(self->dev, "active_maps"));
 
-	ASSERT_EQ(0, gp_write_file(GDRPEER_SYSFS "/pcibar_unbind", self->bdf));
+	ASSERT_EQ(0, gp_unbind_bdf(self->bdf));
 	ASSERT_EQ(0, edu_state(hca, im.id, &st));
 	EXPECT_EQ(1, st.revoked);
 	EXPECT_EQ(0, st.nents);
@@ -269,7 +237,7 @@ GP_TEST_F(rv, unbind_invalidates_dynamic_importer)
 	close(hca);
 	close(dfd);
 	EXPECT_EQ(0, gp_free(self->fd, a.handle));
-	ASSERT_EQ(0, rebind(self));
+	ASSERT_EQ(0, gp_rebind_bdf(self->fd, self->bdf, &self->dev));
 }
 
 /*
@@ -302,7 +270,7 @@ GP_TEST_F_TIMEOUT(rv, unbind_waits_for_pinned_importer, 90)
 	if (pid == 0) {
 		/* not the import's holder: an unbind that waits must not wait on itself */
 		close(hca);
-		_exit(gp_write_file(GDRPEER_SYSFS "/pcibar_unbind", self->bdf));
+		_exit(gp_unbind_bdf(self->bdf));
 	}
 	/* the unbind has begun (the device left the registry) ... */
 	t0 = gp_now_s();
@@ -327,7 +295,7 @@ GP_TEST_F_TIMEOUT(rv, unbind_waits_for_pinned_importer, 90)
 	EXPECT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status));
 	close(hca);
-	ASSERT_EQ(0, rebind(self));
+	ASSERT_EQ(0, gp_rebind_bdf(self->fd, self->bdf, &self->dev));
 }
 
 /* What user A wrote is not what user B gets: memory is cleared on ALLOC. */

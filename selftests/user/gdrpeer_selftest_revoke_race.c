@@ -46,49 +46,14 @@ FIXTURE(rr)
 	char bdf[32];
 };
 
-static int rebind(FIXTURE_DATA(rr) *self)
-{
-	struct gp_dev d;
-	int err = gp_write_file(GDRPEER_SYSFS "/pcibar_bind", self->bdf);
-
-	if (err)
-		return err;
-	err = -gp_find_device(self->fd, &d);
-	if (!err)
-		self->dev = d.info.index;
-	return err;
-}
-
-static int unbind(FIXTURE_DATA(rr) *self)
-{
-	return gp_write_file(GDRPEER_SYSFS "/pcibar_unbind", self->bdf);
-}
-
 FIXTURE_SETUP(rr)
 {
-	struct gp_dev d;
-
-	GP_SETUP_DUT(self);
-	if (self->fd < 0)
-		return;
-	ASSERT_EQ(0, gp_find_device(self->fd, &d));
-	memcpy(self->bdf, d.bdf, sizeof(self->bdf));
-	bus_install();
+	GP_SETUP_UNBINDABLE_DUT(self);
 }
 
 FIXTURE_TEARDOWN(rr)
 {
-	struct gp_dev d;
-
-	if (self->fd < 0)
-		return;
-	if (gp_find_device(self->fd, &d))
-		EXPECT_EQ(0, rebind(self));
-	EXPECT_EQ(0, gp_sysfs(self->dev, "allocations"));
-	EXPECT_EQ(0, gp_sysfs(self->dev, "exports"));
-	EXPECT_EQ(0, gp_sysfs(self->dev, "vmaps"));
-	EXPECT_EQ((long long)self->bar_size, gp_sysfs(self->dev, "free_bytes"));
-	close(self->fd);
+	GP_TEARDOWN_UNBINDABLE_DUT(self);
 }
 
 /* ---- EXPORT inside a revocation ------------------------------------------ */
@@ -164,7 +129,7 @@ GP_TEST_F_TIMEOUT(rr, export_inside_revocation_revokes_every_dmabuf, 90)
 	ASSERT_EQ(0, pthread_create(&t, NULL, held_export_thread, &h));
 	ASSERT_TRUE(hold_reaches(HOLD_HELD, 20)) TH_LOG("the export was not held");
 
-	ASSERT_EQ(0, unbind(self));
+	ASSERT_EQ(0, gp_unbind_bdf(self->bdf));
 	ASSERT_EQ(0, pthread_join(t, NULL));
 	EXPECT_TRUE(hold_reaches(HOLD_OFF, 20)) TH_LOG("hook state %lld",
 						      gp_read_num(HOLD_PARAM));
@@ -186,7 +151,7 @@ GP_TEST_F_TIMEOUT(rr, export_inside_revocation_revokes_every_dmabuf, 90)
 	munmap(bcpu, size);
 	close(bfd);
 	EXPECT_EQ(0, gp_free(self->fd, a.handle));
-	ASSERT_EQ(0, rebind(self));
+	ASSERT_EQ(0, gp_rebind_bdf(self->fd, self->bdf, &self->dev));
 }
 
 /* ---- more dma-bufs than a page of pointers -------------------------------- */
@@ -231,7 +196,7 @@ GP_TEST_F_TIMEOUT(rr, revoke_more_dmabufs_than_a_page_holds, 300)
 	ASSERT_EQ(0, edu_import(hca, fds[n - 1], 0, &im[1]));
 
 	t0 = gp_now_s();
-	ASSERT_EQ(0, unbind(self));
+	ASSERT_EQ(0, gp_unbind_bdf(self->bdf));
 	TH_LOG("unbind with %d dma-bufs took %.1f s", n, gp_now_s() - t0);
 	for (i = 0; i < m; i++)
 		EXPECT_EQ(-1, guarded_read(cpu[i], &v))
@@ -248,7 +213,7 @@ GP_TEST_F_TIMEOUT(rr, revoke_more_dmabufs_than_a_page_holds, 300)
 		close(fds[i]);
 	free(fds);
 	EXPECT_EQ(0, gp_free(self->fd, a.handle));
-	ASSERT_EQ(0, rebind(self));
+	ASSERT_EQ(0, gp_rebind_bdf(self->fd, self->bdf, &self->dev));
 }
 
 /* ---- a vmap user without attachment: videobuf2-vmalloc (vivid) ------------ */
@@ -334,10 +299,10 @@ GP_TEST_F_TIMEOUT(rr, vmap_without_attachment_refused, 60)
 	EXPECT_EQ(0, ioctl(vfd, VIDIOC_REQBUFS, &req));
 	close(vfd);
 	/* and the revocation has nothing to wait for */
-	ASSERT_EQ(0, unbind(self));
+	ASSERT_EQ(0, gp_unbind_bdf(self->bdf));
 	close(dfd);
 	EXPECT_EQ(0, gp_free(self->fd, a.handle));
-	ASSERT_EQ(0, rebind(self));
+	ASSERT_EQ(0, gp_rebind_bdf(self->fd, self->bdf, &self->dev));
 }
 
 #define VMAP_PARAM "/sys/module/gdrpeer/parameters/dmabuf_vmap"
@@ -394,10 +359,10 @@ GP_TEST_F_TIMEOUT(rr, vmap_gate_refuses_without_attachment, 60)
 	req.memory = V4L2_MEMORY_DMABUF;
 	EXPECT_EQ(0, ioctl(vfd, VIDIOC_REQBUFS, &req));
 	close(vfd);
-	ASSERT_EQ(0, unbind(self));
+	ASSERT_EQ(0, gp_unbind_bdf(self->bdf));
 	close(dfd);
 	EXPECT_EQ(0, gp_free(self->fd, a.handle));
-	ASSERT_EQ(0, rebind(self));
+	ASSERT_EQ(0, gp_rebind_bdf(self->fd, self->bdf, &self->dev));
 }
 
 GP_HARNESS_MAIN

@@ -419,4 +419,70 @@ static inline uint64_t gp_bar_phys(const char *bdf, unsigned int bar)
 		return test_harness_run(argc, argv);			\
 	}
 
+/*
+ * The kselftests that unbind the device under test (revoke, revoke_race,
+ * bounds) share one fixture shape: GP_SETUP_DUT's members plus
+ * char bdf[32], the device's PCI address, through which they unbind it
+ * (pcibar_unbind) and bind it again (pcibar_bind).
+ */
+
+/* pcibar_unbind of the device at @bdf: 0 or -errno. */
+static inline int gp_unbind_bdf(const char *bdf)
+{
+	return gp_write_file(GDRPEER_SYSFS "/pcibar_unbind", bdf);
+}
+
+/*
+ * The device at @bdf bound again (pcibar_bind) and found through @fd: its
+ * new index in *@dev; 0 or -errno.
+ */
+static inline int gp_rebind_bdf(int fd, const char *bdf, unsigned int *dev)
+{
+	struct gp_dev d;
+	int err = gp_write_file(GDRPEER_SYSFS "/pcibar_bind", bdf);
+
+	if (err)
+		return err;
+	err = -gp_find_device(fd, &d);
+	if (!err)
+		*dev = d.info.index;
+	return err;
+}
+
+/* FIXTURE_SETUP body: GP_SETUP_DUT, the device's BDF, the SIGBUS guard. */
+#define GP_SETUP_UNBINDABLE_DUT(self)					\
+	do {								\
+		struct gp_dev __u;					\
+									\
+		GP_SETUP_DUT(self);					\
+		if ((self)->fd < 0)					\
+			return;						\
+		ASSERT_EQ(0, gp_find_device((self)->fd, &__u));		\
+		memcpy((self)->bdf, __u.bdf, sizeof((self)->bdf));	\
+		bus_install();						\
+	} while (0)
+
+/*
+ * FIXTURE_TEARDOWN body: the device bound again if a test left it
+ * unbound, then whole: no allocation, export, revoked region or kernel
+ * mapping left, all of its BAR (the size found at setup) free.
+ */
+#define GP_TEARDOWN_UNBINDABLE_DUT(self)				\
+	do {								\
+		struct gp_dev __u;					\
+									\
+		if ((self)->fd < 0)					\
+			return;						\
+		if (gp_find_device((self)->fd, &__u))			\
+			EXPECT_EQ(0, gp_rebind_bdf((self)->fd, (self)->bdf, \
+						   &(self)->dev));	\
+		EXPECT_EQ(0, gp_sysfs((self)->dev, "allocations"));	\
+		EXPECT_EQ(0, gp_sysfs((self)->dev, "exports"));		\
+		EXPECT_EQ(0, gp_sysfs((self)->dev, "revoked"));		\
+		EXPECT_EQ(0, gp_sysfs((self)->dev, "vmaps"));		\
+		EXPECT_EQ((long long)(self)->bar_size,			\
+			  gp_sysfs((self)->dev, "free_bytes"));		\
+		close((self)->fd);					\
+	} while (0)
+
 #endif /* GDRPEER_TEST_H */

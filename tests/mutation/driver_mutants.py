@@ -12,7 +12,8 @@ DMA to an address the driver left mapped, or forgot to map, shows).
 from mutants import Mutant
 
 EXPORTER = "driver/exporter_dmabuf.c"
-DEVICE = "driver/gdrpeer_device.c"
+EXPORTERS = "driver/exporter.h"
+REGION = "driver/gdrpeer_region.c"
 CHARDEV = "driver/gdrpeer_chardev.c"
 PCIBAR = "driver/provider_pcibar.c"
 
@@ -44,27 +45,27 @@ MUTANTS = [
            "\tif (gdrpeer_region_revoked(gb->region))",
            ["abi"], "a private (copy-on-write) mmap of BAR memory is accepted"),
     # ---- memory handed out by ALLOC and mmap --------------------------------------------
-    Mutant("alloc-skips-clear", DEVICE,
+    Mutant("alloc-skips-clear", REGION,
            "\tret = gdrpeer_region_clear(r);\n\tif (ret) {",
            "\tret = 0 && gdrpeer_region_clear(r);\n\tif (ret) {",
            ["revoke"], "a new allocation shows the bytes of the tenant that freed them"),
-    Mutant("revoke-skips-dmabufs", DEVICE,
-           "\tgdrpeer_dmabuf_revoke_region(r);\n\tgdrpeer_peermem_revoke_region(r);\n}",
-           "\tgdrpeer_peermem_revoke_region(r);\n}",
+    Mutant("revoke-skips-dmabufs", EXPORTERS,
+           "\tgdrpeer_dmabuf_revoke_region,\n\tgdrpeer_peermem_revoke_region,\n};",
+           "\tgdrpeer_peermem_revoke_region,\n};",
            ["revoke"], "revocation leaves every dma-buf of the memory and its importers alone"),
-    Mutant("revoke-keeps-handle-cpu-mappings", DEVICE,
+    Mutant("revoke-keeps-handle-cpu-mappings", REGION,
            "\tunmap_mapping_range(gdrpeer_mapping(),\n",
            "\tif (0) unmap_mapping_range(gdrpeer_mapping(),\n",
            ["revoke"], "an mmap of a handle keeps reaching the BAR after revocation"),
-    Mutant("handle-mmap-one-page-past-end", DEVICE,
+    Mutant("handle-mmap-one-page-past-end", REGION,
            "\tif (offset > r->size || len > r->size - offset)\n\t\treturn -EINVAL;\n\tif (gdrpeer_region_revoked(r))",
            "\tif (offset > r->size || len > r->size - offset + PAGE_SIZE)\n\t\treturn -EINVAL;\n\tif (gdrpeer_region_revoked(r))",
            ["abi", "lifetime"], "an mmap of a handle may reach one page past the allocation"),
-    Mutant("fault-after-revoke", DEVICE,
+    Mutant("fault-after-revoke", REGION,
            "\tif (!r->revoked && offset < r->size &&",
            "\tif (offset < r->size &&",
            ["revoke"], "a CPU fault after revocation maps the BAR page again"),
-    Mutant("alloc-larger-than-bar", DEVICE,
+    Mutant("alloc-larger-than-bar", REGION,
            "\tif (size > gdev->size) {\n\t\tret = -E2BIG;",
            "\tif (size > gdev->size + gdev->size) {\n\t\tret = -E2BIG;",
            ["abi"], "an allocation larger than the BAR is not refused up front"),
