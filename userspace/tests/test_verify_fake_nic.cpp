@@ -61,6 +61,7 @@ struct FakeNic {
   uint64_t dmabuf_offset = ~0ull;  // what ibv_reg_dmabuf_mr was given
   size_t dmabuf_length = 0;
   int open_mrs = 0, open_qps = 0;
+  int path_mtu = 0;  // what the last move to RTR asked for (ibv_mtu)
   bool cq_open = false, pd_open = false, ctx_open = false;
 };
 FakeNic* nic = nullptr;
@@ -226,6 +227,7 @@ const v::verbs::Api& fake_api() {
       return q;
     };
     a.modify_qp = [](ibv_qp*, ibv_qp_attr* attr, int) {
+      if (attr->qp_state == IBV_QPS_RTR) nic->path_mtu = attr->path_mtu;
       return attr->qp_state == IBV_QPS_RTS ? nic->faults.modify_errno : 0;
     };
     a.destroy_qp = [](ibv_qp*) {
@@ -541,4 +543,23 @@ TEST_F(FakeNicTest, TheEngineExitsFailedWhenAnyCombinationFails) {
   EXPECT_EQ(bad.results[0].outcome, v::Outcome::fail) << bad.results[0].reason;
   EXPECT_EQ(bad.exit_code, v::kExitFail);
   EXPECT_TRUE(contains(bad.summary, "1 failed: at least one combination failed")) << bad.summary;
+}
+
+TEST_F(FakeNicTest, MtuOptionCapsThePathMtu) {
+  // perftest's -m (issue 26): the path MTU is the smaller of the port's active MTU (1024 here)
+  // and the one asked for; without -m it is the port's.
+  const std::pair<int, int> cases[] = {{0, IBV_MTU_1024}, {512, IBV_MTU_512}, {256, IBV_MTU_256}, {4096, IBV_MTU_1024}};
+  for (const auto& [asked, want] : cases) {
+    SCOPED_TRACE(asked);
+    SetUp();
+    Buffer target(4096, v::SourceKind::host, false);
+    auto o = options();
+    o.mtu = asked;
+    const v::RdmaDevice d = device();
+    auto r = v::run_loopback(d, d.ports[0], target, v::Method::reg_mr, o);
+    EXPECT_EQ(r.outcome, v::Outcome::pass) << r.reason;
+    EXPECT_EQ(nic->path_mtu, want);
+    TearDown();
+  }
+  SetUp();
 }

@@ -810,3 +810,21 @@ TEST_F(TwoNodeTest, TheClientReachesTheServerOverIpv6WithAScope) {
   EXPECT_EQ(rep.exit_code, v::kExitPass) << rep.summary << " / " << rep.error;
   EXPECT_TRUE(contains(server.peer_address, "::1")) << server.peer_address;
 }
+
+TEST_F(TwoNodeTest, DataDirectOnANonMlx5DeviceIsUnsupportedInOneLine) {
+  // --data-direct (mlx5dv_reg_dmabuf_mr with MLX5DV_REG_DMABUF_ACCESS_DATA_DIRECT) on the server:
+  // its dma-buf rows are unsupported with the reason; its reg_mr rows still run.
+  auto c = base(v::Role::client), s = base(v::Role::server);
+  c.sources = s.sources = {v::SourceKind::gdrpeer};
+  c.methods = {v::Method::dmabuf};
+  s.dmabuf_registration = v::DmabufRegistration::mlx5_data_direct;
+  auto p = run(c, s);
+  ASSERT_EQ(p.client.rows.size(), 2u) << p.client.summary;
+  const auto& dd = p.client.rows[0].server_method == v::Method::dmabuf ? p.client.rows[0] : p.client.rows[1];
+  const auto& plain = p.client.rows[0].server_method == v::Method::dmabuf ? p.client.rows[1] : p.client.rows[0];
+  EXPECT_EQ(dd.outcome, v::Outcome::unsupported);
+  EXPECT_EQ(dd.reason, "server: mlx5 data direct: fakeB is not an mlx5 device (driver fake_hca)");
+  EXPECT_EQ(plain.outcome, v::Outcome::pass) << plain.reason;
+  EXPECT_EQ(v::two_node_to_json(p.client)["peer"]["dmabuf_registration"], "mlx5dv_reg_dmabuf_mr (data direct)");
+  EXPECT_EQ(p.server.exit_code, v::kExitUnsupported);
+}
