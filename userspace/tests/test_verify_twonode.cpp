@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <iostream>
+
 #include <chrono>
 #include <cstring>
 #include <deque>
@@ -18,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -872,4 +875,27 @@ TEST(CudaDmabufMapping, PcieFlagReachesTheDriverOrTheReasonSaysWhyNot) {
     EXPECT_EQ(last_flags(), c.flags == ~0ull ? ~0ull : c.flags);
   }
   ::unsetenv("GDRPEER_FAKE_CUDA");
+}
+
+TEST_F(TwoNodeTest, TheTableShowsBothNodesTheRowsAndWhoChecked) {
+  fab->faults.corrupt = Op::write;
+  fab->faults.corrupt_at = 7;
+  auto c = base(v::Role::client), s = base(v::Role::server);
+  c.sources = s.sources = {v::SourceKind::host};
+  c.methods = s.methods = {v::Method::reg_mr};
+  auto p = run(c, s);
+  std::ostringstream client, server;
+  v::print_two_node_table(p.client, client);
+  v::print_two_node_table(p.server, server);
+  if (std::getenv("GDRPEER_TEST_SHOW")) std::cout << client.str() << "\n" << server.str();
+  for (const std::string& t : {client.str(), server.str()}) {
+    EXPECT_TRUE(contains(t, "  client  ")) << t;
+    EXPECT_TRUE(contains(t, "fakeA port 1 (fake_hca): ACTIVE, Ethernet (RoCE), MTU 4096, GID 1 fe80::5054:ff:fe00:1 (RoCE v2)")) << t;
+    EXPECT_TRUE(contains(t, "fakeB port 1 (fake_hca): ACTIVE, Ethernet (RoCE), MTU 1024")) << t;
+    EXPECT_TRUE(contains(t, "host ibv_reg_mr")) << t;
+    EXPECT_TRUE(contains(t, "RDMA WRITE (FAILED, checked by the server): 1 of 4096 bytes differ, first at offset 7")) << t;
+    EXPECT_TRUE(contains(t, "0 passed, 0 unsupported, 1 failed: at least one combination failed (exit 2)")) << t;
+  }
+  EXPECT_TRUE(contains(client.str(), "this side: client")) << client.str();
+  EXPECT_TRUE(contains(server.str(), "this side: server")) << server.str();
 }
