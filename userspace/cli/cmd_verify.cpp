@@ -237,8 +237,8 @@ int run(const VerifyArgs& a) {
   if (a.server || !a.peer.empty()) return run_two_node_side(a, opt);
   if (a.iterations != 0 && !(a.bench || a.all_sizes)) return usage_error("-n/--iterations: counts the operations of a --bench measurement");
   opt.iterations = a.iterations;
-  for (const char* what : {!a.ops.empty() ? "--op" : nullptr,
-                           a.data_direct ? "--data-direct" : nullptr, !a.bind.empty() ? "--bind" : nullptr})
+  for (const char* what :
+       {!a.ops.empty() ? "--op" : nullptr, a.data_direct ? "--data-direct" : nullptr, !a.bind.empty() ? "--bind" : nullptr})
     if (what != nullptr) return usage_error(std::string(what) + " belongs to the two-node run (--server, or a server's HOST[:PORT])");
 
   opt.devices = a.devices;
