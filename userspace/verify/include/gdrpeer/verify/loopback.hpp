@@ -20,9 +20,11 @@ struct Api;
 struct LoopbackOptions {
   uint64_t seed = 1;
   int timeout_ms = 10000;  // per completion
+  int mtu = 0;             // -m: the largest path MTU in bytes; 0: the port's active MTU
   bool bench = false;
   std::vector<size_t> bench_sizes;
   double bench_seconds = 0.2;  // per measurement
+  uint64_t iterations = 0;     // -n: operations per measurement instead of bench_seconds
   std::function<void(const std::string&)> progress;  // may be empty
   const verbs::Api* api = nullptr;  // libibverbs entry points; nullptr: load the real library
 };
