@@ -27,14 +27,13 @@
 
 #include "commands.hpp"
 #include "exit_codes.hpp"
-#include "fleet_outputs.hpp"
-#include "gdrpeer/topo/check.hpp"
 #include "gdrpeer/topo/cuda_probe.hpp"
 #include "gdrpeer/topo/errors.hpp"
-#include "gdrpeer/topo/knowledge.hpp"
+#include "gdrpeer/topo/inputs.hpp"
 #include "gdrpeer/topo/node_capture.hpp"
-#include "gdrpeer/topo/parsers.hpp"
-#include "gdrpeer/topo/source.hpp"
+#include "gdrpeer/topo/render.hpp"
+#include "gdrpeer/topo/rule_data.hpp"
+#include "gdrpeer/topo/rules.hpp"
 #include "option_checks.hpp"
 #include "output_file.hpp"
 #include "snapshot_partial.hpp"
@@ -83,7 +82,7 @@ struct CheckFlags {
   int jobs = 0;  // fleet mode threads; 0: one per CPU
   std::vector<std::string> skip;
   std::string pairs = "gpu-nic,gpu-gpu";
-  std::string format = "text";  // text, json, dot, prometheus, nfd (fleet_outputs.hpp)
+  std::string format = "text";  // text, json, dot, prometheus, nfd (render.hpp)
   std::string output = "-";
   OutputPolicy output_policy;
   std::string nfd_expiry = kNfdExpiryDefault;
@@ -165,14 +164,14 @@ std::string_view plain_bytes(std::string_view b, const std::string& name, std::s
 }
 
 // A snapshot written without root (snapshot_partial.hpp) says so; the check repeats it.
-void note_partial_snapshot(topo::FileSource& fs, topo::Topology& t) {
+void note_partial_snapshot(topo::InputFs& fs, topo::Topology& t) {
   if (auto why = fs.read(kSnapshotPartialPath, 4096)) {
     while (!why->empty() && why->back() == '\n') why->pop_back();
     t.notes.push_back("partial snapshot: " + *why);
   }
 }
 
-topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const topo::Knowledge& k,
+topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const topo::RuleData& k,
                          NodeBuffers* reuse = nullptr) {
   std::string* scratch = reuse ? &reuse->input : nullptr;
   auto spare_devices = [&] { return reuse ? std::move(reuse->devices) : std::vector<topo::Device>{}; };
@@ -180,7 +179,7 @@ topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const top
   bool live = false;
   switch (spec.kind) {
     case NodeSpec::Kind::Live: {
-      auto fs = topo::make_dir_source("/");
+      auto fs = topo::make_dir_fs("/");
       live = true;
       // NVML by default (tens of ms, no CUDA context, asked while sysfs is read); the CUDA
       // driver only on request (cuInit is most of a live check's time, docs/benchmarks.md).
@@ -214,7 +213,7 @@ topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const top
     case NodeSpec::Kind::Path: {
       const std::string& p = spec.paths[0];
       if (is_dir(p)) {
-        auto fs = topo::make_dir_source(p);
+        auto fs = topo::make_dir_fs(p);
         t = topo::parse_sysfs(*fs, p);
         t.format = "sysfs-root";
         note_partial_snapshot(*fs, t);
@@ -229,7 +228,7 @@ topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const top
       if (format == topo::InputFormat::Compressed) format = topo::InputFormat::Unknown;  // compressed twice
       switch (format) {
         case topo::InputFormat::SnapshotTar: {
-          auto fs = topo::make_tar_source(std::string(b), p);
+          auto fs = topo::make_tar_fs(std::string(b), p);
           t = topo::parse_sysfs(*fs, p);
           // hwloc-gather-topology writes NODE.tar.bz2; gdrpeer snapshot any compression.
           t.format = compression == topo::Compression::Bzip2 ? "hwloc-gather-topology" : "snapshot";
@@ -264,9 +263,9 @@ topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const top
   return t;
 }
 
-topo::Knowledge load_knowledge(const InputOptions& in) {
-  std::string dir = in.data_dir.empty() ? topo::Knowledge::default_dir() : in.data_dir;
-  return topo::Knowledge::load(dir);
+topo::RuleData load_rule_data(const InputOptions& in) {
+  std::string dir = in.data_dir.empty() ? topo::RuleData::default_dir() : in.data_dir;
+  return topo::RuleData::load(dir);
 }
 
 // Runs fn, mapping our exception types to exit codes and messages.
@@ -360,7 +359,7 @@ size_t fleet_jobs(int requested) {
 // rest go on. Nodes are independent, so --jobs threads check them in parallel
 // (rule data is shared read-only) and the calling thread prints each in turn.
 int run_fleet(const std::vector<NodeSpec>& specs, const InputOptions& in, const CheckFlags& f,
-              const topo::CheckOptions& opt, const topo::Knowledge& k) {
+              const topo::CheckOptions& opt, const topo::RuleData& k) {
   int worst = 0, errors = 0, incomplete = 0;
   int counts[4] = {0, 0, 0, 0};
   nlohmann::json nodes = nlohmann::json::array();
@@ -501,7 +500,7 @@ int run_check(const InputOptions& in, CheckFlags f) {
     if (f.nfd_expiry_given && f.format != "nfd") throw std::invalid_argument("--nfd-expiry applies to --format nfd only");
     const long nfd_expiry = nfd_expiry_seconds(f.nfd_expiry);
     topo::CheckOptions opt = check_options(f);
-    topo::Knowledge k = load_knowledge(in);
+    topo::RuleData k = load_rule_data(in);
     check_skip_ids(f.skip, k);
     std::vector<NodeSpec> specs = node_specs(in);
     bool fleet = f.fleet || specs.size() > 1;
@@ -510,10 +509,10 @@ int run_check(const InputOptions& in, CheckFlags f) {
       const topo::Report r = topo::check(t, k, opt);
       const std::string text = f.json                     ? topo::render_json(t, r)
                                : f.dot                    ? topo::render_dot(t, r)
-                               : f.format == "prometheus" ? render_prometheus(t, k, r, std::time(nullptr))
-                               : f.format == "nfd"        ? render_nfd(t, r, std::time(nullptr), nfd_expiry)
+                               : f.format == "prometheus" ? topo::render_prometheus(t, k, r, std::time(nullptr), GDRPEER_VERSION)
+                               : f.format == "nfd"        ? topo::render_nfd(t, r, std::time(nullptr), nfd_expiry, GDRPEER_VERSION)
                                : f.format == "reason"     ? std::string(topo::node_status(r)) + ": " + r.node.reason + "\n"
-                               : f.format == "summary"    ? render_gpu_summary(t, r)
+                               : f.format == "summary"    ? topo::render_gpu_summary(t, r)
                                : f.quiet                  ? std::string()
                                                           : topo::render_matrix(t, r, opt.gpu_nvme);
       write_output(f.output, text, f.output_policy);
@@ -528,7 +527,7 @@ int run_check(const InputOptions& in, CheckFlags f) {
 
 int run_topo(const InputOptions& in, const TopoFlags& f) {
   return guarded([&] {
-    topo::Knowledge k = load_knowledge(in);
+    topo::RuleData k = load_rule_data(in);
     std::vector<NodeSpec> specs = node_specs(in);
     for (const auto& s : specs) {
       topo::Topology t = load_node(s, in, k);
@@ -546,7 +545,7 @@ int run_topo(const InputOptions& in, const TopoFlags& f) {
 
 int run_snapshot(const std::string& out, const std::string& root, bool no_cuda, const OutputPolicy& policy) {
   return guarded([&] {
-    auto base = topo::make_dir_source(root.empty() ? "/" : root);
+    auto base = topo::make_dir_fs(root.empty() ? "/" : root);
     // A snapshot is checked elsewhere: it carries NVML's and (unless --no-cuda) the CUDA
     // driver's answers, /proc/driver/nvidia/params, the time, hostname and versions.
     topo::SnapshotOptions so;

@@ -6,7 +6,7 @@
 
 #include "commands.hpp"
 #include "exit_codes.hpp"
-#include "gdrpeer/topo/knowledge.hpp"
+#include "gdrpeer/topo/rule_data.hpp"
 #include "subcommand_names.hpp"
 
 #ifndef GDRPEER_VERSION
@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
 
   CLI::App app{"gdrpeer: GPUDirect RDMA topology check, snapshot and on-node verification"};
   app.set_version_flag("-V,--version", [] {
-    return "gdrpeer " GDRPEER_VERSION "\nrule data: " + gdrpeer::topo::Knowledge::describe_dir(gdrpeer::topo::Knowledge::default_dir());
+    return "gdrpeer " GDRPEER_VERSION "\nrule data: " + gdrpeer::topo::RuleData::describe_dir(gdrpeer::topo::RuleData::default_dir());
   });
   app.require_subcommand(1);
   app.footer("Commands: gdrpeer help COMMAND (or COMMAND --help) for its options and examples.\n\n" + gdrpeer::cli::exit_code_help());
