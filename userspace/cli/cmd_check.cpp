@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "fleet.hpp"
@@ -20,6 +22,7 @@
 #include "gdrpeer/topo/rule_data.hpp"
 #include "gdrpeer/topo/rules.hpp"
 #include "guarded.hpp"
+#include "input_options.hpp"
 #include "inputs.hpp"
 #include "option_checks.hpp"
 #include "output_file.hpp"

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "commands.hpp"
 #include "gdrpeer/topo/inputs.hpp"
 #include "gdrpeer/topo/node_capture.hpp"

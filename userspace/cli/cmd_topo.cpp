@@ -3,11 +3,14 @@
 #include <memory>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "commands.hpp"
 #include "gdrpeer/topo/render.hpp"
 #include "gdrpeer/topo/rule_data.hpp"
 #include "gdrpeer/topo/rules.hpp"
 #include "guarded.hpp"
+#include "input_options.hpp"
 #include "inputs.hpp"
 
 namespace gdrpeer::cli {

@@ -5,7 +5,9 @@
 //
 // An add_X_command registers its subcommand on the one `gdrpeer` CLI; the option storage
 // must outlive parsing, so it is owned by the callback's closure. The callback stores its
-// process exit code in `exit_code`; usage errors exit 64 (exit_codes.hpp).
+// process exit code in `exit_code`; usage errors exit 64 (exit_codes.hpp). Include CLI11
+// (this header) only where options are built, main.cpp and cmd_X.cpp: each file that includes
+// it runs the static constructors of CLI11's validators at every start.
 #pragma once
 
 #include <algorithm>

@@ -6,8 +6,6 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
 #include "gdrpeer/topo/model.hpp"
 #include "gdrpeer/topo/rule_data.hpp"
 
@@ -32,8 +30,6 @@ struct NodeSpec {
   enum class Kind { Live, Path, Hwloc, Nccl, Lspci } kind = Kind::Live;
   std::vector<std::string> paths;
 };
-
-void add_input_options(CLI::App* c, InputOptions& in);
 
 // One spec per input (positional, --sysfs-root, --hwloc, --nccl-xml; all --lspci texts form one), or the
 // live node when none is given; throws std::invalid_argument when "-" is named twice.

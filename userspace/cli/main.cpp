@@ -4,6 +4,8 @@
 #include <string_view>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "gdrpeer/topo/rule_data.hpp"
