@@ -17,7 +17,7 @@ SYSFS_PCI = "userspace/topo/src/sysfs_pci.cpp"
 LSPCI = "userspace/topo/src/parse_lspci.cpp"
 HWLOC = "userspace/topo/src/parse_hwloc.cpp"
 NCCL = "userspace/topo/src/parse_nccl.cpp"
-KNOWLEDGE = "userspace/topo/src/knowledge.cpp"
+RULE_DATA = "userspace/topo/src/rule_data.cpp"
 RENDER = "userspace/topo/src/render.cpp"
 LOOPBACK = "userspace/verify/loopback.cpp"
 ENGINE = "userspace/verify/engine.cpp"
@@ -167,7 +167,7 @@ MUTANTS = [
            "long n = numaid.empty() ? cpus : std::strtol(numaid.c_str(), &end, 10);",
            "long n = numaid.empty() ? cpus : (std::strtol(numaid.c_str(), &end, 10), 0);",
            TOPO, "NCCL XML <cpu numaid> read as 0: every pair across CPUs is NODE"),
-    Mutant("roles-nic-any-class", KNOWLEDGE,
+    Mutant("roles-nic-any-class", RULE_DATA,
            "if (nic && d.class_known && !network_class) nic = false;", "",
            TOPO, "BlueField DMA/bridge functions become RDMA NICs"),
     # ---- IBGDA / GDS readiness (issue 27) ---------------------------------------------------

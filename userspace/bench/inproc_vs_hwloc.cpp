@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
-#include "gdrpeer/topo/check.hpp"
-#include "gdrpeer/topo/knowledge.hpp"
-#include "gdrpeer/topo/parsers.hpp"
-#include "gdrpeer/topo/source.hpp"
+#include "gdrpeer/topo/inputs.hpp"
+#include "gdrpeer/topo/render.hpp"
+#include "gdrpeer/topo/rule_data.hpp"
+#include "gdrpeer/topo/rules.hpp"
 
 namespace {
 
@@ -65,7 +65,7 @@ void hwloc_round(const char* file) {
   hwloc_topology_destroy(t);
 }
 
-void gdrpeer_round(const std::string& file, const gdrpeer::topo::Knowledge& k) {
+void gdrpeer_round(const std::string& file, const gdrpeer::topo::RuleData& k) {
   namespace topo = gdrpeer::topo;
   topo::InputFile f(file);
   topo::Topology t = topo::parse_hwloc_xml(f.bytes(), file);
@@ -88,14 +88,14 @@ int main(int argc, char** argv) {
     return 64;
   }
   const std::string data = argv[a];
-  const gdrpeer::topo::Knowledge k = gdrpeer::topo::Knowledge::load(data);
+  const gdrpeer::topo::RuleData k = gdrpeer::topo::RuleData::load(data);
   std::printf("| input | hwloc load+export | gdrpeer, rule data per round | ratio | gdrpeer, rule data loaded once | ratio |\n"
               "| --- | --- | --- | --- | --- | --- |\n");
   for (int i = a + 1; i < argc; ++i) {
     const std::string file = argv[i];
     hwloc_round(file.c_str());  // warm: hwloc's components, page cache
     const double h = per_round_us(rounds, [&] { hwloc_round(file.c_str()); });
-    const double g_cold = per_round_us(rounds, [&] { gdrpeer_round(file, gdrpeer::topo::Knowledge::load(data)); });
+    const double g_cold = per_round_us(rounds, [&] { gdrpeer_round(file, gdrpeer::topo::RuleData::load(data)); });
     const double g_warm = per_round_us(rounds, [&] { gdrpeer_round(file, k); });
     const char* base = std::strrchr(file.c_str(), '/');
     std::printf("| %s | %.1f us | %.1f us | %.1fx | %.1f us | %.1fx |\n", base ? base + 1 : file.c_str(), h, g_cold,

@@ -7,11 +7,11 @@
 #include <map>
 #include <optional>
 
-#include "gdrpeer/topo/check.hpp"
 #include "gdrpeer/topo/errors.hpp"
-#include "gdrpeer/topo/knowledge.hpp"
+#include "gdrpeer/topo/inputs.hpp"
 #include "gdrpeer/topo/node_capture.hpp"
-#include "gdrpeer/topo/parsers.hpp"
+#include "gdrpeer/topo/rule_data.hpp"
+#include "gdrpeer/topo/rules.hpp"
 #include "gdrpeer/verify/p2p.hpp"
 #include "gdrpeer/verify/sizes.hpp"
 #include "verify_p2p.hpp"
@@ -46,22 +46,22 @@ struct Predictions {
 Predictions run_check(const P2pArgs& a) {
   Predictions p;
   try {
-    const topo::Knowledge k = topo::Knowledge::load(a.data_dir.empty() ? topo::Knowledge::default_dir() : a.data_dir);
+    const topo::RuleData k = topo::RuleData::load(a.data_dir.empty() ? topo::RuleData::default_dir() : a.data_dir);
     if (a.predict_from.empty()) {
-      auto fs = topo::make_dir_source("/");
+      auto fs = topo::make_dir_fs("/");
       p.t = topo::parse_sysfs(*fs, "live sysfs");
       topo::ask_drivers(p.t, topo::LiveOptions{});  // NVML; CUDA's own answers come from the measurement
     } else {
       struct stat st;
       if (::stat(a.predict_from.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-        auto fs = topo::make_dir_source(a.predict_from);
+        auto fs = topo::make_dir_fs(a.predict_from);
         p.t = topo::parse_sysfs(*fs, a.predict_from);
       } else {
         topo::InputFile f(a.predict_from);
         const std::string_view b = f.bytes();
         switch (topo::detect_format(b)) {
           case topo::InputFormat::SnapshotTar: {
-            auto fs = topo::make_tar_source(std::string(b), a.predict_from);
+            auto fs = topo::make_tar_fs(std::string(b), a.predict_from);
             p.t = topo::parse_sysfs(*fs, a.predict_from);
             break;
           }

@@ -6,7 +6,7 @@
 
 namespace gdrpeer::cli {
 
-void check_skip_ids(const std::vector<std::string>& skip, const topo::Knowledge& k) {
+void check_skip_ids(const std::vector<std::string>& skip, const topo::RuleData& k) {
   if (skip.empty()) return;
   const std::set<std::string> known = topo::known_rule_ids(k);
   for (const auto& id : skip) {

@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
-#include "gdrpeer/topo/knowledge.hpp"
+#include "gdrpeer/topo/rule_data.hpp"
 
 namespace gdrpeer::cli {
 
 // Every --skip value must be a rule id or group of docs/check.md (or of the
 // loaded platform rules): an unknown one names the nearest id and lists them all.
-void check_skip_ids(const std::vector<std::string>& skip, const topo::Knowledge& k);
+void check_skip_ids(const std::vector<std::string>& skip, const topo::RuleData& k);
 
 }  // namespace gdrpeer::cli

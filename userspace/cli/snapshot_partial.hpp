@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-#include "gdrpeer/topo/source.hpp"
+#include "gdrpeer/topo/inputs.hpp"
 
 namespace gdrpeer::cli {
 

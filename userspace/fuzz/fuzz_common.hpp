@@ -10,16 +10,17 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gdrpeer/topo/check.hpp"
 #include "gdrpeer/topo/errors.hpp"
-#include "gdrpeer/topo/knowledge.hpp"
 #include "gdrpeer/topo/model.hpp"
+#include "gdrpeer/topo/render.hpp"
+#include "gdrpeer/topo/rule_data.hpp"
+#include "gdrpeer/topo/rules.hpp"
 
 // What a parsed model goes through in `gdrpeer check --json`: roles, rules, the
 // text and JSON outputs; the JSON must parse back (nlohmann throws otherwise,
 // which the fuzzer reports as a crash).
 inline void check_and_render(gdrpeer::topo::Topology& t) {
-  static const gdrpeer::topo::Knowledge k = gdrpeer::topo::Knowledge::load(GDRPEER_FUZZ_TOPOLOGY_DIR);
+  static const gdrpeer::topo::RuleData k = gdrpeer::topo::RuleData::load(GDRPEER_FUZZ_TOPOLOGY_DIR);
   gdrpeer::topo::assign_roles(t, k);
   gdrpeer::topo::CheckOptions o;
   o.gpu_nvme = true;

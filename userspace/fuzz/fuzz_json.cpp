@@ -1,6 +1,6 @@
 // The rule-data JSON reader (topology/*.json): detail::parse_json must return
 // a value or throw DataError ("NAME:LINE:COL: expected ..."); then the loader's
-// typed access over that value (Knowledge::load) must do the same. Input: one
+// typed access over that value (RuleData::load) must do the same. Input: one
 // selector byte, then the JSON text. The selector picks which of the four rule
 // files the text replaces (the other three stay the real ones), so the typed
 // checks of every file see malformed shapes too. Seeds: "0" + devices.json,
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "gdrpeer/topo/errors.hpp"
-#include "gdrpeer/topo/knowledge.hpp"
+#include "gdrpeer/topo/rule_data.hpp"
 #include "json_data.hpp"
 
 namespace {
@@ -58,7 +58,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const int which = data[0] % 4;
   std::ofstream(dir + "/" + kFiles[which], std::ios::binary | std::ios::trunc).write(text.data(), static_cast<std::streamsize>(text.size()));
   try {
-    gdrpeer::topo::Knowledge::load(dir);
+    gdrpeer::topo::RuleData::load(dir);
   } catch (const DataError&) {
     // expected for malformed rule data
   }

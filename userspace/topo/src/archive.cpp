@@ -13,7 +13,7 @@
 #include <stdexcept>
 
 #include "gdrpeer/topo/errors.hpp"
-#include "gdrpeer/topo/source.hpp"
+#include "gdrpeer/topo/inputs.hpp"
 
 namespace gdrpeer::topo {
 

@@ -3,7 +3,7 @@
 // NCCL count it; Broadcom switches that NCCL flattens count as one too.
 #include <algorithm>
 
-#include "gdrpeer/topo/check.hpp"
+#include "gdrpeer/topo/classify.hpp"
 
 namespace gdrpeer::topo {
 
@@ -19,7 +19,7 @@ size_t ancestors(const Topology& t, int x, int* out) {
 }
 
 // The "bridge unit" a port belongs to.
-int unit_of(const Topology& t, const Knowledge& k, int x) {
+int unit_of(const Topology& t, const RuleData& k, int x) {
   const Device& d = t.devices[x];
   int u = x;
   if (d.port == PortType::SwitchDownstream && d.parent >= 0 && t.devices[d.parent].port == PortType::SwitchUpstream)
@@ -46,13 +46,13 @@ int numa_of(const Topology& t, int x) {
 
 }  // namespace
 
-PathInfo classify(const Topology& t, int a, int b, const Knowledge& k) {
+PathInfo classify(const Topology& t, int a, int b, const RuleData& k) {
   PathInfo p;
   classify(t, a, b, k, p);
   return p;
 }
 
-void classify(const Topology& t, int a, int b, const Knowledge& k, PathInfo& p) {
+void classify(const Topology& t, int a, int b, const RuleData& k, PathInfo& p) {
   std::vector<int> ports_a = std::move(p.ports_a), ports_b = std::move(p.ports_b);  // their memory, reused
   p = PathInfo{};
   p.ports_a = std::move(ports_a);
@@ -194,27 +194,6 @@ const char* to_string(CudaCase c) {
     case CudaCase::CpuInterconnect: return "cpu-interconnect";
   }
   return "?";
-}
-
-const char* to_string(Verdict v) {
-  switch (v) {
-    case Verdict::Optimal: return "optimal";
-    case Verdict::Degraded: return "degraded";
-    case Verdict::Unreliable: return "unreliable";
-    case Verdict::Blocked: return "blocked";
-  }
-  return "?";
-}
-
-int Report::exit_code() const {
-  if (node.incomplete) return 3;
-  switch (node.verdict) {
-    case Verdict::Optimal: return 0;
-    case Verdict::Degraded:
-    case Verdict::Unreliable: return 1;
-    case Verdict::Blocked: return 2;
-  }
-  return 2;
 }
 
 }  // namespace gdrpeer::topo

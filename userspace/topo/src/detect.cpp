@@ -1,7 +1,6 @@
 #include <cstring>
 
-#include "gdrpeer/topo/parsers.hpp"
-#include "gdrpeer/topo/source.hpp"
+#include "gdrpeer/topo/inputs.hpp"
 
 namespace gdrpeer::topo {
 

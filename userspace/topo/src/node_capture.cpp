@@ -5,7 +5,7 @@
 #include <future>
 
 #include "gdrpeer/topo/cuda_probe.hpp"
-#include "gdrpeer/topo/parsers.hpp"
+#include "gdrpeer/topo/inputs.hpp"
 
 namespace gdrpeer::topo {
 
@@ -34,7 +34,7 @@ void ask_drivers(Topology& t, const LiveOptions& o) {
   if (o.cuda) probe_cuda(t.sw, o.cuda_library);
 }
 
-Topology read_live_node(FileSource& fs, const std::string& name, const LiveOptions& o) {
+Topology read_live_node(InputFs& fs, const std::string& name, const LiveOptions& o) {
   std::future<NvmlRecord> early;
   if (fs.read("/proc/driver/nvidia/version", 4096))
     early = std::async(std::launch::async, [lib = o.nvml_library] { return probe_nvml(lib); });
@@ -48,8 +48,8 @@ Topology read_live_node(FileSource& fs, const std::string& name, const LiveOptio
   return t;
 }
 
-Snapshot take_snapshot(FileSource& base, const std::string& name, const SnapshotOptions& o) {
-  RecordingSource rec(base);
+Snapshot take_snapshot(InputFs& base, const std::string& name, const SnapshotOptions& o) {
+  RecordingFs rec(base);
   const std::string hostname = first_line(rec.read("/proc/sys/kernel/hostname", 4096));
   Snapshot s;
   s.topology = parse_sysfs(rec, name);

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <string>
 
-#include "gdrpeer/topo/check.hpp"
+#include "gdrpeer/topo/rules.hpp"
 
 namespace gdrpeer::topo {
 

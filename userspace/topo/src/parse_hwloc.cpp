@@ -9,7 +9,7 @@
 #include <unordered_map>
 
 #include "gdrpeer/topo/errors.hpp"
-#include "gdrpeer/topo/parsers.hpp"
+#include "gdrpeer/topo/inputs.hpp"
 #include "hex.hpp"
 #include "sysfs_readers.hpp"
 #include "xml_reader.hpp"

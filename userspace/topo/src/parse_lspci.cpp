@@ -11,7 +11,7 @@
 #include <string>
 
 #include "gdrpeer/topo/errors.hpp"
-#include "gdrpeer/topo/parsers.hpp"
+#include "gdrpeer/topo/inputs.hpp"
 #include "hex.hpp"
 
 namespace gdrpeer::topo {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "gdrpeer/topo/errors.hpp"
-#include "gdrpeer/topo/parsers.hpp"
+#include "gdrpeer/topo/inputs.hpp"
 #include "hex.hpp"
 #include "sysfs_readers.hpp"
 #include "xml_reader.hpp"

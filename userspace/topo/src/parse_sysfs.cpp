@@ -6,9 +6,9 @@
 #include <sstream>
 
 #include "gdrpeer/topo/cuda_probe.hpp"
+#include "gdrpeer/topo/inputs.hpp"
 #include "gdrpeer/topo/node_capture.hpp"
 #include "gdrpeer/topo/nvml_probe.hpp"
-#include "gdrpeer/topo/parsers.hpp"
 #include "sysfs_readers.hpp"
 
 namespace gdrpeer::topo {
@@ -27,7 +27,7 @@ std::string basename_of(const std::string& p) {
   return s == std::string::npos ? p : p.substr(s + 1);
 }
 
-void read_iommu(FileSource& fs, const std::vector<std::string>& dirs, Topology& t) {
+void read_iommu(InputFs& fs, const std::vector<std::string>& dirs, Topology& t) {
   std::map<int, std::string> group_types;
   for (size_t i = 0; i < dirs.size(); ++i) {
     auto grp = fs.readlink(dirs[i] + "/iommu_group");
@@ -60,7 +60,7 @@ void read_iommu(FileSource& fs, const std::vector<std::string>& dirs, Topology& 
 }
 
 // /sys/class/infiniband/<name>/device -> PCI function.
-void read_rdma(FileSource& fs, Topology& t) {
+void read_rdma(InputFs& fs, Topology& t) {
   if (auto ibs = fs.list("/sys/class/infiniband")) {
     for (const auto& ib : *ibs) {
       auto link = fs.readlink("/sys/class/infiniband/" + ib + "/device");
@@ -73,7 +73,7 @@ void read_rdma(FileSource& fs, Topology& t) {
   }
 }
 
-void read_software(FileSource& fs, Software& sw) {
+void read_software(InputFs& fs, Software& sw) {
   sw.inspected = true;
   if (auto c = fs.read("/proc/cmdline", 65536)) sw.cmdline = trimmed(*c);
   if (auto r = fs.read("/proc/sys/kernel/osrelease", 4096)) sw.kernel_release = trimmed(*r);
@@ -104,7 +104,7 @@ void read_software(FileSource& fs, Software& sw) {
   if (auto c = fs.read("/gdrpeer-snapshot/cuda-probe", 65536)) parse_cuda_probe_text(*c, sw);
 }
 
-void read_platform(FileSource& fs, Topology& t) {
+void read_platform(InputFs& fs, Topology& t) {
   if (auto v = fs.read("/sys/class/dmi/id/sys_vendor", 4096)) t.dmi_vendor = trimmed(*v);
   if (auto v = fs.read("/sys/class/dmi/id/product_name", 4096)) t.dmi_product = trimmed(*v);
   // Boards without DMI (Jetson and other device-tree systems) name themselves in
@@ -116,7 +116,7 @@ void read_platform(FileSource& fs, Topology& t) {
 
 }  // namespace sysfs
 
-Topology parse_sysfs(FileSource& fs, const std::string& name) {
+Topology parse_sysfs(InputFs& fs, const std::string& name) {
   Topology t;
   t.source = name;
   t.format = "sysfs";

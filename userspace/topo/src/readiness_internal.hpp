@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "gdrpeer/topo/check.hpp"
 #include "gdrpeer/topo/readiness.hpp"
+#include "gdrpeer/topo/rules.hpp"
 #include "json_writer.hpp"
 
 namespace gdrpeer::topo {
@@ -13,7 +13,7 @@ namespace gdrpeer::topo {
 // Per NVIDIA GPU x NIC the IBGDA mode, per NVIDIA GPU x NVMe the GDS mode, and for a
 // GPU with no NIC / no NVMe drive in the input one line that says so and what this
 // node's software would give one.
-void readiness_stage(const Topology& t, const Knowledge& k, const CheckOptions& o, Report& rep);
+void readiness_stage(const Topology& t, const RuleData& k, const CheckOptions& o, Report& rep);
 
 std::string render_readiness_text(const Report& r);
 // "gds" / "ibgda" objects inside one pair's JSON object (keys in byte order: after "findings").

@@ -20,9 +20,9 @@
 
 #include "gdrpeer/dynload/cuda.hpp"
 #include "gdrpeer/dynload/dl.hpp"
+#include "gdrpeer/topo/inputs.hpp"
 #include "gdrpeer/topo/model.hpp"
 #include "gdrpeer/topo/readiness.hpp"
-#include "gdrpeer/topo/source.hpp"
 
 namespace gdrpeer::topo {
 
@@ -127,7 +127,7 @@ class LiveIbgdaProbe : public IbgdaProbeOps {
     int n = 0;
     ibv_device** list = get_device_list_(&n);
     if (!list) return out;
-    auto sys = make_dir_source("/");
+    auto sys = make_dir_fs("/");
     for (int i = 0; i < n; ++i) {
       std::string name = get_device_name_(list[i]);
       std::string bdf;

@@ -1,6 +1,6 @@
 // What the readiness rules read beyond the stack stage: the kernel's build
 // configuration (/boot/config-<release>, else /proc/config.gz), nvme_core's multipath
-// parameter and nvidia-fs's /proc entry. The small files go through the FileSource, so a
+// parameter and nvidia-fs's /proc entry. The small files go through the InputFs, so a
 // snapshot carries them as read. The kernel configuration (~270 KB on distribution kernels)
 // is read around the recorder on the live node and a snapshot carries only the options kept,
 // as gdrpeer-snapshot/kernel-config (kernel_config_text), which the reader prefers.
@@ -11,9 +11,9 @@
 #include <string_view>
 
 #include "gdrpeer/topo/errors.hpp"
+#include "gdrpeer/topo/inputs.hpp"
 #include "gdrpeer/topo/model.hpp"
 #include "gdrpeer/topo/readiness.hpp"
-#include "gdrpeer/topo/source.hpp"
 #include "sysfs_readers.hpp"
 
 namespace gdrpeer::topo {
@@ -26,7 +26,7 @@ constexpr const char* kKernelConfigKeys[] = {
     "CONFIG_INFINIBAND_USER_MEM", "CONFIG_PCI_ATS"};
 
 // gzip (/proc/config.gz) to text through the checker's one decompressor (libarchive,
-// source.hpp); nullopt when the stream is not gzip, is damaged or is over 8 MiB unpacked.
+// inputs.hpp); nullopt when the stream is not gzip, is damaged or is over 8 MiB unpacked.
 std::optional<std::string> gunzip(const std::string& in) {
   if (detect_compression(in) != Compression::Gzip) return std::nullopt;
   try {
@@ -79,7 +79,7 @@ std::optional<std::string> read_unrecorded(const std::string& path) {
 
 }  // namespace
 
-void read_readiness(FileSource& fs, Software& sw) {
+void read_readiness(InputFs& fs, Software& sw) {
   ReadinessInputs& r = sw.readiness;
   const bool live = fs.describe() == "/";
   auto read_big = [&](const std::string& path) { return live ? read_unrecorded(path) : fs.read(path, 1 << 20); };

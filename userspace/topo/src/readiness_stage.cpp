@@ -252,6 +252,6 @@ class ReadinessStage {
 
 }  // namespace
 
-void readiness_stage(const Topology& t, const Knowledge& /*k*/, const CheckOptions& o, Report& rep) { ReadinessStage(t, o, rep).run(); }
+void readiness_stage(const Topology& t, const RuleData& /*k*/, const CheckOptions& o, Report& rep) { ReadinessStage(t, o, rep).run(); }
 
 }  // namespace gdrpeer::topo

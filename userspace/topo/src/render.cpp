@@ -11,7 +11,7 @@
 #include <tuple>
 #include <type_traits>
 
-#include "gdrpeer/topo/check.hpp"
+#include "gdrpeer/topo/render.hpp"
 #include "json_writer.hpp"
 #include "pci_names.hpp"
 #include "readiness_internal.hpp"

@@ -41,7 +41,7 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 
 }  // namespace
 
-std::set<std::string> known_rule_ids(const Knowledge& k) {
+std::set<std::string> known_rule_ids(const RuleData& k) {
   std::set<std::string> ids(std::begin(kRuleIds), std::end(kRuleIds));
   for (const auto& p : k.platforms) ids.insert(p.id);
   std::set<std::string> groups;

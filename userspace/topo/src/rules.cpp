@@ -6,8 +6,9 @@
 #include <map>
 #include <sstream>
 
-#include "gdrpeer/topo/check.hpp"
+#include "gdrpeer/topo/rules.hpp"
 #include "readiness_internal.hpp"
+#include "rules_root_port.hpp"
 #include "stack_internal.hpp"
 
 namespace gdrpeer::topo {
@@ -79,7 +80,7 @@ enum class PairKind { GpuNic, GpuGpu, GpuNvme };
 class Checker {
  public:
   // rep: the labels, NICs and path classes of this node, filled in before.
-  Checker(const Topology& t, const Knowledge& k, const CheckOptions& o, const Report& rep) : t_(t), k_(k), o_(o), rep_(rep) {
+  Checker(const Topology& t, const RuleData& k, const CheckOptions& o, const Report& rep) : t_(t), k_(k), o_(o), rep_(rep) {
     rc_ = k.root_complex(t.cpu);
     grace_ = (rc_ && rc_->name.find("Grace") != std::string::npos);
     // Each GPU's family once per node: the lookup may read pci.ids.
@@ -503,14 +504,14 @@ class Checker {
 
  private:
   const Topology& t_;
-  const Knowledge& k_;
+  const RuleData& k_;
   const CheckOptions& o_;
   const Report& rep_;
 };
 
 }  // namespace
 
-Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt) {
+Report check(const Topology& t, const RuleData& k, const CheckOptions& opt) {
   Report rep;
   std::vector<int> order(t.devices.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
@@ -631,6 +632,27 @@ Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt) {
   // Last: the node verdict reads every finding above.
   judge_node(t, opt, rep);
   return rep;
+}
+
+const char* to_string(Verdict v) {
+  switch (v) {
+    case Verdict::Optimal: return "optimal";
+    case Verdict::Degraded: return "degraded";
+    case Verdict::Unreliable: return "unreliable";
+    case Verdict::Blocked: return "blocked";
+  }
+  return "?";
+}
+
+int Report::exit_code() const {
+  if (node.incomplete) return 3;
+  switch (node.verdict) {
+    case Verdict::Optimal: return 0;
+    case Verdict::Degraded:
+    case Verdict::Unreliable: return 1;
+    case Verdict::Blocked: return 2;
+  }
+  return 2;
 }
 
 }  // namespace gdrpeer::topo

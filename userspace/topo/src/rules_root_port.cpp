@@ -11,8 +11,8 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "gdrpeer/topo/check.hpp"
-#include "stack_internal.hpp"
+#include "gdrpeer/topo/rules.hpp"
+#include "rules_root_port.hpp"
 
 namespace gdrpeer::topo {
 

@@ -5,7 +5,7 @@
 #include <map>
 #include <string>
 
-#include "gdrpeer/topo/check.hpp"
+#include "gdrpeer/topo/rules.hpp"
 #include "gdrpeer/topo/stack.hpp"
 
 namespace gdrpeer::topo::stack {
@@ -52,8 +52,5 @@ const char* tri_word(Tri t);
 namespace gdrpeer::topo {
 // The stage check() runs after the PCIe rules: node findings about the stack, and per
 // NVIDIA GPU x NIC pair the exporter's gate, the consumers' decisions and their findings.
-void stack_stage(const Topology& t, const Knowledge& k, const CheckOptions& o, Report& rep);
-// ACS redirect on the CPU root ports of PHB/NODE pairs, and where ATS matters (rules_root_port.cpp);
-// run before stack_stage.
-void root_port_rules(const Topology& t, const CheckOptions& o, Report& rep);
+void stack_stage(const Topology& t, const RuleData& k, const CheckOptions& o, Report& rep);
 }  // namespace gdrpeer::topo

@@ -1,7 +1,7 @@
 // Reading the GPUDirect software stack (stack.hpp) from a sysfs source: the
 // NVIDIA driver's parameters and flavour, the modprobe configuration, MOFED's
 // peer-memory clients, nvidia_peermem's parameters and the kernel log. Every
-// path goes through the FileSource, so `gdrpeer snapshot` records it; the kernel
+// path goes through the InputFs, so `gdrpeer snapshot` records it; the kernel
 // log is the one exception (a character device): read live, carried in
 // snapshots as gdrpeer-snapshot/kernel-log.
 #include <fcntl.h>
@@ -219,7 +219,7 @@ void read_live_kernel_log(StackState& s) {
 
 }  // namespace
 
-void read_stack(FileSource& fs, Software& sw) {
+void read_stack(InputFs& fs, Software& sw) {
   StackState& s = sw.stack;
   if (auto p = fs.read("/proc/driver/nvidia/params", 1 << 16)) parse_nvidia_params(*p, s);
   if (!sw.nvidia_version.empty()) parse_nvidia_version(sw.nvidia_version, s);

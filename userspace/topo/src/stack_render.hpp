@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "gdrpeer/topo/check.hpp"
+#include "gdrpeer/topo/rules.hpp"
 #include "json_writer.hpp"
 
 namespace gdrpeer::topo {

@@ -57,7 +57,7 @@ std::string gate_fix(const GateAnswer& g) {
 
 class StackStage {
  public:
-  StackStage(const Topology& t, const Knowledge& k, const CheckOptions& o, Report& rep) : t_(t), k_(k), o_(o), rep_(rep) {}
+  StackStage(const Topology& t, const RuleData& k, const CheckOptions& o, Report& rep) : t_(t), k_(k), o_(o), rep_(rep) {}
 
   void run() {
     facts();
@@ -80,7 +80,7 @@ class StackStage {
 
  private:
   const Topology& t_;
-  const Knowledge& k_;
+  const RuleData& k_;
   const CheckOptions& o_;
   Report& rep_;
   NodeFacts n_;
@@ -486,7 +486,7 @@ class StackStage {
 
 }  // namespace
 
-void stack_stage(const Topology& t, const Knowledge& k, const CheckOptions& o, Report& rep) { StackStage(t, k, o, rep).run(); }
+void stack_stage(const Topology& t, const RuleData& k, const CheckOptions& o, Report& rep) { StackStage(t, k, o, rep).run(); }
 
 std::map<std::string, std::string> consumer_environment() {
   std::map<std::string, std::string> env;

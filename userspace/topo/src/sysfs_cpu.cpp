@@ -132,7 +132,7 @@ CpuSet parse_cpumask(const std::string& s) {
   return trimmed_set(set);
 }
 
-void read_cpus(FileSource& fs, const std::map<size_t, CpuSet>& local_cpus, Topology& t) {
+void read_cpus(InputFs& fs, const std::map<size_t, CpuSet>& local_cpus, Topology& t) {
   std::map<int, CpuSet> node_cpus;
   if (auto nodes = fs.list("/sys/devices/system/node")) {
     int n = 0;

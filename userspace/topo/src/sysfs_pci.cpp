@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "gdrpeer/topo/errors.hpp"
-#include "gdrpeer/topo/parsers.hpp"
+#include "gdrpeer/topo/inputs.hpp"
 #include "sysfs_readers.hpp"
 
 namespace gdrpeer::topo::sysfs {
@@ -149,7 +149,7 @@ double parse_speed(const std::string& s) {
 
 }  // namespace
 
-PciFunctions read_pci_functions(FileSource& fs, const std::string& name, Topology& t) {
+PciFunctions read_pci_functions(InputFs& fs, const std::string& name, Topology& t) {
   auto entries = fs.list("/sys/bus/pci/devices");
   if (!entries) throw MissingInput(name + ": no /sys/bus/pci/devices (not a sysfs root or snapshot)");
   struct Raw {

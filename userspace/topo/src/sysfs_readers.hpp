@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "gdrpeer/topo/inputs.hpp"
 #include "gdrpeer/topo/model.hpp"
-#include "gdrpeer/topo/source.hpp"
 
 namespace gdrpeer::topo::sysfs {
 
@@ -28,24 +28,24 @@ struct PciFunctions {
 
 // /sys/bus/pci/devices/*: ids, class, NUMA node, links, BARs, config space,
 // driver and the PCI hierarchy. Throws MissingInput without that directory.
-PciFunctions read_pci_functions(FileSource& fs, const std::string& name, Topology& t);
+PciFunctions read_pci_functions(InputFs& fs, const std::string& name, Topology& t);
 // Each function's IOMMU group and its type; the node-wide IOMMU mode.
-void read_iommu(FileSource& fs, const std::vector<std::string>& dirs, Topology& t);
+void read_iommu(InputFs& fs, const std::vector<std::string>& dirs, Topology& t);
 // /sys/class/infiniband: the RDMA device name of each PCI function.
-void read_rdma(FileSource& fs, Topology& t);
+void read_rdma(InputFs& fs, Topology& t);
 // Kernel command line and release, loaded modules, the NVIDIA driver, MOFED
 // peer-memory clients, and the CUDA probe's answers a snapshot carries.
-void read_software(FileSource& fs, Software& sw);
+void read_software(InputFs& fs, Software& sw);
 // The GPUDirect stack above PCIe: NVIDIA params and flavour, modprobe.d, memory_peers,
 // nvidia_peermem's parameters, the kernel log (stack_read.cpp). After read_software().
-void read_stack(FileSource& fs, Software& sw);
+void read_stack(InputFs& fs, Software& sw);
 // Kernel configuration, nvme_core multipath, nvidia-fs (readiness_read.cpp).
-void read_readiness(FileSource& fs, Software& sw);
+void read_readiness(InputFs& fs, Software& sw);
 // The platform's vendor and product from DMI, or the device tree's model.
-void read_platform(FileSource& fs, Topology& t);
+void read_platform(InputFs& fs, Topology& t);
 // NUMA nodes (and, for functions without numa_node, their node from their local
 // CPUs) and the CPU's identity from /proc/cpuinfo.
-void read_cpus(FileSource& fs, const std::map<size_t, CpuSet>& local_cpus, Topology& t);
+void read_cpus(InputFs& fs, const std::map<size_t, CpuSet>& local_cpus, Topology& t);
 
 // A cpulist ("0-23,48-71") or a cpumask ("ffffff,00000000", 32-bit words, most
 // significant first), as sysfs writes them; empty when malformed.

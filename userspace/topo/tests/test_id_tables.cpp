@@ -14,11 +14,10 @@
 #include <string>
 #include <unistd.h>
 
-#include "gdrpeer/topo/check.hpp"
 #include "gdrpeer/topo/errors.hpp"
-#include "gdrpeer/topo/knowledge.hpp"
-#include "gdrpeer/topo/parsers.hpp"
-#include "gdrpeer/topo/source.hpp"
+#include "gdrpeer/topo/inputs.hpp"
+#include "gdrpeer/topo/rule_data.hpp"
+#include "gdrpeer/topo/rules.hpp"
 #include "test_topo_support.hpp"
 
 namespace gdrpeer::topo {
@@ -27,8 +26,8 @@ namespace {
 using testing::FakeFn;
 using testing::FakeNode;
 
-const Knowledge& kb() {
-  static Knowledge k = Knowledge::load(testing::data_dir());
+const RuleData& kb() {
+  static RuleData k = RuleData::load(testing::data_dir());
   return k;
 }
 
@@ -97,7 +96,7 @@ Device nvidia_gpu(uint16_t device, std::string name = "") {
 }
 
 Topology from_entries(const std::vector<TarEntry>& e) {
-  auto fs = make_tar_source(write_tar(e), "fake.tar");
+  auto fs = make_tar_fs(write_tar(e), "fake.tar");
   Topology t = parse_sysfs(*fs, "fake.tar");
   assign_roles(t, kb());
   return t;
@@ -443,8 +442,8 @@ TEST(Platform, IgxOrinWithADiscreteGpuIsNotJetsonLimited) {
 TEST(Platform, SnapshotRecordsTheDeviceTreeModel) {
   std::vector<TarEntry> e = jetson_nic_only().entries();
   e.push_back(file("proc/device-tree/model", std::string("NVIDIA Jetson Orin Nano Developer Kit") + '\0'));
-  auto inner = make_tar_source(write_tar(e), "node.tar");
-  RecordingSource rec(*inner);
+  auto inner = make_tar_fs(write_tar(e), "node.tar");
+  RecordingFs rec(*inner);
   Topology t = parse_sysfs(rec, "node.tar");
   EXPECT_EQ(t.dmi_product, "NVIDIA Jetson Orin Nano Developer Kit");
   std::vector<TarEntry> out = rec.entries();
@@ -544,7 +543,7 @@ TEST(PlatformData, UnknownAppliesToIsADataError) {
   std::fputs(R"({"schema": 1, "rules": [{"id": "platform-x", "severity": "blocked", "applies_to": "gpu-gpu", "reason": "r"}]})", out);
   std::fclose(out);
   try {
-    Knowledge::load(dir);
+    RuleData::load(dir);
     ADD_FAILURE() << "loaded a rule with applies_to gpu-gpu";
   } catch (const DataError& e) {
     EXPECT_NE(std::string(e.what()).find("applies_to must be"), std::string::npos) << e.what();

@@ -16,11 +16,12 @@
 #include <filesystem>
 #include <string>
 
-#include "gdrpeer/topo/check.hpp"
-#include "gdrpeer/topo/knowledge.hpp"
+#include "gdrpeer/topo/inputs.hpp"
 #include "gdrpeer/topo/node_capture.hpp"
 #include "gdrpeer/topo/nvml_probe.hpp"
-#include "gdrpeer/topo/parsers.hpp"
+#include "gdrpeer/topo/render.hpp"
+#include "gdrpeer/topo/rule_data.hpp"
+#include "gdrpeer/topo/rules.hpp"
 #include "test_topo_support.hpp"
 
 namespace gdrpeer::topo {
@@ -29,8 +30,8 @@ namespace {
 using testing::FakeFn;
 using testing::FakeNode;
 
-const Knowledge& kb() {
-  static const Knowledge k = Knowledge::load(testing::data_dir());
+const RuleData& kb() {
+  static const RuleData k = RuleData::load(testing::data_dir());
   return k;
 }
 
@@ -102,7 +103,7 @@ std::string nvswitch_spec(int gpus, int links = 18) {
 Topology live(const FakeNode& n, const LiveOptions& o, const std::vector<TarEntry>& extra = {}) {
   std::vector<TarEntry> e = n.entries();
   e.insert(e.end(), extra.begin(), extra.end());
-  auto fs = make_tar_source(write_tar(e), "node");
+  auto fs = make_tar_fs(write_tar(e), "node");
   Topology t = parse_sysfs(*fs, "node");
   ask_drivers(t, o);
   assign_roles(t, kb());
@@ -153,7 +154,7 @@ TEST(NodeCapture, LiveNodeAsksNvmlWhileReadingSysfsAndNeverCuda) {
   ::setenv("GDRPEER_FAKE_NVML", nvswitch_spec(2).c_str(), 1);
   // (ctest runs each test in its own process; run together, an earlier test's --cuda loaded it)
   const bool cuda_before = fake_cuda_loaded();
-  auto fs = make_tar_source(write_tar(vm_node(0x2335, 2).entries()), "node");
+  auto fs = make_tar_fs(write_tar(vm_node(0x2335, 2).entries()), "node");
   Topology t = read_live_node(*fs, "node", fakes(false));
   EXPECT_TRUE(t.nvlink_known);
   ASSERT_EQ(t.nvlinks.size(), 2u);  // one edge per GPU into the fabric
@@ -164,7 +165,7 @@ TEST(NodeCapture, LiveNodeAsksNvmlWhileReadingSysfsAndNeverCuda) {
   }
   // The NVIDIA driver loaded but no NVIDIA display function: NVML's answer is not applied.
   FakeNode none = vm_node(0x2335, 0);
-  auto fs2 = make_tar_source(write_tar(none.entries()), "node");
+  auto fs2 = make_tar_fs(write_tar(none.entries()), "node");
   t = read_live_node(*fs2, "node", fakes(false));
   EXPECT_FALSE(t.nvlink_known);
   EXPECT_TRUE(t.nvml_note.empty());
@@ -318,7 +319,7 @@ TEST(NodeCapture, UnknownModelOnAFlatVirtualBusIsNotUnreliable) {
   // An NVIDIA id neither gpus.json nor pci.ids knows, on a flat virtual bus, no link data.
   ::setenv("GDRPEER_PCI_IDS", "", 1);
   FakeNode n = vm_node(0x2bff, 2);
-  auto fs = make_tar_source(write_tar(n.entries()), "node");
+  auto fs = make_tar_fs(write_tar(n.entries()), "node");
   Topology t = parse_sysfs(*fs, "node");
   assign_roles(t, kb());
   const Report r = check(t, kb(), CheckOptions{});
@@ -333,7 +334,7 @@ TEST(NodeCapture, UnknownModelOnAFlatVirtualBusIsNotUnreliable) {
 
 TEST(NodeCapture, SxmPartsWithoutLinkDataHaveNvlinkInferredFromTheModel) {
   FakeNode n = vm_node(0x2335, 2);  // pci.ids: GH100 [H200 SXM 141GB]
-  auto fs = make_tar_source(write_tar(n.entries()), "node");
+  auto fs = make_tar_fs(write_tar(n.entries()), "node");
   Topology t = parse_sysfs(*fs, "node");
   assign_roles(t, kb());
   Report r = check(t, kb(), CheckOptions{});
@@ -401,7 +402,7 @@ TEST(NodeCapture, SnapshotChecksExactlyAsTheLiveNode) {
       ::setenv("GDRPEER_FAKE_NVML", kind.nvml.c_str(), 1);
     const std::string tar = write_tar(kind.node.entries());
     // Live: the tree read in place, the drivers asked.
-    auto live_fs = make_tar_source(tar, "node");
+    auto live_fs = make_tar_fs(tar, "node");
     Topology lt = parse_sysfs(*live_fs, "node");
     ask_drivers(lt, lo);
     assign_roles(lt, kb());
@@ -411,9 +412,9 @@ TEST(NodeCapture, SnapshotChecksExactlyAsTheLiveNode) {
     so.cuda = false;
     so.nvml_library = lo.nvml_library;
     so.now = 1795744429;
-    auto base = make_tar_source(tar, "node");
+    auto base = make_tar_fs(tar, "node");
     const Snapshot snap = take_snapshot(*base, "node", so);
-    auto snap_fs = make_tar_source(write_tar(snap.entries), "node");
+    auto snap_fs = make_tar_fs(write_tar(snap.entries), "node");
     ::setenv("GDRPEER_FAKE_NVML", "", 1);  // whatever NVML says here must not matter
     Topology st = parse_sysfs(*snap_fs, "node");
     assign_roles(st, kb());
@@ -430,14 +431,14 @@ TEST(NodeCapture, SnapshotRecordsNvidiaParamsAndTheNumaNodes) {
   std::vector<TarEntry> e = n.entries();
   e.push_back({TarEntry::Type::File, "proc/driver/nvidia/params", params});
   e.push_back({TarEntry::Type::File, "proc/sys/kernel/hostname", "gpu-node-7\n"});
-  auto base = make_tar_source(write_tar(e), "node");
+  auto base = make_tar_fs(write_tar(e), "node");
   ::setenv("GDRPEER_FAKE_NVML", nvswitch_spec(2).c_str(), 1);
   SnapshotOptions so;
   so.cuda = false;
   so.nvml_library = GDRPEER_FAKE_NVML_PATH;
   so.tool_version = "9.9";
   const Snapshot snap = take_snapshot(*base, "node", so);
-  auto fs = make_tar_source(write_tar(snap.entries), "snap");
+  auto fs = make_tar_fs(write_tar(snap.entries), "snap");
   EXPECT_EQ(fs->read("/proc/driver/nvidia/params", 4096).value_or(""), params);
   EXPECT_TRUE(fs->list("/sys/devices/system/node/node0").has_value());
   const std::string meta = fs->read("/gdrpeer-snapshot/meta", 4096).value_or("");
@@ -458,7 +459,7 @@ TEST(NodeCapture, SnapshotRecordsNvidiaParamsAndTheNumaNodes) {
 TEST(NodeCapture, RealH200NodeOfflineEqualsLiveWithItsNvml) {
   const std::string bytes = testing::slurp(testing::reference("h200x4-node-snapshot.tar"));
   ASSERT_FALSE(bytes.empty());
-  auto fs = make_tar_source(bytes, "node");
+  auto fs = make_tar_fs(bytes, "node");
   Topology off = parse_sysfs(*fs, "node");
   assign_roles(off, kb());
   const Report ro = check(off, kb(), CheckOptions{});
@@ -466,7 +467,7 @@ TEST(NodeCapture, RealH200NodeOfflineEqualsLiveWithItsNvml) {
   for (auto& e : parse_tar(bytes, "node"))
     if (e.path.rfind("gdrpeer-snapshot/", 0) != 0) without.push_back(e);
   ::setenv("GDRPEER_FAKE_NVML", nvswitch_spec(4).c_str(), 1);
-  auto lfs = make_tar_source(write_tar(without), "node");
+  auto lfs = make_tar_fs(write_tar(without), "node");
   Topology lt = parse_sysfs(*lfs, "node");
   ask_drivers(lt, fakes());
   assign_roles(lt, kb());

@@ -7,10 +7,11 @@
 #include <cstdlib>
 #include <string>
 
-#include "gdrpeer/topo/check.hpp"
 #include "gdrpeer/topo/cuda_probe.hpp"
-#include "gdrpeer/topo/knowledge.hpp"
-#include "gdrpeer/topo/parsers.hpp"
+#include "gdrpeer/topo/inputs.hpp"
+#include "gdrpeer/topo/render.hpp"
+#include "gdrpeer/topo/rule_data.hpp"
+#include "gdrpeer/topo/rules.hpp"
 #include "test_topo_support.hpp"
 
 namespace gdrpeer::topo {
@@ -19,8 +20,8 @@ namespace {
 // GPU0..GPU3 of this dump are 0000:01:00.0, 0000:41:00.0, 0000:c1:00.0, 0000:e1:00.0.
 const char* kDump = "stelline-asus-esc8000a-e12.md";
 
-const Knowledge& kb() {
-  static const Knowledge k = Knowledge::load(testing::data_dir());
+const RuleData& kb() {
+  static const RuleData k = RuleData::load(testing::data_dir());
   return k;
 }
 

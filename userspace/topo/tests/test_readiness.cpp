@@ -6,12 +6,12 @@
 
 #include <algorithm>
 
-#include "gdrpeer/topo/check.hpp"
-#include "gdrpeer/topo/knowledge.hpp"
+#include "gdrpeer/topo/inputs.hpp"
 #include "gdrpeer/topo/model.hpp"
-#include "gdrpeer/topo/parsers.hpp"
 #include "gdrpeer/topo/readiness.hpp"
-#include "gdrpeer/topo/source.hpp"
+#include "gdrpeer/topo/render.hpp"
+#include "gdrpeer/topo/rule_data.hpp"
+#include "gdrpeer/topo/rules.hpp"
 #include "test_topo_support.hpp"
 
 using namespace gdrpeer::topo;
@@ -21,8 +21,8 @@ using fake::slurp;
 
 namespace {
 
-const Knowledge& kb() {
-  static Knowledge k = Knowledge::load(fake::data_dir());
+const RuleData& kb() {
+  static RuleData k = RuleData::load(fake::data_dir());
   return k;
 }
 
@@ -202,7 +202,7 @@ Topology node(const FakeNode& n, const Extra& x) {
   auto e = n.entries();
   e.insert(e.end(), x.e.begin(), x.e.end());
   std::string tar = write_tar(e);
-  auto fs = make_tar_source(tar, "fake.tar");
+  auto fs = make_tar_fs(tar, "fake.tar");
   Topology t = parse_sysfs(*fs, "fake.tar");
   assign_roles(t, kb());
   return t;
@@ -442,7 +442,7 @@ TEST(ReadinessNode, RealH100SnapshotSaysWhatItLacks) {
   // The real 8x H100 snapshot in tests/reference (no NIC; taken before params were read).
   std::string tar = slurp(fake::reference("h100-node-snapshot.tar"));
   ASSERT_FALSE(tar.empty());
-  auto fs = make_tar_source(tar, "h100-node-snapshot.tar");
+  auto fs = make_tar_fs(tar, "h100-node-snapshot.tar");
   Topology t = parse_sysfs(*fs, "h100-node-snapshot.tar");
   assign_roles(t, kb());
   Report r = check(t, kb(), CheckOptions{});

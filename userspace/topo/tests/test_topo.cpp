@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <set>
 
-#include "gdrpeer/topo/check.hpp"
 #include "gdrpeer/topo/errors.hpp"
-#include "gdrpeer/topo/knowledge.hpp"
-#include "gdrpeer/topo/parsers.hpp"
-#include "gdrpeer/topo/source.hpp"
+#include "gdrpeer/topo/inputs.hpp"
+#include "gdrpeer/topo/render.hpp"
+#include "gdrpeer/topo/rule_data.hpp"
+#include "gdrpeer/topo/rules.hpp"
 #include "test_topo_support.hpp"
 
 namespace gdrpeer::topo {
@@ -19,14 +19,14 @@ using testing::FakeNode;
 using testing::reference;
 using testing::slurp;
 
-const Knowledge& kb() {
-  static Knowledge k = Knowledge::load(testing::data_dir());
+const RuleData& kb() {
+  static RuleData k = RuleData::load(testing::data_dir());
   return k;
 }
 
 Topology from_fake(const FakeNode& n) {
   std::string tar = write_tar(n.entries());
-  auto fs = make_tar_source(tar, "fake.tar");
+  auto fs = make_tar_fs(tar, "fake.tar");
   Topology t = parse_sysfs(*fs, "fake.tar");
   assign_roles(t, kb());
   return t;
@@ -73,7 +73,7 @@ TEST(Tar, RoundTripsFilesLinksAndLongNames) {
   EXPECT_EQ(out[1].data, std::string("\0\x01\x02", 3));
   EXPECT_EQ(out[2].type, TarEntry::Type::Symlink);
   EXPECT_EQ(out[2].data, in[2].data);
-  auto fs = make_tar_source(write_tar(in), "t.tar");
+  auto fs = make_tar_fs(write_tar(in), "t.tar");
   auto empty = fs->list("/sys/kernel/iommu_groups");
   ASSERT_TRUE(empty);
   EXPECT_TRUE(empty->empty());
@@ -528,7 +528,7 @@ TEST(Rules, RoleOverrideMakesStandInsCount) {
   EXPECT_THROW(apply_role_override(t, "GPU"), std::invalid_argument);
 }
 
-TEST(Knowledge, RootComplexTable) {
+TEST(RuleData, RootComplexTable) {
   CpuInfo genoa;
   genoa.vendor = "AuthenticAMD";
   genoa.family = 25;
@@ -543,7 +543,7 @@ TEST(Knowledge, RootComplexTable) {
   EXPECT_EQ(kb().root_complex(bdw)->cross_socket, "unsupported");
   CpuInfo unknown;
   EXPECT_EQ(kb().root_complex(unknown), nullptr);
-  EXPECT_THROW(Knowledge::load("/nonexistent-dir"), DataError);
+  EXPECT_THROW(RuleData::load("/nonexistent-dir"), DataError);
 }
 
 TEST(Render, JsonHasVersionAndDotIsWellFormed) {

@@ -18,11 +18,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gdrpeer/topo/check.hpp"
 #include "gdrpeer/topo/errors.hpp"
-#include "gdrpeer/topo/knowledge.hpp"
-#include "gdrpeer/topo/parsers.hpp"
-#include "gdrpeer/topo/source.hpp"
+#include "gdrpeer/topo/inputs.hpp"
+#include "gdrpeer/topo/rule_data.hpp"
+#include "gdrpeer/topo/rules.hpp"
 #include "json_data.hpp"
 #include "test_topo_support.hpp"
 
@@ -202,7 +201,7 @@ class BrokenData : public ::testing::Test {
   }
   std::string load_error() {
     try {
-      Knowledge::load(dir_.path());
+      RuleData::load(dir_.path());
     } catch (const DataError& e) {
       return e.what();
     }
@@ -314,7 +313,7 @@ TEST(InputFile, MissingAndDirectoryAreMissingInputWithTheErrno) {
 // ---- the class table ------------------------------------------------------------
 
 TEST(ClassTable, EqualsClassifyForEveryLabelledPair) {
-  Knowledge k = Knowledge::load(kData);
+  RuleData k = RuleData::load(kData);
   for (const char* ref : {"aws-p5en.48xlarge.xml", "aws-p4d.24xlarge.xml", "stelline-asus-esc8000a-e12.md"}) {
     std::string text = slurp(std::string(GDRPEER_TEST_REFERENCE_DIR) + "/" + ref);
     ASSERT_FALSE(text.empty()) << ref;
@@ -373,7 +372,7 @@ TEST(ConfigSpace, OnDemandReadsEqualWholeFileReads) {
   ASSERT_GE(extended, 1u);
 
   std::string tar = write_tar(entries);
-  auto mem = make_tar_source(tar, "fake.tar");
+  auto mem = make_tar_fs(tar, "fake.tar");
   Topology from_tar = parse_sysfs(*mem, "fake.tar");
 
   TempDir d;
@@ -388,7 +387,7 @@ TEST(ConfigSpace, OnDemandReadsEqualWholeFileReads) {
       else std::ofstream(p, std::ios::binary) << e.data;
     }
   }
-  auto dir = make_dir_source(root.string());
+  auto dir = make_dir_fs(root.string());
   Topology from_dir = parse_sysfs(*dir, root.string());
   std::filesystem::remove_all(root);
 
@@ -437,7 +436,7 @@ TEST_F(BrokenData, HexIdsReadAsStrtoulReadsThem) {
   std::string edited = dev;
   edited.replace(edited.find(shipped), shipped.size(), list);
   dir_.write("devices.json", edited);
-  Knowledge k = Knowledge::load(dir_.path());
+  RuleData k = RuleData::load(dir_.path());
   ASSERT_EQ(k.gpu_vendors.size(), ids.size());
   for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(k.gpu_vendors[i], std::strtoul(ids[i].c_str(), nullptr, 16)) << ids[i];
   for (const char* bad : {"g", "10de ", "1 0", "", "-1", "10000", "0x"}) {

@@ -1,5 +1,5 @@
 // Helpers for the topology tests: synthetic sysfs trees held in memory (as tar
-// entries, read through the same TarSource a snapshot uses) and paths to the
+// entries, read through the same TarFs a snapshot uses) and paths to the
 // reference data in topology/.
 #pragma once
 
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "gdrpeer/topo/source.hpp"
+#include "gdrpeer/topo/inputs.hpp"
 
 namespace gdrpeer::topo::testing {
 

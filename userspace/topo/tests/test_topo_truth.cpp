@@ -23,10 +23,10 @@
 #include <tuple>
 #include <nlohmann/json.hpp>
 
-#include "gdrpeer/topo/check.hpp"
-#include "gdrpeer/topo/knowledge.hpp"
-#include "gdrpeer/topo/parsers.hpp"
-#include "gdrpeer/topo/source.hpp"
+#include "gdrpeer/topo/inputs.hpp"
+#include "gdrpeer/topo/render.hpp"
+#include "gdrpeer/topo/rule_data.hpp"
+#include "gdrpeer/topo/rules.hpp"
 #include "test_topo_support.hpp"
 
 namespace gdrpeer::topo {
@@ -35,13 +35,13 @@ namespace {
 using testing::FakeFn;
 using testing::FakeNode;
 
-const Knowledge& kb() {
-  static Knowledge k = Knowledge::load(testing::data_dir());
+const RuleData& kb() {
+  static RuleData k = RuleData::load(testing::data_dir());
   return k;
 }
 
 Topology from_fake(const FakeNode& n) {
-  auto fs = make_tar_source(write_tar(n.entries()), "fake.tar");
+  auto fs = make_tar_fs(write_tar(n.entries()), "fake.tar");
   Topology t = parse_sysfs(*fs, "fake.tar");
   assign_roles(t, kb());
   return t;

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "gdrpeer/topo/inputs.hpp"
 #include "gdrpeer/topo/model.hpp"
 #include "gdrpeer/topo/nvml_probe.hpp"
-#include "gdrpeer/topo/source.hpp"
 
 namespace gdrpeer::topo {
 
@@ -30,7 +30,7 @@ void ask_drivers(Topology& t, const LiveOptions& o);
 // while sysfs is read when the NVIDIA driver is loaded (/proc/driver/nvidia/version):
 // nvmlInit is most of a default check's time on a multi-GPU node. The answer is applied
 // only where the parsed node has an NVIDIA GPU function, as ask_drivers does.
-Topology read_live_node(FileSource& fs, const std::string& name, const LiveOptions& o);
+Topology read_live_node(InputFs& fs, const std::string& name, const LiveOptions& o);
 
 struct SnapshotOptions {
   bool ask_drivers = true;  // the live node (false for a --sysfs-root copy: its drivers are not here)
@@ -49,7 +49,7 @@ struct Snapshot {
 // Records everything parse_sysfs reads on `base`, /proc/driver/nvidia/params, the
 // hostname, the drivers' answers ("gdrpeer-snapshot/nvml", ".../cuda-probe") and
 // "gdrpeer-snapshot/meta" (time, hostname, driver version, gdrpeer version).
-Snapshot take_snapshot(FileSource& base, const std::string& name, const SnapshotOptions& o);
+Snapshot take_snapshot(InputFs& base, const std::string& name, const SnapshotOptions& o);
 
 // Paths of the snapshot's own records.
 inline constexpr const char* kSnapshotNvmlPath = "/gdrpeer-snapshot/nvml";

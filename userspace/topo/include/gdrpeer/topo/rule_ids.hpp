@@ -8,12 +8,12 @@
 #include <string>
 #include <string_view>
 
-#include "gdrpeer/topo/knowledge.hpp"
+#include "gdrpeer/topo/rule_data.hpp"
 
 namespace gdrpeer::topo {
 
 // Ids of rules.cpp plus the platform rules of the loaded rule data, and their groups.
-std::set<std::string> known_rule_ids(const Knowledge& k);
+std::set<std::string> known_rule_ids(const RuleData& k);
 
 // The known id nearest to `id` by edit distance, or "" when none is close
 // (more than a third of the longer name would have to change).

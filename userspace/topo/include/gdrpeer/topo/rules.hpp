@@ -1,5 +1,12 @@
-// Per-pair classification (nvidia-smi classes, CUDA's three cases, NCCL's GDR
-// default) and the rules that turn a model into verdicts with fixes.
+// Stage 3 of the checker, the rules: check() turns a model into findings (reason and a fix
+// an operator can paste), a verdict per pair and the node verdict. Its stages, in the order
+// check() runs them:
+//  - the PCIe rules (rules.cpp, rules_root_port.cpp): paths, ACS, IOMMU, ATS, BAR1, root
+//    complexes and the platform rules of the rule data;
+//  - the stack stage (stack_*.cpp, stack.hpp): the NVIDIA driver's gate and what NCCL,
+//    NVSHMEM and UCX will decide;
+//  - the readiness stage (readiness_*.cpp, readiness.hpp): IBGDA and GDS modes;
+//  - the node verdict (node_verdict.cpp), which reads every finding above.
 #pragma once
 
 #include <algorithm>
@@ -10,51 +17,13 @@
 #include <utility>
 #include <vector>
 
-#include "gdrpeer/topo/knowledge.hpp"
+#include "gdrpeer/topo/classify.hpp"
 #include "gdrpeer/topo/model.hpp"
+#include "gdrpeer/topo/readiness.hpp"
+#include "gdrpeer/topo/rule_data.hpp"
+#include "gdrpeer/topo/stack.hpp"
 
 namespace gdrpeer::topo {
-
-// Same meaning as `nvidia-smi topo -m`:
-//  PIX  at most one PCIe bridge (a switch counts as one bridge)
-//  PXB  several bridges, not through the host bridge
-//  PHB  through one PCIe host bridge (root complex)
-//  NODE between host bridges of one NUMA node
-//  SYS  across the inter-socket (NUMA) interconnect
-enum class PathClass { PIX, PXB, PHB, NODE, SYS };
-// The CUDA GPUDirect RDMA guide's three cases.
-enum class CudaCase { SwitchOnly, RootComplex, CpuInterconnect };
-
-struct PathInfo {
-  PathClass cls = PathClass::SYS;
-  CudaCase cuda = CudaCase::CpuInterconnect;
-  bool nccl_gdr = false;        // NCCL's default NCCL_NET_GDR_LEVEL (PXB)
-  bool numa_guessed = false;    // NODE vs SYS decided without NUMA data
-  int lca = -1;                 // lowest common bridge device, -1 if none
-  std::vector<int> ports_a, ports_b;  // bridges strictly below the meeting point
-};
-
-// NVLink between two GPUs, as the input states it (or infers it from NVSwitches in the PCI tree).
-struct NvLinkPath {
-  bool linked = false;
-  bool via_switch = false;
-  bool inferred = false;  // from NVSwitch devices in the PCI tree or the GPU model, not from a link list
-  std::string inferred_from;  // "nvswitch-on-bus" or "gpu-model" when inferred
-  int links = 0;          // nvidia-smi's NV#; 0 unknown
-  uint64_t bandwidth_mbps = 0;
-};
-
-PathInfo classify(const Topology& t, int a, int b, const Knowledge& k);
-// The same into `p`, whose ports vectors' memory is reused: check() classifies
-// every pair of labelled devices for the class table.
-void classify(const Topology& t, int a, int b, const Knowledge& k, PathInfo& p);
-// nvswitch_on_bus: nvswitch_on_pci_bus(t), computed once per node.
-bool nvswitch_on_pci_bus(const Topology& t);
-NvLinkPath nvlink_between(const Topology& t, int a, int b, bool nvswitch_on_bus);
-// "NV12", "NV" (count unknown), or "" when not linked: nvidia-smi's matrix cell.
-std::string nvlink_cell(const NvLinkPath& l);
-const char* to_string(PathClass c);
-const char* to_string(CudaCase c);
 
 enum class Verdict { Optimal = 0, Degraded = 1, Unreliable = 2, Blocked = 3 };
 const char* to_string(Verdict v);
@@ -134,20 +103,10 @@ struct Report {
   PathClass path_class(int a, int b) const { return classes.at(std::minmax(a, b)); }
 };
 
-Report check(const Topology& t, const Knowledge& k, const CheckOptions& opt);
+Report check(const Topology& t, const RuleData& k, const CheckOptions& opt);
 // Fills rep.node from rep's pairs and node findings (node_verdict.cpp); check() calls it last.
 void judge_node(const Topology& t, const CheckOptions& opt, Report& rep);
 // "optimal" ... "blocked", or "incomplete".
 const char* node_status(const Report& r);
-
-// Outputs.
-std::string render_matrix(const Topology& t, const Report& r, bool include_nvme);
-std::string render_json(const Topology& t, const Report& r);
-std::string render_dot(const Topology& t, const Report& r);
-std::string render_tree(const Topology& t, bool roles_only);
-// "GPUs (each with its best NIC ...)": one line per GPU; "" when no GPU-NIC pair was checked.
-std::string render_gpu_digest(const Topology& t, const Report& r);
-// One line for fleet mode: "<source>: <node verdict> (<counts>) exit N".
-std::string render_summary_line(const Topology& t, const Report& r);
 
 }  // namespace gdrpeer::topo

@@ -1,6 +1,7 @@
-// File sources for the sysfs parser: a directory tree, an in-memory tar
-// (snapshots), and the recorder behind `gdrpeer snapshot`. Reading and writing
-// tar and the compressed forms is libarchive's (archive.cpp).
+// The file systems a node is read from (InputFs, inputs.hpp): a directory tree (live "/" or a
+// --sysfs-root copy), an in-memory tar (snapshots), and the recorder behind `gdrpeer snapshot`;
+// and InputFile, one whole input file in memory. Reading and writing tar and the compressed
+// forms is libarchive's (archive.cpp).
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -14,7 +15,7 @@
 #include <set>
 
 #include "gdrpeer/topo/errors.hpp"
-#include "gdrpeer/topo/source.hpp"
+#include "gdrpeer/topo/inputs.hpp"
 
 namespace gdrpeer::topo {
 
@@ -56,9 +57,9 @@ class FdRange : public FileRange {
   size_t max_;
 };
 
-class DirSource : public FileSource {
+class DirFs : public InputFs {
  public:
-  explicit DirSource(std::string root) : root_(std::move(root)) {
+  explicit DirFs(std::string root) : root_(std::move(root)) {
     while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
     if (root_ == "/") root_.clear();
   }
@@ -132,9 +133,9 @@ std::string single_top_folder(const std::vector<TarEntry>& entries) {
   return has_sys ? top : "";
 }
 
-class TarSource : public FileSource {
+class TarFs : public InputFs {
  public:
-  TarSource(const std::string& bytes, std::string name) : name_(std::move(name)) {
+  TarFs(const std::string& bytes, std::string name) : name_(std::move(name)) {
     std::vector<TarEntry> entries = parse_tar(bytes, name_);
     const std::string top = single_top_folder(entries);
     for (auto& e : entries) {
@@ -179,7 +180,7 @@ class TarSource : public FileSource {
 
 }  // namespace
 
-std::unique_ptr<FileRange> FileSource::open_range(const std::string& path, size_t max_bytes) {
+std::unique_ptr<FileRange> InputFs::open_range(const std::string& path, size_t max_bytes) {
   auto bytes = read(path, max_bytes);
   if (!bytes) return nullptr;
   return std::make_unique<StringRange>(std::move(*bytes));
@@ -254,25 +255,25 @@ InputFile::~InputFile() {
   if (map_) ::munmap(map_, map_size_);
 }
 
-std::unique_ptr<FileSource> make_dir_source(const std::string& root) { return std::make_unique<DirSource>(root); }
+std::unique_ptr<InputFs> make_dir_fs(const std::string& root) { return std::make_unique<DirFs>(root); }
 
-std::unique_ptr<FileSource> make_tar_source(const std::string& bytes, const std::string& name) {
-  return std::make_unique<TarSource>(bytes, name);
+std::unique_ptr<InputFs> make_tar_fs(const std::string& bytes, const std::string& name) {
+  return std::make_unique<TarFs>(bytes, name);
 }
 
-std::optional<std::string> RecordingSource::read(const std::string& path, size_t max_bytes) {
+std::optional<std::string> RecordingFs::read(const std::string& path, size_t max_bytes) {
   auto r = inner_.read(path, max_bytes);
   if (r) seen_[path] = TarEntry{TarEntry::Type::File, path.substr(1), *r};
   return r;
 }
 
-std::optional<std::string> RecordingSource::readlink(const std::string& path) {
+std::optional<std::string> RecordingFs::readlink(const std::string& path) {
   auto r = inner_.readlink(path);
   if (r) seen_[path] = TarEntry{TarEntry::Type::Symlink, path.substr(1), *r};
   return r;
 }
 
-std::optional<std::vector<std::string>> RecordingSource::list(const std::string& path) {
+std::optional<std::vector<std::string>> RecordingFs::list(const std::string& path) {
   auto r = inner_.list(path);
   // Directories are recorded so that empty ones (no IOMMU groups, no memory
   // peers) still read back as "present and empty".
@@ -280,7 +281,7 @@ std::optional<std::vector<std::string>> RecordingSource::list(const std::string&
   return r;
 }
 
-std::vector<TarEntry> RecordingSource::entries() const {
+std::vector<TarEntry> RecordingFs::entries() const {
   std::vector<TarEntry> out;
   for (const auto& [p, e] : seen_) out.push_back(e);  // map order puts parents first
   return out;

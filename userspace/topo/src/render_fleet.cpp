@@ -1,40 +1,35 @@
-#include "fleet_outputs.hpp"
-
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
+// `gdrpeer check --format prometheus|nfd|summary`: one node's check result in the formats
+// fleet tooling already collects -- node_exporter's textfile collector and
+// node-feature-discovery's local feature files (docs/fleet.md). The CLI writes them
+// atomically (cli/output_file.hpp): a collector must never read a half-written file.
+#include <time.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
+#include <ctime>
 #include <map>
 #include <tuple>
 #include <utility>
 #include <vector>
 
-#ifndef GDRPEER_VERSION
-#define GDRPEER_VERSION "unknown"
-#endif
+#include "gdrpeer/topo/render.hpp"
 
-namespace gdrpeer::cli {
-
-namespace topo = gdrpeer::topo;
+namespace gdrpeer::topo {
 
 namespace {
 
-const char* role_name(topo::Role r) {
+const char* role_name(Role r) {
   switch (r) {
-    case topo::Role::GPU: return "gpu";
-    case topo::Role::NIC: return "nic";
-    case topo::Role::NVMe: return "nvme";
-    case topo::Role::None: break;
+    case Role::GPU: return "gpu";
+    case Role::NIC: return "nic";
+    case Role::NVMe: return "nvme";
+    case Role::None: break;
   }
   return "none";
 }
 
 // "gpu-nic", "gpu-gpu", "gpu-nvme": the --pairs kind a pair belongs to.
-std::string pair_kind(const topo::Topology& t, const topo::PairResult& p) {
+std::string pair_kind(const Topology& t, const PairResult& p) {
   return std::string(role_name(t.devices[static_cast<size_t>(p.a)].role)) + "-" +
          role_name(t.devices[static_cast<size_t>(p.b)].role);
 }
@@ -85,10 +80,10 @@ struct Problem {
 };
 
 // Findings that count against the verdict (severity above optimal), by rule and severity.
-std::map<Problem, int> problem_counts(const topo::Report& r) {
+std::map<Problem, int> problem_counts(const Report& r) {
   std::map<Problem, int> counts;
-  auto count = [&](const topo::Finding& f) {
-    if (f.severity != topo::Verdict::Optimal) ++counts[{f.rule, topo::to_string(f.severity)}];
+  auto count = [&](const Finding& f) {
+    if (f.severity != Verdict::Optimal) ++counts[{f.rule, to_string(f.severity)}];
   };
   for (const auto& p : r.pairs)
     for (const auto& f : p.findings) count(f);
@@ -96,22 +91,22 @@ std::map<Problem, int> problem_counts(const topo::Report& r) {
   return counts;
 }
 
-size_t count_role(const topo::Report& r, topo::Role role) {
-  return role == topo::Role::GPU ? r.gpus.size() : role == topo::Role::NIC ? r.nics.size() : r.nvmes.size();
+size_t count_role(const Report& r, Role role) {
+  return role == Role::GPU ? r.gpus.size() : role == Role::NIC ? r.nics.size() : r.nvmes.size();
 }
 
 }  // namespace
 
-std::string render_prometheus(const topo::Topology& t, const topo::Knowledge& k, const topo::Report& r, std::time_t now) {
+std::string render_prometheus(const Topology& t, const RuleData& k, const Report& r, std::time_t now, std::string_view tool_version) {
   Exposition e;
   e.family("gdrpeer_check_info", "The checked node's facts and the gdrpeer that checked it (always 1).");
-  e.sample({{"version", GDRPEER_VERSION},
+  e.sample({{"version", std::string(tool_version)},
             {"rule_data", k.data_dir},
             {"source", t.source},
             {"kernel", t.sw.kernel_release},
             {"nvidia_driver", t.sw.nvidia_version},
             {"cpu", t.cpu.model_name},
-            {"iommu", topo::to_string(t.iommu)},
+            {"iommu", to_string(t.iommu)},
             {"virtual_machine", r.virtual_machine ? "true" : "false"}},
            1);
   e.family("gdrpeer_check_verdict",
@@ -127,7 +122,7 @@ std::string render_prometheus(const topo::Topology& t, const topo::Knowledge& k,
   e.family("gdrpeer_check_timestamp_seconds", "When this check ran (seconds since the epoch); a stale value means the refresh stopped.");
   e.sample({}, static_cast<double>(now));
   e.family("gdrpeer_devices", "Devices found, by role.");
-  for (topo::Role role : {topo::Role::GPU, topo::Role::NIC, topo::Role::NVMe})
+  for (Role role : {Role::GPU, Role::NIC, Role::NVMe})
     e.sample({{"role", role_name(role)}}, static_cast<double>(count_role(r, role)));
   if (r.node.expect_gpus >= 0 || r.node.expect_nics >= 0) {
     e.family("gdrpeer_devices_expected", "Devices expected (--expect-gpus, --expect-nics), by role.");
@@ -141,7 +136,7 @@ std::string render_prometheus(const topo::Topology& t, const topo::Knowledge& k,
                 {"gpu_bdf", t.devices[static_cast<size_t>(d.gpu)].bdf},
                 {"nic", r.labels[static_cast<size_t>(d.best_nic)]},
                 {"nic_bdf", t.devices[static_cast<size_t>(d.best_nic)].bdf},
-                {"class", topo::to_string(d.cls)}},
+                {"class", to_string(d.cls)}},
                static_cast<int>(d.verdict));
   e.family("gdrpeer_pair_verdict",
            "Verdict per checked pair (0 optimal, 1 degraded, 2 unreliable, 3 blocked); class is the nvidia-smi path class.");
@@ -151,18 +146,18 @@ std::string render_prometheus(const topo::Topology& t, const topo::Knowledge& k,
               {"a_bdf", t.devices[static_cast<size_t>(p.a)].bdf},
               {"b_bdf", t.devices[static_cast<size_t>(p.b)].bdf},
               {"kind", pair_kind(t, p)},
-              {"class", topo::to_string(p.path.cls)}},
+              {"class", to_string(p.path.cls)}},
              static_cast<int>(p.verdict));
   e.family("gdrpeer_pairs", "Checked pairs by verdict.");
-  for (topo::Verdict v : {topo::Verdict::Optimal, topo::Verdict::Degraded, topo::Verdict::Unreliable, topo::Verdict::Blocked})
-    e.sample({{"verdict", topo::to_string(v)}},
+  for (Verdict v : {Verdict::Optimal, Verdict::Degraded, Verdict::Unreliable, Verdict::Blocked})
+    e.sample({{"verdict", to_string(v)}},
              static_cast<double>(std::count_if(r.pairs.begin(), r.pairs.end(), [v](const auto& p) { return p.verdict == v; })));
   e.family("gdrpeer_problems", "Findings that lower a verdict, by rule id (docs/check.md) and severity; node-wide findings count once.");
   for (const auto& [problem, n] : problem_counts(r)) e.sample({{"rule", problem.rule}, {"severity", problem.severity}}, n);
   return e.take();
 }
 
-std::string render_gpu_summary(const topo::Topology& t, const topo::Report& r) {
+std::string render_gpu_summary(const Topology& t, const Report& r) {
   std::string out;
   for (const auto& d : r.node.gpus) {
     const auto& gpu = t.devices[static_cast<size_t>(d.gpu)];
@@ -171,17 +166,17 @@ std::string render_gpu_summary(const topo::Topology& t, const topo::Report& r) {
       out += "no NIC checked\n";
       continue;
     }
-    out += r.labels[static_cast<size_t>(d.best_nic)] + " " + t.devices[static_cast<size_t>(d.best_nic)].bdf + " " + topo::to_string(d.cls) +
-           " " + topo::to_string(d.verdict) + "\n";
+    out += r.labels[static_cast<size_t>(d.best_nic)] + " " + t.devices[static_cast<size_t>(d.best_nic)].bdf + " " + to_string(d.cls) +
+           " " + to_string(d.verdict) + "\n";
   }
-  return out + "node: " + topo::node_status(r) + " (" + r.node.reason + "), exit " + std::to_string(r.exit_code()) + "\n";
+  return out + "node: " + node_status(r) + " (" + r.node.reason + "), exit " + std::to_string(r.exit_code()) + "\n";
 }
 
-std::string render_nfd(const topo::Topology& t, const topo::Report& r, std::time_t now, long expiry_s) {
+std::string render_nfd(const Topology& t, const Report& r, std::time_t now, long expiry_s, std::string_view tool_version) {
   constexpr const char* ns = "gdrpeer.feature.node.kubernetes.io/";
   std::string source = t.source;  // a comment line: a newline in a file name must not end it
   std::replace(source.begin(), source.end(), '\n', ' ');
-  std::string out = "# gdrpeer " GDRPEER_VERSION " check of " + source + " (node-feature-discovery local features)\n";
+  std::string out = "# gdrpeer " + std::string(tool_version) + " check of " + source + " (node-feature-discovery local features)\n";
   const std::time_t expiry = now + expiry_s;
   std::tm tm{};
   ::gmtime_r(&expiry, &tm);
@@ -189,11 +184,11 @@ std::string render_nfd(const topo::Topology& t, const topo::Report& r, std::time
   std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
   out += std::string("# +expiry-time=") + stamp + "\n";
   auto label = [&](const std::string& name, const std::string& value) { out += ns + name + "=" + value + "\n"; };
-  label("verdict", topo::node_status(r));
+  label("verdict", node_status(r));
   // GPU-NIC: each GPU with its best NIC (NCCL binds it there), the worst GPU of those; with
   // --all-pairs the worst pair. What a scheduler asks: "can this node do GPUDirect RDMA?".
   bool any_nic = false;
-  topo::Verdict gpu_nic = topo::Verdict::Optimal;
+  Verdict gpu_nic = Verdict::Optimal;
   for (const auto& d : r.node.gpus)
     if (d.best_nic >= 0) {
       any_nic = true;
@@ -202,17 +197,17 @@ std::string render_nfd(const topo::Topology& t, const topo::Report& r, std::time
   // The worst verdict per pair kind, the GPU-NIC one under its own name as detail.
   for (const char* kind : {"gpu-nic", "gpu-gpu", "gpu-nvme"}) {
     bool any = false;
-    topo::Verdict worst = topo::Verdict::Optimal;
+    Verdict worst = Verdict::Optimal;
     for (const auto& p : r.pairs)
       if (pair_kind(t, p) == kind) {
         any = true;
         worst = std::max(worst, p.verdict);
       }
     if (std::string_view(kind) == "gpu-nic") {
-      label("gpu-nic-verdict", !any ? "none" : r.node.all_pairs || !any_nic ? topo::to_string(worst) : topo::to_string(gpu_nic));
-      label("gpu-nic-all-pairs-verdict", any ? topo::to_string(worst) : "none");
+      label("gpu-nic-verdict", !any ? "none" : r.node.all_pairs || !any_nic ? to_string(worst) : to_string(gpu_nic));
+      label("gpu-nic-all-pairs-verdict", any ? to_string(worst) : "none");
     } else {
-      label(std::string(kind) + "-verdict", any ? topo::to_string(worst) : "none");
+      label(std::string(kind) + "-verdict", any ? to_string(worst) : "none");
     }
   }
   label("gpus", std::to_string(r.gpus.size()));
@@ -228,4 +223,4 @@ std::string render_nfd(const topo::Topology& t, const topo::Report& r, std::time
   return out;
 }
 
-}  // namespace gdrpeer::cli
+}  // namespace gdrpeer::topo

@@ -1,4 +1,4 @@
-#include "gdrpeer/topo/knowledge.hpp"
+#include "gdrpeer/topo/rule_data.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -10,7 +10,7 @@
 
 #include "builtin_data.hpp"
 #include "gdrpeer/topo/errors.hpp"
-#include "gdrpeer/topo/source.hpp"
+#include "gdrpeer/topo/inputs.hpp"
 #include "hex.hpp"
 #include "json_data.hpp"
 
@@ -169,7 +169,7 @@ bool IdMatch::matches(const Device& d) const {
   return true;
 }
 
-std::string Knowledge::default_dir() {
+std::string RuleData::default_dir() {
   if (const char* env = std::getenv("GDRPEER_DATA_DIR"); env && *env) return env;
   // Installed with the binary: <prefix>/bin/gdrpeer -> <prefix>/share/gdrpeer/topology,
   // wherever the prefix was moved. Only relative to the binary: a fixed install path
@@ -186,14 +186,14 @@ std::string Knowledge::default_dir() {
   return {};
 }
 
-std::string Knowledge::describe_dir(const std::string& dir) {
+std::string RuleData::describe_dir(const std::string& dir) {
   if (dir.empty()) return std::string("built-in (topology/*.json of this build, fingerprint ") + detail::builtin_rule_fingerprint() + ")";
   const char* env = std::getenv("GDRPEER_DATA_DIR");
   return dir + (env && dir == env ? " (from GDRPEER_DATA_DIR)" : "");
 }
 
-Knowledge Knowledge::load(const std::string& dir) {
-  Knowledge k;
+RuleData RuleData::load(const std::string& dir) {
+  RuleData k;
   k.data_dir = dir.empty() ? "built-in" : dir;
 
   Doc devf = load_file(dir, "devices.json");
@@ -343,28 +343,28 @@ std::string GpuFamilyMatch::provenance() const {
   return "";
 }
 
-const GpuFamily* Knowledge::gpu_family_by_name(std::string_view name) const {
+const GpuFamily* RuleData::gpu_family_by_name(std::string_view name) const {
   if (name.empty()) return nullptr;
   for (const auto& f : gpu_families)
     if (contains_any(name, f.name_patterns)) return &f;
   return nullptr;
 }
 
-const NvlinkBaseboardPart* Knowledge::nvlink_baseboard_part(const Device& d) const {
+const NvlinkBaseboardPart* RuleData::nvlink_baseboard_part(const Device& d) const {
   if (!d.ids_known || d.vendor != 0x10de) return nullptr;
   for (const auto& p : nvlink_baseboard_parts)
     if (p.device == d.device) return &p;
   return nullptr;
 }
 
-std::string Knowledge::pci_ids_path() const {
+std::string RuleData::pci_ids_path() const {
   if (const char* env = std::getenv("GDRPEER_PCI_IDS")) return env;  // "" turns the fallback off
   for (const auto& p : pci_ids_paths)
     if (::access(p.c_str(), R_OK) == 0) return p;
   return "";
 }
 
-GpuFamilyMatch Knowledge::gpu_family_match(const Device& d) const {
+GpuFamilyMatch RuleData::gpu_family_match(const Device& d) const {
   GpuFamilyMatch m;
   const bool nvidia = d.ids_known && d.vendor == 0x10de;
   if (nvidia)
@@ -436,7 +436,7 @@ std::optional<std::string> pci_ids_device_name(const std::string& path, uint16_t
   return name;
 }
 
-const RootComplex* Knowledge::root_complex(const CpuInfo& cpu) const {
+const RootComplex* RuleData::root_complex(const CpuInfo& cpu) const {
   for (const auto& rc : root_complexes) {
     bool any = false;
     if (!rc.arch.empty()) {
@@ -470,19 +470,19 @@ const RootComplex* Knowledge::root_complex(const CpuInfo& cpu) const {
   return nullptr;
 }
 
-bool Knowledge::flattens(const Device& d) const {
+bool RuleData::flattens(const Device& d) const {
   for (const auto& m : flatten_switches)
     if (m.matches(d)) return true;
   return false;
 }
 
-std::optional<uint16_t> Knowledge::vendor_from_name(std::string_view name) const {
+std::optional<uint16_t> RuleData::vendor_from_name(std::string_view name) const {
   for (const auto& [n, id] : vendor_names)
     if (name.substr(0, n.size()) == n) return id;
   return std::nullopt;
 }
 
-std::string Knowledge::virtual_hardware(const Topology& t) const {
+std::string RuleData::virtual_hardware(const Topology& t) const {
   for (const auto& d : t.devices)
     if (d.ids_known ? id_listed(virtual_ids, d) : contains_any(d.name, virtual_name_patterns)) {
       std::string what = d.name;
@@ -496,7 +496,7 @@ std::string Knowledge::virtual_hardware(const Topology& t) const {
   return "";
 }
 
-void assign_roles(Topology& t, const Knowledge& k) {
+void assign_roles(Topology& t, const RuleData& k) {
   for (auto& d : t.devices) {
     if (d.role_overridden || d.is_bridge) continue;
     if (d.role != Role::None) continue;  // the input said so (NCCL <gpu>/<nic>)

@@ -1,6 +1,8 @@
-// Platform and quirk knowledge read at run time from topology/*.json: which
-// PCI IDs are GPUs/RDMA NICs/switches to flatten, root complex P2P quality,
-// GPU families, platform rules. Kept as data so operators can extend it.
+// The rule data: what the checker knows about hardware, read from topology/*.json (built
+// into the binary, overridable at run time with --data-dir or $GDRPEER_DATA_DIR): which
+// PCI IDs are GPUs/RDMA NICs/switches to flatten, root complex P2P quality, GPU families,
+// platform rules. Kept as data so operators can extend it; the code that judges with it is
+// rules.hpp. Also the role assignment, which is a lookup in these tables.
 #pragma once
 
 #include <cstdint>
@@ -86,7 +88,7 @@ struct PlatformRule {
   std::string reason, fix;
 };
 
-struct Knowledge {
+struct RuleData {
   std::string data_dir;  // where it was loaded from; "built-in" for the compiled-in data
   std::vector<uint16_t> gpu_vendors;             // display/3D class devices of these are GPUs
   std::vector<NicRule> nics;
@@ -118,7 +120,7 @@ struct Knowledge {
 
   // Loads every file of `dir`, or the data built into the binary when `dir` is "";
   // throws DataError naming the file on malformed data.
-  static Knowledge load(const std::string& dir);
+  static RuleData load(const std::string& dir);
   // Where rule data comes from when no --data-dir is given: $GDRPEER_DATA_DIR, else
   // <prefix>/share/gdrpeer/topology beside an installed <prefix>/bin/gdrpeer, else ""
   // for the built-in data (topology/*.json compiled in at build time).
@@ -153,7 +155,7 @@ std::optional<std::string> pci_ids_device_name(const std::string& path, uint16_t
 
 // Give every device its role from IDs/class (or from names where the input
 // has no IDs), then apply the operator's overrides ("GPU=0000:01:00.0").
-void assign_roles(Topology& t, const Knowledge& k);
+void assign_roles(Topology& t, const RuleData& k);
 // Throws std::invalid_argument on a malformed spec or unknown BDF.
 void apply_role_override(Topology& t, const std::string& spec);
 
