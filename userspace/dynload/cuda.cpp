@@ -18,80 +18,66 @@ std::string Api::error_text(CUresult r) const {
 
 namespace {
 
-using dl::bind;
-using Loaded = dl::Loaded<Api>;
+// The entry points and whether each is required. The P2P group (`verify --p2p`) is optional
+// as a group: a missing one is listed in Api::p2p_missing and only --p2p says so.
+constexpr dl::Sym<Api> kSymbols[] = {
+    dl::sym<&Api::cuInit>("cuInit", true),
+    dl::sym<&Api::cuDriverGetVersion>("cuDriverGetVersion", true),
+    dl::sym<&Api::cuGetErrorName>("cuGetErrorName", false),
+    dl::sym<&Api::cuGetErrorString>("cuGetErrorString", false),
+    dl::sym<&Api::cuDeviceGetCount>("cuDeviceGetCount", true),
+    dl::sym<&Api::cuDeviceGet>("cuDeviceGet", true),
+    dl::sym<&Api::cuDeviceGetName>("cuDeviceGetName", true),
+    dl::sym<&Api::cuDeviceGetAttribute>("cuDeviceGetAttribute", true),
+    dl::sym<&Api::cuDeviceGetPCIBusId>("cuDeviceGetPCIBusId", true),
+    dl::sym<&Api::cuDevicePrimaryCtxRetain>("cuDevicePrimaryCtxRetain", true),
+    dl::sym<&Api::cuDevicePrimaryCtxRelease>("cuDevicePrimaryCtxRelease_v2", true),
+    dl::sym<&Api::cuCtxSetCurrent>("cuCtxSetCurrent", true),
+    dl::sym<&Api::cuCtxSynchronize>("cuCtxSynchronize", true),
+    dl::sym<&Api::cuMemAlloc>("cuMemAlloc_v2", true),
+    dl::sym<&Api::cuMemFree>("cuMemFree_v2", true),
+    dl::sym<&Api::cuMemGetInfo>("cuMemGetInfo_v2", true),
+    dl::sym<&Api::cuMemcpyHtoD>("cuMemcpyHtoD_v2", true),
+    dl::sym<&Api::cuMemcpyDtoH>("cuMemcpyDtoH_v2", true),
+    dl::sym<&Api::cuPointerSetAttribute>("cuPointerSetAttribute", true),
+    dl::sym<&Api::cuMemGetAllocationGranularity>("cuMemGetAllocationGranularity", false),
+    dl::sym<&Api::cuMemCreate>("cuMemCreate", false),
+    dl::sym<&Api::cuMemRelease>("cuMemRelease", false),
+    dl::sym<&Api::cuMemAddressReserve>("cuMemAddressReserve", false),
+    dl::sym<&Api::cuMemAddressFree>("cuMemAddressFree", false),
+    dl::sym<&Api::cuMemMap>("cuMemMap", false),
+    dl::sym<&Api::cuMemUnmap>("cuMemUnmap", false),
+    dl::sym<&Api::cuMemSetAccess>("cuMemSetAccess", false),
+    dl::sym<&Api::cuMemGetHandleForAddressRange>("cuMemGetHandleForAddressRange", false),
+    dl::sym<&Api::cuFlushGPUDirectRDMAWrites>("cuFlushGPUDirectRDMAWrites", false),
+    // GPU peer-to-peer
+    dl::sym<&Api::cuDeviceCanAccessPeer>("cuDeviceCanAccessPeer", true, &Api::p2p_missing),
+    dl::sym<&Api::cuDeviceGetP2PAttribute>("cuDeviceGetP2PAttribute", true, &Api::p2p_missing),
+    dl::sym<&Api::cuCtxEnablePeerAccess>("cuCtxEnablePeerAccess", true, &Api::p2p_missing),
+    dl::sym<&Api::cuCtxDisablePeerAccess>("cuCtxDisablePeerAccess", true, &Api::p2p_missing),
+    dl::sym<&Api::cuStreamCreate>("cuStreamCreate", true, &Api::p2p_missing),
+    dl::sym<&Api::cuStreamDestroy>("cuStreamDestroy_v2", true, &Api::p2p_missing),
+    dl::sym<&Api::cuStreamWaitEvent>("cuStreamWaitEvent", true, &Api::p2p_missing),
+    dl::sym<&Api::cuStreamSynchronize>("cuStreamSynchronize", true, &Api::p2p_missing),
+    dl::sym<&Api::cuEventCreate>("cuEventCreate", true, &Api::p2p_missing),
+    dl::sym<&Api::cuEventRecord>("cuEventRecord", true, &Api::p2p_missing),
+    dl::sym<&Api::cuEventSynchronize>("cuEventSynchronize", true, &Api::p2p_missing),
+    dl::sym<&Api::cuEventElapsedTime>("cuEventElapsedTime", true, &Api::p2p_missing),
+    dl::sym<&Api::cuEventDestroy>("cuEventDestroy_v2", true, &Api::p2p_missing),
+    dl::sym<&Api::cuMemcpyPeerAsync>("cuMemcpyPeerAsync", true, &Api::p2p_missing),
+    dl::sym<&Api::cuMemsetD8>("cuMemsetD8_v2", true, &Api::p2p_missing),
+};
 
-Loaded load_now(const char* library) {
-  Loaded l;
-  void* lib = ::dlopen(library, RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) {
-    const char* e = ::dlerror();
-    l.why = std::string("cannot load ") + library + ": " + (e != nullptr ? e : "unknown error") +
-            " (no NVIDIA driver on this node)";
-    return l;
-  }
-  Api& a = l.api;
-  a.handle = lib;
-  std::string missing;
-  bind(lib, a.cuInit, "cuInit", true, &missing);
-  bind(lib, a.cuDriverGetVersion, "cuDriverGetVersion", true, &missing);
-  bind(lib, a.cuGetErrorName, "cuGetErrorName", false, &missing);
-  bind(lib, a.cuGetErrorString, "cuGetErrorString", false, &missing);
-  bind(lib, a.cuDeviceGetCount, "cuDeviceGetCount", true, &missing);
-  bind(lib, a.cuDeviceGet, "cuDeviceGet", true, &missing);
-  bind(lib, a.cuDeviceGetName, "cuDeviceGetName", true, &missing);
-  bind(lib, a.cuDeviceGetAttribute, "cuDeviceGetAttribute", true, &missing);
-  bind(lib, a.cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId", true, &missing);
-  bind(lib, a.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", true, &missing);
-  bind(lib, a.cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", true, &missing);
-  bind(lib, a.cuCtxSetCurrent, "cuCtxSetCurrent", true, &missing);
-  bind(lib, a.cuCtxSynchronize, "cuCtxSynchronize", true, &missing);
-  bind(lib, a.cuMemAlloc, "cuMemAlloc_v2", true, &missing);
-  bind(lib, a.cuMemFree, "cuMemFree_v2", true, &missing);
-  bind(lib, a.cuMemGetInfo, "cuMemGetInfo_v2", true, &missing);
-  bind(lib, a.cuMemcpyHtoD, "cuMemcpyHtoD_v2", true, &missing);
-  bind(lib, a.cuMemcpyDtoH, "cuMemcpyDtoH_v2", true, &missing);
-  bind(lib, a.cuPointerSetAttribute, "cuPointerSetAttribute", true, &missing);
-  bind(lib, a.cuMemGetAllocationGranularity, "cuMemGetAllocationGranularity", false, &missing);
-  bind(lib, a.cuMemCreate, "cuMemCreate", false, &missing);
-  bind(lib, a.cuMemRelease, "cuMemRelease", false, &missing);
-  bind(lib, a.cuMemAddressReserve, "cuMemAddressReserve", false, &missing);
-  bind(lib, a.cuMemAddressFree, "cuMemAddressFree", false, &missing);
-  bind(lib, a.cuMemMap, "cuMemMap", false, &missing);
-  bind(lib, a.cuMemUnmap, "cuMemUnmap", false, &missing);
-  bind(lib, a.cuMemSetAccess, "cuMemSetAccess", false, &missing);
-  bind(lib, a.cuMemGetHandleForAddressRange, "cuMemGetHandleForAddressRange", false, &missing);
-  bind(lib, a.cuFlushGPUDirectRDMAWrites, "cuFlushGPUDirectRDMAWrites", false, &missing);
-  std::string& p2p = a.p2p_missing;  // optional as a group: verify --p2p says which are missing
-  bind(lib, a.cuDeviceCanAccessPeer, "cuDeviceCanAccessPeer", true, &p2p);
-  bind(lib, a.cuDeviceGetP2PAttribute, "cuDeviceGetP2PAttribute", true, &p2p);
-  bind(lib, a.cuCtxEnablePeerAccess, "cuCtxEnablePeerAccess", true, &p2p);
-  bind(lib, a.cuCtxDisablePeerAccess, "cuCtxDisablePeerAccess", true, &p2p);
-  bind(lib, a.cuStreamCreate, "cuStreamCreate", true, &p2p);
-  bind(lib, a.cuStreamDestroy, "cuStreamDestroy_v2", true, &p2p);
-  bind(lib, a.cuStreamWaitEvent, "cuStreamWaitEvent", true, &p2p);
-  bind(lib, a.cuStreamSynchronize, "cuStreamSynchronize", true, &p2p);
-  bind(lib, a.cuEventCreate, "cuEventCreate", true, &p2p);
-  bind(lib, a.cuEventRecord, "cuEventRecord", true, &p2p);
-  bind(lib, a.cuEventSynchronize, "cuEventSynchronize", true, &p2p);
-  bind(lib, a.cuEventElapsedTime, "cuEventElapsedTime", true, &p2p);
-  bind(lib, a.cuEventDestroy, "cuEventDestroy_v2", true, &p2p);
-  bind(lib, a.cuMemcpyPeerAsync, "cuMemcpyPeerAsync", true, &p2p);
-  bind(lib, a.cuMemsetD8, "cuMemsetD8_v2", true, &p2p);
-  if (!missing.empty()) {
-    l.why = std::string(library) + " lacks " + missing + " (driver too old)";
-    ::dlclose(lib);
-    a.handle = nullptr;
-    return l;
-  }
-  l.ok = true;
-  return l;
-}
+constexpr dl::Hint kHint = {
+    RTLD_NOW | RTLD_LOCAL,
+    "cannot load {library}: {dlerror} (no NVIDIA driver on this node)",
+    "{library} lacks {missing} (driver too old)",
+};
+
+dl::Loaded<Api> load_now(const char* library) { return dl::open_api<Api>(library, kHint, kSymbols); }
 
 }  // namespace
 
-const Api* load(std::string* why, const char* library) {
-  return dl::cached_load<Api>(why, library, load_now);
-}
+const Api* load(std::string* why, const char* library) { return dl::cached_load<Api>(why, library, load_now); }
 
 }  // namespace gdrpeer::cuda

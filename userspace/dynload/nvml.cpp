@@ -8,35 +8,26 @@ namespace gdrpeer::nvml {
 
 namespace {
 
-dl::Loaded<Api> load_now(const char* library) {
-  dl::Loaded<Api> l;
-  void* lib = ::dlopen(library, RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) {
-    l.why = std::string(library) + " not loadable";
-    return l;
-  }
-  Api& a = l.api;
-  a.handle = lib;
-  std::string missing;
-  dl::bind(lib, a.nvmlInit, "nvmlInit_v2", true, &missing);
-  dl::bind(lib, a.nvmlDeviceGetCount, "nvmlDeviceGetCount_v2", true, &missing);
-  dl::bind(lib, a.nvmlDeviceGetHandleByIndex, "nvmlDeviceGetHandleByIndex_v2", true, &missing);
-  dl::bind(lib, a.nvmlDeviceGetPciInfo, "nvmlDeviceGetPciInfo_v3", true, &missing);
-  dl::bind(lib, a.nvmlDeviceGetNvLinkState, "nvmlDeviceGetNvLinkState", true, &missing);
-  dl::bind(lib, a.nvmlDeviceGetNvLinkRemotePciInfo, "nvmlDeviceGetNvLinkRemotePciInfo_v2", true, &missing);
-  dl::bind(lib, a.nvmlDeviceGetNvLinkRemoteDeviceType, "nvmlDeviceGetNvLinkRemoteDeviceType", false, &missing);
-  dl::bind(lib, a.nvmlSystemGetDriverVersion, "nvmlSystemGetDriverVersion", false, &missing);
-  dl::bind(lib, a.nvmlDeviceGetGpuFabricInfo, "nvmlDeviceGetGpuFabricInfo", false, &missing);
-  dl::bind(lib, a.nvmlErrorString, "nvmlErrorString", false, &missing);
-  if (!missing.empty()) {
-    l.why = std::string(library) + " lacks the NVLink entry points (" + missing + ")";
-    ::dlclose(lib);
-    a.handle = nullptr;
-    return l;
-  }
-  l.ok = true;
-  return l;
-}
+constexpr dl::Sym<Api> kSymbols[] = {
+    dl::sym<&Api::nvmlInit>("nvmlInit_v2", true),
+    dl::sym<&Api::nvmlDeviceGetCount>("nvmlDeviceGetCount_v2", true),
+    dl::sym<&Api::nvmlDeviceGetHandleByIndex>("nvmlDeviceGetHandleByIndex_v2", true),
+    dl::sym<&Api::nvmlDeviceGetPciInfo>("nvmlDeviceGetPciInfo_v3", true),
+    dl::sym<&Api::nvmlDeviceGetNvLinkState>("nvmlDeviceGetNvLinkState", true),
+    dl::sym<&Api::nvmlDeviceGetNvLinkRemotePciInfo>("nvmlDeviceGetNvLinkRemotePciInfo_v2", true),
+    dl::sym<&Api::nvmlDeviceGetNvLinkRemoteDeviceType>("nvmlDeviceGetNvLinkRemoteDeviceType", false),
+    dl::sym<&Api::nvmlSystemGetDriverVersion>("nvmlSystemGetDriverVersion", false),
+    dl::sym<&Api::nvmlDeviceGetGpuFabricInfo>("nvmlDeviceGetGpuFabricInfo", false),
+    dl::sym<&Api::nvmlErrorString>("nvmlErrorString", false),
+};
+
+constexpr dl::Hint kHint = {
+    RTLD_NOW | RTLD_LOCAL,
+    "{library} not loadable",
+    "{library} lacks the NVLink entry points ({missing})",
+};
+
+dl::Loaded<Api> load_now(const char* library) { return dl::open_api<Api>(library, kHint, kSymbols); }
 
 }  // namespace
 

@@ -17,6 +17,7 @@
 #include "gdrpeer/verify/rdma.hpp"
 #include "gdrpeer/verify/report.hpp"
 #include "gdrpeer/verify/sizes.hpp"
+#include "gdrpeer/verify/verbs_api.hpp"
 
 namespace v = gdrpeer::verify;
 
@@ -349,6 +350,26 @@ TEST(VerifySource, LibraryWithoutCudaSymbolsIsRejected) {
   std::string why;
   EXPECT_EQ(gdrpeer::cuda::load(&why, "libc.so.6"), nullptr);
   EXPECT_TRUE(contains(why, "lacks cuInit")) << why;
+  // The whole text, as the loader wrote it before it became one table (dynload/dl.hpp):
+  // every missing required entry point in table order, the P2P group not among them.
+  EXPECT_EQ(why,
+            "libc.so.6 lacks cuInit, cuDriverGetVersion, cuDeviceGetCount, cuDeviceGet, cuDeviceGetName, "
+            "cuDeviceGetAttribute, cuDeviceGetPCIBusId, cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRelease_v2, "
+            "cuCtxSetCurrent, cuCtxSynchronize, cuMemAlloc_v2, cuMemFree_v2, cuMemGetInfo_v2, cuMemcpyHtoD_v2, "
+            "cuMemcpyDtoH_v2, cuPointerSetAttribute (driver too old)");
+}
+
+TEST(VerifySource, LibraryWithoutVerbsSymbolsIsRejected) {
+  std::string why;
+  EXPECT_EQ(v::verbs::load(&why, "libc.so.6"), nullptr);
+  EXPECT_EQ(why,
+            "libc.so.6 lacks ibv_get_device_list, ibv_free_device_list, ibv_get_device_name, ibv_open_device, "
+            "ibv_close_device, ibv_query_device, ibv_query_port, ibv_query_gid, ibv_alloc_pd, ibv_dealloc_pd, "
+            "ibv_reg_mr, ibv_dereg_mr, ibv_create_cq, ibv_destroy_cq, ibv_create_qp, ibv_modify_qp, "
+            "ibv_destroy_qp, ibv_wc_status_str");
+  EXPECT_EQ(v::verbs::load(&why, "libibverbs-gdrpeer-test-missing.so.1"), nullptr);
+  EXPECT_EQ(why.rfind("cannot load libibverbs-gdrpeer-test-missing.so.1: ", 0), 0u) << why;
+  EXPECT_TRUE(why.ends_with(" (rdma-core's libibverbs1 is not installed)")) << why;
 }
 
 TEST(VerifySource, Names) {

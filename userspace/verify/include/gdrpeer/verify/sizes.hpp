@@ -1,4 +1,7 @@
 // Byte sizes on the command line: "4096", "64K", "64KiB", "1M", "2G".
+// Not CLI11's AsSizeValue: on a uint64_t option it turns "-1" and "99999999999999999999" into
+// 2^64-1 and "010" into 8 without a word, and its messages differ from the ones docs/verify.md
+// shows (docs/design.md, "Libraries, and the hand-written parts that stay").
 #pragma once
 
 #include <cstdint>
