@@ -7,8 +7,13 @@ Every run starts QEMU with `-qmp unix:<sock>,server=on,wait=off` and a third ser
     @@EMUNODE-HOST device_del gpu
     @@EMUNODE-HOST device_add gpu
 
+    @@EMUNODE-HOST barrier NAME
+
 and the host answers with one line, `@@EMUNODE-HOST-REPLY ok ...` or `@@EMUNODE-HOST-REPLY
-error <why>`. device_del returns once QEMU reports DEVICE_DELETED, i.e. once the guest's
+error <why>`. `barrier NAME` answers once every node of a pair (emunode.pair) has asked for the
+barrier NAME (at once for a node alone), so one node's command can wait for the other's (a
+server listening before its client connects); it answers an error when the other node has
+ended or has not come within BARRIER_TIMEOUT seconds. device_del returns once QEMU reports DEVICE_DELETED, i.e. once the guest's
 pciehp has powered the slot off and the device is gone; device_add returns once QEMU has
 plugged it (the guest then enumerates it on its own, a second or so later). The guest's side
 is /usr/bin/emunode-host (emunode-host.sh). Every action is logged in RunResult.host_events.
@@ -21,6 +26,8 @@ import time
 
 REQUEST = "@@EMUNODE-HOST "
 REPLY = "@@EMUNODE-HOST-REPLY "
+# below emunode-host's 150 s wait for a reply, so the guest hears why
+BARRIER_TIMEOUT = 140
 
 
 class QmpError(Exception):
@@ -109,8 +116,11 @@ class HostControl(threading.Thread):
     (driver, id, bus, ...), "backend": object-add arguments of its memory backend or None};
     device_del takes the same name as the QEMU id."""
 
-    def __init__(self, qmp_path, ctl_path, plug_devices, log):
+    def __init__(self, qmp_path, ctl_path, plug_devices, log, rendezvous=None, party=None):
+        """`rendezvous` (emunode.pair.Rendezvous) and `party` (this node's name in it): the
+        barriers shared with the other node of a pair; None for a node alone."""
         super().__init__(daemon=True)
+        self.rendezvous, self.party = rendezvous, party
         self.qmp_path, self.ctl_path = qmp_path, ctl_path
         self.plug_devices = plug_devices
         self.log = log
@@ -153,8 +163,12 @@ class HostControl(threading.Thread):
 
     def _serve(self, request):
         words = request.split()
+        if len(words) == 2 and words[0] == "barrier":
+            if self.rendezvous is None:
+                return f"ok barrier {words[1]}: this node alone"
+            return self.rendezvous.arrive(words[1], self.party, BARRIER_TIMEOUT)
         if len(words) != 2 or words[0] not in ("device_del", "device_add"):
-            return f"error unknown request '{request}' (device_del|device_add NAME)"
+            return f"error unknown request '{request}' (device_del|device_add|barrier NAME)"
         verb, name = words
         if name not in self.plug_devices:
             return f"error unknown device '{name}' (known: {', '.join(self.plug_devices)})"
