@@ -78,3 +78,13 @@ def test_barrier_fails_when_the_other_node_ended_or_never_comes():
     assert r.arrive("x", "b", 10) == "error barrier x: node a has ended"
     r2 = pair.Rendezvous(pair.NODES)
     assert r2.arrive("y", "a", 0.2) == "error barrier y: node b did not come within 0.2 s"
+
+
+def test_mt19937_64_is_the_standard_engine():
+    # [rand.predef]: the 10000th consecutive invocation of a default-constructed mt19937_64
+    # produces 9981545732273789042
+    from emunode.mt64 import MT19937_64
+    g = MT19937_64()
+    for _ in range(9999):
+        g()
+    assert g() == 9981545732273789042
