@@ -88,3 +88,17 @@ def test_mt19937_64_is_the_standard_engine():
     for _ in range(9999):
         g()
     assert g() == 9981545732273789042
+
+
+def test_bar_fill_writes_the_hosts_bytes_into_the_range_only(tmp_path):
+    from emunode import softroce
+    from emunode.hostctl import HostControl
+    bar = tmp_path / "bar"
+    bar.write_bytes(b"\x5a" * 8192)
+    host = HostControl(None, None, {}, print, bar_path=bar)
+    assert host._serve("bar_fill 0x1000 0x400").startswith("ok bar_fill 0x1000 0x400")
+    data = bar.read_bytes()
+    assert data[0x1000:0x1400] == softroce.host_fill(0x1400)[0x1000:]
+    assert data[:0x1000] == b"\x5a" * 0x1000 and data[0x1400:] == b"\x5a" * (8192 - 0x1400)
+    assert host._serve("bar_fill 0x1f00 0x200").startswith("error")   # past the end
+    assert host._serve("bar_fill 0x10 0x21").startswith("error")      # not 32-byte aligned

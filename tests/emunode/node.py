@@ -271,7 +271,8 @@ class Node:
             helper.start()
         host = HostControl(qmp_sock, ctl_sock, {"gpu": {"device": topo.gpu_device(self.topology),
                                      "backend": topo.gpu_backend(bar, self.bar_mib)}}, self.log,
-                           rendezvous=link and link.rendezvous, party=link and link.name)
+                           rendezvous=link and link.rendezvous, party=link and link.name,
+                           bar_path=bar)
         host.start()
         try:
             qout, _ = proc.communicate(timeout=timeout)
