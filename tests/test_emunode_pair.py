@@ -102,3 +102,14 @@ def test_bar_fill_writes_the_hosts_bytes_into_the_range_only(tmp_path):
     assert data[:0x1000] == b"\x5a" * 0x1000 and data[0x1400:] == b"\x5a" * (8192 - 0x1400)
     assert host._serve("bar_fill 0x1f00 0x200").startswith("error")   # past the end
     assert host._serve("bar_fill 0x10 0x21").startswith("error")      # not 32-byte aligned
+
+
+def test_bar_copy_keeps_the_bar_as_it_was(tmp_path):
+    from emunode.hostctl import HostControl
+    bar = tmp_path / "gpu-bar.bin"
+    bar.write_bytes(b"first")
+    host = HostControl(None, None, {}, print, bar_path=bar)
+    assert host._serve("bar_copy step1") == "ok bar_copy step1: bar-step1.bin"
+    bar.write_bytes(b"second")
+    assert (tmp_path / "bar-step1.bin").read_bytes() == b"first"
+    assert host._serve("bar_copy ../x").startswith("error")

@@ -9,6 +9,7 @@ Every run starts QEMU with `-qmp unix:<sock>,server=on,wait=off` and a third ser
 
     @@EMUNODE-HOST barrier NAME
     @@EMUNODE-HOST bar_fill OFFSET LENGTH
+    @@EMUNODE-HOST bar_copy NAME
 
 and the host answers with one line, `@@EMUNODE-HOST-REPLY ok ...` or `@@EMUNODE-HOST-REPLY
 error <why>`. `barrier NAME` answers once every node of a pair (emunode.pair) has asked for the
@@ -17,7 +18,9 @@ server listening before its client connects); it answers an error when the other
 ended or has not come within BARRIER_TIMEOUT seconds. `bar_fill OFFSET LENGTH` has the host
 write softroce.host_fill_range(OFFSET, LENGTH) into the "GPU BAR" backing file (the guest cannot
 reach the BAR once gdrpeer is unbound: a test marks a revoked range this way, and later finds
-the marks intact if nothing landed there after the revoke). device_del returns once QEMU reports DEVICE_DELETED, i.e. once the guest's
+the marks intact if nothing landed there after the revoke). `bar_copy NAME` copies the BAR file
+as it is now to `bar-NAME.bin` beside it (RunResult.bar_copy(NAME)): a command sequence that
+reuses the same device memory keeps what each step left there for the host to check. device_del returns once QEMU reports DEVICE_DELETED, i.e. once the guest's
 pciehp has powered the slot off and the device is gone; device_add returns once QEMU has
 plugged it (the guest then enumerates it on its own, a second or so later). The guest's side
 is /usr/bin/emunode-host (emunode-host.sh). Every action is logged in RunResult.host_events.
@@ -25,9 +28,12 @@ is /usr/bin/emunode-host (emunode-host.sh). Every action is logged in RunResult.
 
 import json
 import os
+import re
+import shutil
 import socket
 import threading
 import time
+from pathlib import Path
 
 REQUEST = "@@EMUNODE-HOST "
 REPLY = "@@EMUNODE-HOST-REPLY "
@@ -185,6 +191,13 @@ class HostControl(threading.Thread):
             os.fsync(f.fileno())
         return f"ok bar_fill {off:#x} {n:#x}: the host's bytes are in the BAR file"
 
+    def _bar_copy(self, name):
+        if not re.fullmatch(r"[\w.-]{1,64}", name) or not self.bar_path:
+            return f"error bar_copy '{name}': a name of letters, digits, '.', '-', '_'"
+        dest = Path(self.bar_path).with_name(f"bar-{name}.bin")
+        shutil.copyfile(self.bar_path, dest)
+        return f"ok bar_copy {name}: {dest.name}"
+
     def _serve(self, request):
         words = request.split()
         if len(words) == 2 and words[0] == "barrier":
@@ -193,8 +206,10 @@ class HostControl(threading.Thread):
             return self.rendezvous.arrive(words[1], self.party, BARRIER_TIMEOUT)
         if len(words) == 3 and words[0] == "bar_fill":
             return self._bar_fill(words[1], words[2])
+        if len(words) == 2 and words[0] == "bar_copy":
+            return self._bar_copy(words[1])
         if len(words) != 2 or words[0] not in ("device_del", "device_add"):
-            return f"error unknown request '{request}' (device_del|device_add|barrier NAME, bar_fill OFFSET LENGTH)"
+            return f"error unknown request '{request}' (device_del|device_add|barrier NAME, bar_fill OFFSET LENGTH, bar_copy NAME)"
         verb, name = words
         if name not in self.plug_devices:
             return f"error unknown device '{name}' (known: {', '.join(self.plug_devices)})"

@@ -164,6 +164,10 @@ class RunResult:
             found.append(f"kernel tainted {self.taint:#x} (unexpected flags: {letters})")
         return found
 
+    def bar_copy(self, name):
+        """The BAR file as it was when the guest ran `emunode-host bar_copy NAME`."""
+        return self.bar_path.with_name(f"bar-{name}.bin")
+
     def known_reports(self):
         """Names of the accepted KNOWN_REPORTS in this boot's kernel log, in order."""
         return [name for name, _ in known_reports(self.kernel_log)]
