@@ -97,21 +97,31 @@ def _demo_two_node(args):
     if why:
         print(f"emunode: error: no two-node demo on kernel {args.kernel}: {why}", file=sys.stderr)
         return 2
-    a = ["uname -r", tn.LOAD,
-         tn.server_command("matrix", copy_bar=False, json=False)]
-    b = ["ip -br addr show eth0; ibv_devinfo -d rxe0 -v | grep 'GID\\['", tn.LOAD,
-         tn.client_command("matrix", f"-s {DEMO2_SIZE // 1024}K --seed 7",
-                           peer=f"[$GDRPEER_PEER_IPV6]:{tn.PORT}", copy_bar=False, json=False)]
+    size = f"-s {DEMO2_SIZE // 1024}K"
+    link = "uname -nr; ip addr show eth0 | grep inet; ibv_devinfo -d rxe0 -v | grep 'GID\\['"
+    unload = "rmmod gdrpeer && echo 'gdrpeer unloaded cleanly'"
+    # (what the output shows, the guest command)
+    a = [("the link", link), ("load gdrpeer", tn.LOAD),
+         ("gdrpeer verify --server", tn.server_command("matrix", copy_bar=False, json=False))]
+    b = [("the link", link), ("load gdrpeer", tn.LOAD),
+         (f"gdrpeer verify [$GDRPEER_PEER_IPV6]:{tn.PORT} {size} --seed 7",
+          tn.client_command("matrix", f"{size} --seed 7", peer=f"[$GDRPEER_PEER_IPV6]:{tn.PORT}",
+                            copy_bar=False, json=False))]
     for name, (seed, op) in DEMO2_STEPS.items():
-        a.append(tn.server_command(name, DEMO2_G))
-        b.append(tn.client_command(name, f"{DEMO2_G} {op} -s {DEMO2_SIZE // 1024}K --seed {seed}"))
-    a.append("rmmod gdrpeer && echo 'gdrpeer unloaded cleanly'")
-    b.append("rmmod gdrpeer && echo 'gdrpeer unloaded cleanly'")
+        a.append((f"gdrpeer verify --server {DEMO2_G} --json", tn.server_command(name, DEMO2_G)))
+        cargs = f"{DEMO2_G} {op} {size} --seed {seed}"
+        b.append((f"gdrpeer verify $GDRPEER_PEER {cargs} --json", tn.client_command(name, cargs)))
+    a.append(("unload", unload))
+    b.append(("unload", unload))
     res = NodePair(args.kernel, args.topology, args.iommu, bar_mib=args.bar_mib, rxe="dmabuf",
-                   log=_log, qemu=args.qemu).run(a, b, timeout=args.timeout)
-    for n, role in (("a", "server"), ("b", "client")):
-        print(f"==== node {n} ({role})")
-        _print_results(res[n])
+                   log=_log, qemu=args.qemu).run([c for _, c in a], [c for _, c in b],
+                                                 timeout=args.timeout)
+    for n, role, cmds in (("a", "server", a), ("b", "client", b)):
+        print(f"==== node {n} ({role}), BAR file {res[n].bar_path}")
+        for (label, _), r in zip(cmds, res[n].results):
+            print(f"$ {label}")
+            sys.stdout.write(r.output if r.output.endswith("\n") or not r.output else r.output + "\n")
+        print(f"-- {len(cmds)} commands in {res[n].seconds:.1f} s; logs in {res[n].workdir}")
     print(f"-- both nodes in {res.seconds:.1f} s")
     print("-- checked from the host, in the two GPU BAR backing files:")
     checks = []
