@@ -35,7 +35,7 @@ def main():
         cmds.append(perftest("ib_read_bw", s, iters))
     cmds.append(perftest("ib_send_lat", 4096, 500))
     for src, method in (("host", "reg_mr"), ("gdrpeer", "dmabuf")):
-        cmds.append(f"gdrpeer verify --source {src} -m {method} --size 4M --bench --bench-sizes {sizes} "
+        cmds.append(f"gdrpeer verify --source {src} --method {method} --size 4M --bench --bench-sizes {sizes} "
                     f"--bench-seconds {args.seconds} --seed 7 --timeout 120")
     res = Node(args.kernel, "switch", "translated", rxe="dmabuf",
                log=lambda m: print(m, file=sys.stderr)).run(cmds, timeout=3000)

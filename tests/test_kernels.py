@@ -19,7 +19,7 @@ COMMANDS = [
     "insmod /gdrpeer/modules/gdrpeer.ko pcibar=$GDRPEER_GPU_BDF",
     "cat /sys/module/gdrpeer/refcnt; ls -l /dev/gdrpeer",
     "ibv_devinfo -d rxe0",
-    "gdrpeer verify --source gdrpeer -m dmabuf --size 64K; echo verify_exit=$?",
+    "gdrpeer verify --source gdrpeer --method dmabuf --size 64K; echo verify_exit=$?",
     "rmmod gdrpeer && ! test -e /sys/module/gdrpeer",
 ]
 

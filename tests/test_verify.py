@@ -20,7 +20,7 @@ LIB_DRIVER_TEST = REPO / "build" / "userspace" / "tests" / "test_lib_driver"
 SIZE = "256K"
 COUNTERS = ("cd /sys/class/gdrpeer/gdrpeer/devices/0 && "
             "for f in allocations alloc_bytes exports attachments active_maps; do echo $f $(cat $f); done")
-BENCH = "gdrpeer verify --source host -m reg_mr --size 64K --bench --bench-sizes 4K,64K --bench-seconds 3 --json"
+BENCH = "gdrpeer verify --source host --method reg_mr --size 64K --bench --bench-sizes 4K,64K --bench-seconds 3 --json"
 
 COMMANDS = {
     "before": f"gdrpeer verify --json --size {SIZE} --seed 11 > /out/before.json",
@@ -29,19 +29,19 @@ COMMANDS = {
     "counters_after_all": COUNTERS,
     "lib_driver": "test_lib_driver --gtest_brief=1",
     "counters_after_lib_driver": COUNTERS,
-    "host_only": "gdrpeer verify --json --source host -m reg_mr --size 1M --seed 12 > /out/host.json",
+    "host_only": "gdrpeer verify --json --source host --method reg_mr --size 1M --seed 12 > /out/host.json",
     "table": "gdrpeer verify --size 64K --seed 13",
     # perftest's -x: the port uses the GID index given (issue 25), or none where it has no GID there.
-    "gid_index_0": "gdrpeer verify --json --source host -m reg_mr --size 64K -x 0 > /out/gidx0.json",
-    "gid_index_absent": "gdrpeer verify --json --source host -m reg_mr --size 64K -x 200 > /out/gidx200.json",
+    "gid_index_0": "gdrpeer verify --json --source host --method reg_mr --size 64K -x 0 > /out/gidx0.json",
+    "gid_index_absent": "gdrpeer verify --json --source host --method reg_mr --size 64K -x 200 > /out/gidx200.json",
     "unknown_device": "gdrpeer verify -d mlx5_0",
     "unknown_port": "gdrpeer verify -d rxe0:2",
     "size_zero": "gdrpeer verify --size 0",
     "size_garbage": "gdrpeer verify --size 12Q",
     "size_beyond_memory": "gdrpeer verify --size 1G",
     "missing_libcuda": "gdrpeer verify --source cuda --json > /out/cuda.json",
-    "bad_gdrpeer_index": "gdrpeer verify --source gdrpeer -m reg_mr --gdrpeer-device 5 --size 64K",
-    "beyond_bar": "gdrpeer verify --source gdrpeer -m dmabuf --size $((GDRPEER_BAR_MIB * 2))M "
+    "bad_gdrpeer_index": "gdrpeer verify --source gdrpeer --method reg_mr --gdrpeer-device 5 --size 64K",
+    "beyond_bar": "gdrpeer verify --source gdrpeer --method dmabuf --size $((GDRPEER_BAR_MIB * 2))M "
                   "--json > /out/beyond_bar.json",
     "counters_after_errors": COUNTERS,
     "bench": BENCH.replace("--bench-seconds 3", "--bench-seconds 0.05") + " > /out/bench.json",

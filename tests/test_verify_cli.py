@@ -110,3 +110,54 @@ def test_perftest_gid_index_option(gdrpeer):
     for opt in (["-x", "3"], ["--gid-index", "3"], ["--gid-index=3"]):
         r = verify(gdrpeer, "--json", *opt, "--libcuda", "libcuda-missing.so.1")
         assert r.returncode == 3, (opt, r.stderr)
+
+
+@pytest.mark.parametrize("args,message", [
+    (["-m", "1000"], "--mtu: 1000 is not an RDMA MTU (256, 512, 1024, 2048 or 4096)"),
+    (["-i", "300"], "--ib-port: 300 is not a port (1-255)"),
+    (["-n", "5"], "-n/--iterations belongs to the two-node run"),
+    (["--op", "write"], "--op belongs to the two-node run"),
+    (["--cuda-dmabuf-mapping", "c2c"], "--cuda-dmabuf-mapping: 'c2c' (pcie or default)"),
+    (["--server", "node2"], "--server listens for a client; a HOST[:PORT] names the server to connect to: not both"),
+    (["--server", "-s", "64K"], "--size: the client chooses the transfer size"),
+    (["--server", "--bench"], "are the client's choice"),
+    (["[::1"], "server address '[::1': '[' without ']'"),
+    (["node2:0"], "server address 'node2:0': the port must be 1-65535"),
+    (["node2", "--op", "ping"], "--op: unknown operation 'ping' (write, read, send, atomic)"),
+    (["node2", "-d", "a", "-d", "b"], "a two-node run uses one port on each side"),
+])
+def test_two_node_and_perftest_bad_input(gdrpeer, args, message):
+    """Issue 26: perftest's -m (MTU), -i (port), -n (iterations) and the two-node options refuse
+    what they cannot mean, before anything is prepared or any connection is made."""
+    r = verify(gdrpeer, *args)
+    assert r.returncode == 64, (r.stdout, r.stderr)
+    assert message in r.stderr, r.stderr
+    assert r.stdout == ""
+
+
+def test_m_is_the_mtu_and_method_is_long_only(gdrpeer):
+    """perftest's -m is the MTU (issue 26). Before, -m was --method and `-m reg_mr` chose the
+    registration: now it is bad input (CLI11 cannot read 'reg_mr' as an MTU), and --method still works."""
+    r = verify(gdrpeer, "-m", "reg_mr")
+    assert r.returncode == 64, (r.stdout, r.stderr)
+    assert "--mtu" in r.stderr or "-m" in r.stderr, r.stderr
+    help_text = verify(gdrpeer, "--help").stdout
+    assert "-m,--mtu" in help_text and "-i,--ib-port" in help_text and "-n,--iterations" in help_text
+    assert "-m,--method" not in help_text and "--method" in help_text
+    if has_rdma_device():
+        pytest.skip("this machine has an RDMA device; the emulated-node tests cover that case")
+    r = verify(gdrpeer, "--json", "--method", "reg_mr", "-m", "1024", "--libcuda", "libcuda-missing.so.1")
+    assert r.returncode == 3, r.stderr
+
+
+def test_two_node_sides_without_rdma_device_have_nothing_to_verify(gdrpeer):
+    """With no RDMA device neither side can run: exit 3 before listening or connecting (no hang)."""
+    if has_rdma_device():
+        pytest.skip("this machine has an RDMA device; the emulated two-node tests cover that case")
+    for args in (["--server", "--port", "0"], ["127.0.0.1:9"]):
+        r = verify(gdrpeer, "--json", *args, "--libcuda", "libcuda-missing.so.1")
+        assert r.returncode == 3, (args, r.stderr)
+        rep = json.loads(r.stdout)
+        assert rep["mode"] == "two-node" and rep["exit_code"] == 3
+        assert rep["summary"]["text"].startswith("nothing to verify: no RDMA"), rep["summary"]
+        assert "listening" not in r.stderr

@@ -50,6 +50,8 @@ std::string exit_meaning(int code) {
       return "nothing to verify";
     case kExitUsage:
       return "bad input";
+    case kExitPeerUnavailable: return "the peer could not be reached or went away before the run ended";
+    case kExitProtocol: return "the peer speaks another protocol version (or not gdrpeer verify's protocol)";
     default:
       return "exit code " + std::to_string(code);
   }
@@ -149,6 +151,7 @@ VerifyReport run_verify(const VerifyOptions& opt, const RdmaInventory& inv) {
   LoopbackOptions lo;
   lo.seed = opt.seed;
   lo.timeout_ms = opt.timeout_ms;
+  lo.mtu = opt.mtu;
   lo.bench = opt.bench;
   lo.bench_sizes = opt.bench_sizes;
   lo.bench_seconds = opt.bench_seconds;

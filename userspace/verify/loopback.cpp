@@ -17,6 +17,7 @@
 #include <sys/utsname.h>
 
 #include "gdrpeer/gdrpeer.hpp"
+#include "gdrpeer/verify/pattern.hpp"
 #include "gdrpeer/verify/verbs_api.hpp"
 
 namespace gdrpeer::verify {
@@ -228,7 +229,10 @@ void Loopback::connect(int i) {
 
   a = {};
   a.qp_state = IBV_QPS_RTR;
-  a.path_mtu = static_cast<ibv_mtu>(std::min(port_.active_mtu, static_cast<int>(IBV_MTU_4096)));
+  int mtu = std::min(port_.active_mtu, static_cast<int>(IBV_MTU_4096));
+  for (int e = IBV_MTU_256; e <= IBV_MTU_4096; ++e)  // -m (bytes) as an ibv_mtu: 256 << (e - 1)
+    if (opt_.mtu == (128 << e)) mtu = std::min(mtu, e);
+  a.path_mtu = static_cast<ibv_mtu>(mtu);
   a.dest_qp_num = peer->qp_num;
   a.rq_psn = 0;
   a.max_dest_rd_atomic = static_cast<uint8_t>(rd_atomic_);
@@ -349,36 +353,11 @@ void Loopback::wait(int count, const std::string& what) {
   }
 }
 
-void Loopback::fill(uint8_t* p, size_t n, uint64_t salt) const {
-  std::mt19937_64 rng(opt_.seed * 0x9e3779b97f4a7c15ULL + salt);
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const uint64_t v = rng();
-    std::memcpy(p + i, &v, 8);
-  }
-  for (; i < n; ++i) p[i] = static_cast<uint8_t>(rng());
-}
+void Loopback::fill(uint8_t* p, size_t n, uint64_t salt) const { fill_pattern(p, n, opt_.seed, salt); }
 
 TransferCheck Loopback::compare(const std::string& op, const uint8_t* got, const uint8_t* want,
                                 size_t n) {
-  TransferCheck c;
-  c.op = op;
-  c.bytes = n;
-  size_t bad = 0, first = 0;
-  for (size_t i = 0; i < n; ++i)
-    if (got[i] != want[i]) {
-      if (bad++ == 0) first = i;
-    }
-  c.ok = bad == 0;
-  if (c.ok) {
-    c.detail = "all " + std::to_string(n) + " bytes match";
-  } else {
-    char b[160];
-    std::snprintf(b, sizeof b, "%zu of %zu bytes differ, first at offset %zu (expected 0x%02x, got 0x%02x)",
-                  bad, n, first, want[first], got[first]);
-    c.detail = b;
-  }
-  return c;
+  return compare_bytes(op, got, want, n);
 }
 
 void Loopback::check_transfers(ComboResult& res) {

@@ -20,6 +20,10 @@ namespace gdrpeer::verify {
 
 using State = SourceSetup::State;
 
+// CUmemRangeFlags: CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE = 0x1 (CUDA 12.8's cuda.h; NVIDIA's
+// cuda-python bindings list MemRangeFlags.MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE = 1).
+constexpr unsigned long long kDmabufMappingTypePcie = 0x1;
+
 const std::vector<SourceKind>& all_source_kinds() {
   static const std::vector<SourceKind> k = {SourceKind::host, SourceKind::hugepage,
                                             SourceKind::gdrpeer, SourceKind::cuda,
@@ -474,17 +478,21 @@ class CudaSource final : public MemorySource {
                         " (dma-buf export needs NVIDIA's open kernel modules and CUDA 11.7+)";
     } else if (api_->cuMemGetHandleForAddressRange == nullptr) {
       dmabuf_problem_ = "this libcuda has no cuMemGetHandleForAddressRange (CUDA < 11.7)";
+    } else if (opt.cuda_dmabuf_pcie && version < 12080) {
+      // perftest's cuda_memory.c refuses the flag below driver 12.8 the same way.
+      dmabuf_problem_ = "--cuda-dmabuf-mapping pcie: CUDA driver " + std::to_string(version / 1000) + "." +
+                        std::to_string(version % 1000 / 10) + " has no CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE (CUDA 12.8 and later)";
     } else {
       int fd = -1;
-      if (auto r = api_->cuMemGetHandleForAddressRange(&fd, ptr_, size_,
-                                                       cuda::CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
+      const std::string call = opt.cuda_dmabuf_pcie ? "cuMemGetHandleForAddressRange(DMA_BUF_FD, MAPPING_TYPE_PCIE)"
+                                                    : "cuMemGetHandleForAddressRange(DMA_BUF_FD)";
+      if (auto r = api_->cuMemGetHandleForAddressRange(&fd, ptr_, size_, cuda::CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD,
+                                                       opt.cuda_dmabuf_pcie ? kDmabufMappingTypePcie : 0);
           r != cuda::CUDA_SUCCESS) {
-        dmabuf_problem_ = fail(r, "cuMemGetHandleForAddressRange(DMA_BUF_FD)");
+        dmabuf_problem_ = fail(r, call);
       } else {
         dmabuf_ = DmaBufRef{fd, 0};
-        facts.emplace_back("dma-buf", "cuMemGetHandleForAddressRange(DMA_BUF_FD) gave fd " +
-                                          std::to_string(fd) + ", exporter " +
-                                          dmabuf_exporter(fd));
+        facts.emplace_back("dma-buf", call + " gave fd " + std::to_string(fd) + ", exporter " + dmabuf_exporter(fd));
       }
     }
     if (!dmabuf_) facts.emplace_back("dma-buf", "not available: " + dmabuf_problem_);

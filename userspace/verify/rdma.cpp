@@ -212,6 +212,7 @@ RdmaInventory enumerate_rdma() {
       d.max_mr_size = da.max_mr_size;
       d.max_qp_rd_atom = da.max_qp_rd_atom;
       d.max_qp_init_rd_atom = da.max_qp_init_rd_atom;
+      d.atomic_cap = da.atomic_cap;
       // rdma_rxe reports vendor 0xffffff, siw 0x626d74 ("bmt"); neither has a PCI parent.
       d.software = da.vendor_id == 0xffffff || da.vendor_id == 0x626d74 ||
                    d.name.rfind("rxe", 0) == 0 || d.name.rfind("siw", 0) == 0;

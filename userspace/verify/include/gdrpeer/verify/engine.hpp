@@ -25,6 +25,7 @@ struct VerifyOptions {
   SourceOptions source;
   uint64_t seed = 1;
   int timeout_ms = 10000;
+  int mtu = 0;  // -m: the largest path MTU in bytes (256..4096); 0: the port's active MTU
   bool bench = false;
   std::vector<size_t> bench_sizes;
   double bench_seconds = 0.2;

@@ -20,6 +20,7 @@ struct Api;
 struct LoopbackOptions {
   uint64_t seed = 1;
   int timeout_ms = 10000;  // per completion
+  int mtu = 0;             // -m: the largest path MTU in bytes; 0: the port's active MTU
   bool bench = false;
   std::vector<size_t> bench_sizes;
   double bench_seconds = 0.2;  // per measurement

@@ -66,6 +66,10 @@ struct SourceOptions {
   int cuda_device = 0;
   std::string libcuda = "libcuda.so.1";
   std::string udmabuf_path = "/dev/udmabuf";
+  // --cuda-dmabuf-mapping pcie: ask cuMemGetHandleForAddressRange for a dma-buf mapped through
+  // the GPU's PCIe BAR1 (CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE, CUDA 12.8+), which Grace
+  // systems (GH200/GB200) need for a NIC behind PCIe: their default is the C2C path.
+  bool cuda_dmabuf_pcie = false;
 };
 
 struct SourceSetup {

@@ -57,6 +57,7 @@ struct RdmaDevice {
   uint64_t max_mr_size = 0;
   int max_qp_rd_atom = 1;       // RDMA READs a QP may have outstanding as initiator
   int max_qp_init_rd_atom = 1;  // ... and as responder
+  int atomic_cap = -1;          // ibv_device_attr.atomic_cap (IBV_ATOMIC_NONE 0, HCA 1, GLOB 2); -1 unknown
   bool software = false;  // rxe, siw: no DMA engine, no peer-to-peer
   std::vector<PortInfo> ports;
   std::string problem;  // could not be opened / queried

@@ -20,6 +20,10 @@ struct TransferCheck {
   size_t bytes = 0;
   bool ok = false;
   std::string detail;  // what went wrong, or "all N bytes match"
+  // Two nodes only: which side compared the bytes ("client", "server", "client and server"),
+  // and an operation that could not run (atomics on a device without them): not ok, not failed.
+  std::string checked_by;
+  bool unsupported = false;
 };
 
 struct BenchPoint {
@@ -51,6 +55,10 @@ inline constexpr int kExitUnsupported = 1;  // none failed, at least one unsuppo
 inline constexpr int kExitFail = 2;         // at least one combination failed
 inline constexpr int kExitNothing = 3;      // nothing to verify: no RDMA device (or no stack)
 inline constexpr int kExitUsage = 64;       // bad input (unknown device, bad size, ...)
+// Two nodes only (sysexits.h meanings): the peer could not be reached or went away before
+// the run ended (EX_UNAVAILABLE), or it speaks another protocol version (EX_PROTOCOL).
+inline constexpr int kExitPeerUnavailable = 69;
+inline constexpr int kExitProtocol = 76;
 
 int exit_code_for(const std::vector<ComboResult>& results);
 std::string exit_meaning(int code);
