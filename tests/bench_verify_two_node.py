@@ -45,8 +45,11 @@ WAIT_LISTEN = ("wait_listen() { p=$(printf '%04X' $1); i=0; while [ $i -lt 600 ]
 PERFTEST = {"ib_write_bw": "-t 16", "ib_read_bw": "-t 16 -o 16", "ib_read_lat": "", "ib_send_lat": ""}
 
 
+ITERATIONS = None   # --iters: the same -n for every size; default by size below
+
+
 def iterations(size):
-    return max(20, min(1000, (16 << 20) // size))
+    return ITERATIONS or max(20, min(1000, (16 << 20) // size))
 
 
 def perftest_step(tool, size, step):
@@ -98,7 +101,10 @@ def main():
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
     ap.add_argument("--tools", default="perftest,verify")
     ap.add_argument("--raw", help="also write every raw output to this file")
+    ap.add_argument("--iters", type=int, help="-n for every measurement (default: 16 MiB / size, 20..1000)")
     args = ap.parse_args()
+    global ITERATIONS
+    ITERATIONS = args.iters
     sizes = [int(s) for s in args.sizes.split(",")]
     tools = args.tools.split(",")
     steps = []   # (round, tool, measurement, size)

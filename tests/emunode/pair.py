@@ -104,6 +104,21 @@ class LinkEnd:
                 "GDRPEER_PEER_GID": gid(MACS[self.peer])}
 
 
+# A UDP socket drops what arrives while its receive buffer is full, and QEMU stops reading while
+# the guest's receive ring is full: with the default 208 KiB a burst of 16 RDMA WRITEs of 64 KiB
+# (1,024 frames) loses frames, which rxe must then retransmit. 8 MiB holds such bursts.
+LINK_BUFFER = 8 << 20
+
+
+def _big_buffers(s):
+    for force, plain in ((getattr(socket, "SO_RCVBUFFORCE", None), socket.SO_RCVBUF),
+                         (getattr(socket, "SO_SNDBUFFORCE", None), socket.SO_SNDBUF)):
+        try:
+            s.setsockopt(socket.SOL_SOCKET, force if force is not None else plain, LINK_BUFFER)
+        except (OSError, TypeError):   # not root: as much as net.core.[rw]mem_max allows
+            s.setsockopt(socket.SOL_SOCKET, plain, LINK_BUFFER)
+
+
 class Link:
     """Two UDP sockets on 127.0.0.1, each connected to the other: one Ethernet cable."""
 
@@ -111,6 +126,7 @@ class Link:
         self.socks = {}
         for n in NODES:
             s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            _big_buffers(s)
             s.bind(("127.0.0.1", 0))
             self.socks[n] = s
         self.socks["a"].connect(self.socks["b"].getsockname())
