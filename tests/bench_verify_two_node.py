@@ -15,9 +15,8 @@ sizes and iteration counts (-n) for both tools:
   `gdrpeer verify --server`), `--source host --method reg_mr -n N`: RDMA WRITE and READ bandwidth
   and RDMA READ latency with perftest's definitions (docs/verify.md, "--bench between two
   nodes").
-In flight: verify keeps 16 WRITEs / up to 16 READs in flight; perftest runs with its defaults
-(TX depth 128 for the bandwidth tests: `-t 16` made this perftest's first ib_write_bw fail its
-TCP exchange here). Each round runs every measurement once; rounds alternate which tool
+In flight: verify keeps 16 WRITEs / up to 16 READs in flight; perftest by default min(-n, 128)
+WRITEs and 128 READs (`--perftest-depth 16` passes `-t 16` / `-o 16`). Each round runs every measurement once; rounds alternate which tool
 goes first (perftest first in even rounds), so slow phases of the shared host hit both. Prints
 every raw output, then per measurement the median, min and max over the rounds.
 
@@ -43,10 +42,11 @@ PERFTEST_PORT = 18515
 WAIT_LISTEN = ("wait_listen() { p=$(printf '%04X' $1); i=0; while [ $i -lt 600 ]; do "
                "grep -q \":$p [0-9A-F:]* 0A\" /proc/net/tcp /proc/net/tcp6 2>/dev/null && return 0; "
                "sleep 0.1; i=$((i+1)); done; echo \"nothing listens on $1\"; return 1; }; ")
-PERFTEST = ("ib_write_bw", "ib_read_bw", "ib_read_lat", "ib_send_lat")
+PERFTEST = ["ib_write_bw", "ib_read_bw", "ib_read_lat"]   # --send-lat adds ib_send_lat
 
 
 ITERATIONS = None   # --iters: the same -n for every size; default by size below
+DEPTH = {}          # --perftest-depth N: tool -> extra perftest arguments
 
 
 def iterations(size):
@@ -54,7 +54,7 @@ def iterations(size):
 
 
 def perftest_step(tool, size, step):
-    args = f"-d rxe0 -x 0 -s {size} -n {iterations(size)} -F"
+    args = f"-d rxe0 -x 0 -s {size} -n {iterations(size)} -F {DEPTH.get(tool, '')}"
     # the barrier even when the server failed: its client then fails at once instead of waiting
     server = (WAIT_LISTEN + f"{tool} {args} >/tmp/srv.log 2>&1 & "
               f"wait_listen {PERFTEST_PORT}; emunode-host barrier {step} >/dev/null; wait; tail -4 /tmp/srv.log")
@@ -104,9 +104,18 @@ def main():
     ap.add_argument("--tools", default="perftest,verify")
     ap.add_argument("--raw", help="also write every raw output to this file")
     ap.add_argument("--iters", type=int, help="-n for every measurement (default: 16 MiB / size, 20..1000)")
+    ap.add_argument("--perftest-depth", type=int,
+                    help="perftest's bandwidth tests with -t N (and ib_read_bw -o N): verify keeps 16 in flight")
+    ap.add_argument("--send-lat", action="store_true",
+                    help="also ib_send_lat (a SEND ping-pong: another definition; it hung once here)")
     args = ap.parse_args()
     global ITERATIONS
     ITERATIONS = args.iters
+    if args.send_lat:
+        PERFTEST.append("ib_send_lat")
+    if args.perftest_depth:
+        d = args.perftest_depth
+        DEPTH.update({"ib_write_bw": f"-t {d}", "ib_read_bw": f"-t {d} -o {d}"})
     sizes = [int(s) for s in args.sizes.split(",")]
     tools = args.tools.split(",")
     steps = []   # (round, tool, measurement, size)
@@ -124,7 +133,8 @@ def main():
         b.append(c)
     pair = NodePair(args.kernel, "switch", "translated", rxe="dmabuf",
                     log=lambda m: print(m, file=sys.stderr, flush=True))
-    res = pair.run(a, b, timeout=3600)
+    # a step that hangs (a lost frame in a ping-pong) is killed after 180 s, not the whole run
+    res = pair.run(a, b, timeout=3600, cmd_timeout=180)
     raw, table, lost = [], {}, []
     kinds = {"ib_write_bw": "write", "ib_read_bw": "read", "ib_read_lat": "read_lat", "ib_send_lat": "send_lat"}
     for i, (r, tool, what, size) in enumerate(steps):
