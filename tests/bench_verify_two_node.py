@@ -76,7 +76,8 @@ def parse_perftest(tool, out):
         if len(f) >= 5 and f[0].isdigit() and f[1].isdigit():
             if tool.endswith("_lat"):   # #bytes #iter t_min t_max t_typical t_avg ...
                 vals = {"t_typical": float(f[4]), "t_avg": float(f[5])}
-                return vals if vals["t_typical"] > 0 else None
+                # "inf": the TSC frequency came out 0 (as for BW 0.00 above)
+                return vals if all(0 < v < float("inf") for v in vals.values()) else None
             bw = float(f[3])            # #bytes #iter BW_peak BW_average MsgRate
             return {"bw_average": bw} if bw > 0 else None
     return None
