@@ -115,7 +115,7 @@ def test_perftest_gid_index_option(gdrpeer):
 @pytest.mark.parametrize("args,message", [
     (["-m", "1000"], "--mtu: 1000 is not an RDMA MTU (256, 512, 1024, 2048 or 4096)"),
     (["-i", "300"], "--ib-port: 300 is not a port (1-255)"),
-    (["-n", "5"], "-n/--iterations belongs to the two-node run"),
+    (["-n", "5"], "-n/--iterations: counts the operations of a --bench measurement"),
     (["--op", "write"], "--op belongs to the two-node run"),
     (["--cuda-dmabuf-mapping", "c2c"], "--cuda-dmabuf-mapping: 'c2c' (pcie or default)"),
     (["--server", "node2"], "--server listens for a client; a HOST[:PORT] names the server to connect to: not both"),

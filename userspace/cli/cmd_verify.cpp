@@ -242,8 +242,10 @@ int run(const VerifyArgs& a) {
   opt.bench = a.bench || a.all_sizes;
   opt.bench_seconds = a.bench_seconds;
   if (a.server || !a.peer.empty()) return run_two_node_side(a, opt);
-  for (const char* what : {a.iterations ? "-n/--iterations" : nullptr, !a.ops.empty() ? "--op" : nullptr,
-                           a.data_direct ? "--data-direct" : nullptr, !a.bind.empty() ? "--bind" : nullptr})
+  if (a.iterations != 0 && !(a.bench || a.all_sizes)) return usage_error("-n/--iterations: counts the operations of a --bench measurement");
+  opt.iterations = a.iterations;
+  for (const char* what :
+       {!a.ops.empty() ? "--op" : nullptr, a.data_direct ? "--data-direct" : nullptr, !a.bind.empty() ? "--bind" : nullptr})
     if (what != nullptr) return usage_error(std::string(what) + " belongs to the two-node run (--server, or a server's HOST[:PORT])");
 
   opt.devices = a.devices;

@@ -11,6 +11,9 @@
 //   corrupt=1          a copy with peer access on flips one byte (the byte check must see it)
 //   init=N             cuInit returns N (100: CUDA_ERROR_NO_DEVICE)
 // gdrpeer_fake_cuda_inits() counts cuInit calls (a test can also ask the dynamic loader).
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -101,7 +104,22 @@ int cuInit(unsigned) {
   return cfg.init;
 }
 int cuDriverGetVersion(int* v) {
-  *v = 12080;
+  // GDRPEER_FAKE_CUDA="driver=12040 ...": the version a test wants (read here: callers ask before cuInit).
+  const char* spec = std::getenv("GDRPEER_FAKE_CUDA");
+  const char* d = spec ? std::strstr(spec, "driver=") : nullptr;
+  *v = d ? std::atoi(d + 7) : 12080;
+  return kSuccess;
+}
+// The dma-buf export of `verify`'s cuda source: an fd of an empty memfd stands in for NVIDIA's
+// dma-buf; the flags are kept for the test (CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE = 1).
+unsigned long long last_range_flags = ~0ull;
+unsigned long long gdrpeer_fake_cuda_last_range_flags() { return last_range_flags; }
+int cuMemGetHandleForAddressRange(void* handle, unsigned long long, size_t, int type, unsigned long long flags) {
+  last_range_flags = flags;
+  if (type != 1 || (flags & ~1ull) != 0) return kInvalidValue;
+  const int fd = static_cast<int>(::syscall(SYS_memfd_create, "fake-cuda-dmabuf", 0u));
+  if (fd < 0) return kOutOfMemory;
+  *static_cast<int*>(handle) = fd;
   return kSuccess;
 }
 int cuGetErrorName(int rc, const char** s) {

@@ -61,6 +61,8 @@ struct FakeNic {
   uint64_t dmabuf_offset = ~0ull;  // what ibv_reg_dmabuf_mr was given
   size_t dmabuf_length = 0;
   int open_mrs = 0, open_qps = 0;
+  int path_mtu = 0;  // what the last move to RTR asked for (ibv_mtu)
+  int write_posts = 0, read_posts = 0;
   bool cq_open = false, pd_open = false, ctx_open = false;
 };
 FakeNic* nic = nullptr;
@@ -104,6 +106,8 @@ int fake_post_send(ibv_qp*, ibv_send_wr* wr, ibv_send_wr** bad) {
     auto* local = reinterpret_cast<uint8_t*>(wr->sg_list[0].addr);
     const uint32_t len = wr->sg_list[0].length;
     auto* remote = reinterpret_cast<uint8_t*>(wr->wr.rdma.remote_addr);
+    nic->write_posts += wr->opcode == IBV_WR_RDMA_WRITE;
+    nic->read_posts += wr->opcode == IBV_WR_RDMA_READ;
     switch (wr->opcode) {
       case IBV_WR_RDMA_WRITE:
         if (!allowed(wr->wr.rdma.rkey, IBV_ACCESS_REMOTE_WRITE)) {
@@ -226,6 +230,7 @@ const v::verbs::Api& fake_api() {
       return q;
     };
     a.modify_qp = [](ibv_qp*, ibv_qp_attr* attr, int) {
+      if (attr->qp_state == IBV_QPS_RTR) nic->path_mtu = attr->path_mtu;
       return attr->qp_state == IBV_QPS_RTS ? nic->faults.modify_errno : 0;
     };
     a.destroy_qp = [](ibv_qp*) {
@@ -541,4 +546,41 @@ TEST_F(FakeNicTest, TheEngineExitsFailedWhenAnyCombinationFails) {
   EXPECT_EQ(bad.results[0].outcome, v::Outcome::fail) << bad.results[0].reason;
   EXPECT_EQ(bad.exit_code, v::kExitFail);
   EXPECT_TRUE(contains(bad.summary, "1 failed: at least one combination failed")) << bad.summary;
+}
+
+TEST_F(FakeNicTest, MtuOptionCapsThePathMtu) {
+  // perftest's -m (issue 26): the path MTU is the smaller of the port's active MTU (1024 here)
+  // and the one asked for; without -m it is the port's.
+  const std::pair<int, int> cases[] = {{0, IBV_MTU_1024}, {512, IBV_MTU_512}, {256, IBV_MTU_256}, {4096, IBV_MTU_1024}};
+  for (const auto& [asked, want] : cases) {
+    SCOPED_TRACE(asked);
+    SetUp();
+    Buffer target(4096, v::SourceKind::host, false);
+    auto o = options();
+    o.mtu = asked;
+    const v::RdmaDevice d = device();
+    auto r = v::run_loopback(d, d.ports[0], target, v::Method::reg_mr, o);
+    EXPECT_EQ(r.outcome, v::Outcome::pass) << r.reason;
+    EXPECT_EQ(nic->path_mtu, want);
+    TearDown();
+  }
+  SetUp();
+}
+
+TEST_F(FakeNicTest, IterationsCountTheBenchOperations) {
+  // perftest's -n (issue 26): the latency and each bandwidth measurement post exactly N operations
+  // instead of running for --bench-seconds (here 60 s, which the test would notice).
+  Buffer target(4096, v::SourceKind::host, false);
+  auto o = options();
+  o.bench = true;
+  o.bench_sizes = {4096};
+  o.bench_seconds = 60;
+  o.iterations = 7;
+  const v::RdmaDevice d = device();
+  auto r = v::run_loopback(d, d.ports[0], target, v::Method::reg_mr, o);
+  EXPECT_EQ(r.outcome, v::Outcome::pass) << r.reason;
+  ASSERT_EQ(r.bench.size(), 1u);
+  EXPECT_EQ(r.bench[0].iterations, 7u);
+  EXPECT_EQ(nic->write_posts, 1 + 7 + 7);  // the checked WRITE, the latency, the bandwidth
+  EXPECT_EQ(nic->read_posts, 1 + 7);
 }

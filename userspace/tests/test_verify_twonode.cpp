@@ -7,7 +7,11 @@
 // same rows; a wrong byte fails on the side that receives it; a peer of another protocol
 // version, a server that dies or never answers, a wrong GID index and a revoked memory
 // region each end with their documented words and exit codes, within the timeouts.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <iostream>
 
 #include <chrono>
 #include <cstring>
@@ -16,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -809,4 +814,88 @@ TEST_F(TwoNodeTest, TheClientReachesTheServerOverIpv6WithAScope) {
   t.join();
   EXPECT_EQ(rep.exit_code, v::kExitPass) << rep.summary << " / " << rep.error;
   EXPECT_TRUE(contains(server.peer_address, "::1")) << server.peer_address;
+}
+
+TEST_F(TwoNodeTest, DataDirectOnANonMlx5DeviceIsUnsupportedInOneLine) {
+  // --data-direct (mlx5dv_reg_dmabuf_mr with MLX5DV_REG_DMABUF_ACCESS_DATA_DIRECT) on the server:
+  // its dma-buf rows are unsupported with the reason; its reg_mr rows still run.
+  auto c = base(v::Role::client), s = base(v::Role::server);
+  c.sources = s.sources = {v::SourceKind::gdrpeer};
+  c.methods = {v::Method::dmabuf};
+  s.dmabuf_registration = v::DmabufRegistration::mlx5_data_direct;
+  auto p = run(c, s);
+  ASSERT_EQ(p.client.rows.size(), 2u) << p.client.summary;
+  const auto& dd = p.client.rows[0].server_method == v::Method::dmabuf ? p.client.rows[0] : p.client.rows[1];
+  const auto& plain = p.client.rows[0].server_method == v::Method::dmabuf ? p.client.rows[1] : p.client.rows[0];
+  EXPECT_EQ(dd.outcome, v::Outcome::unsupported);
+  EXPECT_EQ(dd.reason, "server: mlx5 data direct: fakeB is not an mlx5 device (driver fake_hca)");
+  EXPECT_EQ(plain.outcome, v::Outcome::pass) << plain.reason;
+  EXPECT_EQ(v::two_node_to_json(p.client)["peer"]["dmabuf_registration"], "mlx5dv_reg_dmabuf_mr (data direct)");
+  EXPECT_EQ(p.server.exit_code, v::kExitUnsupported);
+}
+
+// --cuda-dmabuf-mapping pcie against the fake libcuda (userspace/tests/fake_cuda.cpp): the flag
+// CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE (1) reaches cuMemGetHandleForAddressRange from
+// driver 12.8 on, and a driver before 12.8 gets the one-line reason instead of the call.
+TEST(CudaDmabufMapping, PcieFlagReachesTheDriverOrTheReasonSaysWhyNot) {
+  void* lib = ::dlopen(GDRPEER_FAKE_CUDA_PATH, RTLD_NOW | RTLD_GLOBAL);
+  ASSERT_NE(lib, nullptr) << ::dlerror();
+  auto last_flags = reinterpret_cast<unsigned long long (*)()>(::dlsym(lib, "gdrpeer_fake_cuda_last_range_flags"));
+  ASSERT_NE(last_flags, nullptr);
+  v::SourceOptions o;
+  o.size = 1 << 16;
+  o.libcuda = GDRPEER_FAKE_CUDA_PATH;
+  struct Case {
+    const char* driver;
+    bool pcie;
+    unsigned long long flags;  // what the driver must have been given; ~0: not called
+    const char* problem;       // "" dma-buf available
+  };
+  const Case cases[] = {
+      {"driver=12080", true, 1, ""},
+      {"driver=13000", false, 0, ""},
+      {"driver=12040", true, ~0ull,
+       "--cuda-dmabuf-mapping pcie: CUDA driver 12.4 has no CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE (CUDA 12.8 and later)"},
+      {"driver=12040", false, 0, ""},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(std::string(c.driver) + (c.pcie ? " pcie" : " default"));
+    ::setenv("GDRPEER_FAKE_CUDA", (std::string("gpus=0000:00:06.0 ") + c.driver).c_str(), 1);
+    o.cuda_dmabuf_pcie = c.pcie;
+    // Reset what the fake remembers with a call of our own.
+    auto get = reinterpret_cast<int (*)(void*, unsigned long long, size_t, int, unsigned long long)>(
+        ::dlsym(lib, "cuMemGetHandleForAddressRange"));
+    ASSERT_NE(get, nullptr);
+    int scratch = -1;
+    get(&scratch, 0, 0, 0, ~0ull);
+    auto s = v::prepare_source(v::SourceKind::cuda, o);
+    ASSERT_EQ(s.state, v::SourceSetup::State::ready) << s.reason;
+    EXPECT_EQ(s.source->dmabuf_problem(), c.problem);
+    EXPECT_EQ(s.source->dmabuf().has_value(), std::string(c.problem).empty());
+    EXPECT_EQ(last_flags(), c.flags == ~0ull ? ~0ull : c.flags);
+  }
+  ::unsetenv("GDRPEER_FAKE_CUDA");
+}
+
+TEST_F(TwoNodeTest, TheTableShowsBothNodesTheRowsAndWhoChecked) {
+  fab->faults.corrupt = Op::write;
+  fab->faults.corrupt_at = 7;
+  auto c = base(v::Role::client), s = base(v::Role::server);
+  c.sources = s.sources = {v::SourceKind::host};
+  c.methods = s.methods = {v::Method::reg_mr};
+  auto p = run(c, s);
+  std::ostringstream client, server;
+  v::print_two_node_table(p.client, client);
+  v::print_two_node_table(p.server, server);
+  if (std::getenv("GDRPEER_TEST_SHOW")) std::cout << client.str() << "\n" << server.str();
+  for (const std::string& t : {client.str(), server.str()}) {
+    EXPECT_TRUE(contains(t, "  client  ")) << t;
+    EXPECT_TRUE(contains(t, "fakeA port 1 (fake_hca): ACTIVE, Ethernet (RoCE), MTU 4096, GID 1 fe80::5054:ff:fe00:1 (RoCE v2)")) << t;
+    EXPECT_TRUE(contains(t, "fakeB port 1 (fake_hca): ACTIVE, Ethernet (RoCE), MTU 1024")) << t;
+    EXPECT_TRUE(contains(t, "host ibv_reg_mr")) << t;
+    EXPECT_TRUE(contains(t, "RDMA WRITE (FAILED, checked by the server): 1 of 4096 bytes differ, first at offset 7")) << t;
+    EXPECT_TRUE(contains(t, "0 passed, 0 unsupported, 1 failed: at least one combination failed (exit 2)")) << t;
+  }
+  EXPECT_TRUE(contains(client.str(), "this side: client")) << client.str();
+  EXPECT_TRUE(contains(server.str(), "this side: server")) << server.str();
 }

@@ -155,6 +155,7 @@ VerifyReport run_verify(const VerifyOptions& opt, const RdmaInventory& inv) {
   lo.bench = opt.bench;
   lo.bench_sizes = opt.bench_sizes;
   lo.bench_seconds = opt.bench_seconds;
+  lo.iterations = opt.iterations;
   lo.api = opt.api;
 
   for (size_t si = 0; si < setups.size(); ++si) {

@@ -426,7 +426,9 @@ void Loopback::bench(ComboResult& res) {
     progress("write latency");
     unsigned iters = 0;
     auto t0 = Clock::now();
-    while ((Clock::now() - t0 < budget / 2 && iters < 100000) || iters < 3) {
+    // -n: a fixed count (perftest's iterations) instead of half the time budget.
+    const uint64_t want = opt_.iterations;
+    while (want ? iters < want : ((Clock::now() - t0 < budget / 2 && iters < 100000) || iters < 3)) {
       post(0, IBV_WR_RDMA_WRITE, src_addr, r_.local_mr->lkey, size, 10);
       wait(1, "RDMA WRITE (bench)");
       ++iters;
@@ -442,8 +444,8 @@ void Loopback::bench(ComboResult& res) {
       int inflight = 0;
       unsigned posted = 0;
       const auto start = Clock::now();
-      while (Clock::now() - start < budget || posted < 4) {
-        while (inflight < depth) {
+      while (want ? posted < want : (Clock::now() - start < budget || posted < 4)) {
+        while (inflight < depth && (want == 0 || posted < want)) {
           post(0, op, addr, r_.local_mr->lkey, size, 11);
           ++inflight;
           ++posted;

@@ -105,6 +105,10 @@ void RcEndpoint::register_memory() {
       throw ComboStop{Outcome::unsupported,
                       source_name(mem_.kind()) + " memory is not available as a dma-buf here: " + mem_.dmabuf_problem()};
     if (reg_ == DmabufRegistration::mlx5_data_direct) {
+      // Only the mlx5 provider has the call; never hand another provider's context to libmlx5.
+      if (dev_.kernel_driver != "mlx5_core")
+        throw ComboStop{Outcome::unsupported, "mlx5 data direct: " + dev_.name + " is not an mlx5 device (driver " +
+                                                  (dev_.kernel_driver.empty() ? std::string("unknown") : dev_.kernel_driver) + ")"};
       const Mlx5& m = mlx5();
       if (!m.why.empty()) throw ComboStop{Outcome::unsupported, "mlx5 data direct: " + m.why};
       char path[4096] = {};

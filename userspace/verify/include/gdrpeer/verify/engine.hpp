@@ -29,6 +29,7 @@ struct VerifyOptions {
   bool bench = false;
   std::vector<size_t> bench_sizes;
   double bench_seconds = 0.2;
+  uint64_t iterations = 0;                           // -n: operations per measurement instead of bench_seconds
   std::function<void(const std::string&)> progress;  // may be empty
   const verbs::Api* api = nullptr;  // tests: a fake libibverbs; nullptr: the real library
 };

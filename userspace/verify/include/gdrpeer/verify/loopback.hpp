@@ -24,6 +24,7 @@ struct LoopbackOptions {
   bool bench = false;
   std::vector<size_t> bench_sizes;
   double bench_seconds = 0.2;  // per measurement
+  uint64_t iterations = 0;     // -n: operations per measurement instead of bench_seconds
   std::function<void(const std::string&)> progress;  // may be empty
   const verbs::Api* api = nullptr;  // libibverbs entry points; nullptr: load the real library
 };
