@@ -3,6 +3,7 @@
 #   make                 gdrpeer.ko for the running kernel (KVER=/KDIR= to choose) + userspace
 #   make deps            install every Debian package the project needs (idempotent)
 #   make demo            the main job on the emulated node (VM_KERNEL=6.1 by default)
+#   make demo-two-node   gdrpeer verify between two emulated nodes on one link
 #   make test            the whole test suite (host unit tests + emulated node, VM_KERNEL)
 #   make test-kernels    boot all four guest kernels (5.10 6.1 6.12 7.2) and load gdrpeer.ko
 #   make test-debug      the driver's campaign on the debug kernel (KASAN, lockdep, ...): selftests,
@@ -196,6 +197,11 @@ guest: userspace selftests vm-modules
 demo: deps guest
 	$(EMUNODE) demo --kernel $(VM_KERNEL)
 
+# Two emulated nodes on one link: gdrpeer verify's server on one, its client on the other, and
+# the host finding the bytes in both "GPU BAR" files (docs/verify.md, docs/testbed.md).
+demo-two-node: deps guest
+	$(EMUNODE) demo-two-node --kernel $(VM_KERNEL)
+
 test: deps guest vm-qemu
 	cd $(BUILD)/userspace && ctest --output-on-failure -j$(JOBS)
 	$(MAKE) test-mutants
@@ -274,5 +280,5 @@ distclean:
 	rm -rf $(BUILD)
 
 .PHONY: all help deps module modules modules-stage vm-modules vm-kernel vm-qemu userspace selftests \
-	install install-extras install-module dkms-source deb test-packages guest demo test test-kernels test-debug \
+	install install-extras install-module dkms-source deb test-packages guest demo demo-two-node test test-kernels test-debug \
 	debug-kernel test-mutants test-driver-mutants fuzz kernel-check clean distclean

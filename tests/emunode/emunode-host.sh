@@ -1,7 +1,10 @@
 #!/bin/sh
 # emunode-host VERB NAME: ask the host harness to act on this machine through QMP and wait for
-# its answer (see tests/emunode/hostctl.py). VERB is device_del or device_add, NAME a device
-# of the node ("gpu"). Prints the host's reply; exit 0 when it says ok, 1 when it refuses,
+# its answer (see tests/emunode/hostctl.py). VERB is device_del or device_add with NAME a device
+# of the node ("gpu"), or barrier with NAME any word: wait until the other node of a pair has
+# asked for the same barrier; or bar_fill OFFSET LENGTH: the host writes its bytes
+# (softroce.host_fill_range) into that range of the BAR backing file; or bar_copy NAME: the
+# host keeps a copy of the BAR file as it is now (RunResult.bar_copy(NAME)). Prints the host's reply; exit 0 when it says ok, 1 when it refuses,
 # 2 when no reply came within 150 s.
 exec 4<>/dev/ttyS2 || exit 2
 stty -F /dev/ttyS2 raw -echo 2>/dev/null

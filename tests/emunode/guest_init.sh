@@ -33,6 +33,11 @@ for ko in $(cat /etc/emunode-modules); do
 done
 ip link set lo up >>/tmp/setup.log 2>&1
 ip link set eth0 up >>/tmp/setup.log 2>&1 || status=1
+# One node of a pair (emunode.pair): its private IPv4 address on the link to the other node.
+if [ -n "$GDRPEER_ADDR" ]; then
+	ip addr add "$GDRPEER_ADDR" dev eth0 >>/tmp/setup.log 2>&1 || status=1
+	hostname "node-$GDRPEER_NODE"
+fi
 if [ "$EMUNODE_RXE" = 1 ]; then
 	rdma link add rxe0 type rxe netdev eth0 >>/tmp/setup.log 2>&1 || status=1
 	# rxe0 is usable once eth0 has carrier (PORT_ACTIVE) and its GID 0, the link-local IPv6

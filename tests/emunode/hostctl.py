@@ -7,20 +7,38 @@ Every run starts QEMU with `-qmp unix:<sock>,server=on,wait=off` and a third ser
     @@EMUNODE-HOST device_del gpu
     @@EMUNODE-HOST device_add gpu
 
+    @@EMUNODE-HOST barrier NAME
+    @@EMUNODE-HOST bar_fill OFFSET LENGTH
+    @@EMUNODE-HOST bar_copy NAME
+
 and the host answers with one line, `@@EMUNODE-HOST-REPLY ok ...` or `@@EMUNODE-HOST-REPLY
-error <why>`. device_del returns once QEMU reports DEVICE_DELETED, i.e. once the guest's
+error <why>`. `barrier NAME` answers once every node of a pair (emunode.pair) has asked for the
+barrier NAME (at once for a node alone), so one node's command can wait for the other's (a
+server listening before its client connects); it answers an error when the other node has
+ended or has not come within BARRIER_TIMEOUT seconds. `bar_fill OFFSET LENGTH` has the host
+write softroce.host_fill_range(OFFSET, LENGTH) into the "GPU BAR" backing file (the guest cannot
+reach the BAR once gdrpeer is unbound: a test marks a revoked range this way, and later finds
+the marks intact if nothing landed there after the revoke). `bar_copy NAME` copies the BAR file
+as it is now to `bar-NAME.bin` beside it (RunResult.bar_copy(NAME)): a command sequence that
+reuses the same device memory keeps what each step left there for the host to check. device_del returns once QEMU reports DEVICE_DELETED, i.e. once the guest's
 pciehp has powered the slot off and the device is gone; device_add returns once QEMU has
 plugged it (the guest then enumerates it on its own, a second or so later). The guest's side
 is /usr/bin/emunode-host (emunode-host.sh). Every action is logged in RunResult.host_events.
 """
 
 import json
+import os
+import re
+import shutil
 import socket
 import threading
 import time
+from pathlib import Path
 
 REQUEST = "@@EMUNODE-HOST "
 REPLY = "@@EMUNODE-HOST-REPLY "
+# below emunode-host's 150 s wait for a reply, so the guest hears why
+BARRIER_TIMEOUT = 140
 
 
 class QmpError(Exception):
@@ -109,8 +127,13 @@ class HostControl(threading.Thread):
     (driver, id, bus, ...), "backend": object-add arguments of its memory backend or None};
     device_del takes the same name as the QEMU id."""
 
-    def __init__(self, qmp_path, ctl_path, plug_devices, log):
+    def __init__(self, qmp_path, ctl_path, plug_devices, log, rendezvous=None, party=None,
+                 bar_path=None):
+        """`rendezvous` (emunode.pair.Rendezvous) and `party` (this node's name in it): the
+        barriers shared with the other node of a pair; None for a node alone."""
         super().__init__(daemon=True)
+        self.rendezvous, self.party = rendezvous, party
+        self.bar_path = bar_path
         self.qmp_path, self.ctl_path = qmp_path, ctl_path
         self.plug_devices = plug_devices
         self.log = log
@@ -151,10 +174,42 @@ class HostControl(threading.Thread):
                         return
         self.qmp.close()
 
+    def _bar_fill(self, offset, length):
+        from .softroce import host_fill_range
+        try:
+            off, n = int(offset, 0), int(length, 0)
+            size = os.path.getsize(self.bar_path) if self.bar_path else 0
+            if n <= 0 or off < 0 or off + n > size:
+                return f"error bar_fill {offset} {length}: outside the {size}-byte BAR file"
+            data = host_fill_range(off, n)
+        except ValueError as e:
+            return f"error bar_fill {offset} {length}: {e}"
+        with open(self.bar_path, "r+b") as f:
+            f.seek(off)
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        return f"ok bar_fill {off:#x} {n:#x}: the host's bytes are in the BAR file"
+
+    def _bar_copy(self, name):
+        if not re.fullmatch(r"[\w.-]{1,64}", name) or not self.bar_path:
+            return f"error bar_copy '{name}': a name of letters, digits, '.', '-', '_'"
+        dest = Path(self.bar_path).with_name(f"bar-{name}.bin")
+        shutil.copyfile(self.bar_path, dest)
+        return f"ok bar_copy {name}: {dest.name}"
+
     def _serve(self, request):
         words = request.split()
+        if len(words) == 2 and words[0] == "barrier":
+            if self.rendezvous is None:
+                return f"ok barrier {words[1]}: this node alone"
+            return self.rendezvous.arrive(words[1], self.party, BARRIER_TIMEOUT)
+        if len(words) == 3 and words[0] == "bar_fill":
+            return self._bar_fill(words[1], words[2])
+        if len(words) == 2 and words[0] == "bar_copy":
+            return self._bar_copy(words[1])
         if len(words) != 2 or words[0] not in ("device_del", "device_add"):
-            return f"error unknown request '{request}' (device_del|device_add NAME)"
+            return f"error unknown request '{request}' (device_del|device_add|barrier NAME, bar_fill OFFSET LENGTH, bar_copy NAME)"
         verb, name = words
         if name not in self.plug_devices:
             return f"error unknown device '{name}' (known: {', '.join(self.plug_devices)})"

@@ -11,6 +11,7 @@ import os
 import shutil
 import stat
 import subprocess
+import threading
 from pathlib import Path
 
 from . import kernels
@@ -26,7 +27,8 @@ HOST_TOOLS = {
     "ibv_rc_pingpong": "ibverbs-utils",
 }
 # Taken when the host has them (benchmarks only): perftest, the reference RDMA benchmark.
-OPTIONAL_HOST_TOOLS = {"ib_write_bw": "perftest", "ib_read_bw": "perftest", "ib_send_lat": "perftest"}
+OPTIONAL_HOST_TOOLS = {"ib_write_bw": "perftest", "ib_read_bw": "perftest", "ib_send_lat": "perftest",
+                       "ib_read_lat": "perftest"}
 HOST_DATA = [
     "/usr/share/misc/pci.ids",
     "/etc/libibverbs.d/rxe.driver",
@@ -180,10 +182,12 @@ def base_archive(kernel):
     cpio.file("etc/emunode-modules", ("\n".join("/" + l for l in lines) + "\n").encode())
 
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".tmp")
+    # a name of this process and thread: the two nodes of a pair (or two test runs) may build
+    # the same base at once; the last rename wins, with identical contents
+    tmp = out.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
     with gzip.open(tmp, "wb", compresslevel=1) as f:
         f.write(cpio.bytes())
-    tmp.rename(out)
+    os.replace(tmp, out)
     return out
 
 

@@ -164,6 +164,10 @@ class RunResult:
             found.append(f"kernel tainted {self.taint:#x} (unexpected flags: {letters})")
         return found
 
+    def bar_copy(self, name):
+        """The BAR file as it was when the guest ran `emunode-host bar_copy NAME`."""
+        return self.bar_path.with_name(f"bar-{name}.bin")
+
     def known_reports(self):
         """Names of the accepted KNOWN_REPORTS in this boot's kernel log, in order."""
         return [name for name, _ in known_reports(self.kernel_log)]
@@ -200,14 +204,15 @@ class Node:
         self.native_hotplug = native_hotplug
 
     def run(self, commands, timeout=600, cmd_timeout=None, allow_problems=False, files=None,
-            extra_cmdline=(), bar_init=b"", bar_host=None):
+            extra_cmdline=(), bar_init=b"", bar_host=None, link=None):
         """Boot, run `commands` in order (one `sh` script each), power off, return RunResult.
 
         `files` maps guest paths (e.g. "/in/pattern") to bytes placed there before the commands
         run; `extra_cmdline` adds kernel command-line words; `bar_init` bytes are written at the
         start of the GPU BAR backing file before the guest boots (the rest reads zero);
         `bar_host(bar_path, stop_event)` runs in a thread while the guest runs (the host acting
-        on the BAR file during the run, e.g. softroce.HostFill).
+        on the BAR file during the run, e.g. softroce.HostFill); `link` (emunode.pair.LinkEnd)
+        puts the NIC on a link to another node instead of an empty hub (NodePair does this).
 
         Raises GuestError (with the console log) when the guest does not finish, the RDMA stack
         does not come up, or — unless allow_problems — its kernel log has a BUG/WARNING/Oops or
@@ -218,7 +223,9 @@ class Node:
         runs = build_dir() / "runs"
         runs.mkdir(parents=True, exist_ok=True)
         _prune(runs, keep=30)
-        work = runs / f"{time.strftime('%Y%m%d-%H%M%S')}-{self.kernel_name}-{self.topology}-{self.iommu}-{os.getpid()}-{time.monotonic_ns() % 100000}"
+        work = runs / (f"{time.strftime('%Y%m%d-%H%M%S')}-{self.kernel_name}-{self.topology}-"
+                       f"{self.iommu}-{os.getpid()}-{time.monotonic_ns() % 100000}"
+                       + (f"-node-{link.name}" if link else ""))
         work.mkdir()
         bar = work / "gpu-bar.bin"
         if len(bar_init) > self.bar_mib << 20:
@@ -231,14 +238,17 @@ class Node:
                "EMUNODE_RXE": "1" if self.rxe else "0",
                "GDRPEER_RXE": "dmabuf" if self.rxe == "dmabuf" else "stock" if self.rxe else "none",
                "GDRPEER_DATA_DIR": "/gdrpeer/topology"}
+        if link is not None:
+            env.update(link.env())
         if cmd_timeout:
             env["EMUNODE_CMD_TIMEOUT"] = str(int(cmd_timeout))
         files = dict(files or {})
         if self.rxe == "dmabuf":
             files.update(softroce.guest_files(self.kernel_name, log=self.log))
         initrd = initramfs.initrd_for_run(kernel, list(commands), env, work, files)
+        net = {} if link is None else {"netdev": link.netdev(), "mac": link.mac}
         margs, cmdline = topo.qemu_args(self.topology, self.iommu, bar, self.bar_mib,
-                                        self.native_hotplug)
+                                        self.native_hotplug, **net)
         console, results = work / "console.log", work / "results.log"
         # no_timer_check: under a loaded host TCG can miss the IO-APIC timer check and panic.
         append = " ".join(["console=ttyS0", "panic=-1", "loglevel=6", "nokaslr", "no_timer_check",
@@ -257,13 +267,16 @@ class Node:
         (work / "qemu.cmd").write_text(" ".join(argv) + "\n")
         start = time.monotonic()
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT)
+                                stderr=subprocess.STDOUT,
+                                pass_fds=() if link is None else (link.sock.fileno(),))
         stop, helper = threading.Event(), None
         if bar_host is not None:
             helper = threading.Thread(target=bar_host, args=(bar, stop), daemon=True)
             helper.start()
         host = HostControl(qmp_sock, ctl_sock, {"gpu": {"device": topo.gpu_device(self.topology),
-                                     "backend": topo.gpu_backend(bar, self.bar_mib)}}, self.log)
+                                     "backend": topo.gpu_backend(bar, self.bar_mib)}}, self.log,
+                           rendezvous=link and link.rendezvous, party=link and link.name,
+                           bar_path=bar)
         host.start()
         try:
             qout, _ = proc.communicate(timeout=timeout)

@@ -259,7 +259,16 @@ NVSTUB_POISON = 0x6B  # NVSTUB_POISON_BYTE of selftests/kmod/gdrpeer_nvstub.h
 def host_fill(length):
     """The bytes the host writes at the start of the BAR file before boot (Node.run bar_init):
     SHA-256 of a counter, so no guest code could produce them by chance."""
-    return b"".join(hashlib.sha256(b"gdrpeer host %d" % i).digest() for i in range(length // 32))
+    return host_fill_range(0, length)
+
+
+def host_fill_range(offset, length):
+    """host_fill()'s bytes for [offset, offset + length) of the BAR (offset and length
+    multiples of 32): what `emunode-host bar_fill` writes there."""
+    if offset % 32 or length % 32:
+        raise ValueError(f"host fill range {offset:#x}+{length:#x} is not 32-byte aligned")
+    return b"".join(hashlib.sha256(b"gdrpeer host %d" % i).digest()
+                    for i in range(offset // 32, (offset + length) // 32))
 
 
 # The guest asks the host to write its bytes into gdrpeer memory *after* allocating it (gdrpeer

@@ -1,8 +1,9 @@
 """QEMU machine descriptions of the emulated GPU node.
 
 Every topology has the same three devices: the "GPU" (ivshmem-plain, whose 64-bit prefetchable
-BAR2 is backed by a host file), the NIC (e1000e on an unconnected hub, rxe runs on it) and
-QEMU's edu DMA engine on the root bus (the stand-in HCA DMA). Only where they sit differs.
+BAR2 is backed by a host file), the NIC (e1000e, rxe runs on it) and QEMU's edu DMA engine on
+the root bus (the stand-in HCA DMA). Only where they sit differs. The NIC's network is an
+unconnected hub for one node, or a UDP socket to the other node of a pair (emunode.pair).
 """
 
 import os
@@ -28,8 +29,17 @@ def check(topology, iommu):
         raise HarnessError(f"unknown IOMMU mode '{iommu}': choose one of {', '.join(IOMMU_MODES)}")
 
 
-def qemu_args(topology, iommu, bar_file, bar_mib, native_hotplug=False):
+# The NIC of a node alone: on a hub with nothing else on it (the link is up, nothing answers).
+LONE_NETDEV = "hubport,id=n0,hubid=0"
+DEFAULT_MAC = "52:54:00:00:00:01"
+
+
+def qemu_args(topology, iommu, bar_file, bar_mib, native_hotplug=False, netdev=LONE_NETDEV,
+              mac=DEFAULT_MAC):
     """Machine, IOMMU and device arguments (not kernel, initrd, serial ports).
+
+    netdev: the -netdev of the NIC (id n0), mac its MAC address (rxe's default GID derives
+    from it, so two linked nodes need two).
 
     native_hotplug: QEMU's q35 hands PCIe hotplug to ACPI (acpiphp) by default; with this the
     firmware leaves it to the OS, so the guest's pciehp driver handles device_del/device_add."""
@@ -62,7 +72,7 @@ def qemu_args(topology, iommu, bar_file, bar_mib, native_hotplug=False):
 
     gpu = ["-object", f"memory-backend-file,id=gpubar,share=on,mem-path={bar_file},size={bar_mib}M",
            "-device"]
-    nic = ["-netdev", "hubport,id=n0,hubid=0", "-device"]
+    nic = ["-netdev", netdev, "-device"]
     edu = ["-device", "edu,bus=pcie.0,addr=0x5,dma_mask=0xffffffffffffffff"]
     if topology == "switch":
         args += ["-device", "pcie-root-port,id=rp1,bus=pcie.0,addr=0x10,chassis=1,slot=1",
@@ -70,18 +80,18 @@ def qemu_args(topology, iommu, bar_file, bar_mib, native_hotplug=False):
                  "-device", "xio3130-downstream,id=dn1,bus=up1,chassis=2,slot=0",
                  "-device", "xio3130-downstream,id=dn2,bus=up1,chassis=3,slot=1"]
         gpu += [_device(gpu_device(topology))]
-        nic += ["e1000e,netdev=n0,bus=dn2,mac=52:54:00:00:00:01"]
+        nic += [f"e1000e,netdev=n0,bus=dn2,mac={mac}"]
     elif topology == "rootports":
         args += ["-device", "pcie-root-port,id=rp1,bus=pcie.0,addr=0x10,chassis=1,slot=1",
                  "-device", "pcie-root-port,id=rp2,bus=pcie.0,addr=0x11,chassis=2,slot=2"]
         gpu += [_device(gpu_device(topology))]
-        nic += ["e1000e,netdev=n0,bus=rp2,mac=52:54:00:00:00:01"]
+        nic += [f"e1000e,netdev=n0,bus=rp2,mac={mac}"]
     else:  # twobridges
         args += ["-device", "pcie-root-port,id=rp1,bus=pcie.0,addr=0x10,chassis=1,slot=1",
                  "-device", "pxb-pcie,id=pxb1,bus_nr=0x80,numa_node=1,bus=pcie.0,addr=0x12",
                  "-device", "pcie-root-port,id=rp2,bus=pxb1,chassis=2,slot=2"]
         gpu += [_device(gpu_device(topology))]
-        nic += ["e1000e,netdev=n0,bus=rp2,mac=52:54:00:00:00:01"]
+        nic += [f"e1000e,netdev=n0,bus=rp2,mac={mac}"]
     return args + gpu + nic + edu, cmdline
 
 

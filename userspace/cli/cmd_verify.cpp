@@ -234,6 +234,13 @@ int run(const VerifyArgs& a) {
     return usage_error("--cuda-dmabuf-mapping: '" + a.cuda_dmabuf_mapping + "' (pcie or default)");
   opt.source.cuda_dmabuf_pcie = a.cuda_dmabuf_mapping == "pcie";
   opt.mtu = a.mtu;
+  // Before the two-node branch: it takes the sources and --bench from `opt` too.
+  opt.source.gdrpeer_device = a.gdrpeer_device;
+  opt.source.gdrpeer_path = a.gdrpeer_path;
+  opt.source.cuda_device = a.cuda_device;
+  opt.source.libcuda = a.libcuda;
+  opt.bench = a.bench || a.all_sizes;
+  opt.bench_seconds = a.bench_seconds;
   if (a.server || !a.peer.empty()) return run_two_node_side(a, opt);
   if (a.iterations != 0 && !(a.bench || a.all_sizes)) return usage_error("-n/--iterations: counts the operations of a --bench measurement");
   opt.iterations = a.iterations;
@@ -242,12 +249,6 @@ int run(const VerifyArgs& a) {
     if (what != nullptr) return usage_error(std::string(what) + " belongs to the two-node run (--server, or a server's HOST[:PORT])");
 
   opt.devices = a.devices;
-  opt.source.gdrpeer_device = a.gdrpeer_device;
-  opt.source.gdrpeer_path = a.gdrpeer_path;
-  opt.source.cuda_device = a.cuda_device;
-  opt.source.libcuda = a.libcuda;
-  opt.bench = a.bench || a.all_sizes;
-  opt.bench_seconds = a.bench_seconds;
   opt.timeout_ms = static_cast<int>(a.timeout * 1000);
   opt.seed = a.seed_given ? a.seed : std::random_device{}();
 
