@@ -42,6 +42,7 @@ COPIED = handpicked.COPIED
 HEADER = HERE / "schemata.hpp"
 EQUIVALENT = HERE / "equivalent.txt"
 TEST_TIMEOUT_S = 60
+PYTHON = os.environ.get("PYTHON", "/usr/bin/python3")  # Debian's, with pytest (make deps)
 
 # The fast host tests, cheapest first: GoogleTest binaries of the topo library, then the pytest
 # files that run the CLI on the reference inputs (topology/reference). (name, build target or
@@ -56,13 +57,13 @@ def log(msg):
     print(msg, flush=True)
 
 
-def commands(scratch):
+def commands(scratch, pytests=PYTESTS):
     out = []
     for t in GTESTS:
         out.append((t, [str(scratch.binary(t)), "--gtest_fail_fast", "--gtest_brief=1"], {}))
     gdrpeer = str(scratch.binary("gdrpeer"))
-    for f in PYTESTS:
-        out.append((Path(f).stem, [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+    for f in pytests:
+        out.append((Path(f).stem, [PYTHON, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
                                    "-p", "no:randomly", str(REPO / f)], {"GDRPEER_BIN": gdrpeer}))
     return out
 
@@ -115,6 +116,8 @@ def main():
     ap.add_argument("--build-jobs", type=int, default=2)
     ap.add_argument("--stop-at", default="", help="HH:MM (UTC): stop starting mutants then")
     ap.add_argument("--timeout", type=int, default=TEST_TIMEOUT_S)
+    ap.add_argument("--pytests", default=",".join(PYTESTS),
+                    help="comma-separated pytest files of the set (the slow part of a survivor)")
     args = ap.parse_args()
 
     t0 = time.monotonic()
@@ -163,7 +166,7 @@ def main():
     json.dump([vars(m) for m in allm], open(scratch.build / "generated.json", "w"), indent=0)
 
     # coverage pass
-    cmds = commands(scratch)
+    cmds = commands(scratch, [f for f in args.pytests.split(",") if f])
     reach = {}
     tdir = scratch.build / "trace"
     shutil.rmtree(tdir, ignore_errors=True)
@@ -208,7 +211,8 @@ def main():
         if stop and time.gmtime()[3:5] >= stop:
             return m, "not run", "stopped (--stop-at)", 0.0
         base = base_of[m.number]
-        runs = [(n, c, e) for n, c, e in cmds if base in reach[n]]
+        # the commands that reach the site, cheapest first
+        runs = sorted(((n, c, e) for n, c, e in cmds if base in reach[n]), key=lambda r: cost[r[0]])
         if not runs:
             return m, "not reached", "", 0.0
         t1 = time.monotonic()
