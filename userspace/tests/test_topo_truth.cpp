@@ -910,5 +910,53 @@ TEST(TruthRules, GpuGpuAndGpuNvmeThroughTheRootComplexAndAcrossSockets) {
   }
 }
 
+// ---- classes: the switch's own ports wherever they sit in the device list ----------------------
+
+// A tree whose inputs list no root port (NCCL's XML and hwloc can start at the switch) puts the
+// switch's upstream port first: index 0. nvidia-smi's PIX ("at most a single PCIe bridge") does
+// not depend on where a port sits in our list, nor on whether a parent was listed at all.
+// Found by the generated mutants (issue 28): `d.parent >= 0` as `> 0` or `>= 1` in unit_of.
+TEST(TruthClass, OneSwitchIsPixWhateverIndexItsPortsHave) {
+  auto add = [](Topology& t, const std::string& bdf, int parent, PortType pt, Role role) {
+    Device x;
+    x.bdf = bdf;
+    x.parent = parent;
+    x.host_bridge = parent < 0 ? t.host_bridge_index("0000:00") : -1;
+    x.port = pt;
+    x.is_bridge = pt != PortType::Endpoint;
+    x.role = role;
+    x.ids_known = true;
+    x.vendor = role == Role::GPU ? 0x10de : role == Role::NIC ? 0x15b3 : kPlx;
+    x.device = role == Role::GPU ? 0x2330 : role == Role::NIC ? 0x1021 : 0x9797;
+    t.devices.push_back(x);
+    return static_cast<int>(t.devices.size() - 1);
+  };
+  {
+    SCOPED_TRACE("upstream port first, no root port listed");
+    Topology t;
+    t.format = "test";
+    int usp = add(t, "0000:01:00.0", -1, PortType::SwitchUpstream, Role::None);
+    ASSERT_EQ(usp, 0);
+    int d1 = add(t, "0000:02:00.0", usp, PortType::SwitchDownstream, Role::None);
+    int d2 = add(t, "0000:02:01.0", usp, PortType::SwitchDownstream, Role::None);
+    int gpu = add(t, "0000:03:00.0", d1, PortType::Endpoint, Role::GPU);
+    int nic = add(t, "0000:04:00.0", d2, PortType::Endpoint, Role::NIC);
+    t.finalize();
+    EXPECT_EQ(classify(t, gpu, nic, kb()).cls, PathClass::PIX);
+    EXPECT_EQ(classify(t, nic, gpu, kb()).cls, PathClass::PIX);
+  }
+  {
+    SCOPED_TRACE("a downstream port whose parent the input did not list");
+    Topology t;
+    t.format = "test";
+    int dsp = add(t, "0000:02:00.0", -1, PortType::SwitchDownstream, Role::None);
+    int gpu = add(t, "0000:03:00.0", dsp, PortType::Endpoint, Role::GPU);
+    int nic = add(t, "0000:03:00.1", dsp, PortType::Endpoint, Role::NIC);
+    t.finalize();
+    EXPECT_EQ(classify(t, gpu, nic, kb()).cls, PathClass::PIX);
+    EXPECT_EQ(classify(t, nic, gpu, kb()).cls, PathClass::PIX);
+  }
+}
+
 }  // namespace
 }  // namespace gdrpeer::topo
