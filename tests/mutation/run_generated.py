@@ -244,8 +244,9 @@ def main():
                 verdict = "equivalent"
             results.append({"number": m.number, "id": m.id, "file": m.file, "line": m.line, "col": m.col,
                             "kind": m.kind, "verdict": verdict, "by": what, "seconds": round(dt, 1)})
-            if verdict not in ("killed", "not run"):
-                log(f"{verdict.upper():12} {m.number:5} {m.file}:{m.line}:{m.col} {m.id}")
+            if verdict != "not run":
+                log(f"{verdict.upper():12} {m.number:5} {m.file}:{m.line}:{m.col} {m.id}"
+                    + (f"  [{what}, {dt:.1f} s]" if verdict == "killed" else ""))
     for mid, m in dropped.items():
         results.append({"number": -1, "id": mid, "file": m.file, "line": m.line, "col": m.col,
                         "kind": m.kind, "verdict": "not built", "by": "", "seconds": 0})

@@ -958,5 +958,48 @@ TEST(TruthClass, OneSwitchIsPixWhateverIndexItsPortsHave) {
   }
 }
 
+// NCCL flattens a Broadcom PEX Gen4/Gen5 switch with the sub-switches of its own kind below it
+// (topo.cc, ncclTopoFlattenBcmSwitches: a sub-switch of another device id is skipped), so a PLX
+// switch below a Broadcom one stays a second switch: PXB, as nvidia-smi counts two switches.
+// Found by the generated mutants (issue 28): the inner switch's `!k.flattens(usp)` dropped.
+TEST(TruthClass, PlxSwitchBelowABroadcomOneIsNotFlattened) {
+  for (bool gpu_deep : {true, false}) {
+    Topology t;
+    t.format = "test";
+    int hb = t.host_bridge_index("0000:00");
+    auto add = [&](const std::string& bdf, int parent, PortType pt, Role role, uint16_t v, uint16_t d, uint16_t sd) {
+      Device x;
+      x.bdf = bdf;
+      x.parent = parent;
+      x.host_bridge = parent < 0 ? hb : -1;
+      x.port = pt;
+      x.is_bridge = pt != PortType::Endpoint;
+      x.role = role;
+      x.ids_known = true;
+      x.vendor = v;
+      x.device = d;
+      x.subsys_vendor = v;
+      x.subsys_device = sd;
+      t.devices.push_back(x);
+      return static_cast<int>(t.devices.size() - 1);
+    };
+    int rp = add("0000:00:01.0", -1, PortType::RootPort, Role::None, 0x1022, 1, 0);
+    // outer: Broadcom PEX Gen4 (the family devices.json flatten_switches lists)
+    int ua = add("0000:01:00.0", rp, PortType::SwitchUpstream, Role::None, 0x1000, 0xc010, 0xa064);
+    int da = add("0000:02:00.0", ua, PortType::SwitchDownstream, Role::None, 0x1000, 0xc010, 0xa064);
+    int da2 = add("0000:02:01.0", ua, PortType::SwitchDownstream, Role::None, 0x1000, 0xc010, 0xa064);
+    // inner: PLX PEX 9797
+    int ub = add("0000:03:00.0", da, PortType::SwitchUpstream, Role::None, kPlx, 0x9797, 0x9797);
+    int db = add("0000:04:00.0", ub, PortType::SwitchDownstream, Role::None, kPlx, 0x9797, 0x9797);
+    int deep = add("0000:05:00.0", db, PortType::Endpoint, gpu_deep ? Role::GPU : Role::NIC, 0x10de, 0x2330, 0);
+    int flat = add("0000:06:00.0", da2, PortType::Endpoint, gpu_deep ? Role::NIC : Role::GPU, 0x15b3, 0x1021, 0);
+    t.finalize();
+    ASSERT_TRUE(kb().flattens(t.devices[ua]));
+    ASSERT_FALSE(kb().flattens(t.devices[ub]));
+    EXPECT_EQ(classify(t, deep, flat, kb()).cls, PathClass::PXB);
+    EXPECT_EQ(classify(t, flat, deep, kb()).cls, PathClass::PXB);
+  }
+}
+
 }  // namespace
 }  // namespace gdrpeer::topo
