@@ -116,6 +116,9 @@ def main():
     ap.add_argument("--build-jobs", type=int, default=2)
     ap.add_argument("--stop-at", default="", help="HH:MM (UTC): stop starting mutants then")
     ap.add_argument("--timeout", type=int, default=TEST_TIMEOUT_S)
+    ap.add_argument("--no-build", action="store_true",
+                    help="use the scratch build as it is (a second run beside one in progress)")
+    ap.add_argument("--results", default="results.json", help="file name in the build directory")
     ap.add_argument("--pytests", default=",".join(PYTESTS),
                     help="comma-separated pytest files of the set (the slow part of a survivor)")
     args = ap.parse_args()
@@ -130,6 +133,8 @@ def main():
         allm = generate.number_sites(per_file)
         rewritten = {rel: generate.rewrite(p, sites) for rel, p, sites in per_file}
         rewritten[generate.TARGET_CMAKE] = schemata_cmake((REPO / generate.TARGET_CMAKE).read_text())
+        if args.no_build:
+            break
         prepare(scratch, rewritten)
         log(f"mutation: building {len(allm)} mutants at {sum(len(s) for _, _, s in per_file)} sites "
             f"(attempt {attempt + 1})")
@@ -168,7 +173,7 @@ def main():
     # coverage pass
     cmds = commands(scratch, [f for f in args.pytests.split(",") if f])
     reach = {}
-    tdir = scratch.build / "trace"
+    tdir = scratch.build / ("trace-" + Path(args.results).stem)
     shutil.rmtree(tdir, ignore_errors=True)
     tdir.mkdir()
     cost = {}
@@ -255,7 +260,7 @@ def main():
     summary = {"total_s": round(total), "build_s": round(t_build), "coverage_s": round(t_cov),
                "planted": len(allm) + len(dropped), "chosen": len(chosen), "results": results,
                "stale_equivalents": stale}
-    json.dump(summary, open(scratch.build / "results.json", "w"), indent=1)
+    json.dump(summary, open(scratch.build / args.results, "w"), indent=1)
     print_table(results)
     log(f"mutation: {total:.0f} s in all ({t_build:.0f} s build, {t_cov:.0f} s coverage)")
     for s in stale:

@@ -1001,5 +1001,109 @@ TEST(TruthClass, PlxSwitchBelowABroadcomOneIsNotFlattened) {
   }
 }
 
+// The same flattening wherever the two-level switch's ports sit in the list and whether or not
+// their parents were listed (NCCL's XML and hwloc can start below the root port): one switch,
+// PIX, as nvidia-smi counts NCCL's flattened switch. Found by the generated mutants (issue 28):
+// unit_of's `dsp.parent < 0` as `<= 0` (the outer upstream port at index 0 ends the flattening),
+// and the parent checks dropped or made never true (an index of -1 read).
+TEST(TruthClass, BroadcomTwoLevelFlattensWhereverItsPortsSitInTheList) {
+  auto add = [](Topology& t, const std::string& bdf, int parent, PortType pt, Role role) {
+    const bool bcm = role == Role::None;
+    Device x;
+    x.bdf = bdf;
+    x.parent = parent;
+    x.host_bridge = parent < 0 ? t.host_bridge_index("0000:00") : -1;
+    x.port = pt;
+    x.is_bridge = pt != PortType::Endpoint;
+    x.role = role;
+    x.ids_known = true;
+    x.vendor = bcm ? 0x1000 : role == Role::GPU ? 0x10de : 0x15b3;
+    x.device = bcm ? 0xc010 : role == Role::GPU ? 0x2330 : 0x1021;
+    x.subsys_vendor = x.vendor;
+    x.subsys_device = bcm ? 0xa064 : 0;
+    t.devices.push_back(x);
+    return static_cast<int>(t.devices.size() - 1);
+  };
+  auto expect_pix = [](Topology& t, int x, int y) {
+    t.finalize();
+    EXPECT_EQ(classify(t, x, y, kb()).cls, PathClass::PIX);
+    EXPECT_EQ(classify(t, y, x, kb()).cls, PathClass::PIX);
+  };
+  {
+    SCOPED_TRACE("outer upstream port first, no root port listed");
+    Topology t;
+    int ua = add(t, "0000:01:00.0", -1, PortType::SwitchUpstream, Role::None);
+    int da = add(t, "0000:02:00.0", ua, PortType::SwitchDownstream, Role::None);
+    int da2 = add(t, "0000:02:01.0", ua, PortType::SwitchDownstream, Role::None);
+    int ub = add(t, "0000:03:00.0", da, PortType::SwitchUpstream, Role::None);
+    int db = add(t, "0000:04:00.0", ub, PortType::SwitchDownstream, Role::None);
+    int gpu = add(t, "0000:05:00.0", db, PortType::Endpoint, Role::GPU);
+    int nic = add(t, "0000:06:00.0", da2, PortType::Endpoint, Role::NIC);
+    expect_pix(t, gpu, nic);
+  }
+  {
+    SCOPED_TRACE("a one-level Broadcom switch whose upstream port has no parent");
+    Topology t;
+    int ua = add(t, "0000:01:00.0", -1, PortType::SwitchUpstream, Role::None);
+    int d1 = add(t, "0000:02:00.0", ua, PortType::SwitchDownstream, Role::None);
+    int d2 = add(t, "0000:02:01.0", ua, PortType::SwitchDownstream, Role::None);
+    int gpu = add(t, "0000:03:00.0", d1, PortType::Endpoint, Role::GPU);
+    int nic = add(t, "0000:04:00.0", d2, PortType::Endpoint, Role::NIC);
+    expect_pix(t, gpu, nic);
+  }
+  {
+    SCOPED_TRACE("the inner switch below a downstream port whose parent is not listed");
+    Topology t;
+    int da = add(t, "0000:02:00.0", -1, PortType::SwitchDownstream, Role::None);
+    int ub = add(t, "0000:03:00.0", da, PortType::SwitchUpstream, Role::None);
+    int d1 = add(t, "0000:04:00.0", ub, PortType::SwitchDownstream, Role::None);
+    int d2 = add(t, "0000:04:01.0", ub, PortType::SwitchDownstream, Role::None);
+    int gpu = add(t, "0000:05:00.0", d1, PortType::Endpoint, Role::GPU);
+    int nic = add(t, "0000:06:00.0", d2, PortType::Endpoint, Role::NIC);
+    expect_pix(t, gpu, nic);
+  }
+}
+
+// Two devices on two host bridges: SYS when their NUMA nodes differ (nvidia-smi). A device's own
+// NUMA node (sysfs numa_node) decides; its host bridge's (hwloc, NCCL XML give only that) is the
+// fallback when the device's is unknown. Found by the generated mutants (issue 28): numa_of's
+// `if (d.numa >= 0)` as true, false or `> 0` survived (the sysfs fake gives both the same node).
+TEST(TruthNuma, DeviceNodeFirstHostBridgeNodeAsFallback) {
+  struct Case {
+    int dev_a, dev_b, hb_a, hb_b;
+    PathClass want;
+  };
+  const Case cases[] = {
+      {0, 1, -1, -1, PathClass::SYS},  {-1, -1, 0, 1, PathClass::SYS}, {0, 0, 0, 1, PathClass::NODE},
+      {1, 0, 0, 0, PathClass::SYS},    {-1, 1, 0, 0, PathClass::SYS},  {0, -1, 1, 0, PathClass::NODE},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE("device nodes " + std::to_string(c.dev_a) + "/" + std::to_string(c.dev_b) + ", host bridge nodes " +
+                 std::to_string(c.hb_a) + "/" + std::to_string(c.hb_b));
+    Topology t;
+    t.numa_nodes = 2;
+    int ha = t.host_bridge_index("0000:00"), hb = t.host_bridge_index("0000:80");
+    t.host_bridges[ha].numa = c.hb_a;
+    t.host_bridges[hb].numa = c.hb_b;
+    auto add = [&](const std::string& bdf, int host_bridge, int numa, Role role) {
+      Device x;
+      x.bdf = bdf;
+      x.host_bridge = host_bridge;
+      x.numa = numa;
+      x.port = PortType::Endpoint;
+      x.role = role;
+      x.ids_known = true;
+      x.vendor = role == Role::GPU ? 0x10de : 0x15b3;
+      x.device = role == Role::GPU ? 0x2330 : 0x1021;
+      t.devices.push_back(x);
+      return static_cast<int>(t.devices.size() - 1);
+    };
+    int a = add("0000:01:00.0", ha, c.dev_a, Role::GPU), b = add("0000:81:00.0", hb, c.dev_b, Role::NIC);
+    t.finalize();
+    EXPECT_EQ(classify(t, a, b, kb()).cls, c.want);
+    EXPECT_EQ(classify(t, b, a, kb()).cls, c.want);
+  }
+}
+
 }  // namespace
 }  // namespace gdrpeer::topo
