@@ -1105,5 +1105,68 @@ TEST(TruthNuma, DeviceNodeFirstHostBridgeNodeAsFallback) {
   }
 }
 
+// The meeting point is the nearest common bridge, whatever the list order: a parent may be
+// listed after its child (an input's order is not the tree's), so the switch's upstream port can
+// be index 0 with its root port after it. One switch: PIX (nvidia-smi). Found by the generated
+// mutants (issue 28): classify's search loop `lca < 0` as `lca <= 0` / `< 1` went on past a
+// meeting point at index 0 to the root port above it (PXB).
+TEST(TruthClass, NearestCommonBridgeWhateverTheListOrder) {
+  Topology t;
+  auto add = [&](const std::string& bdf, int parent, PortType pt, Role role) {
+    Device x;
+    x.bdf = bdf;
+    x.parent = parent;
+    x.host_bridge = parent < 0 ? t.host_bridge_index("0000:00") : -1;
+    x.port = pt;
+    x.is_bridge = pt != PortType::Endpoint;
+    x.role = role;
+    x.ids_known = true;
+    x.vendor = role == Role::GPU ? 0x10de : role == Role::NIC ? 0x15b3 : kPlx;
+    x.device = role == Role::GPU ? 0x2330 : role == Role::NIC ? 0x1021 : 0x9797;
+    t.devices.push_back(x);
+    return static_cast<int>(t.devices.size() - 1);
+  };
+  int usp = add("0000:01:00.0", 1, PortType::SwitchUpstream, Role::None);  // its root port comes next
+  int rp = add("0000:00:01.0", -1, PortType::RootPort, Role::None);
+  ASSERT_EQ(usp, 0);
+  ASSERT_EQ(rp, 1);
+  int d1 = add("0000:02:00.0", usp, PortType::SwitchDownstream, Role::None);
+  int d2 = add("0000:02:01.0", usp, PortType::SwitchDownstream, Role::None);
+  int gpu = add("0000:03:00.0", d1, PortType::Endpoint, Role::GPU);
+  int nic = add("0000:04:00.0", d2, PortType::Endpoint, Role::NIC);
+  t.finalize();
+  for (auto [x, y] : {std::pair{gpu, nic}, std::pair{nic, gpu}}) {
+    PathInfo p = classify(t, x, y, kb());
+    EXPECT_EQ(p.cls, PathClass::PIX);
+    EXPECT_EQ(p.lca, usp);
+  }
+}
+
+// One NUMA node: a path between host bridges cannot cross NUMA nodes, so an unknown node makes
+// no "could be SYS" guess (nvidia-smi's SYS crosses NUMA nodes). Found by the generated mutants
+// (issue 28): `&& t.numa_nodes != 1` dropped.
+TEST(TruthNuma, OneNodeNeverGuessesSys) {
+  for (int nodes : {1, 2}) {
+    SCOPED_TRACE(std::to_string(nodes) + " NUMA nodes");
+    Topology t;
+    t.numa_nodes = nodes;
+    int ha = t.host_bridge_index("0000:00"), hb = t.host_bridge_index("0000:80");
+    auto add = [&](const std::string& bdf, int host_bridge, Role role) {
+      Device x;
+      x.bdf = bdf;
+      x.host_bridge = host_bridge;
+      x.port = PortType::Endpoint;
+      x.role = role;
+      t.devices.push_back(x);
+      return static_cast<int>(t.devices.size() - 1);
+    };
+    int a = add("0000:01:00.0", ha, Role::GPU), b = add("0000:81:00.0", hb, Role::NIC);
+    t.finalize();
+    PathInfo p = classify(t, a, b, kb());
+    EXPECT_EQ(p.cls, PathClass::NODE);
+    EXPECT_EQ(p.numa_guessed, nodes != 1);
+  }
+}
+
 }  // namespace
 }  // namespace gdrpeer::topo
