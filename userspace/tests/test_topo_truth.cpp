@@ -1168,5 +1168,46 @@ TEST(TruthNuma, OneNodeNeverGuessesSys) {
   }
 }
 
+// An NVSwitch on the PCI bus is an NVIDIA function of class 0680 (bridge, other): the H100
+// NVSwitch 10de:22a3 of aws-p5en.48xlarge.xml (topology/reference) has "0680 [10de:22a3]", and
+// Debian's pci.ids does not know 22a3, so its name does not say NVSwitch. Without ids, a name
+// from pci.ids ("GA100 [A100 NVSwitch]", 10de:1af1) says it. A GPU (class 0302) or another
+// vendor's 0680 function is no NVSwitch. Found by the generated mutants (issue 28): is_nvswitch's
+// conditions joined by the other operator or dropped survived every host test (the reference
+// SXM GPUs get NVLink from their model anyway).
+TEST(TruthNvlink, NvswitchOnTheBusByVendorAndClassOrByName) {
+  struct Case {
+    const char* what;
+    bool ids_known, class_known;
+    uint16_t vendor, device;
+    uint32_t class_code;
+    const char* name;
+    bool nvswitch;
+  };
+  const Case cases[] = {
+      {"H100 NVSwitch, not in pci.ids", true, true, 0x10de, 0x22a3, 0x068000, "NVIDIA Corporation Device 22a3", true},
+      {"A100 NVSwitch named, no ids", false, false, 0, 0, 0, "NVIDIA Corporation GA100 [A100 NVSwitch]", true},
+      {"H100 PCIe GPU", true, true, 0x10de, 0x2331, 0x030200, "NVIDIA Corporation GH100 [H100 PCIe]", false},
+      {"NVIDIA function of unknown class", true, false, 0x10de, 0x22a3, 0, "NVIDIA Corporation Device 22a3", false},
+      {"another vendor's 0680 bridge", true, true, 0x8086, 0x0998, 0x068000, "Intel Corporation Device 0998", false},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.what);
+    Topology t;
+    Device d;
+    d.bdf = "0000:05:00.0";
+    d.host_bridge = t.host_bridge_index("0000:00");
+    d.ids_known = c.ids_known;
+    d.class_known = c.class_known;
+    d.vendor = c.vendor;
+    d.device = c.device;
+    d.class_code = c.class_code;
+    d.name = c.name;
+    t.devices.push_back(d);
+    t.finalize();
+    EXPECT_EQ(nvswitch_on_pci_bus(t), c.nvswitch);
+  }
+}
+
 }  // namespace
 }  // namespace gdrpeer::topo
