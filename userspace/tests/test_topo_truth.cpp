@@ -1209,5 +1209,47 @@ TEST(TruthNvlink, NvswitchOnTheBusByVendorAndClassOrByName) {
   }
 }
 
+// With NVSwitches on the bus and no link list, NVIDIA GPUs reach each other through the switch
+// fabric (HGX/DGX baseboards); a GPU of another vendor does not. NVIDIA by vendor id, or by the
+// name when the ids are unknown (lspci text without -n). Found by the generated mutants (issue
+// 28): is_nvidia's tests flipped or swapped survived every host test.
+TEST(TruthNvlink, SwitchFabricJoinsNvidiaGpusOnly) {
+  struct Case {
+    const char* what;
+    bool ids_known;
+    uint16_t vendor;
+    const char* name;
+    bool linked;
+  };
+  const Case cases[] = {
+      {"H100 SXM by ids", true, 0x10de, "NVIDIA Corporation Device 2330", true},
+      {"NVIDIA by name, no ids", false, 0, "NVIDIA Corporation GH100 [H100 SXM5 80GB]", true},
+      {"AMD Instinct MI300X by ids", true, 0x1002, "Advanced Micro Devices, Inc. [AMD/ATI] Aqua Vanjaram [Instinct MI300X]", false},
+      {"AMD by name, no ids", false, 0, "Advanced Micro Devices, Inc. [AMD/ATI] Aqua Vanjaram [Instinct MI300X]", false},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.what);
+    Topology t;
+    const int hb = t.host_bridge_index("0000:00");
+    auto add = [&](const std::string& bdf, bool ids_known, uint16_t vendor, const std::string& name) {
+      Device d;
+      d.bdf = bdf;
+      d.host_bridge = hb;
+      d.role = Role::GPU;
+      d.ids_known = ids_known;
+      d.vendor = vendor;
+      d.name = name;
+      t.devices.push_back(d);
+      return static_cast<int>(t.devices.size() - 1);
+    };
+    const int h100 = add("0000:18:00.0", true, 0x10de, "NVIDIA Corporation Device 2330");
+    const int other = add("0000:2a:00.0", c.ids_known, c.vendor, c.name);
+    t.finalize();
+    EXPECT_EQ(nvlink_between(t, h100, other, true).linked, c.linked);
+    EXPECT_EQ(nvlink_between(t, other, h100, true).linked, c.linked);
+    EXPECT_FALSE(nvlink_between(t, h100, other, false).linked);
+  }
+}
+
 }  // namespace
 }  // namespace gdrpeer::topo
