@@ -1251,5 +1251,68 @@ TEST(TruthNvlink, SwitchFabricJoinsNvidiaGpusOnly) {
   }
 }
 
+// NVLink from a link list, as nvidia-smi topo -m prints it: NV# is the number of bonded links
+// between two GPUs, read from either GPU's end (DGX-1's hybrid cube mesh: NV1 and NV2); through
+// NVSwitches every GPU's links end at a switch and the pair gets the smaller count (the real
+// 4x H200 node: 18 links each, NV18 in topology/reference/truth/h200x4-nvidia-smi-topo-m.txt);
+// a GPU with no link is not linked; a link's far end may be known by address only (not in the
+// PCI tree we read). Found by the generated mutants (issue 28): nearly every condition of
+// nvlink_between's loop could be flipped or dropped without a host test noticing.
+TEST(TruthNvlink, LinkListGivesNvidiaSmiCounts) {
+  Topology t;
+  const int hb = t.host_bridge_index("0000:00");
+  for (const char* bdf : {"0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0", "0000:5d:00.0", "0000:9a:00.0"}) {
+    Device d;
+    d.bdf = bdf;
+    d.host_bridge = hb;
+    d.role = Role::GPU;
+    d.ids_known = true;
+    d.vendor = 0x10de;
+    d.device = 0x2335;  // H200 SXM
+    t.devices.push_back(d);
+  }
+  auto link = [&](int gpu, int peer, const std::string& peer_bdf, bool sw, int links) {
+    NvLink l;
+    l.gpu = gpu;
+    l.peer = peer;
+    l.peer_bdf = peer_bdf;
+    l.peer_is_switch = sw;
+    l.links = links;
+    t.nvlinks.push_back(l);
+  };
+  // GPUs 0-2: direct links, each given from one end (0-1 two; 0-2 one, GPU 2 known by address only)
+  link(0, 1, "0000:2a:00.0", false, 2);
+  link(0, -1, "0000:3a:00.0", false, 1);
+  // GPUs 3 and 4: through NVSwitches, 18 and 12 links
+  link(3, -1, "0000:05:00.0", true, 18);
+  link(4, -1, "0000:06:00.0", true, 12);
+  t.finalize();
+  struct Want {
+    int a, b;
+    bool linked, via_switch;
+    int links;
+    const char* cell;
+  };
+  const Want wants[] = {
+      {0, 1, true, false, 2, "NV2"}, {0, 2, true, false, 1, "NV1"},   {1, 2, false, false, 0, ""},
+      {3, 4, true, true, 12, "NV12"}, {0, 3, false, false, 0, ""},    {2, 4, false, false, 0, ""},
+  };
+  for (const auto& w : wants)
+    for (auto [x, y] : {std::pair{w.a, w.b}, std::pair{w.b, w.a}}) {
+      SCOPED_TRACE("GPU" + std::to_string(x) + "-GPU" + std::to_string(y));
+      const NvLinkPath p = nvlink_between(t, x, y, false);
+      EXPECT_EQ(p.linked, w.linked);
+      EXPECT_EQ(p.via_switch, w.via_switch);
+      EXPECT_EQ(p.links, w.links);
+      EXPECT_EQ(nvlink_cell(p), w.cell);
+      EXPECT_FALSE(p.inferred);
+    }
+  // Linked with the count unknown (inferred from the GPU model or the NVSwitches on the bus):
+  // "NV", never a made-up NV0 (unknown stays unknown).
+  NvLinkPath inferred;
+  inferred.linked = inferred.inferred = true;
+  EXPECT_EQ(nvlink_cell(inferred), "NV");
+}
+
 }  // namespace
 }  // namespace gdrpeer::topo
