@@ -1004,7 +1004,7 @@ TEST(TruthClass, PlxSwitchBelowABroadcomOneIsNotFlattened) {
 // The same flattening wherever the two-level switch's ports sit in the list and whether or not
 // their parents were listed (NCCL's XML and hwloc can start below the root port): one switch,
 // PIX, as nvidia-smi counts NCCL's flattened switch. Found by the generated mutants (issue 28):
-// unit_of's `dsp.parent < 0` as `<= 0` (the outer upstream port at index 0 ends the flattening),
+// unit_of's `dsp.parent < 0` and `usp.parent < 0` as `<= 0` (a port at index 0 ends the flattening),
 // and the parent checks dropped or made never true (an index of -1 read).
 TEST(TruthClass, BroadcomTwoLevelFlattensWhereverItsPortsSitInTheList) {
   auto add = [](Topology& t, const std::string& bdf, int parent, PortType pt, Role role) {
@@ -1049,6 +1049,19 @@ TEST(TruthClass, BroadcomTwoLevelFlattensWhereverItsPortsSitInTheList) {
     int d2 = add(t, "0000:02:01.0", ua, PortType::SwitchDownstream, Role::None);
     int gpu = add(t, "0000:03:00.0", d1, PortType::Endpoint, Role::GPU);
     int nic = add(t, "0000:04:00.0", d2, PortType::Endpoint, Role::NIC);
+    expect_pix(t, gpu, nic);
+  }
+  {
+    SCOPED_TRACE("the outer downstream port first, its upstream port listed after it");
+    Topology t;
+    int da = add(t, "0000:02:00.0", 1, PortType::SwitchDownstream, Role::None);
+    int ua = add(t, "0000:01:00.0", -1, PortType::SwitchUpstream, Role::None);
+    ASSERT_EQ(da, 0);
+    int da2 = add(t, "0000:02:01.0", ua, PortType::SwitchDownstream, Role::None);
+    int ub = add(t, "0000:03:00.0", da, PortType::SwitchUpstream, Role::None);
+    int db = add(t, "0000:04:00.0", ub, PortType::SwitchDownstream, Role::None);
+    int gpu = add(t, "0000:05:00.0", db, PortType::Endpoint, Role::GPU);
+    int nic = add(t, "0000:06:00.0", da2, PortType::Endpoint, Role::NIC);
     expect_pix(t, gpu, nic);
   }
   {
