@@ -464,6 +464,14 @@ void expect_acs_verdict(const Topology& t, const AcsBit& bit, bool on_path, cons
   if (const Finding* f = finding(p, "acs-redirect")) {
     EXPECT_NE(f->reason.find(std::string(bit.lspci) + "+"), std::string::npos) << f->reason;
     EXPECT_NE(f->reason.find(port), std::string::npos) << f->reason;
+    // Only the bit that is set, in lspci's words, then the port (generated mutants of
+    // acs_flags, issue 28, added the other redirect bits or left a trailing blank).
+    EXPECT_NE(f->reason.find("ACS " + std::string(bit.lspci) + "+ on " + port), std::string::npos) << f->reason;
+    for (const auto& other : kAcsBits) {
+      if (other.bit != bit.bit) {
+        EXPECT_EQ(f->reason.find(std::string(other.lspci) + "+"), std::string::npos) << f->reason;
+      }
+    }
     EXPECT_NE(f->fix.find("setpci -s " + port), std::string::npos) << f->fix;
   }
 }
