@@ -1335,5 +1335,119 @@ TEST(TruthNvlink, LinkListGivesNvidiaSmiCounts) {
   EXPECT_EQ(nvlink_cell(inferred), "NV");
 }
 
+// NVLink through NVSwitches works once the fabric manager registered the GPU: NVML's
+// nvmlGpuFabricInfo_t (nvml.h) gives the state NOT_SUPPORTED 0, NOT_STARTED 1, IN_PROGRESS 2,
+// COMPLETED 3 and, once completed, an nvmlReturn_t status (NVML_SUCCESS 0). Not started or in
+// progress, or completed with an error, makes the pair unreliable; completed with success or
+// not supported (pre-Hopper) does not. The reason quotes nvidia-smi's NV# and the bandwidth.
+// Found by the generated mutants (issue 28): fabric_check's and nvlink_rules' conditions could be
+// flipped or dropped without a host test noticing.
+TEST(TruthNvlink, FabricStateFromNvmlDecidesTheNvlinkPair) {
+  struct Case {
+    int state, status;
+    bool unreliable;
+    const char* words;
+  };
+  const Case cases[] = {
+      {0, -1, false, ""},           {1, -1, true, "not started"}, {2, -1, true, "in progress"},
+      {3, 0, false, ""},            {3, 3, true, "completed with error nvmlReturn_t 3"},
+      {3, 1, true, "completed with error nvmlReturn_t 1"},          {-1, -1, false, ""},
+  };
+  for (const auto& c : cases)
+    for (bool on_a : {true, false}) {
+      SCOPED_TRACE("fabric state " + std::to_string(c.state) + " status " + std::to_string(c.status) +
+                   (on_a ? " on the first GPU" : " on the second GPU"));
+      Topology t;
+      const int hb = t.host_bridge_index("0000:00");
+      for (const char* bdf : {"0000:18:00.0", "0000:2a:00.0"}) {
+        Device d;
+        d.bdf = bdf;
+        d.host_bridge = hb;
+        d.role = Role::GPU;
+        d.ids_known = true;
+        d.vendor = 0x10de;
+        d.device = 0x2330;  // H100 SXM5
+        d.fabric_state = 3;
+        d.fabric_status = 0;
+        t.devices.push_back(d);
+      }
+      Device& x = t.devices[on_a ? 0 : 1];
+      x.fabric_state = c.state;
+      x.fabric_status = c.status;
+      for (int g : {0, 1}) {
+        NvLink l;
+        l.gpu = g;
+        l.peer_bdf = "0000:05:00.0";
+        l.peer_is_switch = true;
+        l.links = 18;
+        l.bandwidth_mbps = 477000;
+        t.nvlinks.push_back(l);
+      }
+      t.nvlink_known = true;
+      t.finalize();
+      Report r = check(t, kb(), CheckOptions{});
+      ASSERT_EQ(r.pairs.size(), 1u);
+      const PairResult& p = r.pairs[0];
+      const Finding* nv = finding(p, "path-nvlink");
+      ASSERT_TRUE(nv);
+      EXPECT_NE(nv->reason.find("18 bonded NVLinks (NV18), 477 GB/s through NVSwitch"), std::string::npos) << nv->reason;
+      EXPECT_EQ(nv->reason.find("inferred"), std::string::npos) << nv->reason;
+      const Finding* f = finding(p, "nvlink-fabric");
+      EXPECT_EQ(f != nullptr, c.unreliable);
+      EXPECT_EQ(p.verdict, c.unreliable ? Verdict::Unreliable : Verdict::Optimal);
+      if (f) {
+        EXPECT_NE(f->reason.find(c.words), std::string::npos) << f->reason;
+        EXPECT_NE(f->reason.find(x.bdf), std::string::npos) << f->reason;
+      }
+    }
+}
+
+// The path-nvlink reason says what the link list says and nothing it does not: one link is NV1
+// (nvidia-smi), an unknown count or bandwidth is left out (never "NV0" or "0 GB/s"). Found by the
+// generated mutants (issue 28): nvlink_rules' `> 0` tests as `>= 0`, `> 1`, or always true.
+TEST(TruthNvlink, NvlinkReasonLeavesUnknownCountsOut) {
+  struct Case {
+    int links;
+    uint64_t mbps;
+    const char* want;
+    const char* never;
+  };
+  const Case cases[] = {
+      {1, 25000, "over 1 bonded NVLinks (NV1), 25 GB/s, GPU to GPU", "NV0"},
+      {0, 0, "over NVLink, GPU to GPU", " GB/s"},
+      {2, 0, "over 2 bonded NVLinks (NV2), GPU to GPU", " GB/s"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.want);
+    Topology t;
+    const int hb = t.host_bridge_index("0000:00");
+    for (const char* bdf : {"0000:18:00.0", "0000:2a:00.0"}) {
+      Device d;
+      d.bdf = bdf;
+      d.host_bridge = hb;
+      d.role = Role::GPU;
+      d.ids_known = true;
+      d.vendor = 0x10de;
+      d.device = 0x1db1;  // V100 SXM2 (DGX-1: direct NVLinks)
+      t.devices.push_back(d);
+    }
+    NvLink l;
+    l.gpu = 0;
+    l.peer = 1;
+    l.peer_bdf = "0000:2a:00.0";
+    l.links = c.links;
+    l.bandwidth_mbps = c.mbps;
+    t.nvlinks.push_back(l);
+    t.nvlink_known = true;
+    t.finalize();
+    Report r = check(t, kb(), CheckOptions{});
+    ASSERT_EQ(r.pairs.size(), 1u);
+    const Finding* nv = finding(r.pairs[0], "path-nvlink");
+    ASSERT_TRUE(nv);
+    EXPECT_NE(nv->reason.find(c.want), std::string::npos) << nv->reason;
+    EXPECT_EQ(nv->reason.find(c.never), std::string::npos) << nv->reason;
+  }
+}
+
 }  // namespace
 }  // namespace gdrpeer::topo
