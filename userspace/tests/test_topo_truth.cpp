@@ -1449,5 +1449,85 @@ TEST(TruthNvlink, NvlinkReasonLeavesUnknownCountsOut) {
   }
 }
 
+// Every root complex of topology/root_complexes.json (the rule data, with its sources) on a
+// two-socket node: a SYS pair's reason and verdict follow the entry's cross_socket value, a
+// PHB pair's its p2p value, and a GPU beyond its socket is pointed at the closest NIC, the
+// first by index among equals. Found by the generated mutants (issue 28): the cross_socket
+// and p2p branches of sys_rules/phb_rules and the closest-NIC search could be flipped.
+TEST(TruthRules, EveryRootComplexEntryGivesItsCrossSocketAndP2pWords) {
+  for (const RootComplex& rc : kb().root_complexes) {
+    SCOPED_TRACE(rc.name);
+    Topology t;
+    t.numa_nodes = 2;
+    t.cpu.arch = rc.arch.empty() ? "x86_64" : rc.arch;
+    t.cpu.vendor = rc.vendor;
+    t.cpu.family = rc.family;
+    t.cpu.model = rc.models.empty() ? -1 : rc.models[0];
+    if (rc.arch == "aarch64" && rc.models.size() == 2) {
+      t.cpu.arm_implementer = rc.models[0];
+      t.cpu.arm_part = rc.models[1];
+    }
+    t.cpu.model_name = rc.model_patterns.empty() ? "" : rc.model_patterns[0];
+    if (kb().root_complex(t.cpu) != &rc) continue;  // an earlier entry wins for this CPU
+    const int h0 = t.host_bridge_index("0000:00"), h1 = t.host_bridge_index("0000:80");
+    t.host_bridges[h0].numa = 0;
+    t.host_bridges[h1].numa = 1;
+    auto add = [&](const std::string& bdf, int hb, Role role) {
+      Device d;
+      d.bdf = bdf;
+      d.host_bridge = hb;
+      d.role = role;
+      d.ids_known = true;
+      d.vendor = role == Role::GPU ? 0x10de : 0x15b3;
+      d.device = role == Role::GPU ? 0x2331 : 0x1021;  // H100 PCIe, ConnectX-7
+      t.devices.push_back(d);
+      return static_cast<int>(t.devices.size() - 1);
+    };
+    const int nic0 = add("0000:01:00.0", h0, Role::NIC);
+    const int gpu0 = add("0000:02:00.0", h0, Role::GPU);
+    const int gpu1 = add("0000:81:00.0", h1, Role::GPU);
+    const int nic1 = add("0000:82:00.0", h1, Role::NIC);
+    add("0000:03:00.0", h0, Role::NIC);  // as close to GPU0 as NIC0, later in the list
+    ASSERT_EQ(nic0, 0);
+    t.finalize();
+    Report r = check(t, kb(), CheckOptions{});
+    auto pair = [&](int a, int b) -> const PairResult& {
+      for (const auto& p : r.pairs)
+        if ((p.a == a && p.b == b) || (p.a == b && p.b == a)) return p;
+      throw std::runtime_error("no pair");
+    };
+    const char* cross = rc.cross_socket == "unsupported" ? "does not carry PCIe peer-to-peer across sockets"
+                        : rc.cross_socket == "slow"      ? "peer-to-peer across sockets is slow on"
+                                                         : "cross-socket peer-to-peer is unknown";
+    for (auto [a, b, gpu_gpu] : {std::tuple{gpu0, gpu1, true}, std::tuple{gpu0, nic1, false}}) {
+      const PairResult& p = pair(a, b);
+      ASSERT_EQ(p.path.cls, PathClass::SYS);
+      if (rc.note.find("NVLink-C2C") != std::string::npos && !gpu_gpu) continue;  // Grace
+      const Finding* f = finding(p, "path-sys");
+      ASSERT_TRUE(f) << rc.name;
+      EXPECT_NE(f->reason.find(cross), std::string::npos) << f->reason;
+      EXPECT_EQ(f->severity, rc.cross_socket == "unsupported" ? (gpu_gpu ? Verdict::Blocked : Verdict::Unreliable)
+                                                              : Verdict::Degraded);
+      if (!gpu_gpu) {
+        EXPECT_NE(f->fix.find("# use " + r.labels[static_cast<size_t>(nic0)] + " (0000:01:00.0, PHB)"), std::string::npos) << f->fix;
+      }
+    }
+    if (rc.note.find("NVLink-C2C") != std::string::npos) continue;  // Grace: path-grace instead
+    const Finding* f = finding(pair(gpu0, nic0), "path-root-complex");
+    ASSERT_TRUE(f);
+    if (rc.p2p == "unsupported") {
+      EXPECT_EQ(f->severity, Verdict::Blocked);
+      EXPECT_NE(f->reason.find("does not forward PCIe peer-to-peer"), std::string::npos) << f->reason;
+    } else if (rc.p2p == "poor") {
+      EXPECT_EQ(f->severity, Verdict::Unreliable);
+      EXPECT_NE(f->reason.find("forwards peer-to-peer poorly" + (rc.note.empty() ? "" : " (" + rc.note + ")")),
+                std::string::npos) << f->reason;
+    } else {
+      EXPECT_EQ(f->severity, Verdict::Degraded);
+      EXPECT_NE(f->fix.find("export NCCL_NET_GDR_LEVEL=PHB"), std::string::npos) << f->fix;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gdrpeer::topo
