@@ -1545,5 +1545,36 @@ TEST(TruthRules, EveryRootComplexEntryGivesItsCrossSocketAndP2pWords) {
   }
 }
 
+// The IOMMU fix names the kernel parameter of the CPU's IOMMU (Documentation/admin-guide/
+// kernel-parameters.txt: amd_iommu= for AMD-Vi, intel_iommu= for Intel VT-d), for the real
+// cpuinfo vendor strings. Found by the generated mutants (issue 28): the vendor test flipped
+// or its branches swapped survived (every fake node was an AMD EPYC).
+TEST(TruthIommu, FixNamesTheCpuVendorsKernelParameter) {
+  struct Case {
+    const char* cpuinfo;
+    const char* param;
+    const char* other;
+  };
+  const Case cases[] = {
+      {"vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC 9374F\nphysical id\t: 0\n",
+       "amd_iommu=on iommu=pt", "intel_iommu"},
+      {"vendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 143\nmodel name\t: Intel(R) Xeon(R) Platinum 8480+\nphysical id\t: 0\n",
+       "intel_iommu=on iommu=pt", "amd_iommu"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.param);
+    FakeNode n = testing::switch_node();
+    n.cpuinfo = c.cpuinfo;
+    for (auto& f : n.fns) f.iommu_group = f.bdf == "0000:03:00.0" ? 11 : f.bdf == "0000:04:00.0" ? 12 : 13;
+    n.groups = {{11, "DMA"}, {12, "identity"}, {13, "identity"}};
+    Topology t = from_fake(n);
+    Report r = check(t, kb(), CheckOptions{});
+    const Finding* f = finding(only_pair(r), "iommu-translating");
+    ASSERT_TRUE(f);
+    EXPECT_NE(f->fix.find(c.param), std::string::npos) << f->fix;
+    EXPECT_EQ(f->fix.find(c.other), std::string::npos) << f->fix;
+  }
+}
+
 }  // namespace
 }  // namespace gdrpeer::topo
