@@ -1576,5 +1576,60 @@ TEST(TruthIommu, FixNamesTheCpuVendorsKernelParameter) {
   }
 }
 
+// ACS redirect sends peer requests up to the root complex; a path that goes through the root
+// complex anyway (PHB) loses nothing to it (PCIe base spec, ACS P2P Request Redirect), so only
+// PIX/PXB paths are judged. Ports whose ACS state the input lacks are listed once, in path
+// order. Found by the generated mutants (issue 28): acs_rules' class test as false, and its
+// list separator's branches swapped.
+TEST(TruthAcs, RedirectMattersBelowASwitchOnlyAndUnknownPortsAreListed) {
+  auto add = [](Topology& t, const std::string& bdf, int parent, PortType pt, Role role, int hb) {
+    Device x;
+    x.bdf = bdf;
+    x.parent = parent;
+    x.host_bridge = parent < 0 ? hb : -1;
+    x.port = pt;
+    x.is_bridge = pt != PortType::Endpoint;
+    x.role = role;
+    x.ids_known = true;
+    x.vendor = role == Role::GPU ? 0x10de : role == Role::NIC ? 0x15b3 : kPlx;
+    x.device = role == Role::GPU ? 0x2331 : role == Role::NIC ? 0x1021 : 0x9797;
+    t.devices.push_back(x);
+    return static_cast<int>(t.devices.size() - 1);
+  };
+  {
+    SCOPED_TRACE("PHB: redirect on both root ports");
+    Topology t;
+    const int hb = t.host_bridge_index("0000:00");
+    int r1 = add(t, "0000:00:01.0", -1, PortType::RootPort, Role::None, hb);
+    int r2 = add(t, "0000:00:02.0", -1, PortType::RootPort, Role::None, hb);
+    for (int r : {r1, r2}) {
+      t.devices[r].acs_known = t.devices[r].acs_present = true;
+      t.devices[r].acs_ctl = acs::kRequestRedirect | acs::kCompletionRedirect;
+    }
+    int gpu = add(t, "0000:01:00.0", r1, PortType::Endpoint, Role::GPU, hb);
+    int nic = add(t, "0000:02:00.0", r2, PortType::Endpoint, Role::NIC, hb);
+    t.finalize();
+    ASSERT_EQ(classify(t, gpu, nic, kb()).cls, PathClass::PHB);
+    Report r = check(t, kb(), CheckOptions{});
+    EXPECT_FALSE(has_rule(only_pair(r), "acs-redirect"));
+  }
+  {
+    SCOPED_TRACE("PIX: ACS of both downstream ports unknown");
+    Topology t;
+    const int hb = t.host_bridge_index("0000:00");
+    int rp = add(t, "0000:00:01.0", -1, PortType::RootPort, Role::None, hb);
+    int usp = add(t, "0000:01:00.0", rp, PortType::SwitchUpstream, Role::None, hb);
+    int d1 = add(t, "0000:02:00.0", usp, PortType::SwitchDownstream, Role::None, hb);
+    int d2 = add(t, "0000:02:01.0", usp, PortType::SwitchDownstream, Role::None, hb);
+    add(t, "0000:03:00.0", d1, PortType::Endpoint, Role::GPU, hb);
+    add(t, "0000:04:00.0", d2, PortType::Endpoint, Role::NIC, hb);
+    t.finalize();
+    Report r = check(t, kb(), CheckOptions{});
+    const Finding* f = finding(only_pair(r), "acs-unknown");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->reason, "ACS state of 0000:02:00.0, 0000:02:01.0 is not in this input");
+  }
+}
+
 }  // namespace
 }  // namespace gdrpeer::topo
