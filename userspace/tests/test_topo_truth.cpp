@@ -1631,5 +1631,60 @@ TEST(TruthAcs, RedirectMattersBelowASwitchOnlyAndUnknownPortsAreListed) {
   }
 }
 
+// A link trains to what both ends can do (PCIe base spec, link training): a Gen5 x16 NIC in a
+// slot whose root port is Gen4 x8 at Gen4 x8 is as good as it gets; at x4 or 8 GT/s it is not.
+// The root port at index 0 of the list counts like any other. Found by the generated mutants
+// (issue 28): link_check's `d.parent >= 0` as `> 0` and its speed cap test as true/false.
+TEST(TruthLinks, SpeedAndWidthAreCappedByThePortAboveAtAnyIndex) {
+  struct Case {
+    double sta_speed;
+    int sta_width;
+    bool width_low, speed_low;
+  };
+  const Case cases[] = {{16, 8, false, false}, {16, 4, true, false}, {8, 8, false, true}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(std::to_string(c.sta_speed) + " GT/s x" + std::to_string(c.sta_width));
+    Topology t;
+    const int hb = t.host_bridge_index("0000:00");
+    Device rp;
+    rp.bdf = "0000:00:01.0";
+    rp.host_bridge = hb;
+    rp.port = PortType::RootPort;
+    rp.is_bridge = true;
+    rp.link_cap = {16, 8};
+    rp.link_sta = {16, 8};
+    t.devices.push_back(rp);
+    for (const auto& [bdf, role] : {std::pair{"0000:01:00.0", Role::NIC}, std::pair{"0000:02:00.0", Role::GPU}}) {
+      Device d;
+      d.bdf = bdf;
+      d.parent = role == Role::NIC ? 0 : -1;
+      d.host_bridge = role == Role::NIC ? -1 : hb;
+      d.port = PortType::Endpoint;
+      d.role = role;
+      d.ids_known = true;
+      d.vendor = role == Role::GPU ? 0x10de : 0x15b3;
+      d.device = role == Role::GPU ? 0x2331 : 0x1021;
+      if (role == Role::NIC) {
+        d.link_cap = {32, 16};
+        d.link_sta = {c.sta_speed, c.sta_width};
+      }
+      t.devices.push_back(d);
+    }
+    t.finalize();
+    Report r = check(t, kb(), CheckOptions{});
+    const PairResult& p = only_pair(r);
+    const Finding* w = finding(p, "link-width");
+    const Finding* sp = finding(p, "link-speed");
+    EXPECT_EQ(w != nullptr, c.width_low);
+    EXPECT_EQ(sp != nullptr, c.speed_low);
+    if (w) {
+      EXPECT_NE(w->reason.find("below its x8 capability"), std::string::npos) << w->reason;
+    }
+    if (sp) {
+      EXPECT_NE(sp->reason.find("below its 16GT/s capability"), std::string::npos) << sp->reason;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gdrpeer::topo
