@@ -1182,10 +1182,16 @@ TEST(TruthNuma, OneNodeNeverGuessesSys) {
       return static_cast<int>(t.devices.size() - 1);
     };
     int a = add("0000:01:00.0", ha, Role::GPU), b = add("0000:81:00.0", hb, Role::NIC);
+    // A device the input gives no root bus for: its NUMA node is unknown too, not a crash
+    // (generated mutant: numa_of's `host_bridge >= 0 ? ... : -1` swapped read index -1).
+    int c = add("0000:c1:00.0", -1, Role::NIC);
     t.finalize();
     PathInfo p = classify(t, a, b, kb());
     EXPECT_EQ(p.cls, PathClass::NODE);
     EXPECT_EQ(p.numa_guessed, nodes != 1);
+    PathInfo q = classify(t, a, c, kb());
+    EXPECT_EQ(q.cls, PathClass::NODE);
+    EXPECT_EQ(q.numa_guessed, nodes != 1);
   }
 }
 
