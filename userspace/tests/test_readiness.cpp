@@ -281,8 +281,7 @@ TEST(ReadinessNode, DriverNoteQuotesTheVersionFile) {
       {"NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01  Sun May 12 19:39:15 UTC 2024\n"
        "GCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n",
        "NVIDIA driver 535.183.01 (proprietary kernel module)"},
-      {"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  Release Build\n",
-       "NVIDIA driver (version not read) (open kernel module)"},
+      {"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  Release Build\n", "NVIDIA driver (version not read) (open kernel module)"},
       {"", "NVIDIA driver: /proc/driver/nvidia/version not in this input"},
   };
   for (const auto& c : cases) {

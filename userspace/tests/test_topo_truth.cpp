@@ -1095,8 +1095,8 @@ TEST(TruthNuma, DeviceNodeFirstHostBridgeNodeAsFallback) {
     PathClass want;
   };
   const Case cases[] = {
-      {0, 1, -1, -1, PathClass::SYS},  {-1, -1, 0, 1, PathClass::SYS}, {0, 0, 0, 1, PathClass::NODE},
-      {1, 0, 0, 0, PathClass::SYS},    {-1, 1, 0, 0, PathClass::SYS},  {0, -1, 1, 0, PathClass::NODE},
+      {0, 1, -1, -1, PathClass::SYS}, {-1, -1, 0, 1, PathClass::SYS}, {0, 0, 0, 1, PathClass::NODE},
+      {1, 0, 0, 0, PathClass::SYS},   {-1, 1, 0, 0, PathClass::SYS},  {0, -1, 1, 0, PathClass::NODE},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE("device nodes " + std::to_string(c.dev_a) + "/" + std::to_string(c.dev_b) + ", host bridge nodes " +
@@ -1321,8 +1321,8 @@ TEST(TruthNvlink, LinkListGivesNvidiaSmiCounts) {
     const char* cell;
   };
   const Want wants[] = {
-      {0, 1, true, false, 2, "NV2"}, {0, 2, true, false, 1, "NV1"},   {1, 2, false, false, 0, ""},
-      {3, 4, true, true, 12, "NV12"}, {0, 3, false, false, 0, ""},    {2, 4, false, false, 0, ""},
+      {0, 1, true, false, 2, "NV2"},  {0, 2, true, false, 1, "NV1"}, {1, 2, false, false, 0, ""},
+      {3, 4, true, true, 12, "NV12"}, {0, 3, false, false, 0, ""},   {2, 4, false, false, 0, ""},
   };
   for (const auto& w : wants)
     for (auto [x, y] : {std::pair{w.a, w.b}, std::pair{w.b, w.a}}) {
@@ -1355,9 +1355,13 @@ TEST(TruthNvlink, FabricStateFromNvmlDecidesTheNvlinkPair) {
     const char* words;
   };
   const Case cases[] = {
-      {0, -1, false, ""},           {1, -1, true, "not started"}, {2, -1, true, "in progress"},
-      {3, 0, false, ""},            {3, 3, true, "completed with error nvmlReturn_t 3"},
-      {3, 1, true, "completed with error nvmlReturn_t 1"},          {-1, -1, false, ""},
+      {0, -1, false, ""},
+      {1, -1, true, "not started"},
+      {2, -1, true, "in progress"},
+      {3, 0, false, ""},
+      {3, 3, true, "completed with error nvmlReturn_t 3"},
+      {3, 1, true, "completed with error nvmlReturn_t 1"},
+      {-1, -1, false, ""},
   };
   for (const auto& c : cases)
     for (bool on_a : {true, false}) {
@@ -1525,8 +1529,7 @@ TEST(TruthRules, EveryRootComplexEntryGivesItsCrossSocketAndP2pWords) {
       const Finding* f = finding(p, "path-sys");
       ASSERT_TRUE(f) << rc.name;
       EXPECT_NE(f->reason.find(cross), std::string::npos) << f->reason;
-      EXPECT_EQ(f->severity, rc.cross_socket == "unsupported" ? (gpu_gpu ? Verdict::Blocked : Verdict::Unreliable)
-                                                              : Verdict::Degraded);
+      EXPECT_EQ(f->severity, rc.cross_socket == "unsupported" ? (gpu_gpu ? Verdict::Blocked : Verdict::Unreliable) : Verdict::Degraded);
       if (!gpu_gpu) {
         EXPECT_NE(f->fix.find("# use " + r.labels[static_cast<size_t>(nic0)] + " (0000:01:00.0, PHB)"), std::string::npos) << f->fix;
       }
@@ -1539,8 +1542,8 @@ TEST(TruthRules, EveryRootComplexEntryGivesItsCrossSocketAndP2pWords) {
       EXPECT_NE(f->reason.find("does not forward PCIe peer-to-peer"), std::string::npos) << f->reason;
     } else if (rc.p2p == "poor") {
       EXPECT_EQ(f->severity, Verdict::Unreliable);
-      EXPECT_NE(f->reason.find("forwards peer-to-peer poorly" + (rc.note.empty() ? "" : " (" + rc.note + ")")),
-                std::string::npos) << f->reason;
+      EXPECT_NE(f->reason.find("forwards peer-to-peer poorly" + (rc.note.empty() ? "" : " (" + rc.note + ")")), std::string::npos)
+          << f->reason;
     } else if (rc.p2p == "good") {
       EXPECT_EQ(f->severity, Verdict::Degraded);
       EXPECT_NE(f->fix.find("export NCCL_NET_GDR_LEVEL=PHB   #"), std::string::npos) << f->fix;
