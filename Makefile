@@ -9,6 +9,8 @@
 #   make test-debug      the driver's campaign on the debug kernel (KASAN, lockdep, ...): selftests,
 #                        race tests, 1,000,000-op fuzzer, hot-unplug, kill -9 (builds it once)
 #   make test-mutants    plant each bug of tests/mutation/mutants.py; every one must fail a host test
+#   make test-mutants-generated  every generated operator mutant of the checker (comparisons,
+#                        &&/||, conditions, literals: tests/mutation/generate.py); not in make test
 #   make test-driver-mutants  plant each bug of tests/mutation/driver_mutants.py in gdrpeer.ko;
 #                        every one must fail a guest selftest (VM_KERNEL; not in make test)
 #   make kernel-check    W=1 + sparse build of the kernel code against VM_KERNEL's headers
@@ -220,6 +222,14 @@ KILL_ITERATIONS ?= 30
 test-mutants: deps
 	$(PYTHON) tests/mutation/run.py --build $(BUILD)/mutants --jobs $(JOBS)
 
+# Generated operator mutants of the checker (issue 28): tests/mutation/generate.py enumerates them
+# over classify, rules, stack, readiness, node verdict and the parsers; all are compiled into one
+# -O0 build (mutant schemata, build/mutants-gen) and the fast host tests run per mutant. Too slow
+# for `make test` (its time is in docs/tests.md); STOP_AT=HH:MM (UTC) ends a run early.
+test-mutants-generated: deps
+	$(PYTHON) tests/mutation/run_generated.py --build $(BUILD)/mutants-gen --build-jobs $(JOBS) \
+		$(if $(STOP_AT),--stop-at $(STOP_AT))
+
 # Guest-side mutation check: one gdrpeer.ko per bug of tests/mutation/driver_mutants.py, built in
 # build/driver-mutants/<kernel>, all loaded in turn in as few boots as possible, each running the
 # selftests that should notice it (docs/tests.md). Too slow for `make test` on 2 cores.
@@ -274,11 +284,11 @@ test-debug: deps userspace selftests debug-kernel
 
 clean:
 	rm -rf $(BUILD)/userspace $(BUILD)/fuzz $(BUILD)/kcheck $(BUILD)/bin $(BUILD)/kmod $(BUILD)/runs \
-		$(BUILD)/mutants $(BUILD)/driver-mutants
+		$(BUILD)/mutants $(BUILD)/mutants-gen $(BUILD)/driver-mutants
 
 distclean:
 	rm -rf $(BUILD)
 
 .PHONY: all help deps module modules modules-stage vm-modules vm-kernel vm-qemu userspace selftests \
 	install install-extras install-module dkms-source deb test-packages guest demo demo-two-node test test-kernels test-debug \
-	debug-kernel test-mutants test-driver-mutants fuzz kernel-check clean distclean
+	debug-kernel test-mutants test-mutants-generated test-driver-mutants fuzz kernel-check clean distclean

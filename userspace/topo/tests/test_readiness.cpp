@@ -267,6 +267,38 @@ TEST(ReadinessNode, RealH200ParamsWithoutRegkeysGiveCpuAssistedAndCompat) {
   EXPECT_NE(json.find("\"kind\": \"ibgda\""), std::string::npos);
 }
 
+// The live check's driver note quotes the version and the module kind from
+// /proc/driver/nvidia/version's first line: the real H200 node's (open module, 580.159.04), and
+// the proprietary module's line as 535.183.01 prints it ("NVIDIA UNIX x86_64 Kernel Module");
+// with no such file, it says so. Found by the generated mutants (issue 28): every condition of
+// nvidia_driver_summary could be flipped or dropped without a host test noticing.
+TEST(ReadinessNode, DriverNoteQuotesTheVersionFile) {
+  struct Case {
+    std::string version_file, want;
+  };
+  const Case cases[] = {
+      {fixture("proc-driver-nvidia-version.h200-580.159.04-open.txt"), "NVIDIA driver 580.159.04 (open kernel module)"},
+      {"NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01  Sun May 12 19:39:15 UTC 2024\n"
+       "GCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n",
+       "NVIDIA driver 535.183.01 (proprietary kernel module)"},
+      {"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  Release Build\n", "NVIDIA driver (version not read) (open kernel module)"},
+      {"", "NVIDIA driver: /proc/driver/nvidia/version not in this input"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.want);
+    FakeNode n = h200_alone();
+    n.nvidia_version = c.version_file;
+    Topology t = node(n, Extra{});
+    ASSERT_EQ(t.format, "sysfs");
+    Report r = check(t, kb(), CheckOptions{});
+    const Finding* note = nullptr;
+    for (const auto& f : r.node_findings)
+      if (f.rule == "software-cuda") note = &f;
+    ASSERT_TRUE(note);
+    EXPECT_EQ(note->reason.substr(0, c.want.size() + 1), c.want + ";") << note->reason;
+  }
+}
+
 TEST(ReadinessNode, RegkeysMakeGpuInitiatedAndClearTheGdsKeys) {
   Extra x;
   x.file("/proc/driver/nvidia/params", fixture("proc-driver-nvidia-params.h200-with-regkeys.derived.txt"));

@@ -464,6 +464,14 @@ void expect_acs_verdict(const Topology& t, const AcsBit& bit, bool on_path, cons
   if (const Finding* f = finding(p, "acs-redirect")) {
     EXPECT_NE(f->reason.find(std::string(bit.lspci) + "+"), std::string::npos) << f->reason;
     EXPECT_NE(f->reason.find(port), std::string::npos) << f->reason;
+    // Only the bit that is set, in lspci's words, then the port (generated mutants of
+    // acs_flags, issue 28, added the other redirect bits or left a trailing blank).
+    EXPECT_NE(f->reason.find("ACS " + std::string(bit.lspci) + "+ on " + port), std::string::npos) << f->reason;
+    for (const auto& other : kAcsBits) {
+      if (other.bit != bit.bit) {
+        EXPECT_EQ(f->reason.find(std::string(other.lspci) + "+"), std::string::npos) << f->reason;
+      }
+    }
     EXPECT_NE(f->fix.find("setpci -s " + port), std::string::npos) << f->fix;
   }
 }
@@ -907,6 +915,783 @@ TEST(TruthRules, GpuGpuAndGpuNvmeThroughTheRootComplexAndAcrossSockets) {
       EXPECT_NE(f->fix.find(fix), std::string::npos) << f->fix;
     }
     EXPECT_EQ(pair(g0, d0).label_b, "NVME0");
+  }
+}
+
+// ---- classes: the switch's own ports wherever they sit in the device list ----------------------
+
+// A tree whose inputs list no root port (NCCL's XML and hwloc can start at the switch) puts the
+// switch's upstream port first: index 0. nvidia-smi's PIX ("at most a single PCIe bridge") does
+// not depend on where a port sits in our list, nor on whether a parent was listed at all.
+// Found by the generated mutants (issue 28): `d.parent >= 0` as `> 0` or `>= 1` in unit_of.
+TEST(TruthClass, OneSwitchIsPixWhateverIndexItsPortsHave) {
+  auto add = [](Topology& t, const std::string& bdf, int parent, PortType pt, Role role) {
+    Device x;
+    x.bdf = bdf;
+    x.parent = parent;
+    x.host_bridge = parent < 0 ? t.host_bridge_index("0000:00") : -1;
+    x.port = pt;
+    x.is_bridge = pt != PortType::Endpoint;
+    x.role = role;
+    x.ids_known = true;
+    x.vendor = role == Role::GPU ? 0x10de : role == Role::NIC ? 0x15b3 : kPlx;
+    x.device = role == Role::GPU ? 0x2330 : role == Role::NIC ? 0x1021 : 0x9797;
+    t.devices.push_back(x);
+    return static_cast<int>(t.devices.size() - 1);
+  };
+  {
+    SCOPED_TRACE("upstream port first, no root port listed");
+    Topology t;
+    t.format = "test";
+    int usp = add(t, "0000:01:00.0", -1, PortType::SwitchUpstream, Role::None);
+    ASSERT_EQ(usp, 0);
+    int d1 = add(t, "0000:02:00.0", usp, PortType::SwitchDownstream, Role::None);
+    int d2 = add(t, "0000:02:01.0", usp, PortType::SwitchDownstream, Role::None);
+    int gpu = add(t, "0000:03:00.0", d1, PortType::Endpoint, Role::GPU);
+    int nic = add(t, "0000:04:00.0", d2, PortType::Endpoint, Role::NIC);
+    t.finalize();
+    EXPECT_EQ(classify(t, gpu, nic, kb()).cls, PathClass::PIX);
+    EXPECT_EQ(classify(t, nic, gpu, kb()).cls, PathClass::PIX);
+  }
+  {
+    SCOPED_TRACE("a downstream port whose parent the input did not list");
+    Topology t;
+    t.format = "test";
+    int dsp = add(t, "0000:02:00.0", -1, PortType::SwitchDownstream, Role::None);
+    int gpu = add(t, "0000:03:00.0", dsp, PortType::Endpoint, Role::GPU);
+    int nic = add(t, "0000:03:00.1", dsp, PortType::Endpoint, Role::NIC);
+    t.finalize();
+    EXPECT_EQ(classify(t, gpu, nic, kb()).cls, PathClass::PIX);
+    EXPECT_EQ(classify(t, nic, gpu, kb()).cls, PathClass::PIX);
+  }
+}
+
+// NCCL flattens a Broadcom PEX Gen4/Gen5 switch with the sub-switches of its own kind below it
+// (topo.cc, ncclTopoFlattenBcmSwitches: a sub-switch of another device id is skipped), so a PLX
+// switch below a Broadcom one stays a second switch: PXB, as nvidia-smi counts two switches.
+// Found by the generated mutants (issue 28): the inner switch's `!k.flattens(usp)` dropped.
+TEST(TruthClass, PlxSwitchBelowABroadcomOneIsNotFlattened) {
+  for (bool gpu_deep : {true, false}) {
+    Topology t;
+    t.format = "test";
+    int hb = t.host_bridge_index("0000:00");
+    auto add = [&](const std::string& bdf, int parent, PortType pt, Role role, uint16_t v, uint16_t d, uint16_t sd) {
+      Device x;
+      x.bdf = bdf;
+      x.parent = parent;
+      x.host_bridge = parent < 0 ? hb : -1;
+      x.port = pt;
+      x.is_bridge = pt != PortType::Endpoint;
+      x.role = role;
+      x.ids_known = true;
+      x.vendor = v;
+      x.device = d;
+      x.subsys_vendor = v;
+      x.subsys_device = sd;
+      t.devices.push_back(x);
+      return static_cast<int>(t.devices.size() - 1);
+    };
+    int rp = add("0000:00:01.0", -1, PortType::RootPort, Role::None, 0x1022, 1, 0);
+    // outer: Broadcom PEX Gen4 (the family devices.json flatten_switches lists)
+    int ua = add("0000:01:00.0", rp, PortType::SwitchUpstream, Role::None, 0x1000, 0xc010, 0xa064);
+    int da = add("0000:02:00.0", ua, PortType::SwitchDownstream, Role::None, 0x1000, 0xc010, 0xa064);
+    int da2 = add("0000:02:01.0", ua, PortType::SwitchDownstream, Role::None, 0x1000, 0xc010, 0xa064);
+    // inner: PLX PEX 9797
+    int ub = add("0000:03:00.0", da, PortType::SwitchUpstream, Role::None, kPlx, 0x9797, 0x9797);
+    int db = add("0000:04:00.0", ub, PortType::SwitchDownstream, Role::None, kPlx, 0x9797, 0x9797);
+    int deep = add("0000:05:00.0", db, PortType::Endpoint, gpu_deep ? Role::GPU : Role::NIC, 0x10de, 0x2330, 0);
+    int flat = add("0000:06:00.0", da2, PortType::Endpoint, gpu_deep ? Role::NIC : Role::GPU, 0x15b3, 0x1021, 0);
+    t.finalize();
+    ASSERT_TRUE(kb().flattens(t.devices[ua]));
+    ASSERT_FALSE(kb().flattens(t.devices[ub]));
+    EXPECT_EQ(classify(t, deep, flat, kb()).cls, PathClass::PXB);
+    EXPECT_EQ(classify(t, flat, deep, kb()).cls, PathClass::PXB);
+  }
+}
+
+// The same flattening wherever the two-level switch's ports sit in the list and whether or not
+// their parents were listed (NCCL's XML and hwloc can start below the root port): one switch,
+// PIX, as nvidia-smi counts NCCL's flattened switch. Found by the generated mutants (issue 28):
+// unit_of's `dsp.parent < 0` and `usp.parent < 0` as `<= 0` (a port at index 0 ends the flattening),
+// and the parent checks dropped or made never true (an index of -1 read).
+TEST(TruthClass, BroadcomTwoLevelFlattensWhereverItsPortsSitInTheList) {
+  auto add = [](Topology& t, const std::string& bdf, int parent, PortType pt, Role role) {
+    const bool bcm = role == Role::None;
+    Device x;
+    x.bdf = bdf;
+    x.parent = parent;
+    x.host_bridge = parent < 0 ? t.host_bridge_index("0000:00") : -1;
+    x.port = pt;
+    x.is_bridge = pt != PortType::Endpoint;
+    x.role = role;
+    x.ids_known = true;
+    x.vendor = bcm ? 0x1000 : role == Role::GPU ? 0x10de : 0x15b3;
+    x.device = bcm ? 0xc010 : role == Role::GPU ? 0x2330 : 0x1021;
+    x.subsys_vendor = x.vendor;
+    x.subsys_device = bcm ? 0xa064 : 0;
+    t.devices.push_back(x);
+    return static_cast<int>(t.devices.size() - 1);
+  };
+  auto expect_pix = [](Topology& t, int x, int y) {
+    t.finalize();
+    EXPECT_EQ(classify(t, x, y, kb()).cls, PathClass::PIX);
+    EXPECT_EQ(classify(t, y, x, kb()).cls, PathClass::PIX);
+  };
+  {
+    SCOPED_TRACE("outer upstream port first, no root port listed");
+    Topology t;
+    int ua = add(t, "0000:01:00.0", -1, PortType::SwitchUpstream, Role::None);
+    int da = add(t, "0000:02:00.0", ua, PortType::SwitchDownstream, Role::None);
+    int da2 = add(t, "0000:02:01.0", ua, PortType::SwitchDownstream, Role::None);
+    int ub = add(t, "0000:03:00.0", da, PortType::SwitchUpstream, Role::None);
+    int db = add(t, "0000:04:00.0", ub, PortType::SwitchDownstream, Role::None);
+    int gpu = add(t, "0000:05:00.0", db, PortType::Endpoint, Role::GPU);
+    int nic = add(t, "0000:06:00.0", da2, PortType::Endpoint, Role::NIC);
+    expect_pix(t, gpu, nic);
+  }
+  {
+    SCOPED_TRACE("a one-level Broadcom switch whose upstream port has no parent");
+    Topology t;
+    int ua = add(t, "0000:01:00.0", -1, PortType::SwitchUpstream, Role::None);
+    int d1 = add(t, "0000:02:00.0", ua, PortType::SwitchDownstream, Role::None);
+    int d2 = add(t, "0000:02:01.0", ua, PortType::SwitchDownstream, Role::None);
+    int gpu = add(t, "0000:03:00.0", d1, PortType::Endpoint, Role::GPU);
+    int nic = add(t, "0000:04:00.0", d2, PortType::Endpoint, Role::NIC);
+    expect_pix(t, gpu, nic);
+  }
+  {
+    SCOPED_TRACE("the outer downstream port first, its upstream port listed after it");
+    Topology t;
+    int da = add(t, "0000:02:00.0", 1, PortType::SwitchDownstream, Role::None);
+    int ua = add(t, "0000:01:00.0", -1, PortType::SwitchUpstream, Role::None);
+    ASSERT_EQ(da, 0);
+    int da2 = add(t, "0000:02:01.0", ua, PortType::SwitchDownstream, Role::None);
+    int ub = add(t, "0000:03:00.0", da, PortType::SwitchUpstream, Role::None);
+    int db = add(t, "0000:04:00.0", ub, PortType::SwitchDownstream, Role::None);
+    int gpu = add(t, "0000:05:00.0", db, PortType::Endpoint, Role::GPU);
+    int nic = add(t, "0000:06:00.0", da2, PortType::Endpoint, Role::NIC);
+    expect_pix(t, gpu, nic);
+  }
+  {
+    SCOPED_TRACE("the inner switch below a downstream port whose parent is not listed");
+    Topology t;
+    int da = add(t, "0000:02:00.0", -1, PortType::SwitchDownstream, Role::None);
+    int ub = add(t, "0000:03:00.0", da, PortType::SwitchUpstream, Role::None);
+    int d1 = add(t, "0000:04:00.0", ub, PortType::SwitchDownstream, Role::None);
+    int d2 = add(t, "0000:04:01.0", ub, PortType::SwitchDownstream, Role::None);
+    int gpu = add(t, "0000:05:00.0", d1, PortType::Endpoint, Role::GPU);
+    int nic = add(t, "0000:06:00.0", d2, PortType::Endpoint, Role::NIC);
+    expect_pix(t, gpu, nic);
+  }
+}
+
+// Two devices on two host bridges: SYS when their NUMA nodes differ (nvidia-smi). A device's own
+// NUMA node (sysfs numa_node) decides; its host bridge's (hwloc, NCCL XML give only that) is the
+// fallback when the device's is unknown. Found by the generated mutants (issue 28): numa_of's
+// `if (d.numa >= 0)` as true, false or `> 0` survived (the sysfs fake gives both the same node).
+TEST(TruthNuma, DeviceNodeFirstHostBridgeNodeAsFallback) {
+  struct Case {
+    int dev_a, dev_b, hb_a, hb_b;
+    PathClass want;
+  };
+  const Case cases[] = {
+      {0, 1, -1, -1, PathClass::SYS}, {-1, -1, 0, 1, PathClass::SYS}, {0, 0, 0, 1, PathClass::NODE},
+      {1, 0, 0, 0, PathClass::SYS},   {-1, 1, 0, 0, PathClass::SYS},  {0, -1, 1, 0, PathClass::NODE},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE("device nodes " + std::to_string(c.dev_a) + "/" + std::to_string(c.dev_b) + ", host bridge nodes " +
+                 std::to_string(c.hb_a) + "/" + std::to_string(c.hb_b));
+    Topology t;
+    t.numa_nodes = 2;
+    int ha = t.host_bridge_index("0000:00"), hb = t.host_bridge_index("0000:80");
+    t.host_bridges[ha].numa = c.hb_a;
+    t.host_bridges[hb].numa = c.hb_b;
+    auto add = [&](const std::string& bdf, int host_bridge, int numa, Role role) {
+      Device x;
+      x.bdf = bdf;
+      x.host_bridge = host_bridge;
+      x.numa = numa;
+      x.port = PortType::Endpoint;
+      x.role = role;
+      x.ids_known = true;
+      x.vendor = role == Role::GPU ? 0x10de : 0x15b3;
+      x.device = role == Role::GPU ? 0x2330 : 0x1021;
+      t.devices.push_back(x);
+      return static_cast<int>(t.devices.size() - 1);
+    };
+    int a = add("0000:01:00.0", ha, c.dev_a, Role::GPU), b = add("0000:81:00.0", hb, c.dev_b, Role::NIC);
+    t.finalize();
+    EXPECT_EQ(classify(t, a, b, kb()).cls, c.want);
+    EXPECT_EQ(classify(t, b, a, kb()).cls, c.want);
+  }
+}
+
+// The meeting point is the nearest common bridge, whatever the list order: a parent may be
+// listed after its child (an input's order is not the tree's), so the switch's upstream port can
+// be index 0 with its root port after it. One switch: PIX (nvidia-smi). Found by the generated
+// mutants (issue 28): classify's search loop `lca < 0` as `lca <= 0` / `< 1` went on past a
+// meeting point at index 0 to the root port above it (PXB).
+TEST(TruthClass, NearestCommonBridgeWhateverTheListOrder) {
+  Topology t;
+  auto add = [&](const std::string& bdf, int parent, PortType pt, Role role) {
+    Device x;
+    x.bdf = bdf;
+    x.parent = parent;
+    x.host_bridge = parent < 0 ? t.host_bridge_index("0000:00") : -1;
+    x.port = pt;
+    x.is_bridge = pt != PortType::Endpoint;
+    x.role = role;
+    x.ids_known = true;
+    x.vendor = role == Role::GPU ? 0x10de : role == Role::NIC ? 0x15b3 : kPlx;
+    x.device = role == Role::GPU ? 0x2330 : role == Role::NIC ? 0x1021 : 0x9797;
+    t.devices.push_back(x);
+    return static_cast<int>(t.devices.size() - 1);
+  };
+  int usp = add("0000:01:00.0", 1, PortType::SwitchUpstream, Role::None);  // its root port comes next
+  int rp = add("0000:00:01.0", -1, PortType::RootPort, Role::None);
+  ASSERT_EQ(usp, 0);
+  ASSERT_EQ(rp, 1);
+  int d1 = add("0000:02:00.0", usp, PortType::SwitchDownstream, Role::None);
+  int d2 = add("0000:02:01.0", usp, PortType::SwitchDownstream, Role::None);
+  int gpu = add("0000:03:00.0", d1, PortType::Endpoint, Role::GPU);
+  int nic = add("0000:04:00.0", d2, PortType::Endpoint, Role::NIC);
+  t.finalize();
+  for (auto [x, y] : {std::pair{gpu, nic}, std::pair{nic, gpu}}) {
+    PathInfo p = classify(t, x, y, kb());
+    EXPECT_EQ(p.cls, PathClass::PIX);
+    EXPECT_EQ(p.lca, usp);
+  }
+}
+
+// One NUMA node: a path between host bridges cannot cross NUMA nodes, so an unknown node makes
+// no "could be SYS" guess (nvidia-smi's SYS crosses NUMA nodes). Found by the generated mutants
+// (issue 28): `&& t.numa_nodes != 1` dropped.
+TEST(TruthNuma, OneNodeNeverGuessesSys) {
+  for (int nodes : {1, 2}) {
+    SCOPED_TRACE(std::to_string(nodes) + " NUMA nodes");
+    Topology t;
+    t.numa_nodes = nodes;
+    int ha = t.host_bridge_index("0000:00"), hb = t.host_bridge_index("0000:80");
+    auto add = [&](const std::string& bdf, int host_bridge, Role role) {
+      Device x;
+      x.bdf = bdf;
+      x.host_bridge = host_bridge;
+      x.port = PortType::Endpoint;
+      x.role = role;
+      t.devices.push_back(x);
+      return static_cast<int>(t.devices.size() - 1);
+    };
+    int a = add("0000:01:00.0", ha, Role::GPU), b = add("0000:81:00.0", hb, Role::NIC);
+    // A device the input gives no root bus for: its NUMA node is unknown too, not a crash
+    // (generated mutant: numa_of's `host_bridge >= 0 ? ... : -1` swapped read index -1).
+    int c = add("0000:c1:00.0", -1, Role::NIC);
+    t.finalize();
+    PathInfo p = classify(t, a, b, kb());
+    EXPECT_EQ(p.cls, PathClass::NODE);
+    EXPECT_EQ(p.numa_guessed, nodes != 1);
+    PathInfo q = classify(t, a, c, kb());
+    EXPECT_EQ(q.cls, PathClass::NODE);
+    EXPECT_EQ(q.numa_guessed, nodes != 1);
+  }
+}
+
+// An NVSwitch on the PCI bus is an NVIDIA function of class 0680 (bridge, other): the H100
+// NVSwitch 10de:22a3 of aws-p5en.48xlarge.xml (topology/reference) has "0680 [10de:22a3]", and
+// Debian's pci.ids does not know 22a3, so its name does not say NVSwitch. Without ids, a name
+// from pci.ids ("GA100 [A100 NVSwitch]", 10de:1af1) says it. A GPU (class 0302) or another
+// vendor's 0680 function is no NVSwitch. Found by the generated mutants (issue 28): is_nvswitch's
+// conditions joined by the other operator or dropped survived every host test (the reference
+// SXM GPUs get NVLink from their model anyway).
+TEST(TruthNvlink, NvswitchOnTheBusByVendorAndClassOrByName) {
+  struct Case {
+    const char* what;
+    bool ids_known, class_known;
+    uint16_t vendor, device;
+    uint32_t class_code;
+    const char* name;
+    bool nvswitch;
+  };
+  const Case cases[] = {
+      {"H100 NVSwitch, not in pci.ids", true, true, 0x10de, 0x22a3, 0x068000, "NVIDIA Corporation Device 22a3", true},
+      {"A100 NVSwitch named, no ids", false, false, 0, 0, 0, "NVIDIA Corporation GA100 [A100 NVSwitch]", true},
+      {"H100 PCIe GPU", true, true, 0x10de, 0x2331, 0x030200, "NVIDIA Corporation GH100 [H100 PCIe]", false},
+      {"NVIDIA function of unknown class", true, false, 0x10de, 0x22a3, 0, "NVIDIA Corporation Device 22a3", false},
+      {"another vendor's 0680 bridge", true, true, 0x8086, 0x0998, 0x068000, "Intel Corporation Device 0998", false},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.what);
+    Topology t;
+    Device d;
+    d.bdf = "0000:05:00.0";
+    d.host_bridge = t.host_bridge_index("0000:00");
+    d.ids_known = c.ids_known;
+    d.class_known = c.class_known;
+    d.vendor = c.vendor;
+    d.device = c.device;
+    d.class_code = c.class_code;
+    d.name = c.name;
+    t.devices.push_back(d);
+    t.finalize();
+    EXPECT_EQ(nvswitch_on_pci_bus(t), c.nvswitch);
+  }
+}
+
+// With NVSwitches on the bus and no link list, NVIDIA GPUs reach each other through the switch
+// fabric (HGX/DGX baseboards); a GPU of another vendor does not. NVIDIA by vendor id, or by the
+// name when the ids are unknown (lspci text without -n). Found by the generated mutants (issue
+// 28): is_nvidia's tests flipped or swapped survived every host test.
+TEST(TruthNvlink, SwitchFabricJoinsNvidiaGpusOnly) {
+  struct Case {
+    const char* what;
+    bool ids_known;
+    uint16_t vendor;
+    const char* name;
+    bool linked;
+  };
+  const Case cases[] = {
+      {"H100 SXM by ids", true, 0x10de, "NVIDIA Corporation Device 2330", true},
+      {"NVIDIA by name, no ids", false, 0, "NVIDIA Corporation GH100 [H100 SXM5 80GB]", true},
+      {"AMD Instinct MI300X by ids", true, 0x1002, "Advanced Micro Devices, Inc. [AMD/ATI] Aqua Vanjaram [Instinct MI300X]", false},
+      {"AMD by name, no ids", false, 0, "Advanced Micro Devices, Inc. [AMD/ATI] Aqua Vanjaram [Instinct MI300X]", false},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.what);
+    Topology t;
+    const int hb = t.host_bridge_index("0000:00");
+    auto add = [&](const std::string& bdf, bool ids_known, uint16_t vendor, const std::string& name) {
+      Device d;
+      d.bdf = bdf;
+      d.host_bridge = hb;
+      d.role = Role::GPU;
+      d.ids_known = ids_known;
+      d.vendor = vendor;
+      d.name = name;
+      t.devices.push_back(d);
+      return static_cast<int>(t.devices.size() - 1);
+    };
+    const int h100 = add("0000:18:00.0", true, 0x10de, "NVIDIA Corporation Device 2330");
+    const int other = add("0000:2a:00.0", c.ids_known, c.vendor, c.name);
+    t.finalize();
+    EXPECT_EQ(nvlink_between(t, h100, other, true).linked, c.linked);
+    EXPECT_EQ(nvlink_between(t, other, h100, true).linked, c.linked);
+    EXPECT_FALSE(nvlink_between(t, h100, other, false).linked);
+  }
+}
+
+// NVLink from a link list, as nvidia-smi topo -m prints it: NV# is the number of bonded links
+// between two GPUs, read from either GPU's end (DGX-1's hybrid cube mesh: NV1 and NV2); through
+// NVSwitches every GPU's links end at a switch and the pair gets the smaller count (the real
+// 4x H200 node: 18 links each, NV18 in topology/reference/truth/h200x4-nvidia-smi-topo-m.txt);
+// a GPU with no link is not linked; a link's far end may be known by address only (not in the
+// PCI tree we read). Found by the generated mutants (issue 28): nearly every condition of
+// nvlink_between's loop could be flipped or dropped without a host test noticing.
+TEST(TruthNvlink, LinkListGivesNvidiaSmiCounts) {
+  Topology t;
+  const int hb = t.host_bridge_index("0000:00");
+  for (const char* bdf : {"0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0", "0000:5d:00.0", "0000:9a:00.0"}) {
+    Device d;
+    d.bdf = bdf;
+    d.host_bridge = hb;
+    d.role = Role::GPU;
+    d.ids_known = true;
+    d.vendor = 0x10de;
+    d.device = 0x2335;  // H200 SXM
+    t.devices.push_back(d);
+  }
+  auto link = [&](int gpu, int peer, const std::string& peer_bdf, bool sw, int links) {
+    NvLink l;
+    l.gpu = gpu;
+    l.peer = peer;
+    l.peer_bdf = peer_bdf;
+    l.peer_is_switch = sw;
+    l.links = links;
+    t.nvlinks.push_back(l);
+  };
+  // GPUs 0-2: direct links, each given from one end (0-1 two; 0-2 one, GPU 2 known by address only)
+  link(0, 1, "0000:2a:00.0", false, 2);
+  link(0, -1, "0000:3a:00.0", false, 1);
+  // GPUs 3 and 4: through NVSwitches, 18 and 12 links
+  link(3, -1, "0000:05:00.0", true, 18);
+  link(4, -1, "0000:06:00.0", true, 12);
+  t.finalize();
+  struct Want {
+    int a, b;
+    bool linked, via_switch;
+    int links;
+    const char* cell;
+  };
+  const Want wants[] = {
+      {0, 1, true, false, 2, "NV2"},  {0, 2, true, false, 1, "NV1"}, {1, 2, false, false, 0, ""},
+      {3, 4, true, true, 12, "NV12"}, {0, 3, false, false, 0, ""},   {2, 4, false, false, 0, ""},
+  };
+  for (const auto& w : wants)
+    for (auto [x, y] : {std::pair{w.a, w.b}, std::pair{w.b, w.a}}) {
+      SCOPED_TRACE("GPU" + std::to_string(x) + "-GPU" + std::to_string(y));
+      const NvLinkPath p = nvlink_between(t, x, y, false);
+      EXPECT_EQ(p.linked, w.linked);
+      EXPECT_EQ(p.via_switch, w.via_switch);
+      EXPECT_EQ(p.links, w.links);
+      EXPECT_EQ(nvlink_cell(p), w.cell);
+      EXPECT_FALSE(p.inferred);
+    }
+  // Linked with the count unknown (inferred from the GPU model or the NVSwitches on the bus):
+  // "NV", never a made-up NV0 (unknown stays unknown).
+  NvLinkPath inferred;
+  inferred.linked = inferred.inferred = true;
+  EXPECT_EQ(nvlink_cell(inferred), "NV");
+}
+
+// NVLink through NVSwitches works once the fabric manager registered the GPU: NVML's
+// nvmlGpuFabricInfo_t (nvml.h) gives the state NOT_SUPPORTED 0, NOT_STARTED 1, IN_PROGRESS 2,
+// COMPLETED 3 and, once completed, an nvmlReturn_t status (NVML_SUCCESS 0). Not started or in
+// progress, or completed with an error, makes the pair unreliable; completed with success or
+// not supported (pre-Hopper) does not. The reason quotes nvidia-smi's NV# and the bandwidth.
+// Found by the generated mutants (issue 28): fabric_check's and nvlink_rules' conditions could be
+// flipped or dropped without a host test noticing.
+TEST(TruthNvlink, FabricStateFromNvmlDecidesTheNvlinkPair) {
+  struct Case {
+    int state, status;
+    bool unreliable;
+    const char* words;
+  };
+  const Case cases[] = {
+      {0, -1, false, ""},
+      {1, -1, true, "not started"},
+      {2, -1, true, "in progress"},
+      {3, 0, false, ""},
+      {3, 3, true, "completed with error nvmlReturn_t 3"},
+      {3, 1, true, "completed with error nvmlReturn_t 1"},
+      {-1, -1, false, ""},
+  };
+  for (const auto& c : cases)
+    for (bool on_a : {true, false}) {
+      SCOPED_TRACE("fabric state " + std::to_string(c.state) + " status " + std::to_string(c.status) +
+                   (on_a ? " on the first GPU" : " on the second GPU"));
+      Topology t;
+      const int hb = t.host_bridge_index("0000:00");
+      for (const char* bdf : {"0000:18:00.0", "0000:2a:00.0"}) {
+        Device d;
+        d.bdf = bdf;
+        d.host_bridge = hb;
+        d.role = Role::GPU;
+        d.ids_known = true;
+        d.vendor = 0x10de;
+        d.device = 0x2330;  // H100 SXM5
+        d.fabric_state = 3;
+        d.fabric_status = 0;
+        t.devices.push_back(d);
+      }
+      Device& x = t.devices[on_a ? 0 : 1];
+      x.fabric_state = c.state;
+      x.fabric_status = c.status;
+      for (int g : {0, 1}) {
+        NvLink l;
+        l.gpu = g;
+        l.peer_bdf = "0000:05:00.0";
+        l.peer_is_switch = true;
+        l.links = 18;
+        l.bandwidth_mbps = 477000;
+        t.nvlinks.push_back(l);
+      }
+      t.nvlink_known = true;
+      t.finalize();
+      Report r = check(t, kb(), CheckOptions{});
+      ASSERT_EQ(r.pairs.size(), 1u);
+      const PairResult& p = r.pairs[0];
+      const Finding* nv = finding(p, "path-nvlink");
+      ASSERT_TRUE(nv);
+      EXPECT_NE(nv->reason.find("18 bonded NVLinks (NV18), 477 GB/s through NVSwitch"), std::string::npos) << nv->reason;
+      EXPECT_EQ(nv->reason.find("inferred"), std::string::npos) << nv->reason;
+      const Finding* f = finding(p, "nvlink-fabric");
+      EXPECT_EQ(f != nullptr, c.unreliable);
+      EXPECT_EQ(p.verdict, c.unreliable ? Verdict::Unreliable : Verdict::Optimal);
+      if (f) {
+        EXPECT_NE(f->reason.find(c.words), std::string::npos) << f->reason;
+        EXPECT_NE(f->reason.find(x.bdf), std::string::npos) << f->reason;
+      }
+    }
+}
+
+// The path-nvlink reason says what the link list says and nothing it does not: one link is NV1
+// (nvidia-smi), an unknown count or bandwidth is left out (never "NV0" or "0 GB/s"). Found by the
+// generated mutants (issue 28): nvlink_rules' `> 0` tests as `>= 0`, `> 1`, or always true.
+TEST(TruthNvlink, NvlinkReasonLeavesUnknownCountsOut) {
+  struct Case {
+    int links;
+    uint64_t mbps;
+    const char* want;
+    const char* never;
+  };
+  const Case cases[] = {
+      {1, 25000, "over 1 bonded NVLinks (NV1), 25 GB/s, GPU to GPU", "NV0"},
+      {0, 0, "over NVLink, GPU to GPU", " GB/s"},
+      {2, 0, "over 2 bonded NVLinks (NV2), GPU to GPU", " GB/s"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.want);
+    Topology t;
+    const int hb = t.host_bridge_index("0000:00");
+    for (const char* bdf : {"0000:18:00.0", "0000:2a:00.0"}) {
+      Device d;
+      d.bdf = bdf;
+      d.host_bridge = hb;
+      d.role = Role::GPU;
+      d.ids_known = true;
+      d.vendor = 0x10de;
+      d.device = 0x1db1;  // V100 SXM2 (DGX-1: direct NVLinks)
+      t.devices.push_back(d);
+    }
+    NvLink l;
+    l.gpu = 0;
+    l.peer = 1;
+    l.peer_bdf = "0000:2a:00.0";
+    l.links = c.links;
+    l.bandwidth_mbps = c.mbps;
+    t.nvlinks.push_back(l);
+    t.nvlink_known = true;
+    t.finalize();
+    Report r = check(t, kb(), CheckOptions{});
+    ASSERT_EQ(r.pairs.size(), 1u);
+    const Finding* nv = finding(r.pairs[0], "path-nvlink");
+    ASSERT_TRUE(nv);
+    EXPECT_NE(nv->reason.find(c.want), std::string::npos) << nv->reason;
+    EXPECT_EQ(nv->reason.find(c.never), std::string::npos) << nv->reason;
+  }
+}
+
+// Every root complex of topology/root_complexes.json (the rule data, with its sources) on a
+// two-socket node: a SYS pair's reason and verdict follow the entry's cross_socket value, a
+// PHB pair's its p2p value, and a GPU beyond its socket is pointed at the closest NIC, the
+// first by index among equals. Found by the generated mutants (issue 28): the cross_socket
+// and p2p branches of sys_rules/phb_rules and the closest-NIC search could be flipped.
+TEST(TruthRules, EveryRootComplexEntryGivesItsCrossSocketAndP2pWords) {
+  RootComplex unknown;  // a CPU no entry matches: its root complex is not judged
+  unknown.name = "(not in root_complexes.json)";
+  std::vector<const RootComplex*> entries;
+  for (const RootComplex& rc : kb().root_complexes) entries.push_back(&rc);
+  entries.push_back(&unknown);
+  for (const RootComplex* entry : entries) {
+    const RootComplex& rc = *entry;
+    SCOPED_TRACE(rc.name);
+    Topology t;
+    t.numa_nodes = 2;
+    t.cpu.arch = rc.arch.empty() ? "x86_64" : rc.arch;
+    t.cpu.vendor = rc.vendor;
+    t.cpu.family = rc.family;
+    t.cpu.model = rc.models.empty() ? -1 : rc.models[0];
+    if (rc.arch == "aarch64" && rc.models.size() == 2) {
+      t.cpu.arm_implementer = rc.models[0];
+      t.cpu.arm_part = rc.models[1];
+    }
+    t.cpu.model_name = rc.model_patterns.empty() ? "" : rc.model_patterns[0];
+    if (entry == &unknown) {
+      t.cpu.arch = "riscv64";
+      t.cpu.vendor = "";
+      t.cpu.model_name = "SiFive U74-MC";
+      ASSERT_EQ(kb().root_complex(t.cpu), nullptr);
+    } else if (kb().root_complex(t.cpu) != &rc) {
+      continue;  // an earlier entry wins for this CPU
+    }
+    const int h0 = t.host_bridge_index("0000:00"), h1 = t.host_bridge_index("0000:80");
+    t.host_bridges[h0].numa = 0;
+    t.host_bridges[h1].numa = 1;
+    auto add = [&](const std::string& bdf, int hb, Role role) {
+      Device d;
+      d.bdf = bdf;
+      d.host_bridge = hb;
+      d.role = role;
+      d.ids_known = true;
+      d.vendor = role == Role::GPU ? 0x10de : 0x15b3;
+      d.device = role == Role::GPU ? 0x2331 : 0x1021;  // H100 PCIe, ConnectX-7
+      t.devices.push_back(d);
+      return static_cast<int>(t.devices.size() - 1);
+    };
+    const int nic0 = add("0000:01:00.0", h0, Role::NIC);
+    const int gpu0 = add("0000:02:00.0", h0, Role::GPU);
+    const int gpu1 = add("0000:81:00.0", h1, Role::GPU);
+    const int nic1 = add("0000:82:00.0", h1, Role::NIC);
+    add("0000:03:00.0", h0, Role::NIC);  // as close to GPU0 as NIC0, later in the list
+    ASSERT_EQ(nic0, 0);
+    t.finalize();
+    Report r = check(t, kb(), CheckOptions{});
+    auto pair = [&](int a, int b) -> const PairResult& {
+      for (const auto& p : r.pairs)
+        if ((p.a == a && p.b == b) || (p.a == b && p.b == a)) return p;
+      throw std::runtime_error("no pair");
+    };
+    const char* cross = rc.cross_socket == "unsupported" ? "does not carry PCIe peer-to-peer across sockets"
+                        : rc.cross_socket == "slow"      ? "peer-to-peer across sockets is slow on"
+                                                         : "cross-socket peer-to-peer is unknown";
+    for (auto [a, b, gpu_gpu] : {std::tuple{gpu0, gpu1, true}, std::tuple{gpu0, nic1, false}}) {
+      const PairResult& p = pair(a, b);
+      ASSERT_EQ(p.path.cls, PathClass::SYS);
+      if (rc.note.find("NVLink-C2C") != std::string::npos && !gpu_gpu) continue;  // Grace
+      const Finding* f = finding(p, "path-sys");
+      ASSERT_TRUE(f) << rc.name;
+      EXPECT_NE(f->reason.find(cross), std::string::npos) << f->reason;
+      EXPECT_EQ(f->severity, rc.cross_socket == "unsupported" ? (gpu_gpu ? Verdict::Blocked : Verdict::Unreliable) : Verdict::Degraded);
+      if (!gpu_gpu) {
+        EXPECT_NE(f->fix.find("# use " + r.labels[static_cast<size_t>(nic0)] + " (0000:01:00.0, PHB)"), std::string::npos) << f->fix;
+      }
+    }
+    if (rc.note.find("NVLink-C2C") != std::string::npos) continue;  // Grace: path-grace instead
+    const Finding* f = finding(pair(gpu0, nic0), "path-root-complex");
+    ASSERT_TRUE(f);
+    if (rc.p2p == "unsupported") {
+      EXPECT_EQ(f->severity, Verdict::Blocked);
+      EXPECT_NE(f->reason.find("does not forward PCIe peer-to-peer"), std::string::npos) << f->reason;
+    } else if (rc.p2p == "poor") {
+      EXPECT_EQ(f->severity, Verdict::Unreliable);
+      EXPECT_NE(f->reason.find("forwards peer-to-peer poorly" + (rc.note.empty() ? "" : " (" + rc.note + ")")), std::string::npos)
+          << f->reason;
+    } else if (rc.p2p == "good") {
+      EXPECT_EQ(f->severity, Verdict::Degraded);
+      EXPECT_NE(f->fix.find("export NCCL_NET_GDR_LEVEL=PHB   #"), std::string::npos) << f->fix;
+    } else {  // unknown: measure first
+      EXPECT_EQ(f->severity, Verdict::Degraded);
+      EXPECT_NE(f->fix.find("is not in topology/root_complexes.json: measure with `gdrpeer verify`"), std::string::npos) << f->fix;
+    }
+  }
+}
+
+// The IOMMU fix names the kernel parameter of the CPU's IOMMU (Documentation/admin-guide/
+// kernel-parameters.txt: amd_iommu= for AMD-Vi, intel_iommu= for Intel VT-d), for the real
+// cpuinfo vendor strings. Found by the generated mutants (issue 28): the vendor test flipped
+// or its branches swapped survived (every fake node was an AMD EPYC).
+TEST(TruthIommu, FixNamesTheCpuVendorsKernelParameter) {
+  struct Case {
+    const char* cpuinfo;
+    const char* param;
+    const char* other;
+  };
+  const Case cases[] = {
+      {"vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC 9374F\nphysical id\t: 0\n",
+       "amd_iommu=on iommu=pt", "intel_iommu"},
+      {"vendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 143\nmodel name\t: Intel(R) Xeon(R) Platinum 8480+\nphysical id\t: 0\n",
+       "intel_iommu=on iommu=pt", "amd_iommu"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.param);
+    FakeNode n = testing::switch_node();
+    n.cpuinfo = c.cpuinfo;
+    for (auto& f : n.fns) f.iommu_group = f.bdf == "0000:03:00.0" ? 11 : f.bdf == "0000:04:00.0" ? 12 : 13;
+    n.groups = {{11, "DMA"}, {12, "identity"}, {13, "identity"}};
+    Topology t = from_fake(n);
+    Report r = check(t, kb(), CheckOptions{});
+    const Finding* f = finding(only_pair(r), "iommu-translating");
+    ASSERT_TRUE(f);
+    EXPECT_NE(f->fix.find(c.param), std::string::npos) << f->fix;
+    EXPECT_EQ(f->fix.find(c.other), std::string::npos) << f->fix;
+  }
+}
+
+// ACS redirect sends peer requests up to the root complex; a path that goes through the root
+// complex anyway (PHB) loses nothing to it (PCIe base spec, ACS P2P Request Redirect), so only
+// PIX/PXB paths are judged. Ports whose ACS state the input lacks are listed once, in path
+// order. Found by the generated mutants (issue 28): acs_rules' class test as false, and its
+// list separator's branches swapped.
+TEST(TruthAcs, RedirectMattersBelowASwitchOnlyAndUnknownPortsAreListed) {
+  auto add = [](Topology& t, const std::string& bdf, int parent, PortType pt, Role role, int hb) {
+    Device x;
+    x.bdf = bdf;
+    x.parent = parent;
+    x.host_bridge = parent < 0 ? hb : -1;
+    x.port = pt;
+    x.is_bridge = pt != PortType::Endpoint;
+    x.role = role;
+    x.ids_known = true;
+    x.vendor = role == Role::GPU ? 0x10de : role == Role::NIC ? 0x15b3 : kPlx;
+    x.device = role == Role::GPU ? 0x2331 : role == Role::NIC ? 0x1021 : 0x9797;
+    t.devices.push_back(x);
+    return static_cast<int>(t.devices.size() - 1);
+  };
+  {
+    SCOPED_TRACE("PHB: redirect on both root ports");
+    Topology t;
+    const int hb = t.host_bridge_index("0000:00");
+    int r1 = add(t, "0000:00:01.0", -1, PortType::RootPort, Role::None, hb);
+    int r2 = add(t, "0000:00:02.0", -1, PortType::RootPort, Role::None, hb);
+    for (int r : {r1, r2}) {
+      t.devices[r].acs_known = t.devices[r].acs_present = true;
+      t.devices[r].acs_ctl = acs::kRequestRedirect | acs::kCompletionRedirect;
+    }
+    int gpu = add(t, "0000:01:00.0", r1, PortType::Endpoint, Role::GPU, hb);
+    int nic = add(t, "0000:02:00.0", r2, PortType::Endpoint, Role::NIC, hb);
+    t.finalize();
+    ASSERT_EQ(classify(t, gpu, nic, kb()).cls, PathClass::PHB);
+    Report r = check(t, kb(), CheckOptions{});
+    EXPECT_FALSE(has_rule(only_pair(r), "acs-redirect"));
+  }
+  {
+    SCOPED_TRACE("PIX: ACS of both downstream ports unknown");
+    Topology t;
+    const int hb = t.host_bridge_index("0000:00");
+    int rp = add(t, "0000:00:01.0", -1, PortType::RootPort, Role::None, hb);
+    int usp = add(t, "0000:01:00.0", rp, PortType::SwitchUpstream, Role::None, hb);
+    int d1 = add(t, "0000:02:00.0", usp, PortType::SwitchDownstream, Role::None, hb);
+    int d2 = add(t, "0000:02:01.0", usp, PortType::SwitchDownstream, Role::None, hb);
+    add(t, "0000:03:00.0", d1, PortType::Endpoint, Role::GPU, hb);
+    add(t, "0000:04:00.0", d2, PortType::Endpoint, Role::NIC, hb);
+    t.finalize();
+    Report r = check(t, kb(), CheckOptions{});
+    const Finding* f = finding(only_pair(r), "acs-unknown");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->reason, "ACS state of 0000:02:00.0, 0000:02:01.0 is not in this input");
+  }
+}
+
+// A link trains to what both ends can do (PCIe base spec, link training): a Gen5 x16 NIC in a
+// slot whose root port is Gen4 x8 at Gen4 x8 is as good as it gets; at x4 or 8 GT/s it is not.
+// The root port at index 0 of the list counts like any other. Found by the generated mutants
+// (issue 28): link_check's `d.parent >= 0` as `> 0` and its speed cap test as true/false.
+TEST(TruthLinks, SpeedAndWidthAreCappedByThePortAboveAtAnyIndex) {
+  struct Case {
+    double sta_speed;
+    int sta_width;
+    bool width_low, speed_low;
+  };
+  const Case cases[] = {{16, 8, false, false}, {16, 4, true, false}, {8, 8, false, true}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(std::to_string(c.sta_speed) + " GT/s x" + std::to_string(c.sta_width));
+    Topology t;
+    const int hb = t.host_bridge_index("0000:00");
+    Device rp;
+    rp.bdf = "0000:00:01.0";
+    rp.host_bridge = hb;
+    rp.port = PortType::RootPort;
+    rp.is_bridge = true;
+    rp.link_cap = {16, 8};
+    rp.link_sta = {16, 8};
+    t.devices.push_back(rp);
+    for (const auto& [bdf, role] : {std::pair{"0000:01:00.0", Role::NIC}, std::pair{"0000:02:00.0", Role::GPU}}) {
+      Device d;
+      d.bdf = bdf;
+      d.parent = role == Role::NIC ? 0 : -1;
+      d.host_bridge = role == Role::NIC ? -1 : hb;
+      d.port = PortType::Endpoint;
+      d.role = role;
+      d.ids_known = true;
+      d.vendor = role == Role::GPU ? 0x10de : 0x15b3;
+      d.device = role == Role::GPU ? 0x2331 : 0x1021;
+      if (role == Role::NIC) {
+        d.link_cap = {32, 16};
+        d.link_sta = {c.sta_speed, c.sta_width};
+      }
+      t.devices.push_back(d);
+    }
+    t.finalize();
+    Report r = check(t, kb(), CheckOptions{});
+    const PairResult& p = only_pair(r);
+    const Finding* w = finding(p, "link-width");
+    const Finding* sp = finding(p, "link-speed");
+    EXPECT_EQ(w != nullptr, c.width_low);
+    EXPECT_EQ(sp != nullptr, c.speed_low);
+    if (w) {
+      EXPECT_NE(w->reason.find("below its x8 capability"), std::string::npos) << w->reason;
+    }
+    if (sp) {
+      EXPECT_NE(sp->reason.find("below its 16GT/s capability"), std::string::npos) << sp->reason;
+    }
   }
 }
 
