@@ -88,6 +88,20 @@ bool selected(const std::vector<std::string>& sel, const RdmaDevice& d, int port
 
 }  // namespace
 
+SourceReport source_report(SourceKind kind, const SourceSetup& s, bool requested) {
+  SourceReport sr;
+  sr.kind = kind;
+  sr.state = s.state;
+  sr.requested = requested;
+  sr.reason = s.reason;
+  sr.facts = s.facts;
+  if (s.source) {
+    sr.description = s.source->description();
+    sr.dmabuf_problem = s.source->dmabuf_problem();
+  }
+  return sr;
+}
+
 std::optional<std::string> check_device_selection(const RdmaInventory& inv,
                                                   const std::vector<std::string>& selection) {
   for (const auto& s : selection) {
@@ -128,17 +142,7 @@ VerifyReport run_verify(const VerifyOptions& opt, const RdmaInventory& inv) {
   for (auto k : kinds) {
     if (opt.progress) opt.progress("preparing " + source_name(k) + " memory");
     SourceSetup s = prepare_source(k, opt.source);
-    SourceReport sr;
-    sr.kind = k;
-    sr.state = s.state;
-    sr.requested = explicit_sources;
-    sr.reason = s.reason;
-    sr.facts = s.facts;
-    if (s.source) {
-      sr.description = s.source->description();
-      sr.dmabuf_problem = s.source->dmabuf_problem();
-    }
-    rep.sources.push_back(sr);
+    rep.sources.push_back(source_report(k, s, explicit_sources));
     setups.push_back(std::move(s));
   }
 

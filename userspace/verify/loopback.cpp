@@ -18,6 +18,7 @@
 
 #include "gdrpeer/gdrpeer.hpp"
 #include "gdrpeer/verify/pattern.hpp"
+#include "gdrpeer/verify/qp_setup.hpp"
 #include "gdrpeer/verify/verbs_api.hpp"
 
 namespace gdrpeer::verify {
@@ -147,17 +148,12 @@ class Loopback {
 };
 
 void Loopback::open_context() {
-  int count = 0;
-  ibv_device** list = api_.get_device_list(&count);
-  if (list == nullptr) fail_errno("ibv_get_device_list", errno);
-  for (int i = 0; i < count; ++i)
-    if (dev_.name == api_.get_device_name(list[i])) r_.ctx = api_.open_device(list[i]);
-  const int err = errno;
-  api_.free_device_list(list);
+  const OpenedDevice o = open_rdma_device(api_, dev_.name);
+  r_.ctx = o.ctx;
   if (r_.ctx == nullptr) {
-    if (rdma_device_gone(dev_.name))
+    if (o.failed == "ibv_open_device" && rdma_device_gone(dev_.name))
       throw Stop{Outcome::fail, dev_.name + " disappeared before it could be opened"};
-    fail_errno("ibv_open_device", err);
+    fail_errno(o.failed, o.err);
   }
 }
 
@@ -199,16 +195,7 @@ void Loopback::create_queue_pairs() {
   r_.cq = api_.create_cq(r_.ctx, 256, nullptr, nullptr, 0);
   if (r_.cq == nullptr) fail_errno("ibv_create_cq", errno);
   for (auto& q : r_.qp) {
-    ibv_qp_init_attr a{};
-    a.send_cq = r_.cq;
-    a.recv_cq = r_.cq;
-    a.qp_type = IBV_QPT_RC;
-    a.sq_sig_all = 1;
-    a.cap.max_send_wr = 64;
-    a.cap.max_recv_wr = 16;
-    a.cap.max_send_sge = 1;
-    a.cap.max_recv_sge = 1;
-    q = api_.create_qp(r_.pd, &a);
+    q = create_rc_qp(api_, r_.pd, r_.cq);
     if (q == nullptr) fail_errno("ibv_create_qp", errno);
   }
   rd_atomic_ = std::clamp(std::min(dev_.max_qp_rd_atom, dev_.max_qp_init_rd_atom), 1, 16);
@@ -218,47 +205,23 @@ void Loopback::create_queue_pairs() {
 void Loopback::connect(int i) {
   ibv_qp* q = r_.qp[i];
   ibv_qp* peer = r_.qp[1 - i];
-  ibv_qp_attr a{};
-  a.qp_state = IBV_QPS_INIT;
-  a.pkey_index = 0;
-  a.port_num = port_.port;
-  a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-  if (int e = api_.modify_qp(q, &a,
-                             IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+  if (int e = qp_to_init(api_, q, port_.port, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ))
     fail_errno("ibv_modify_qp(INIT)", e);
 
-  a = {};
-  a.qp_state = IBV_QPS_RTR;
   int mtu = std::min(port_.active_mtu, static_cast<int>(IBV_MTU_4096));
   for (int e = IBV_MTU_256; e <= IBV_MTU_4096; ++e)  // -m (bytes) as an ibv_mtu: 256 << (e - 1)
     if (opt_.mtu == (128 << e)) mtu = std::min(mtu, e);
-  a.path_mtu = static_cast<ibv_mtu>(mtu);
-  a.dest_qp_num = peer->qp_num;
-  a.rq_psn = 0;
-  a.max_dest_rd_atomic = static_cast<uint8_t>(rd_atomic_);
-  a.min_rnr_timer = 12;
-  a.ah_attr.port_num = port_.port;
+  RtrPeer to;
+  to.qpn = peer->qp_num;
+  to.psn = 0;
+  to.lid = port_.lid;
+  to.gid = port_.gid->raw;
   // RoCE always needs a GRH; InfiniBand only when the port has no LID.
-  if (port_.ethernet || port_.lid == 0) {
-    a.ah_attr.is_global = 1;
-    std::memcpy(a.ah_attr.grh.dgid.raw, port_.gid->raw.data(), 16);
-    a.ah_attr.grh.sgid_index = static_cast<uint8_t>(port_.gid->index);
-    a.ah_attr.grh.hop_limit = 1;
-  } else {
-    a.ah_attr.dlid = port_.lid;
-  }
-  // RoCE resolves the GID to a MAC address here. Right after the link came up the
-  // address can still be tentative (IPv6 DAD) or unresolved: retry for a few seconds.
-  int rtr = 0;
-  for (int attempt = 0; attempt < 20; ++attempt) {
-    rtr = api_.modify_qp(q, &a,
-                       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                           IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
-    if (rtr != ETIMEDOUT && rtr != ENETUNREACH && rtr != EHOSTUNREACH && rtr != EAGAIN) break;
-    if (rdma_device_gone(dev_.name)) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
-  }
-  if (rtr != 0) {
+  to.global = port_.ethernet || port_.lid == 0;
+  to.hop_limit = 1;
+  // Right after the link came up the address can still be tentative (IPv6 DAD) or
+  // unresolved: qp_to_rtr retries for a few seconds.
+  if (int rtr = qp_to_rtr(api_, q, dev_.name, port_, mtu, rd_atomic_, to)) {
     if (rtr == ENETUNREACH || rtr == EHOSTUNREACH || rtr == ETIMEDOUT)
       throw Stop{Outcome::fail, "ibv_modify_qp(RTR) on " + dev_.name + " failed: " +
                                     errno_text(rtr) + ": GID " + format_gid(port_.gid->raw) +
@@ -267,17 +230,7 @@ void Loopback::connect(int i) {
     fail_errno("ibv_modify_qp(RTR)", rtr);
   }
 
-  a = {};
-  a.qp_state = IBV_QPS_RTS;
-  a.timeout = 14;
-  a.retry_cnt = 7;
-  a.rnr_retry = 7;
-  a.sq_psn = 0;
-  a.max_rd_atomic = static_cast<uint8_t>(rd_atomic_);
-  if (int e = api_.modify_qp(q, &a,
-                             IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                                 IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-    fail_errno("ibv_modify_qp(RTS)", e);
+  if (int e = qp_to_rts(api_, q, 0, rd_atomic_)) fail_errno("ibv_modify_qp(RTS)", e);
 }
 
 void Loopback::setup() {

@@ -12,6 +12,7 @@
 
 #include "gdrpeer/gdrpeer.hpp"
 #include "gdrpeer/verify/loopback.hpp"
+#include "gdrpeer/verify/qp_setup.hpp"
 #include "gdrpeer/verify/verbs_api.hpp"
 
 namespace gdrpeer::verify {
@@ -135,41 +136,24 @@ void RcEndpoint::open() {
   if (!port_.active())
     throw ComboStop{Outcome::unsupported, dev_.name + " port " + std::to_string(port_.port) + " is " + port_.state_name + ", not ACTIVE"};
   if (!port_.gid) throw ComboStop{Outcome::unsupported, dev_.name + " port " + std::to_string(port_.port) + ": " + port_.gid_problem};
-  int count = 0;
-  ibv_device** list = api_.get_device_list(&count);
-  if (list == nullptr) fail_errno("ibv_get_device_list", errno);
-  for (int i = 0; i < count; ++i)
-    if (dev_.name == api_.get_device_name(list[i])) ctx_ = api_.open_device(list[i]);
-  const int err = errno;
-  api_.free_device_list(list);
+  const OpenedDevice o = open_rdma_device(api_, dev_.name);
+  ctx_ = o.ctx;
   if (ctx_ == nullptr) {
-    if (rdma_device_gone(dev_.name)) throw ComboStop{Outcome::fail, dev_.name + " disappeared before it could be opened"};
-    fail_errno("ibv_open_device", err);
+    if (o.failed == "ibv_open_device" && rdma_device_gone(dev_.name))
+      throw ComboStop{Outcome::fail, dev_.name + " disappeared before it could be opened"};
+    fail_errno(o.failed, o.err);
   }
   pd_ = api_.alloc_pd(ctx_);
   if (pd_ == nullptr) fail_errno("ibv_alloc_pd", errno);
   register_memory();
   cq_ = api_.create_cq(ctx_, 256, nullptr, nullptr, 0);
   if (cq_ == nullptr) fail_errno("ibv_create_cq", errno);
-  ibv_qp_init_attr a{};
-  a.send_cq = cq_;
-  a.recv_cq = cq_;
-  a.qp_type = IBV_QPT_RC;
-  a.sq_sig_all = 1;
-  a.cap.max_send_wr = 64;
-  a.cap.max_recv_wr = 16;
-  a.cap.max_send_sge = 1;
-  a.cap.max_recv_sge = 1;
-  qp_ = api_.create_qp(pd_, &a);
+  qp_ = create_rc_qp(api_, pd_, cq_);
   if (qp_ == nullptr) fail_errno("ibv_create_qp", errno);
   rd_atomic_ = std::clamp(std::min(dev_.max_qp_rd_atom, dev_.max_qp_init_rd_atom), 1, 16);
-  ibv_qp_attr qa{};
-  qa.qp_state = IBV_QPS_INIT;
-  qa.pkey_index = 0;
-  qa.port_num = port_.port;
-  qa.qp_access_flags =
-      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | (atomics() ? IBV_ACCESS_REMOTE_ATOMIC : 0);
-  if (int e = api_.modify_qp(qp_, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+  if (int e = qp_to_init(
+          api_, qp_, port_.port,
+          IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | (atomics() ? IBV_ACCESS_REMOTE_ATOMIC : 0)))
     fail_errno("ibv_modify_qp(INIT)", e);
 }
 
@@ -194,34 +178,17 @@ QpAddress RcEndpoint::local() const {
 
 void RcEndpoint::connect(const QpAddress& remote, int path_mtu) {
   path_mtu_ = path_mtu;
-  ibv_qp_attr a{};
-  a.qp_state = IBV_QPS_RTR;
-  a.path_mtu = static_cast<ibv_mtu>(path_mtu);
-  a.dest_qp_num = remote.qpn;
-  a.rq_psn = remote.psn;
-  a.max_dest_rd_atomic = static_cast<uint8_t>(rd_atomic_);
-  a.min_rnr_timer = 12;
-  a.ah_attr.port_num = port_.port;
+  RtrPeer to;
+  to.qpn = remote.qpn;
+  to.psn = remote.psn;
+  to.lid = remote.lid;
+  to.gid = remote.gid;
   // RoCE always needs a GRH; InfiniBand only when a port has no LID (then the GIDs route).
-  if (port_.ethernet || port_.lid == 0 || remote.lid == 0) {
-    a.ah_attr.is_global = 1;
-    std::memcpy(a.ah_attr.grh.dgid.raw, remote.gid.data(), 16);
-    a.ah_attr.grh.sgid_index = static_cast<uint8_t>(port_.gid->index);
-    a.ah_attr.grh.hop_limit = 64;
-  } else {
-    a.ah_attr.dlid = remote.lid;
-  }
-  // RoCE resolves the peer's GID to a MAC address here; right after a link comes up
-  // neighbour discovery may still be running: retry for 5 s, as the loopback does.
-  int rtr = 0;
-  for (int attempt = 0; attempt < 20; ++attempt) {
-    rtr = api_.modify_qp(
-        qp_, &a,
-        IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
-    if (rtr != ETIMEDOUT && rtr != ENETUNREACH && rtr != EHOSTUNREACH && rtr != EAGAIN) break;
-    if (rdma_device_gone(dev_.name)) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
-  }
+  to.global = port_.ethernet || port_.lid == 0 || remote.lid == 0;
+  to.hop_limit = 64;
+  // Right after a link comes up neighbour discovery may still be running: qp_to_rtr retries
+  // for 5 s, as the loopback does.
+  const int rtr = qp_to_rtr(api_, qp_, dev_.name, port_, path_mtu, rd_atomic_, to);
   if (rtr != 0) {
     if (rtr == ENETUNREACH || rtr == EHOSTUNREACH || rtr == ETIMEDOUT)
       throw ComboStop{Outcome::fail, "ibv_modify_qp(RTR) on " + dev_.name + " failed: " + errno_text(rtr) + ": the peer's GID " +
@@ -232,56 +199,53 @@ void RcEndpoint::connect(const QpAddress& remote, int path_mtu) {
                                          device_vanished_note(dev_.name, port_.port)};
     fail_errno("ibv_modify_qp(RTR)", rtr);
   }
-  a = {};
-  a.qp_state = IBV_QPS_RTS;
-  a.timeout = 14;
-  a.retry_cnt = 7;
-  a.rnr_retry = 7;
-  a.sq_psn = psn_;
-  a.max_rd_atomic = static_cast<uint8_t>(std::clamp(remote.rd_atomic, 1, rd_atomic_));
-  if (int e = api_.modify_qp(qp_, &a,
-                             IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-    fail_errno("ibv_modify_qp(RTS)", e);
+  if (int e = qp_to_rts(api_, qp_, psn_, std::clamp(remote.rd_atomic, 1, rd_atomic_))) fail_errno("ibv_modify_qp(RTS)", e);
 }
 
-void RcEndpoint::post(ibv_send_wr& wr) {
+// Signals and posts `wr` (opcode and remote side filled in by the caller) on `len` bytes of the
+// memory at `offset`; the scatter entry need only live for the call (the provider copies it).
+void RcEndpoint::post(ibv_send_wr& wr, uint64_t offset, size_t len, uint64_t wr_id) {
+  ibv_sge sge{iova_ + offset, static_cast<uint32_t>(len), mr_->lkey};
+  wr.wr_id = wr_id;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
   wr.send_flags = IBV_SEND_SIGNALED;
   ibv_send_wr* bad = nullptr;
   if (int e = ibv_post_send(qp_, &wr, &bad)) fail_errno("ibv_post_send", e);
 }
 
-void RcEndpoint::post_write(uint64_t offset, size_t len, const QpAddress& remote, uint64_t remote_offset, uint64_t wr_id) {
-  ibv_sge sge{iova_ + offset, static_cast<uint32_t>(len), mr_->lkey};
+void RcEndpoint::post_rdma(ibv_wr_opcode opcode, uint64_t offset, size_t len, const QpAddress& remote, uint64_t remote_offset,
+                           uint64_t wr_id) {
   ibv_send_wr wr{};
-  wr.wr_id = wr_id;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.opcode = opcode;
   wr.wr.rdma.remote_addr = remote.addr + remote_offset;
   wr.wr.rdma.rkey = remote.rkey;
-  post(wr);
+  post(wr, offset, len, wr_id);
+}
+
+void RcEndpoint::post_atomic(ibv_wr_opcode opcode, uint64_t offset, const QpAddress& remote, uint64_t remote_offset, uint64_t compare_add,
+                             uint64_t swap, uint64_t wr_id) {
+  ibv_send_wr wr{};
+  wr.opcode = opcode;
+  wr.wr.atomic.remote_addr = remote.addr + remote_offset;
+  wr.wr.atomic.rkey = remote.rkey;
+  wr.wr.atomic.compare_add = compare_add;
+  wr.wr.atomic.swap = swap;
+  post(wr, offset, 8, wr_id);
+}
+
+void RcEndpoint::post_write(uint64_t offset, size_t len, const QpAddress& remote, uint64_t remote_offset, uint64_t wr_id) {
+  post_rdma(IBV_WR_RDMA_WRITE, offset, len, remote, remote_offset, wr_id);
 }
 
 void RcEndpoint::post_read(uint64_t offset, size_t len, const QpAddress& remote, uint64_t remote_offset, uint64_t wr_id) {
-  ibv_sge sge{iova_ + offset, static_cast<uint32_t>(len), mr_->lkey};
-  ibv_send_wr wr{};
-  wr.wr_id = wr_id;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_RDMA_READ;
-  wr.wr.rdma.remote_addr = remote.addr + remote_offset;
-  wr.wr.rdma.rkey = remote.rkey;
-  post(wr);
+  post_rdma(IBV_WR_RDMA_READ, offset, len, remote, remote_offset, wr_id);
 }
 
 void RcEndpoint::post_send(uint64_t offset, size_t len, uint64_t wr_id) {
-  ibv_sge sge{iova_ + offset, static_cast<uint32_t>(len), mr_->lkey};
   ibv_send_wr wr{};
-  wr.wr_id = wr_id;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
   wr.opcode = IBV_WR_SEND;
-  post(wr);
+  post(wr, offset, len, wr_id);
 }
 
 void RcEndpoint::post_recv(uint64_t offset, size_t len, uint64_t wr_id) {
@@ -295,31 +259,12 @@ void RcEndpoint::post_recv(uint64_t offset, size_t len, uint64_t wr_id) {
 }
 
 void RcEndpoint::post_fetch_add(uint64_t offset, const QpAddress& remote, uint64_t remote_offset, uint64_t add, uint64_t wr_id) {
-  ibv_sge sge{iova_ + offset, 8, mr_->lkey};
-  ibv_send_wr wr{};
-  wr.wr_id = wr_id;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
-  wr.wr.atomic.remote_addr = remote.addr + remote_offset;
-  wr.wr.atomic.rkey = remote.rkey;
-  wr.wr.atomic.compare_add = add;
-  post(wr);
+  post_atomic(IBV_WR_ATOMIC_FETCH_AND_ADD, offset, remote, remote_offset, add, 0, wr_id);
 }
 
 void RcEndpoint::post_cmp_swap(uint64_t offset, const QpAddress& remote, uint64_t remote_offset, uint64_t compare, uint64_t swap,
                                uint64_t wr_id) {
-  ibv_sge sge{iova_ + offset, 8, mr_->lkey};
-  ibv_send_wr wr{};
-  wr.wr_id = wr_id;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
-  wr.wr.atomic.remote_addr = remote.addr + remote_offset;
-  wr.wr.atomic.rkey = remote.rkey;
-  wr.wr.atomic.compare_add = compare;
-  wr.wr.atomic.swap = swap;
-  post(wr);
+  post_atomic(IBV_WR_ATOMIC_CMP_AND_SWP, offset, remote, remote_offset, compare, swap, wr_id);
 }
 
 int RcEndpoint::poll(int max, const std::string& what) {

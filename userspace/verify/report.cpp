@@ -34,6 +34,8 @@ std::string gid_words(const GidEntry& g) {
   return s + ")";
 }
 
+}  // namespace
+
 std::string pad(const std::string& s, size_t w) {
   return s.size() >= w ? s + " " : s + std::string(w - s.size(), ' ');
 }
@@ -44,7 +46,24 @@ std::string fixed(double v, int prec) {
   return b;
 }
 
-}  // namespace
+void print_source_rows(const std::vector<SourceReport>& sources, std::ostream& out) {
+  for (const auto& s : sources) {
+    out << "  " << pad(source_name(s.kind), 10) << pad(state_name(s.state), 12)
+        << (s.state == SourceSetup::State::ready ? s.description : s.reason) << "\n";
+    for (const auto& [k, v] : s.facts) out << "  " << std::string(22, ' ') << k << ": " << v << "\n";
+  }
+}
+
+nlohmann::ordered_json source_json(const SourceReport& s) {
+  nlohmann::ordered_json js{{"name", source_name(s.kind)}, {"state", state_name(s.state)}, {"requested", s.requested}};
+  if (!s.description.empty()) js["description"] = s.description;
+  if (!s.reason.empty()) js["reason"] = s.reason;
+  if (s.state == SourceSetup::State::ready) {
+    js["dmabuf"] = s.dmabuf_problem.empty();
+    if (!s.dmabuf_problem.empty()) js["dmabuf_problem"] = s.dmabuf_problem;
+  }
+  return js;
+}
 
 void print_table(const VerifyReport& rep, std::ostream& out) {
   out << "gdrpeer verify: " << describe_bytes(rep.size) << " per transfer, pattern seed "
@@ -77,11 +96,7 @@ void print_table(const VerifyReport& rep, std::ostream& out) {
   }
 
   out << "\nMemory sources\n";
-  for (const auto& s : rep.sources) {
-    out << "  " << pad(source_name(s.kind), 10) << pad(state_name(s.state), 12)
-        << (s.state == SourceSetup::State::ready ? s.description : s.reason) << "\n";
-    for (const auto& [k, v] : s.facts) out << "  " << std::string(22, ' ') << k << ": " << v << "\n";
-  }
+  print_source_rows(rep.sources, out);
 
   out << "\nResults\n";
   if (rep.results.empty()) {
@@ -164,13 +179,7 @@ nlohmann::ordered_json to_json(const VerifyReport& rep) {
 
   j["sources"] = json::array();
   for (const auto& s : rep.sources) {
-    json js{{"name", source_name(s.kind)}, {"state", state_name(s.state)}, {"requested", s.requested}};
-    if (!s.description.empty()) js["description"] = s.description;
-    if (!s.reason.empty()) js["reason"] = s.reason;
-    if (s.state == SourceSetup::State::ready) {
-      js["dmabuf"] = s.dmabuf_problem.empty();
-      if (!s.dmabuf_problem.empty()) js["dmabuf_problem"] = s.dmabuf_problem;
-    }
+    json js = source_json(s);
     json facts = json::object();
     for (const auto& [k, v] : s.facts) facts[k] = v;
     js["facts"] = facts;

@@ -358,17 +358,7 @@ void prepare_sources(const TwoNodeOptions& opt, size_t size, Local& l) {
   for (auto k : explicit_sources ? opt.sources : all_source_kinds()) {
     if (opt.progress) opt.progress("preparing " + source_name(k) + " memory");
     SourceSetup s = opt.prepare ? opt.prepare(k, so) : prepare_source(k, so);
-    SourceReport sr;
-    sr.kind = k;
-    sr.state = s.state;
-    sr.requested = explicit_sources;
-    sr.reason = s.reason;
-    sr.facts = s.facts;
-    if (s.source) {
-      sr.description = s.source->description();
-      sr.dmabuf_problem = s.source->dmabuf_problem();
-    }
-    l.reports.push_back(sr);
+    l.reports.push_back(source_report(k, s, explicit_sources));
     l.setups.push_back(std::move(s));
   }
 }
@@ -644,69 +634,64 @@ void Client::check_ops(TwoNodeRow& row, RcEndpoint& ep, const QpAddress& remote,
   const uint64_t seed = rep_.seed;
   std::vector<uint8_t> pattern(n), scratch(n);
   auto server_failed = [&](const std::string& why) { throw ComboStop{Outcome::fail, "server: " + why}; };
+  // Lays the pattern into the memory under test here, or its complement where the transfer is
+  // to overwrite it.
+  auto lay = [&](std::vector<uint8_t>& buf, uint64_t salt, bool complement) {
+    (complement ? fill_complement : fill_pattern)(buf.data(), n, seed, salt);
+    cpu("client: preparing its memory", [&] { mem.write(0, buf.data(), n); });
+  };
+  // A transfer the client starts: the server prepares its side, the client lays its memory (the
+  // complement where the transfer lands here), posts and waits for the completion.
+  auto client_starts = [&](uint8_t code, const std::string& op, uint64_t salt, bool lands_here, const std::function<void()>& post) {
+    if (auto e = server_step(code, kPrepare)) server_failed(*e);
+    lay(lands_here ? scratch : pattern, salt, lands_here);
+    step_ = op;
+    post();
+    ep.wait(1, op + " of " + describe_bytes(n));
+  };
+  // The server compares what landed in its memory and says so.
+  auto server_checks = [&](uint8_t code, const char* op) {
+    TransferCheck t;
+    bool ok = false;
+    server_step(code, kDone, &t.detail, &ok);
+    t.op = op;
+    t.bytes = n;
+    t.ok = ok;
+    t.checked_by = "server";
+    row.transfers.push_back(t);
+  };
+  // The client compares what landed in its memory with the pattern.
+  auto client_checks = [&](uint64_t salt, const char* op) {
+    mem.after_remote_write();
+    cpu("client: reading its memory back", [&] { mem.read(0, scratch.data(), n); });
+    fill_pattern(pattern.data(), n, seed, salt);
+    TransferCheck t = compare_bytes(op, scratch.data(), pattern.data(), n);
+    t.checked_by = "client";
+    row.transfers.push_back(t);
+  };
 
   if (wants(TwoNodeOp::write)) {
     // Client memory -> server memory; the server prepared the complement and compares.
-    if (auto e = server_step(kOpWrite, kPrepare)) server_failed(*e);
-    fill_pattern(pattern.data(), n, seed, kSaltWrite);
-    cpu("client: preparing its memory", [&] { mem.write(0, pattern.data(), n); });
-    step_ = "RDMA WRITE";
-    ep.post_write(0, n, remote, 0, 1);
-    ep.wait(1, "RDMA WRITE of " + describe_bytes(n));
-    TransferCheck t;
-    bool ok = false;
-    server_step(kOpWrite, kDone, &t.detail, &ok);
-    t.op = "RDMA WRITE";
-    t.bytes = n;
-    t.ok = ok;
-    t.checked_by = "server";
-    row.transfers.push_back(t);
+    client_starts(kOpWrite, "RDMA WRITE", kSaltWrite, false, [&] { ep.post_write(0, n, remote, 0, 1); });
+    server_checks(kOpWrite, "RDMA WRITE");
   }
   if (wants(TwoNodeOp::read)) {
     // Server memory -> client memory; the client compares.
-    if (auto e = server_step(kOpRead, kPrepare)) server_failed(*e);
-    fill_complement(scratch.data(), n, seed, kSaltRead);
-    cpu("client: preparing its memory", [&] { mem.write(0, scratch.data(), n); });
-    step_ = "RDMA READ";
-    ep.post_read(0, n, remote, 0, 2);
-    ep.wait(1, "RDMA READ of " + describe_bytes(n));
-    mem.after_remote_write();
-    cpu("client: reading its memory back", [&] { mem.read(0, scratch.data(), n); });
-    fill_pattern(pattern.data(), n, seed, kSaltRead);
-    TransferCheck t = compare_bytes("RDMA READ", scratch.data(), pattern.data(), n);
-    t.checked_by = "client";
-    row.transfers.push_back(t);
+    client_starts(kOpRead, "RDMA READ", kSaltRead, true, [&] { ep.post_read(0, n, remote, 0, 2); });
+    client_checks(kSaltRead, "RDMA READ");
   }
   if (wants(TwoNodeOp::send)) {
     // SEND client -> server: the server posted a receive into its memory and compares.
-    if (auto e = server_step(kOpSend, kPrepare)) server_failed(*e);
-    fill_pattern(pattern.data(), n, seed, kSaltSend);
-    cpu("client: preparing its memory", [&] { mem.write(0, pattern.data(), n); });
-    step_ = "SEND";
-    ep.post_send(0, n, 3);
-    ep.wait(1, "SEND of " + describe_bytes(n));
-    TransferCheck t;
-    bool ok = false;
-    server_step(kOpSend, kDone, &t.detail, &ok);
-    t.op = "SEND client->server";
-    t.bytes = n;
-    t.ok = ok;
-    t.checked_by = "server";
-    row.transfers.push_back(t);
+    client_starts(kOpSend, "SEND", kSaltSend, false, [&] { ep.post_send(0, n, 3); });
+    server_checks(kOpSend, "SEND client->server");
 
     // SEND server -> client: a receive here first, then the server sends.
-    fill_complement(scratch.data(), n, seed, kSaltRecv);
-    cpu("client: preparing its memory", [&] { mem.write(0, scratch.data(), n); });
+    lay(scratch, kSaltRecv, true);
     ep.post_recv(0, n, 4);
     if (auto e = server_step(kOpRecv, kPrepare)) server_failed(*e);
     step_ = "SEND from the server";
     ep.wait(1, "receive of the server's SEND of " + describe_bytes(n));
-    mem.after_remote_write();
-    cpu("client: reading its memory back", [&] { mem.read(0, scratch.data(), n); });
-    fill_pattern(pattern.data(), n, seed, kSaltRecv);
-    TransferCheck back = compare_bytes("SEND server->client", scratch.data(), pattern.data(), n);
-    back.checked_by = "client";
-    row.transfers.push_back(back);
+    client_checks(kSaltRecv, "SEND server->client");
   }
   if (wants(TwoNodeOp::atomic)) {
     std::string why = atomic_problem("client", l_.dev->name, l_.dev->atomic_cap);
@@ -903,47 +888,42 @@ void Server::op(uint8_t code, uint8_t stage) {
   MemorySource& mem = ep_->memory();
   const uint64_t seed = rep_.seed;
   std::vector<uint8_t> buf;
+  // Lays the pattern into the memory under test, or its complement where the client's
+  // transfer is to overwrite it.
+  auto lay = [&](uint64_t salt, bool complement) {
+    buf.resize(n_);
+    (complement ? fill_complement : fill_pattern)(buf.data(), n_, seed, salt);
+    mem.write(0, buf.data(), n_);
+  };
+  // Replies whether the client's `what` left its pattern intact in the memory under test.
+  auto reply_landed = [&](uint64_t salt, const std::string& what) {
+    buf.resize(n_);
+    std::vector<uint8_t> want(n_);
+    mem.after_remote_write();
+    mem.read(0, buf.data(), n_);
+    fill_pattern(want.data(), n_, seed, salt);
+    const TransferCheck t = compare_bytes(what, buf.data(), want.data(), n_);
+    reply(t.ok, t.detail);
+  };
   try {
     switch (code) {
       case kOpWrite:
-        buf.resize(n_);
         if (stage == kPrepare) {
-          fill_complement(buf.data(), n_, seed, kSaltWrite);
-          mem.write(0, buf.data(), n_);
+          lay(kSaltWrite, true);
           return reply(true, "");
-        } else {
-          std::vector<uint8_t> want(n_);
-          mem.after_remote_write();
-          mem.read(0, buf.data(), n_);
-          fill_pattern(want.data(), n_, seed, kSaltWrite);
-          const TransferCheck t = compare_bytes("RDMA WRITE", buf.data(), want.data(), n_);
-          return reply(t.ok, t.detail);
         }
-      case kOpRead:
-        buf.resize(n_);
-        fill_pattern(buf.data(), n_, seed, kSaltRead);
-        mem.write(0, buf.data(), n_);
-        return reply(true, "");
+        return reply_landed(kSaltWrite, "RDMA WRITE");
+      case kOpRead: lay(kSaltRead, false); return reply(true, "");
       case kOpSend:
-        buf.resize(n_);
         if (stage == kPrepare) {
-          fill_complement(buf.data(), n_, seed, kSaltSend);
-          mem.write(0, buf.data(), n_);
+          lay(kSaltSend, true);
           ep_->post_recv(0, n_, 3);
           return reply(true, "");
-        } else {
-          std::vector<uint8_t> want(n_);
-          ep_->wait(1, "receive of the client's SEND of " + describe_bytes(n_));
-          mem.after_remote_write();
-          mem.read(0, buf.data(), n_);
-          fill_pattern(want.data(), n_, seed, kSaltSend);
-          const TransferCheck t = compare_bytes("SEND", buf.data(), want.data(), n_);
-          return reply(t.ok, t.detail);
         }
+        ep_->wait(1, "receive of the client's SEND of " + describe_bytes(n_));
+        return reply_landed(kSaltSend, "SEND");
       case kOpRecv:
-        buf.resize(n_);
-        fill_pattern(buf.data(), n_, seed, kSaltRecv);
-        mem.write(0, buf.data(), n_);
+        lay(kSaltRecv, false);
         ep_->post_send(0, n_, 4);
         ep_->wait(1, "SEND of " + describe_bytes(n_) + " to the client");
         return reply(true, "");

@@ -3,19 +3,12 @@
 #include <cstdio>
 
 #include "gdrpeer/gdrpeer.hpp"
+#include "gdrpeer/verify/report.hpp"
 #include "gdrpeer/verify/twonode.hpp"
 
 namespace gdrpeer::verify {
 
 namespace {
-
-std::string pad(const std::string& s, size_t w) { return s.size() >= w ? s + " " : s + std::string(w - s.size(), ' '); }
-
-std::string fixed(double v, int prec) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%.*f", prec, v);
-  return b;
-}
 
 std::string mtu_text(int ibv_mtu) { return ibv_mtu >= 1 && ibv_mtu <= 5 ? std::to_string(128 << ibv_mtu) : "?"; }
 
@@ -36,11 +29,7 @@ std::string combo(SourceKind k, Method m) { return source_name(k) + " " + method
 
 void print_sources(const std::string& title, const std::vector<SourceReport>& sources, std::ostream& out) {
   out << "\nMemory sources (" << title << ")\n";
-  for (const auto& s : sources) {
-    out << "  " << pad(source_name(s.kind), 10) << pad(state_name(s.state), 12)
-        << (s.state == SourceSetup::State::ready ? s.description : s.reason) << "\n";
-    for (const auto& [k, v] : s.facts) out << "  " << std::string(22, ' ') << k << ": " << v << "\n";
-  }
+  print_source_rows(sources, out);
 }
 
 nlohmann::ordered_json side_json(const SideInfo& s) {
@@ -69,13 +58,7 @@ nlohmann::ordered_json side_json(const SideInfo& s) {
   for (auto m : s.methods) j["methods"].push_back(method_name(m));
   j["sources"] = json::array();
   for (const auto& src : s.sources) {
-    json js{{"name", source_name(src.kind)}, {"state", state_name(src.state)}, {"requested", src.requested}};
-    if (!src.description.empty()) js["description"] = src.description;
-    if (!src.reason.empty()) js["reason"] = src.reason;
-    if (src.state == SourceSetup::State::ready) {
-      js["dmabuf"] = src.dmabuf_problem.empty();
-      if (!src.dmabuf_problem.empty()) js["dmabuf_problem"] = src.dmabuf_problem;
-    }
+    json js = source_json(src);
     if (!src.facts.empty()) {
       json facts = json::object();
       for (const auto& [k, v] : src.facts) facts[k] = v;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <optional>
 #include <string>
 
 #include "gdrpeer.h"  // GDRPEER_PROVIDER_*, GDRPEER_CAP_*
@@ -13,6 +14,16 @@
 
 using gdrpeer::Device;
 using gdrpeer::Error;
+
+// The Error that opening `path` throws; none when it opened.
+std::optional<Error> open_failure(const std::string& path) {
+  try {
+    Device::open(path);
+  } catch (const Error& e) {
+    return e;
+  }
+  return std::nullopt;
+}
 
 TEST(LibError, ErrnoNames) {
   EXPECT_EQ(gdrpeer::errno_name(ENOMEM), "ENOMEM");
@@ -37,15 +48,12 @@ TEST(LibError, HintFollowsErrno) {
 }
 
 TEST(LibOpen, AbsentDeviceNodeIsENOENTWithAdvice) {
-  try {
-    Device::open("/nonexistent-dir/gdrpeer");
-    FAIL() << "opening a missing device node succeeded";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.error_code(), ENOENT);
-    const std::string msg = e.what();
-    EXPECT_NE(msg.find("open /nonexistent-dir/gdrpeer: ENOENT"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("gdrpeer kernel module is not loaded"), std::string::npos) << msg;
-  }
+  const auto e = open_failure("/nonexistent-dir/gdrpeer");
+  ASSERT_TRUE(e) << "opening a missing device node succeeded";
+  EXPECT_EQ(e->error_code(), ENOENT);
+  const std::string msg = e->what();
+  EXPECT_NE(msg.find("open /nonexistent-dir/gdrpeer: ENOENT"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("gdrpeer kernel module is not loaded"), std::string::npos) << msg;
 }
 
 TEST(LibOpen, DefaultPathIsDevGdrpeer) {
@@ -61,23 +69,16 @@ TEST(LibOpen, DefaultPathIsDevGdrpeer) {
 }
 
 TEST(LibOpen, AFileThatIsNotGdrpeerFailsTheHandshake) {
-  try {
-    Device::open("/dev/null");
-    FAIL() << "/dev/null passed the ABI handshake";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.error_code(), ENOTTY);
-    EXPECT_NE(std::string(e.what()).find("/dev/null is not a gdrpeer device"), std::string::npos)
-        << e.what();
-  }
+  const auto e = open_failure("/dev/null");
+  ASSERT_TRUE(e) << "/dev/null passed the ABI handshake";
+  EXPECT_EQ(e->error_code(), ENOTTY);
+  EXPECT_NE(std::string(e->what()).find("/dev/null is not a gdrpeer device"), std::string::npos) << e->what();
 }
 
 TEST(LibOpen, ADirectoryCannotBeOpened) {
-  try {
-    Device::open("/");
-    FAIL() << "opened / as a device";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.error_code(), EISDIR);
-  }
+  const auto e = open_failure("/");
+  ASSERT_TRUE(e) << "opened / as a device";
+  EXPECT_EQ(e->error_code(), EISDIR);
 }
 
 TEST(LibArgs, RangeProblems) {

@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <initializer_list>
 #include <sstream>
+#include <utility>
 
 #include "stack_internal.hpp"
 
@@ -124,6 +125,24 @@ void say_unserved(ConsumerDecision& d, const NodeFacts& n) {
   d.why += "; but the " + n.unserved_client + " client is gdrpeer's and serves no CUDA addresses (" + n.unserved_why +
            "): ibv_reg_mr of GPU memory fails";
   d.rule = "consumer-" + d.consumer;
+}
+
+// NVSHMEM and UCX, when they take GPUDirect RDMA: by dma-buf through the default attach gate,
+// or through a peer-memory client among `clients` and the nvidia_p2p gate.
+void takes_dmabuf(ConsumerDecision& d, const PairFacts& p, const char* why) {
+  d.gdr = 1;
+  d.path = "dma-buf";
+  d.why = why;
+  gate_says(d, p.gate.dmabuf_default, "dma-buf attach");
+}
+
+void takes_peer_memory(ConsumerDecision& d, const NodeFacts& n, const PairFacts& p, std::string why,
+                       std::initializer_list<const char*> clients) {
+  d.gdr = 1;
+  d.path = "peer-memory";
+  d.why = std::move(why);
+  if (unserved(n, clients)) say_unserved(d, n);
+  gate_says(d, p.gate.nvidia_p2p, "nvidia_p2p mapping");
 }
 
 }  // namespace
@@ -233,16 +252,12 @@ ConsumerDecision decide_nvshmem(const NodeFacts& n, const PairFacts& p, const st
   const Tri dmabuf = dmabuf_off ? 0 : tri_and(p.cuda_dmabuf, n.kernel_dmabuf);
   const Tri peer = tri_or(tri_or(n.mp_nv_mem, n.mp_nvidia_peermem), n.mod_nvidia_peermem);
   if (dmabuf == 1) {
-    d.gdr = 1;
-    d.path = "dma-buf";
-    d.why = "ibrc/ibdevx/ibgda register GPU memory as dma-buf";
-    gate_says(d, p.gate.dmabuf_default, "dma-buf attach");
+    takes_dmabuf(d, p, "ibrc/ibdevx/ibgda register GPU memory as dma-buf");
   } else if (dmabuf == 0 && peer == 1) {
-    d.gdr = 1;
-    d.path = "peer-memory";
-    d.why = std::string(dmabuf_off ? "NVSHMEM_IB_DISABLE_DMABUF set" : "dma-buf not available") + "; peer memory (nv_mem / nvidia-peermem)";
-    if (unserved(n, {"nv_mem", "nvidia-peermem"})) say_unserved(d, n);
-    gate_says(d, p.gate.nvidia_p2p, "nvidia_p2p mapping");
+    takes_peer_memory(
+        d, n, p,
+        std::string(dmabuf_off ? "NVSHMEM_IB_DISABLE_DMABUF set" : "dma-buf not available") + "; peer memory (nv_mem / nvidia-peermem)",
+        {"nv_mem", "nvidia-peermem"});
   } else if (dmabuf == 0 && peer == 0) {
     d.gdr = 0;
     d.path = "none";
@@ -274,16 +289,9 @@ ConsumerDecision decide_ucx(const NodeFacts& n, const PairFacts& p, const std::m
   const Tri dmabuf = dmabuf_off ? 0 : tri_and(p.cuda_dmabuf, n.kernel_dmabuf);
   const Tri peer = tri_or(tri_or(n.mp_nv_mem, n.mod_nvidia_peermem), n.mod_nv_peer_mem);
   if (dmabuf == 1) {
-    d.gdr = 1;
-    d.path = "dma-buf";
-    d.why = "rc/dc register CUDA memory as dma-buf (UCX_CUDA_COPY_DMABUF=try)";
-    gate_says(d, p.gate.dmabuf_default, "dma-buf attach");
+    takes_dmabuf(d, p, "rc/dc register CUDA memory as dma-buf (UCX_CUDA_COPY_DMABUF=try)");
   } else if (dmabuf == 0 && peer == 1) {
-    d.gdr = 1;
-    d.path = "peer-memory";
-    d.why = "rc/dc register CUDA memory through the peer-memory client";
-    if (unserved(n, {"nv_mem"})) say_unserved(d, n);
-    gate_says(d, p.gate.nvidia_p2p, "nvidia_p2p mapping");
+    takes_peer_memory(d, n, p, "rc/dc register CUDA memory through the peer-memory client", {"nv_mem"});
   } else if (dmabuf == 0 && peer == 0) {
     d.gdr = 0;
     d.path = "none";

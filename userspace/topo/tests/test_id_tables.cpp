@@ -25,11 +25,9 @@ namespace {
 
 using testing::FakeFn;
 using testing::FakeNode;
-
-const RuleData& kb() {
-  static RuleData k = RuleData::load(testing::data_dir());
-  return k;
-}
+using testing::from_entries;
+using testing::from_fake;
+using testing::kb;
 
 // Sets (or, with nullptr, unsets) an environment variable for one scope.
 class EnvGuard {
@@ -93,19 +91,6 @@ Device nvidia_gpu(uint16_t device, std::string name = "") {
   d.role = Role::GPU;
   d.name = std::move(name);
   return d;
-}
-
-Topology from_entries(const std::vector<TarEntry>& e) {
-  auto fs = make_tar_fs(write_tar(e), "fake.tar");
-  Topology t = parse_sysfs(*fs, "fake.tar");
-  assign_roles(t, kb());
-  return t;
-}
-
-Topology from_fake(const FakeNode& n, const std::vector<TarEntry>& extra = {}) {
-  std::vector<TarEntry> e = n.entries();
-  e.insert(e.end(), extra.begin(), extra.end());
-  return from_entries(e);
 }
 
 TarEntry file(const std::string& path, const std::string& data) { return {TarEntry::Type::File, path, data}; }

@@ -29,11 +29,7 @@ namespace {
 
 using testing::FakeFn;
 using testing::FakeNode;
-
-const RuleData& kb() {
-  static const RuleData k = RuleData::load(testing::data_dir());
-  return k;
-}
+using testing::kb;
 
 int fake_nvml_calls(const char* name) {
   void* h = ::dlopen(GDRPEER_FAKE_NVML_PATH, RTLD_NOW | RTLD_NOLOAD);

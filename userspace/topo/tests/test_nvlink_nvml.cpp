@@ -20,10 +20,7 @@ namespace {
 // GPU0..GPU3 of this dump are 0000:01:00.0, 0000:41:00.0, 0000:c1:00.0, 0000:e1:00.0.
 const char* kDump = "stelline-asus-esc8000a-e12.md";
 
-const RuleData& kb() {
-  static const RuleData k = RuleData::load(testing::data_dir());
-  return k;
-}
+using testing::kb;
 
 Topology node() {
   const std::string text = testing::slurp(testing::reference(kDump));

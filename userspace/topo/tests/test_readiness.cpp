@@ -17,14 +17,10 @@
 using namespace gdrpeer::topo;
 namespace fake = gdrpeer::topo::testing;
 using fake::FakeNode;
+using fake::kb;
 using fake::slurp;
 
 namespace {
-
-const RuleData& kb() {
-  static RuleData k = RuleData::load(fake::data_dir());
-  return k;
-}
 
 std::string fixture(const std::string& name) { return slurp(fake::reference("readiness/" + name)); }
 
@@ -198,15 +194,7 @@ struct Extra {
   void link(const std::string& p, const std::string& d) { e.push_back({TarEntry::Type::Symlink, p.substr(1), d}); }
 };
 
-Topology node(const FakeNode& n, const Extra& x) {
-  auto e = n.entries();
-  e.insert(e.end(), x.e.begin(), x.e.end());
-  std::string tar = write_tar(e);
-  auto fs = make_tar_fs(tar, "fake.tar");
-  Topology t = parse_sysfs(*fs, "fake.tar");
-  assign_roles(t, kb());
-  return t;
-}
+Topology node(const FakeNode& n, const Extra& x) { return fake::from_fake(n, x.e); }
 
 // One H200 (10de:2335) behind a root port, no NIC, no NVMe: the real node's software.
 FakeNode h200_alone() {

@@ -16,21 +16,10 @@ namespace gdrpeer::topo {
 namespace {
 
 using testing::FakeNode;
+using testing::from_fake;
+using testing::kb;
 using testing::reference;
 using testing::slurp;
-
-const RuleData& kb() {
-  static RuleData k = RuleData::load(testing::data_dir());
-  return k;
-}
-
-Topology from_fake(const FakeNode& n) {
-  std::string tar = write_tar(n.entries());
-  auto fs = make_tar_fs(tar, "fake.tar");
-  Topology t = parse_sysfs(*fs, "fake.tar");
-  assign_roles(t, kb());
-  return t;
-}
 
 const PairResult* find_pair(const Report& r, const std::string& a, const std::string& b) {
   for (const auto& p : r.pairs)

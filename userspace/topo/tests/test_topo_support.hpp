@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gdrpeer/topo/inputs.hpp"
+#include "gdrpeer/topo/rule_data.hpp"
 
 namespace gdrpeer::topo::testing {
 
@@ -170,6 +171,27 @@ inline FakeNode switch_node() {
   n.fns.push_back(f);
   n.modules = "nvidia 1 0 - Live 0x0\nnvidia_peermem 1 0 - Live 0x0\nib_core 1 0 - Live 0x0\n";
   return n;
+}
+
+// The rule data in topology/, loaded once per test program.
+inline const RuleData& kb() {
+  static const RuleData k = RuleData::load(data_dir());
+  return k;
+}
+
+// A synthetic sysfs tree read as a snapshot would be: parsed, its devices' roles assigned.
+inline Topology from_entries(const std::vector<TarEntry>& e) {
+  auto fs = make_tar_fs(write_tar(e), "fake.tar");
+  Topology t = parse_sysfs(*fs, "fake.tar");
+  assign_roles(t, kb());
+  return t;
+}
+
+// A fake node's tree, with `extra` entries added to it, read the same way.
+inline Topology from_fake(const FakeNode& n, const std::vector<TarEntry>& extra = {}) {
+  std::vector<TarEntry> e = n.entries();
+  e.insert(e.end(), extra.begin(), extra.end());
+  return from_entries(e);
 }
 
 }  // namespace gdrpeer::topo::testing

@@ -34,18 +34,8 @@ namespace {
 
 using testing::FakeFn;
 using testing::FakeNode;
-
-const RuleData& kb() {
-  static RuleData k = RuleData::load(testing::data_dir());
-  return k;
-}
-
-Topology from_fake(const FakeNode& n) {
-  auto fs = make_tar_fs(write_tar(n.entries()), "fake.tar");
-  Topology t = parse_sysfs(*fs, "fake.tar");
-  assign_roles(t, kb());
-  return t;
-}
+using testing::from_fake;
+using testing::kb;
 
 constexpr uint16_t kPlx = 0x10b5;  // PLX/Broadcom PEX 9797: a switch NCCL does not flatten
 

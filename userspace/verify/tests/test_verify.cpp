@@ -316,18 +316,25 @@ TEST(VerifySource, HugePagesAbsentWhenNoneConfigured) {
   EXPECT_FALSE(s.source);
 }
 
-TEST(VerifySource, GdrpeerAbsentIsReportedWithErrno) {
+namespace {
+
+// The gdrpeer memory source prepared on the device node `path`.
+v::SourceSetup gdrpeer_source_on(const std::string& path) {
   v::SourceOptions o;
-  o.gdrpeer_path = "/nonexistent/gdrpeer";
-  auto s = v::prepare_source(v::SourceKind::gdrpeer, o);
+  o.gdrpeer_path = path;
+  return v::prepare_source(v::SourceKind::gdrpeer, o);
+}
+
+}  // namespace
+
+TEST(VerifySource, GdrpeerAbsentIsReportedWithErrno) {
+  auto s = gdrpeer_source_on("/nonexistent/gdrpeer");
   EXPECT_EQ(s.state, v::SourceSetup::State::absent);
   EXPECT_TRUE(contains(s.reason, "open /nonexistent/gdrpeer: ENOENT")) << s.reason;
 }
 
 TEST(VerifySource, GdrpeerOnANonGdrpeerFileIsAnError) {
-  v::SourceOptions o;
-  o.gdrpeer_path = "/dev/null";
-  auto s = v::prepare_source(v::SourceKind::gdrpeer, o);
+  auto s = gdrpeer_source_on("/dev/null");
   EXPECT_EQ(s.state, v::SourceSetup::State::error);
   EXPECT_TRUE(contains(s.reason, "not a gdrpeer device")) << s.reason;
 }
@@ -396,6 +403,15 @@ v::RdmaInventory one_port(int state) {
   inv.devices.push_back(d);
   return inv;
 }
+
+// A run over the gdrpeer source alone on the device node `path`, one method, one ACTIVE port.
+v::VerifyReport verify_gdrpeer_on(const std::string& path, v::Method method) {
+  v::VerifyOptions o;
+  o.sources = {v::SourceKind::gdrpeer};
+  o.source.gdrpeer_path = path;
+  o.methods = {method};
+  return v::run_verify(o, one_port(4));
+}
 }  // namespace
 
 TEST(VerifyEngine, DeviceSelection) {
@@ -442,11 +458,7 @@ TEST(VerifyEngine, PortDownIsUnsupportedForEveryCombination) {
 }
 
 TEST(VerifyEngine, RequestedSourceThatIsAbsentBecomesUnsupportedRows) {
-  v::VerifyOptions o;
-  o.sources = {v::SourceKind::gdrpeer};
-  o.source.gdrpeer_path = "/nonexistent/gdrpeer";
-  o.methods = {v::Method::dmabuf};
-  auto rep = v::run_verify(o, one_port(4));
+  auto rep = verify_gdrpeer_on("/nonexistent/gdrpeer", v::Method::dmabuf);
   ASSERT_EQ(rep.results.size(), 1u);
   EXPECT_EQ(rep.results[0].outcome, v::Outcome::unsupported);
   EXPECT_TRUE(contains(rep.results[0].reason, "gdrpeer memory is absent: open /nonexistent/gdrpeer"))
@@ -455,11 +467,7 @@ TEST(VerifyEngine, RequestedSourceThatIsAbsentBecomesUnsupportedRows) {
 }
 
 TEST(VerifyEngine, SourceThatErrsMakesRowsFail) {
-  v::VerifyOptions o;
-  o.sources = {v::SourceKind::gdrpeer};
-  o.source.gdrpeer_path = "/dev/null";
-  o.methods = {v::Method::reg_mr};
-  auto rep = v::run_verify(o, one_port(4));
+  auto rep = verify_gdrpeer_on("/dev/null", v::Method::reg_mr);
   ASSERT_EQ(rep.results.size(), 1u);
   EXPECT_EQ(rep.results[0].outcome, v::Outcome::fail);
   EXPECT_EQ(rep.exit_code, v::kExitFail);

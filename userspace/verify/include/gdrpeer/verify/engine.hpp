@@ -44,6 +44,9 @@ struct SourceReport {
   Facts facts;
 };
 
+// What the report says of a prepared source (shared by the loopback and the two-node run).
+SourceReport source_report(SourceKind kind, const SourceSetup& s, bool requested);
+
 struct VerifyReport {
   RdmaInventory rdma;
   std::vector<SourceReport> sources;

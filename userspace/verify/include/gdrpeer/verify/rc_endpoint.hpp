@@ -84,7 +84,10 @@ class RcEndpoint {
  private:
   [[noreturn]] void fail_errno(const std::string& what, int err) const;
   void register_memory();
-  void post(ibv_send_wr& wr);
+  void post(ibv_send_wr& wr, uint64_t offset, size_t len, uint64_t wr_id);
+  void post_rdma(ibv_wr_opcode opcode, uint64_t offset, size_t len, const QpAddress& remote, uint64_t remote_offset, uint64_t wr_id);
+  void post_atomic(ibv_wr_opcode opcode, uint64_t offset, const QpAddress& remote, uint64_t remote_offset, uint64_t compare_add,
+                   uint64_t swap, uint64_t wr_id);
 
   const verbs::Api& api_;
   const RdmaDevice& dev_;
