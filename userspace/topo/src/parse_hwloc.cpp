@@ -13,6 +13,7 @@
 #include "hex.hpp"
 #include "sysfs_readers.hpp"
 #include "xml_reader.hpp"
+#include "xml_walk.hpp"
 
 namespace gdrpeer::topo {
 
@@ -143,6 +144,271 @@ void nvlinks_from_matrix(Topology& t, const std::vector<std::pair<uint64_t, bool
   }
 }
 
+// NVLink (hwloc's NVML backend): a "NVLinkBandwidth" distances matrix over GPU
+// OS devices and NVSwitch ports, objects named by gp_index.
+struct GpObject {
+  std::string_view gp_index;  // as written; read as a number only when a matrix needs it
+  int device;
+  bool nvswitch;
+};
+struct NvMatrix {
+  std::vector<std::pair<uint64_t, bool>> objs;  // gp_index, known object type (OSDev/PCIDev)
+  std::vector<uint64_t> values;
+  long line = 0;
+};
+
+// What the walk over one hwloc XML document builds up.
+struct HwlocRead {
+  HwlocRead(Topology& topo, const std::string& file) : t(topo), name(file) {}
+  Topology& t;
+  const std::string& name;
+  int numa_objects = 0, packages = 0;
+  // Duplicate check without a scan per device, keyed by the normalized address's
+  // hex digits and length (no string hashing, no string per node).
+  std::unordered_map<std::string, int> bdfs;  // -> device index
+  std::unordered_map<const char*, std::string> cpu_lists;  // cpuset attribute (by its place in the text) -> CPU list
+  // hwloc 3 writes an OS device's types as a bit mask (OpenFabrics 1<<5, network
+  // 1<<4); hwloc 2 as one number (OpenFabrics 3, network 2).
+  bool osdev_mask = false;
+  std::vector<GpObject> gp_objects;  // PCI devices and the OS devices under them
+  std::vector<NvMatrix> nv;
+  bool in_nv = false;  // inside an NVLinkBandwidth <distances2>
+};
+
+using Walk = detail::XmlWalk<HwlocRead, Frame>;
+
+void on_topology(HwlocRead& s, const Walk& w, Frame& f) {
+  std::string_view version;
+  s.osdev_mask = w.reader().attr("version", version) && std::atoi(std::string(version).c_str()) >= 3;
+  // hwloc 3 writes the machine-wide infos (OSRelease, Architecture) at the root.
+  f.type = w.reader().tag();
+  f.is_machine = true;
+}
+
+// <info name=.. value=..> annotates the enclosing object.
+// The value is decoded only when it is used: most of the ~1,000 infos are not.
+void on_info(HwlocRead& s, const Walk& w, Frame&) {
+  const XmlReader& r = w.reader();
+  Topology& t = s.t;
+  std::string_view key;
+  std::string key_decoded;
+  if (r.attr("name", key) && key.find('&') != std::string_view::npos) key = key_decoded = r.attr_str("name");
+  for (auto o = w.stack().rbegin(); o != w.stack().rend(); ++o) {
+    const Frame& f = o->frame;
+    if (f.type.empty()) continue;
+    if (!wanted_info(key, f, s.packages)) break;
+    const std::string value = r.attr_str("value");
+    if (f.device >= 0) {
+      Device& d = t.devices[f.device];
+      if (key == "PCIVendor") d.name = value + (d.name.empty() ? "" : " " + d.name);
+      else if (key == "PCIDevice") d.name = d.name.empty() ? value : d.name + " " + value;
+    } else if (f.is_machine) {
+      if (key == "DMIProductName") t.dmi_product = value;
+      else if (key == "DMISysVendor") t.dmi_vendor = value;
+      else if (key == "Architecture") t.cpu.arch = value;
+      else if (key == "OSRelease") t.sw.kernel_release = value;
+    } else if (f.is_package && s.packages == 1) {
+      if (key == "CPUVendor") t.cpu.vendor = value;
+      else if (key == "CPUModel") t.cpu.model_name = value;
+      else if (key == "CPUFamilyNumber") t.cpu.family = std::atoi(value.c_str());
+      else if (key == "CPUModelNumber") t.cpu.model = std::atoi(value.c_str());
+    }
+    break;
+  }
+}
+
+void on_distances(HwlocRead& s, const Walk& w, Frame&) {
+  s.in_nv = w.reader().attr_str("name") == "NVLinkBandwidth";
+  if (s.in_nv) {
+    s.nv.emplace_back();
+    s.nv.back().line = w.reader().line();
+  }
+}
+void on_distances_end(HwlocRead& s) { s.in_nv = false; }
+
+// <indexes> and <u64values> of an NVLinkBandwidth matrix: "35 36 ..." (distances2, gp
+// indexing) or "OSDev:35 PCIDev:12 ..." (distances2hetero).
+void on_values(HwlocRead& s, const Walk& w, Frame&) {
+  if (!s.in_nv || w.stack().size() < 2) return;
+  const XmlReader& r = w.reader();
+  const std::string_view tag = r.tag();
+  std::string_view body = r.text();
+  size_t p = 0;
+  while (p < body.size()) {
+    while (p < body.size() && (body[p] == ' ' || body[p] == '\n' || body[p] == '\t' || body[p] == '\r')) ++p;
+    size_t e = p;
+    while (e < body.size() && body[e] != ' ' && body[e] != '\n' && body[e] != '\t' && body[e] != '\r') ++e;
+    if (e == p) break;
+    std::string_view tok = body.substr(p, e - p);
+    p = e;
+    size_t colon = tok.find(':');
+    std::string_view num = colon == std::string_view::npos ? tok : tok.substr(colon + 1);
+    char* end = nullptr;
+    const std::string n(num);
+    const unsigned long long v = std::strtoull(n.c_str(), &end, 10);
+    if (n.empty() || *end) r.fail("expected a number in <" + std::string(tag) + ">, found \"" + std::string(tok) + "\"");
+    if (tag == "indexes") s.nv.back().objs.emplace_back(v, colon == std::string_view::npos || tok.substr(0, colon) == "OSDev" || tok.substr(0, colon) == "PCIDev");
+    else if (s.nv.back().values.size() < (1u << 20)) s.nv.back().values.push_back(v);
+  }
+}
+
+// What an object finds above it: the nearest enclosing bridge (host bridge or PCI
+// bridge) and its NUMA locality.
+struct Enclosing {
+  int dev = -1, hb = -1, numa = -1;
+};
+Enclosing enclosing(const Topology& t, const Walk& w) {
+  Enclosing e;
+  for (auto o = w.stack().rbegin(); o != w.stack().rend(); ++o) {
+    const Frame& f = o->frame;
+    if (e.dev < 0 && e.hb < 0) {
+      if (f.device >= 0 && t.devices[f.device].is_bridge) e.dev = f.device;
+      else if (f.host_bridge >= 0) e.hb = f.host_bridge;
+    }
+    if (f.numa != -2 && !f.type.empty() && f.device < 0 && f.host_bridge < 0) {
+      e.numa = f.numa;
+      break;
+    }
+  }
+  return e;
+}
+
+void add_host_bridge(HwlocRead& s, const XmlReader& r, Frame& f, int numa) {
+  std::string_view bp;
+  unsigned long dom, sec;
+  if (!r.attr("bridge_pci", bp) || !parse_bridge_pci(bp, dom, sec)) r.fail("expected bridge_pci=\"dddd:[bb-bb]\" on a host bridge object");
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%04lx:%02lx", dom & 0xffff, sec & 0xff);
+  Topology& t = s.t;
+  f.host_bridge = t.host_bridge_index(buf);
+  if (numa >= 0) t.host_bridges[f.host_bridge].numa = numa;
+}
+
+// The attributes of a PCIDev or (PCI-to-PCI) Bridge object as a device.
+Device read_pci_object(const XmlReader& r, std::string_view type) {
+  std::string_view busid, ptype;
+  if (!r.attr("pci_busid", busid)) r.fail("expected pci_busid on a " + std::string(type) + " object");
+  auto bdf = parse_bdf(busid);
+  if (!bdf) r.fail("expected a PCI address dddd:bb:dd.f in pci_busid=\"" + std::string(busid) + "\"");
+  Device d;
+  d.bdf = *bdf;
+  if (r.attr("pci_type", ptype) && !parse_pci_type(ptype, d))
+    r.fail("expected pci_type=\"cccc [vvvv:dddd] [ssss:ssss] rr\", found \"" + std::string(ptype) + "\"");
+  std::string_view ls;
+  if (r.attr("pci_link_speed", ls)) d.link_gbps = std::atof(std::string(ls).c_str());
+  if (type == "Bridge") {
+    d.is_bridge = true;
+    std::string_view bp;
+    unsigned long dom, sec;
+    if (r.attr("bridge_pci", bp)) {
+      if (!parse_bridge_pci(bp, dom, sec)) r.fail("expected bridge_pci=\"dddd:[bb-bb]\"");
+      d.secondary_bus = static_cast<int>(sec);
+    }
+  }
+  return d;
+}
+
+void add_pci_device(HwlocRead& s, const Walk& w, Frame& f, Enclosing up) {
+  const XmlReader& r = w.reader();
+  Topology& t = s.t;
+  Device d = read_pci_object(r, f.type);
+  // I/O objects carry no cpuset (hwloc 2); the object they hang below (package,
+  // group, NUMA node, machine) does, as nvidia-smi's CPU Affinity is the device's node's.
+  // Converted once per cpuset (hundreds of devices share a few packages): fleet speed.
+  std::string_view cs = f.cpuset;
+  for (auto o = w.stack().rbegin(); o != w.stack().rend() && cs.empty(); ++o) cs = o->frame.cpuset;
+  if (!cs.empty()) {
+    auto [list, fresh] = s.cpu_lists.try_emplace(cs.data());
+    if (fresh) list->second = cpuset_list(cs);
+    d.cpu_affinity = list->second;
+  }
+  d.parent = up.dev;
+  if (up.dev < 0) {
+    // A PCI object outside any host bridge (hwloc without bridges kept).
+    if (up.hb < 0) up.hb = t.host_bridge_index(d.bdf.substr(0, 7));
+    d.host_bridge = up.hb;
+  }
+  std::string_view sub;
+  const bool nvswitch = r.attr("subtype", sub) && sub == "NVSwitch";
+  auto [seen, fresh] = s.bdfs.try_emplace(d.bdf, static_cast<int>(t.devices.size()));
+  if (fresh) {
+    t.devices.push_back(std::move(d));
+  } else {
+    // hwloc loads such a file with a warning; so does this: the first object
+    // stands, what nests in the second (devices, OS devices) is placed under it.
+    t.notes.push_back(s.name + ":" + std::to_string(r.line()) + ": duplicate PCI device " + d.bdf + ": the first object with this address is used");
+  }
+  f.device = seen->second;
+  if (std::string_view gp; r.attr("gp_index", gp)) s.gp_objects.push_back({gp, f.device, nvswitch});
+}
+
+// OpenFabrics (type 3) marks an RDMA device; CoProcessor "CUDA" a GPU.
+void add_osdev(HwlocRead& s, const Walk& w) {
+  const XmlReader& r = w.reader();
+  std::string_view ot, sub, nm;
+  r.attr("osdev_type", ot);
+  r.attr("subtype", sub);
+  r.attr("name", nm);
+  for (auto o = w.stack().rbegin(); o != w.stack().rend(); ++o) {
+    if (o->frame.device < 0) continue;
+    if (std::string_view gp; r.attr("gp_index", gp)) s.gp_objects.push_back({gp, o->frame.device, false});
+    Device& d = s.t.devices[o->frame.device];
+    const long types = std::atol(std::string(ot).c_str());
+    const bool rdma = s.osdev_mask ? (types & (1 << 5)) != 0 : ot == "3";
+    const bool net = s.osdev_mask ? (types & (1 << 4)) != 0 : ot == "2";
+    if (rdma) d.rdma_name = std::string(nm);
+    if (net && d.net_name.empty()) d.net_name = std::string(nm);
+    break;
+  }
+}
+
+void on_object(HwlocRead& s, const Walk& w, Frame& f) {
+  const XmlReader& r = w.reader();
+  std::string_view type;
+  if (!r.attr("type", type)) r.fail("expected a type attribute on <object>");
+  f.type = type;
+  std::string_view ns;
+  if (r.attr("nodeset", ns)) {
+    const int n = single_node(ns);
+    if (n == -3) r.fail("expected a hex bitmap in nodeset=\"" + std::string(ns) + "\"");
+    f.numa = n;
+  }
+  // Only objects I/O can hang below (hwloc 1 and 2) carry the cpuset wanted here; the many
+  // PU, core and cache objects are not looked at (fleet speed).
+  if (type == "Machine" || type == "Package" || type == "Socket" || type == "Group" || type == "NUMANode" || type == "Die" ||
+      type == "Bridge" || type == "PCIDev")
+    r.attr("cpuset", f.cpuset);
+  if (type == "Machine") f.is_machine = true;
+  if (type == "Package") {
+    f.is_package = true;
+    ++s.packages;
+  }
+  if (type == "NUMANode") {
+    ++s.numa_objects;
+    std::string_view os;
+    if (r.attr("os_index", os)) f.numa = std::atoi(std::string(os).c_str());
+  }
+  const Enclosing up = enclosing(s.t, w);
+  if (type == "Bridge" || type == "PCIDev") {
+    std::string_view bt;
+    if (type == "Bridge" && r.attr("bridge_type", bt) && bt.substr(0, 2) == "0-") add_host_bridge(s, r, f, up.numa);
+    else add_pci_device(s, w, f, up);
+  } else if (type == "OSDev") {
+    add_osdev(s, w);
+  }
+}
+
+constexpr Walk::Element kRoot{"topology", on_topology};
+constexpr Walk::Element kElements[] = {
+    {"object", on_object},
+    {"info", on_info},
+    {"distances2", on_distances, on_distances_end},
+    {"distances2hetero", on_distances, on_distances_end},
+    {"indexes", on_values},
+    {"u64values", on_values},
+};
+constexpr Walk::Element kOther{"", nullptr};  // page_type, other distances, userdata...: not needed
+
 }  // namespace
 
 Topology parse_hwloc_xml(std::string_view text, const std::string& name, std::vector<Device> storage) {
@@ -152,246 +418,17 @@ Topology parse_hwloc_xml(std::string_view text, const std::string& name, std::ve
   t.source = name;
   t.format = "hwloc";
   XmlReader r(text, name);
-  std::vector<Frame> stack;
-  bool root_seen = false;
-  int numa_objects = 0, packages = 0;
-  // Duplicate check without a scan per device, keyed by the normalized address's
-  // hex digits and length (no string hashing, no string per node).
-  std::unordered_map<std::string, int> bdfs;  // -> device index
-  std::unordered_map<const char*, std::string> cpu_lists;  // cpuset attribute (by its place in the text) -> CPU list
-  // hwloc 3 writes an OS device's types as a bit mask (OpenFabrics 1<<5, network
-  // 1<<4); hwloc 2 as one number (OpenFabrics 3, network 2).
-  bool osdev_mask = false;
-  // NVLink (hwloc's NVML backend): a "NVLinkBandwidth" distances matrix over GPU
-  // OS devices and NVSwitch ports, objects named by gp_index.
-  struct GpObject {
-    std::string_view gp_index;  // as written; read as a number only when a matrix needs it
-    int device;
-    bool nvswitch;
-  };
-  std::vector<GpObject> gp_objects;  // PCI devices and the OS devices under them
-  struct NvMatrix {
-    std::vector<std::pair<uint64_t, bool>> objs;  // gp_index, known object type (OSDev/PCIDev)
-    std::vector<uint64_t> values;
-    long line = 0;
-  };
-  std::vector<NvMatrix> nv;
-  bool in_nv = false;
-  for (;;) {
-    XmlReader::Event ev = r.next();
-    if (ev == XmlReader::Event::Eof) break;
-    if (ev == XmlReader::Event::End) {
-      if (!stack.empty()) stack.pop_back();
-      if (r.tag() == "distances2" || r.tag() == "distances2hetero") in_nv = false;
-      continue;
-    }
-    std::string_view tag = r.tag();
-    if (!root_seen) {
-      if (tag != "topology") r.fail("expected <topology> (hwloc XML), found <" + std::string(tag) + ">");
-      root_seen = true;
-      std::string_view version;
-      osdev_mask = r.attr("version", version) && std::atoi(std::string(version).c_str()) >= 3;
-      // hwloc 3 writes the machine-wide infos (OSRelease, Architecture) at the root.
-      Frame root;
-      root.type = tag;
-      root.is_machine = true;
-      stack.push_back(root);
-      continue;
-    }
-    Frame f;
-    if (tag == "info") {
-      // <info name=.. value=..> annotates the enclosing object.
-      // The value is decoded only when it is used: most of the ~1,000 infos are not.
-      std::string_view key;
-      std::string key_decoded;
-      if (r.attr("name", key) && key.find('&') != std::string_view::npos) key = key_decoded = r.attr_str("name");
-      for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
-        if (it->type.empty()) continue;
-        if (!wanted_info(key, *it, packages)) break;
-        const std::string value = r.attr_str("value");
-        if (it->device >= 0) {
-          Device& d = t.devices[it->device];
-          if (key == "PCIVendor") d.name = value + (d.name.empty() ? "" : " " + d.name);
-          else if (key == "PCIDevice") d.name = d.name.empty() ? value : d.name + " " + value;
-        } else if (it->is_machine) {
-          if (key == "DMIProductName") t.dmi_product = value;
-          else if (key == "DMISysVendor") t.dmi_vendor = value;
-          else if (key == "Architecture") t.cpu.arch = value;
-          else if (key == "OSRelease") t.sw.kernel_release = value;
-        } else if (it->is_package && packages == 1) {
-          if (key == "CPUVendor") t.cpu.vendor = value;
-          else if (key == "CPUModel") t.cpu.model_name = value;
-          else if (key == "CPUFamilyNumber") t.cpu.family = std::atoi(value.c_str());
-          else if (key == "CPUModelNumber") t.cpu.model = std::atoi(value.c_str());
-        }
-        break;
-      }
-      stack.push_back(f);
-      continue;
-    }
-    if (tag == "distances2" || tag == "distances2hetero") {
-      in_nv = r.attr_str("name") == "NVLinkBandwidth";
-      if (in_nv) {
-        nv.emplace_back();
-        nv.back().line = r.line();
-      }
-      stack.push_back(f);
-      continue;
-    }
-    if (in_nv && (tag == "indexes" || tag == "u64values") && stack.size() >= 2) {
-      // "35 36 ..." (distances2, gp indexing) or "OSDev:35 PCIDev:12 ..." (distances2hetero).
-      std::string_view body = r.text();
-      size_t p = 0;
-      while (p < body.size()) {
-        while (p < body.size() && (body[p] == ' ' || body[p] == '\n' || body[p] == '\t' || body[p] == '\r')) ++p;
-        size_t e = p;
-        while (e < body.size() && body[e] != ' ' && body[e] != '\n' && body[e] != '\t' && body[e] != '\r') ++e;
-        if (e == p) break;
-        std::string_view tok = body.substr(p, e - p);
-        p = e;
-        size_t colon = tok.find(':');
-        std::string_view num = colon == std::string_view::npos ? tok : tok.substr(colon + 1);
-        char* end = nullptr;
-        const std::string n(num);
-        const unsigned long long v = std::strtoull(n.c_str(), &end, 10);
-        if (n.empty() || *end) r.fail("expected a number in <" + std::string(tag) + ">, found \"" + std::string(tok) + "\"");
-        if (tag == "indexes") nv.back().objs.emplace_back(v, colon == std::string_view::npos || tok.substr(0, colon) == "OSDev" || tok.substr(0, colon) == "PCIDev");
-        else if (nv.back().values.size() < (1u << 20)) nv.back().values.push_back(v);
-      }
-      stack.push_back(f);
-      continue;
-    }
-    if (tag != "object") {
-      stack.push_back(f);  // page_type, other distances, userdata...: not needed
-      continue;
-    }
-    std::string_view type;
-    if (!r.attr("type", type)) r.fail("expected a type attribute on <object>");
-    f.type = type;
-    std::string_view ns;
-    if (r.attr("nodeset", ns)) {
-      const int n = single_node(ns);
-      if (n == -3) r.fail("expected a hex bitmap in nodeset=\"" + std::string(ns) + "\"");
-      f.numa = n;
-    }
-    // Only objects I/O can hang below (hwloc 1 and 2) carry the cpuset wanted here; the many
-    // PU, core and cache objects are not looked at (fleet speed).
-    if (type == "Machine" || type == "Package" || type == "Socket" || type == "Group" || type == "NUMANode" || type == "Die" ||
-        type == "Bridge" || type == "PCIDev")
-      r.attr("cpuset", f.cpuset);
-    if (type == "Machine") f.is_machine = true;
-    if (type == "Package") {
-      f.is_package = true;
-      ++packages;
-    }
-    if (type == "NUMANode") {
-      ++numa_objects;
-      std::string_view os;
-      if (r.attr("os_index", os)) f.numa = std::atoi(std::string(os).c_str());
-    }
-    // Nearest enclosing bridge (host bridge or PCI bridge) and NUMA locality.
-    int parent_dev = -1, parent_hb = -1, numa = -1;
-    for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
-      if (parent_dev < 0 && parent_hb < 0) {
-        if (it->device >= 0 && t.devices[it->device].is_bridge) parent_dev = it->device;
-        else if (it->host_bridge >= 0) parent_hb = it->host_bridge;
-      }
-      if (it->numa != -2 && !it->type.empty() && it->device < 0 && it->host_bridge < 0) {
-        numa = it->numa;
-        break;
-      }
-    }
-    if (type == "Bridge" || type == "PCIDev") {
-      std::string_view bt;
-      bool host = type == "Bridge" && r.attr("bridge_type", bt) && bt.substr(0, 2) == "0-";
-      if (host) {
-        std::string_view bp;
-        unsigned long dom, sec;
-        if (!r.attr("bridge_pci", bp) || !parse_bridge_pci(bp, dom, sec))
-          r.fail("expected bridge_pci=\"dddd:[bb-bb]\" on a host bridge object");
-        char buf[16];
-        std::snprintf(buf, sizeof buf, "%04lx:%02lx", dom & 0xffff, sec & 0xff);
-        f.host_bridge = t.host_bridge_index(buf);
-        if (numa >= 0) t.host_bridges[f.host_bridge].numa = numa;
-      } else {
-        std::string_view busid, ptype;
-        if (!r.attr("pci_busid", busid)) r.fail("expected pci_busid on a " + std::string(type) + " object");
-        auto bdf = parse_bdf(busid);
-        if (!bdf) r.fail("expected a PCI address dddd:bb:dd.f in pci_busid=\"" + std::string(busid) + "\"");
-        Device d;
-        d.bdf = *bdf;
-        if (r.attr("pci_type", ptype) && !parse_pci_type(ptype, d))
-          r.fail("expected pci_type=\"cccc [vvvv:dddd] [ssss:ssss] rr\", found \"" + std::string(ptype) + "\"");
-        std::string_view ls;
-        if (r.attr("pci_link_speed", ls)) d.link_gbps = std::atof(std::string(ls).c_str());
-        if (type == "Bridge") {
-          d.is_bridge = true;
-          std::string_view bp;
-          unsigned long dom, sec;
-          if (r.attr("bridge_pci", bp)) {
-            if (!parse_bridge_pci(bp, dom, sec)) r.fail("expected bridge_pci=\"dddd:[bb-bb]\"");
-            d.secondary_bus = static_cast<int>(sec);
-          }
-        }
-        // I/O objects carry no cpuset (hwloc 2); the object they hang below (package,
-        // group, NUMA node, machine) does, as nvidia-smi's CPU Affinity is the device's node's.
-        // Converted once per cpuset (hundreds of devices share a few packages): fleet speed.
-        std::string_view cs = f.cpuset;
-        for (auto it = stack.rbegin(); it != stack.rend() && cs.empty(); ++it) cs = it->cpuset;
-        if (!cs.empty()) {
-          auto [list, fresh] = cpu_lists.try_emplace(cs.data());
-          if (fresh) list->second = cpuset_list(cs);
-          d.cpu_affinity = list->second;
-        }
-        d.parent = parent_dev;
-        if (parent_dev < 0) {
-          if (parent_hb < 0) {
-            // A PCI object outside any host bridge (hwloc without bridges kept).
-            parent_hb = t.host_bridge_index(d.bdf.substr(0, 7));
-          }
-          d.host_bridge = parent_hb;
-        }
-        std::string_view sub;
-        const bool nvswitch = r.attr("subtype", sub) && sub == "NVSwitch";
-        auto [seen, fresh] = bdfs.try_emplace(d.bdf, static_cast<int>(t.devices.size()));
-        if (fresh) {
-          t.devices.push_back(std::move(d));
-        } else {
-          // hwloc loads such a file with a warning; so does this: the first object
-          // stands, what nests in the second (devices, OS devices) is placed under it.
-          t.notes.push_back(name + ":" + std::to_string(r.line()) + ": duplicate PCI device " + d.bdf + ": the first object with this address is used");
-        }
-        f.device = seen->second;
-        if (std::string_view gp; r.attr("gp_index", gp)) gp_objects.push_back({gp, f.device, nvswitch});
-      }
-    } else if (type == "OSDev") {
-      // OpenFabrics (type 3) marks an RDMA device; CoProcessor "CUDA" a GPU.
-      std::string_view ot, sub, nm;
-      r.attr("osdev_type", ot);
-      r.attr("subtype", sub);
-      r.attr("name", nm);
-      for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
-        if (it->device < 0) continue;
-        if (std::string_view gp; r.attr("gp_index", gp)) gp_objects.push_back({gp, it->device, false});
-        Device& d = t.devices[it->device];
-        const long types = std::atol(std::string(ot).c_str());
-        const bool rdma = osdev_mask ? (types & (1 << 5)) != 0 : ot == "3";
-        const bool net = osdev_mask ? (types & (1 << 4)) != 0 : ot == "2";
-        if (rdma) d.rdma_name = std::string(nm);
-        if (net && d.net_name.empty()) d.net_name = std::string(nm);
-        break;
-      }
-    }
-    stack.push_back(f);
-  }
-  if (!root_seen) throw InputError(name, 1, "expected <topology> (hwloc XML)");
-  if (!nv.empty()) {
+  HwlocRead s{t, name};
+  Walk walk(r, kRoot, "hwloc XML", kElements, kOther);
+  walk.run(s);
+  if (!walk.root_seen()) throw InputError(name, 1, "expected <topology> (hwloc XML)");
+  if (!s.nv.empty()) {
     std::unordered_map<uint64_t, std::pair<int, bool>> by_gp;  // gp_index -> device, is an NVSwitch
-    for (const auto& o : gp_objects) by_gp[std::strtoull(std::string(o.gp_index).c_str(), nullptr, 10)] = {o.device, o.nvswitch};
-    for (const NvMatrix& m : nv) nvlinks_from_matrix(t, m.objs, m.values, by_gp, name, m.line);
+    for (const auto& o : s.gp_objects) by_gp[std::strtoull(std::string(o.gp_index).c_str(), nullptr, 10)] = {o.device, o.nvswitch};
+    for (const NvMatrix& m : s.nv) nvlinks_from_matrix(t, m.objs, m.values, by_gp, name, m.line);
   }
-  t.cpu.sockets = packages;
-  t.numa_nodes = numa_objects;
+  t.cpu.sockets = s.packages;
+  t.numa_nodes = s.numa_objects;
   t.finalize();
   return t;
 }

@@ -12,6 +12,7 @@
 #include "hex.hpp"
 #include "sysfs_readers.hpp"
 #include "xml_reader.hpp"
+#include "xml_walk.hpp"
 
 namespace gdrpeer::topo {
 
@@ -25,10 +26,170 @@ bool hex_attr(std::string_view s, unsigned long& out) {
 }
 
 struct Frame {
-  std::string_view tag;
   int device = -1;
   int host_bridge = -1;
 };
+
+struct NcclRead {
+  explicit NcclRead(Topology& topo) : t(topo) {}
+  Topology& t;
+  int cpus = 0;
+  std::map<int, std::string> cpu_affinity;  // host bridge ("cpuN") -> its CPUs as a list
+};
+
+using Walk = detail::XmlWalk<NcclRead, Frame>;
+
+// The nearest enclosing <pci> (device) or else <cpu> (host bridge); -1 for the other.
+struct Enclosing {
+  int dev = -1, hb = -1;
+};
+Enclosing enclosing(const Walk& w) {
+  Enclosing e;
+  for (auto it = w.stack().rbegin(); it != w.stack().rend(); ++it) {
+    if (it->frame.device >= 0) { e.dev = it->frame.device; break; }
+    if (it->frame.host_bridge >= 0) { e.hb = it->frame.host_bridge; break; }
+  }
+  return e;
+}
+
+// The GPU a <nvlink> or <c2c> belongs to: its parent <gpu>'s PCI device, else -1.
+int enclosing_gpu(const Walk& w) {
+  const auto& st = w.stack();
+  return st.size() >= 2 && st.back().tag == "gpu" ? enclosing(w).dev : -1;
+}
+
+void on_cpu(NcclRead& s, const Walk& w, Frame& f) {
+  const XmlReader& r = w.reader();
+  Topology& t = s.t;
+  const int cpus = s.cpus;
+  if (w.stack().size() != 1) r.fail("expected <cpu> directly inside <system>");
+  std::string numaid = r.attr_str("numaid");
+  char* end = nullptr;
+  long n = numaid.empty() ? cpus : std::strtol(numaid.c_str(), &end, 10);
+  if (!numaid.empty() && (end == numaid.c_str() || *end)) r.fail("expected a number in numaid=\"" + numaid + "\"");
+  f.host_bridge = t.host_bridge_index("cpu" + std::to_string(cpus));
+  t.host_bridges[f.host_bridge].numa = static_cast<int>(n);
+  // affinity="00000000,00ffffff": the node's cpumap as sysfs writes it (NCCL reads it there).
+  if (std::string aff = r.attr_str("affinity"); !aff.empty())
+    s.cpu_affinity[f.host_bridge] = sysfs::format_cpulist(sysfs::parse_cpumask(aff));
+  if (cpus == 0) {
+    t.cpu.arch = r.attr_str("arch");
+    t.cpu.vendor = r.attr_str("vendor");
+    std::string fam = r.attr_str("familyid"), mod = r.attr_str("modelid");
+    if (!fam.empty()) t.cpu.family = std::atoi(fam.c_str());
+    if (!mod.empty()) t.cpu.model = std::atoi(mod.c_str());
+  }
+  ++s.cpus;
+}
+
+// class, vendor, device and subsystem ids of a <pci> into d.
+void read_pci_ids(const XmlReader& r, Device& d) {
+  unsigned long v;
+  std::string_view a;
+  if (r.attr("class", a)) {
+    if (!hex_attr(a, v)) r.fail("expected a hex class like 0x030200, found \"" + std::string(a) + "\"");
+    d.class_code = static_cast<uint32_t>(v);
+    d.class_known = true;
+    d.is_bridge = d.base_class() == 0x06 && d.sub_class() == 0x04;
+  }
+  struct { const char* key; uint16_t* dst; } ids[] = {{"vendor", &d.vendor}, {"device", &d.device},
+    {"subsystem_vendor", &d.subsys_vendor}, {"subsystem_device", &d.subsys_device}};
+  for (auto& id : ids) {
+    if (!r.attr(id.key, a)) continue;
+    if (!hex_attr(a, v) || v > 0xffff) r.fail(std::string("expected a 16-bit hex ") + id.key + ", found \"" + std::string(a) + "\"");
+    *id.dst = static_cast<uint16_t>(v);
+    if (id.dst == &d.vendor) d.ids_known = true;
+  }
+}
+
+void on_pci(NcclRead& s, const Walk& w, Frame& f) {
+  const XmlReader& r = w.reader();
+  Topology& t = s.t;
+  const Enclosing up = enclosing(w);
+  if (up.dev < 0 && up.hb < 0) r.fail("expected <pci> inside a <cpu> or another <pci>");
+  if (up.dev >= 0 && !t.devices[up.dev].is_bridge) {
+    // Hand-written files often omit the class of switches: nesting says it.
+    if (t.devices[up.dev].class_known) r.fail("expected <pci> only inside a <cpu> or a bridge <pci> (class 0x0604)");
+    t.devices[up.dev].is_bridge = true;
+  }
+  std::string_view busid;
+  if (!r.attr("busid", busid)) r.fail("expected a busid attribute on <pci>");
+  auto bdf = parse_bdf(busid);
+  if (!bdf) r.fail("expected a PCI address dddd:bb:dd.f in busid=\"" + std::string(busid) + "\"");
+  Device d;
+  d.bdf = *bdf;
+  read_pci_ids(r, d);
+  if (d.bdf.rfind("ffff:ff:", 0) == 0 || (d.ids_known && d.vendor == 0xffff)) {
+    t.placeholder_switches = true;
+    d.ids_known = false;  // placeholder IDs say nothing about the hardware
+  }
+  std::string_view a;
+  if (r.attr("link_speed", a)) d.link_sta.speed_gts = std::atof(std::string(a).c_str());
+  if (r.attr("link_width", a)) d.link_sta.width = std::atoi(std::string(a).c_str());
+  d.parent = up.dev;
+  d.host_bridge = up.dev < 0 ? up.hb : -1;
+  const auto& st = w.stack();
+  if (auto it = s.cpu_affinity.find(st.size() > 1 ? st[1].frame.host_bridge : -1); it != s.cpu_affinity.end())
+    d.cpu_affinity = it->second;
+  if (t.find(d.bdf) >= 0) r.fail("duplicate PCI device " + d.bdf);
+  // NCCL nodes are whole switches: give them their own unit in the path
+  // classification (an unknown-type bridge is one bridge).
+  if (d.is_bridge) d.port = PortType::Unknown;
+  t.devices.push_back(std::move(d));
+  f.device = static_cast<int>(t.devices.size() - 1);
+}
+
+// <nvlink target="BDF" count="N" tclass="0x068000"> inside <gpu>: to another GPU, to an
+// NVSwitch (class 0x0680, "other bridge"), or to a CPU (POWER9), which is not a GPU peer path.
+void on_nvlink(NcclRead& s, const Walk& w, Frame&) {
+  const XmlReader& r = w.reader();
+  const int gpu = enclosing_gpu(w);
+  std::string_view a;
+  unsigned long tclass = 0;
+  if (gpu >= 0 && (!r.attr("tclass", a) || hex_attr(a, tclass))) {
+    NvLink l;
+    l.gpu = gpu;
+    l.peer_bdf = r.attr_str("target");
+    l.peer_is_switch = (tclass >> 8) == 0x0680;
+    l.links = std::atoi(r.attr_str("count").c_str());
+    const bool to_gpu = tclass == 0 || (tclass >> 16) == 0x03;
+    if (l.peer_is_switch || to_gpu) s.t.nvlinks.push_back(std::move(l));
+  } else if (gpu >= 0) {
+    r.fail("expected a hex class like 0x068000 in tclass=\"" + std::string(a) + "\"");
+  }
+}
+
+// <gpu>, <nic>, <net>: the role of the enclosing <pci>. A <nic> straight under <cpu> (no
+// PCI device, e.g. a virtual NIC) has no path to judge.
+void on_endpoint(NcclRead& s, const Walk& w, Frame&) {
+  const XmlReader& r = w.reader();
+  const int dev = enclosing(w).dev;
+  if (dev < 0) return;
+  const std::string_view tag = r.tag();
+  Device& d = s.t.devices[dev];
+  if (tag == "gpu") d.role = Role::GPU;
+  if (tag == "nic") d.role = Role::NIC;
+  if (tag == "net" && d.rdma_name.empty()) d.rdma_name = r.attr_str("name");
+  // NCCL's own GPUDirect RDMA answer: <gpu gdr> (the GPU side) and <net gdr> (the NIC's
+  // peer memory or dma-buf support), NCCL src/graph/topo.cc ncclTopoAddNet/AddGpu.
+  std::string_view g;
+  if ((tag == "gpu" || tag == "net") && r.attr("gdr", g))
+    (tag == "gpu" ? s.t.sw.stack.nccl_gpu_gdr : s.t.sw.stack.nccl_net_gdr)[dev] = std::atoi(std::string(g).c_str());
+}
+
+// <c2c bw count> inside <gpu>: the GPU reaches its CPU over NVLink-C2C (NCCL 2.27+,
+// src/graph/xml.cc), which is what turns NCCL's P2C path on.
+void on_c2c(NcclRead& s, const Walk& w, Frame&) {
+  if (const int gpu = enclosing_gpu(w); gpu >= 0)
+    s.t.sw.stack.nccl_gpu_c2c[gpu] = std::max(1, std::atoi(w.reader().attr_str("count").c_str()));
+}
+
+constexpr Walk::Element kRoot{"system", nullptr};
+constexpr Walk::Element kElements[] = {
+    {"pci", on_pci}, {"gpu", on_endpoint}, {"nic", on_endpoint}, {"net", on_endpoint},
+    {"nvlink", on_nvlink}, {"c2c", on_c2c}, {"cpu", on_cpu},
+};
+constexpr Walk::Element kOther{"", nullptr};
 
 }  // namespace
 
@@ -45,133 +206,9 @@ Topology parse_nccl_xml(std::string_view text, const std::string& name, std::vec
   if (!whole && text.rfind('>') != std::string_view::npos) text = text.substr(0, text.rfind('>') + 1);
   XmlReader r(text, name);
   if (!whole) r.allow_truncation();
-  std::vector<Frame> stack;
-  bool root_seen = false;
-  int cpus = 0;
-  std::map<int, std::string> cpu_affinity;  // host bridge ("cpuN") -> its CPUs as a list
-  for (;;) {
-    XmlReader::Event ev = r.next();
-    if (ev == XmlReader::Event::Eof) break;
-    if (ev == XmlReader::Event::End) {
-      if (!stack.empty()) stack.pop_back();
-      continue;
-    }
-    std::string_view tag = r.tag();
-    Frame f{tag};
-    if (!root_seen) {
-      if (tag != "system") r.fail("expected <system> (NCCL topology XML), found <" + std::string(tag) + ">");
-      root_seen = true;
-      stack.push_back(f);
-      continue;
-    }
-    int parent_dev = -1, parent_hb = -1;
-    for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
-      if (it->device >= 0) { parent_dev = it->device; break; }
-      if (it->host_bridge >= 0) { parent_hb = it->host_bridge; break; }
-    }
-    if (tag == "cpu") {
-      if (stack.size() != 1) r.fail("expected <cpu> directly inside <system>");
-      std::string numaid = r.attr_str("numaid");
-      char* end = nullptr;
-      long n = numaid.empty() ? cpus : std::strtol(numaid.c_str(), &end, 10);
-      if (!numaid.empty() && (end == numaid.c_str() || *end)) r.fail("expected a number in numaid=\"" + numaid + "\"");
-      f.host_bridge = t.host_bridge_index("cpu" + std::to_string(cpus));
-      t.host_bridges[f.host_bridge].numa = static_cast<int>(n);
-      // affinity="00000000,00ffffff": the node's cpumap as sysfs writes it (NCCL reads it there).
-      if (std::string aff = r.attr_str("affinity"); !aff.empty())
-        cpu_affinity[f.host_bridge] = sysfs::format_cpulist(sysfs::parse_cpumask(aff));
-      if (cpus == 0) {
-        t.cpu.arch = r.attr_str("arch");
-        t.cpu.vendor = r.attr_str("vendor");
-        std::string fam = r.attr_str("familyid"), mod = r.attr_str("modelid");
-        if (!fam.empty()) t.cpu.family = std::atoi(fam.c_str());
-        if (!mod.empty()) t.cpu.model = std::atoi(mod.c_str());
-      }
-      ++cpus;
-    } else if (tag == "pci") {
-      if (parent_dev < 0 && parent_hb < 0) r.fail("expected <pci> inside a <cpu> or another <pci>");
-      if (parent_dev >= 0 && !t.devices[parent_dev].is_bridge) {
-        // Hand-written files often omit the class of switches: nesting says it.
-        if (t.devices[parent_dev].class_known)
-          r.fail("expected <pci> only inside a <cpu> or a bridge <pci> (class 0x0604)");
-        t.devices[parent_dev].is_bridge = true;
-      }
-      std::string_view busid;
-      if (!r.attr("busid", busid)) r.fail("expected a busid attribute on <pci>");
-      auto bdf = parse_bdf(busid);
-      if (!bdf) r.fail("expected a PCI address dddd:bb:dd.f in busid=\"" + std::string(busid) + "\"");
-      Device d;
-      d.bdf = *bdf;
-      unsigned long v;
-      std::string_view a;
-      if (r.attr("class", a)) {
-        if (!hex_attr(a, v)) r.fail("expected a hex class like 0x030200, found \"" + std::string(a) + "\"");
-        d.class_code = static_cast<uint32_t>(v);
-        d.class_known = true;
-        d.is_bridge = d.base_class() == 0x06 && d.sub_class() == 0x04;
-      }
-      struct { const char* key; uint16_t* dst; } ids[] = {{"vendor", &d.vendor}, {"device", &d.device},
-        {"subsystem_vendor", &d.subsys_vendor}, {"subsystem_device", &d.subsys_device}};
-      for (auto& id : ids) {
-        if (!r.attr(id.key, a)) continue;
-        if (!hex_attr(a, v) || v > 0xffff) r.fail(std::string("expected a 16-bit hex ") + id.key + ", found \"" + std::string(a) + "\"");
-        *id.dst = static_cast<uint16_t>(v);
-        if (id.dst == &d.vendor) d.ids_known = true;
-      }
-      if (d.bdf.rfind("ffff:ff:", 0) == 0 || (d.ids_known && d.vendor == 0xffff)) {
-        t.placeholder_switches = true;
-        d.ids_known = false;  // placeholder IDs say nothing about the hardware
-      }
-      if (r.attr("link_speed", a)) d.link_sta.speed_gts = std::atof(std::string(a).c_str());
-      if (r.attr("link_width", a)) d.link_sta.width = std::atoi(std::string(a).c_str());
-      d.parent = parent_dev;
-      d.host_bridge = parent_dev < 0 ? parent_hb : -1;
-      if (auto it = cpu_affinity.find(stack.size() > 1 ? stack[1].host_bridge : -1); it != cpu_affinity.end()) d.cpu_affinity = it->second;
-      if (t.find(d.bdf) >= 0) r.fail("duplicate PCI device " + d.bdf);
-      // NCCL nodes are whole switches: give them their own unit in the path
-      // classification (an unknown-type bridge is one bridge).
-      if (d.is_bridge) d.port = PortType::Unknown;
-      t.devices.push_back(std::move(d));
-      f.device = static_cast<int>(t.devices.size() - 1);
-    } else if (tag == "nvlink") {
-      // <nvlink target="BDF" count="N" tclass="0x068000"> inside <gpu>: to another GPU, to an
-      // NVSwitch (class 0x0680, "other bridge"), or to a CPU (POWER9), which is not a GPU peer path.
-      int gpu = -1;
-      if (stack.size() >= 2 && stack.back().tag == "gpu") gpu = parent_dev;
-      std::string_view a;
-      unsigned long tclass = 0;
-      if (gpu >= 0 && (!r.attr("tclass", a) || hex_attr(a, tclass))) {
-        NvLink l;
-        l.gpu = gpu;
-        l.peer_bdf = r.attr_str("target");
-        l.peer_is_switch = (tclass >> 8) == 0x0680;
-        l.links = std::atoi(r.attr_str("count").c_str());
-        const bool to_gpu = tclass == 0 || (tclass >> 16) == 0x03;
-        if (l.peer_is_switch || to_gpu) t.nvlinks.push_back(std::move(l));
-      } else if (gpu >= 0) {
-        r.fail("expected a hex class like 0x068000 in tclass=\"" + std::string(a) + "\"");
-      }
-    } else if (tag == "gpu" || tag == "nic" || tag == "net") {
-      // A <nic> straight under <cpu> (no PCI device, e.g. a virtual NIC) has no path to judge.
-      if (parent_dev >= 0) {
-        Device& d = t.devices[parent_dev];
-        if (tag == "gpu") d.role = Role::GPU;
-        if (tag == "nic") d.role = Role::NIC;
-        if (tag == "net" && d.rdma_name.empty()) d.rdma_name = r.attr_str("name");
-        // NCCL's own GPUDirect RDMA answer: <gpu gdr> (the GPU side) and <net gdr> (the NIC's
-        // peer memory or dma-buf support), NCCL src/graph/topo.cc ncclTopoAddNet/AddGpu.
-        std::string_view g;
-        if ((tag == "gpu" || tag == "net") && r.attr("gdr", g))
-          (tag == "gpu" ? t.sw.stack.nccl_gpu_gdr : t.sw.stack.nccl_net_gdr)[parent_dev] = std::atoi(std::string(g).c_str());
-      }
-    } else if (tag == "c2c") {
-      // <c2c bw count> inside <gpu>: the GPU reaches its CPU over NVLink-C2C (NCCL 2.27+,
-      // src/graph/xml.cc), which is what turns NCCL's P2C path on.
-      if (stack.size() >= 2 && stack.back().tag == "gpu" && parent_dev >= 0)
-        t.sw.stack.nccl_gpu_c2c[parent_dev] = std::max(1, std::atoi(r.attr_str("count").c_str()));
-    }
-    stack.push_back(f);
-  }
+  NcclRead s{t};
+  Walk(r, kRoot, "NCCL topology XML", kElements, kOther).run(s);
+  const int cpus = s.cpus;
   // NCCL files list only the GPUs and NICs NCCL uses: the class says the role
   // even where vendor ids are missing (cloud files with synthetic ids).
   for (auto& d : t.devices) {
