@@ -50,18 +50,12 @@
 
 static long long nv_num(const char *name)
 {
-	char path[256];
-
-	snprintf(path, sizeof(path), NV_SYSFS "/%s", name);
-	return gp_read_num(path);
+	return gp_sysfs_num(NV_SYSFS, name);
 }
 
 static long long edu_num(const char *name)
 {
-	char path[256];
-
-	snprintf(path, sizeof(path), EDU_SYSFS "/%s", name);
-	return gp_read_num(path);
+	return gp_sysfs_num(EDU_SYSFS, name);
 }
 
 /* Where files for the host go; NULL (nothing written) outside the node. */

@@ -79,18 +79,12 @@ static int ph_state(int host, uint32_t id, struct peerhost_state *s)
 
 static long long pm_num(const char *name)
 {
-	char path[256];
-
-	snprintf(path, sizeof(path), PEERMEM_SYSFS "/%s", name);
-	return gp_read_num(path);
+	return gp_sysfs_num(PEERMEM_SYSFS, name);
 }
 
 static long long host_num(const char *name)
 {
-	char path[256];
-
-	snprintf(path, sizeof(path), HOST_SYSFS "/%s", name);
-	return gp_read_num(path);
+	return gp_sysfs_num(HOST_SYSFS, name);
 }
 
 FIXTURE(peermem)
@@ -769,10 +763,7 @@ GP_TEST_F_TIMEOUT(peermem_name, invalidation_counted, 60)
 
 static long long nv_num(const char *name)
 {
-	char path[256];
-
-	snprintf(path, sizeof(path), NV_SYSFS "/%s", name);
-	return gp_read_num(path);
+	return gp_sysfs_num(NV_SYSFS, name);
 }
 
 /* Gauges of client, provider, stand-in and host that must be 0 when idle. */

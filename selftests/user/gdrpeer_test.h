@@ -129,6 +129,15 @@ static inline long long gp_read_num(const char *path)
 	return v;
 }
 
+/* @dir/@name (a sysfs folder and one of its files) as gp_read_num() reads it */
+static inline long long gp_sysfs_num(const char *dir, const char *name)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return gp_read_num(path);
+}
+
 /*
  * GDRPEER_IOCTL_EXPORT_VA (ABI 1.1): dma-buf fd (>= 0) or -errno; *out
  * (optional) gets the whole struct back.
