@@ -1369,11 +1369,7 @@ static int hold(void)
 }
 
 /* what GP_HARNESS_MAIN does, with a main() that also knows --hold */
-static void __attribute__((constructor)) nv_constructor_order_last(void)
-{
-	if (!__constructor_order)
-		__constructor_order = _CONSTRUCTOR_ORDER_BACKWARD;
-}
+GP_CONSTRUCTOR_ORDER_LAST
 
 int main(int argc, char **argv)
 {

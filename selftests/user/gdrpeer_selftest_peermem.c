@@ -1503,11 +1503,7 @@ static int keep_only(const char *name)
 }
 
 /* what GP_HARNESS_MAIN does, with a main() that also knows --proof */
-static void __attribute__((constructor)) pm_constructor_order_last(void)
-{
-	if (!__constructor_order)
-		__constructor_order = _CONSTRUCTOR_ORDER_BACKWARD;
-}
+GP_CONSTRUCTOR_ORDER_LAST
 
 int main(int argc, char **argv)
 {
