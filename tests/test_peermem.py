@@ -37,22 +37,20 @@ test_owner_and_name_other_kernels runs both on the other kernels in make test-ke
 
 import os
 import re
-from pathlib import Path
 
 import pytest
 
 from emunode import Node, known_kernels
+from helpers.guest import ALL_KERNELS as ALL
+from helpers.guest import GUEST_MODULES as M
+from helpers.guest import IOMMU_MODES as MODES
+from helpers.guest import NVSTUB_GPU_PAGE as GPU_PAGE
+from helpers.guest import NVSTUB_POISON
+from helpers.paths import BIN, REPO
 from helpers.tap import listed_tests, pattern, tap
 
-REPO = Path(__file__).resolve().parents[1]
-BIN = REPO / "build" / "bin"
-ALL = os.environ.get("GDRPEER_ALL_KERNELS") == "1"
-MODES = ["off", "translated", "passthrough"]
-M = "/gdrpeer/modules"
 PM = "/sys/class/gdrpeer/gdrpeer/providers/peermem"
 HOST = "/sys/class/misc/gdrpeer_peerhost"
-NVSTUB_POISON = 0x6B  # NVSTUB_POISON_BYTE of selftests/kmod/gdrpeer_nvstub.h
-GPU_PAGE = 65536
 STUB = f"insmod {M}/gdrpeer_nvstub_gpl.ko bar=$GDRPEER_GPU_BDF"
 OFED_CUDA = f"insmod {M}/gdrpeer-ofed.ko nvidia_module=gdrpeer_nvstub_gpl"
 
