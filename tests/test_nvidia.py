@@ -46,7 +46,7 @@ from helpers.guest import IOMMU_MODES as MODES
 from helpers.guest import NVSTUB_GPU_PAGE as GPU_PAGE
 from helpers.guest import NVSTUB_POISON
 from helpers.paths import BIN, REPO
-from helpers.tap import keyvals, listed_tests, pattern, tap
+from helpers.tap import check_edu_dma, keyvals, listed_tests, pattern, tap
 
 S = "/sys/class/gdrpeer/gdrpeer/providers"
 STUB = "/sys/class/misc/gdrpeer_nvstub"
@@ -186,13 +186,7 @@ def test_absent_export_va_enodev(run):
 
 def check_pcibar_dma(res, r):
     """PCIBAR_DMA's run r: edu wrote through the pcibar dma-buf, the host finds the bytes."""
-    assert r.status == 0, r.output
-    kv = keyvals(r.output)
-    assert kv["mismatches"] == 0 and kv["transfers"] == 2 * 5
-    at = kv["bar_offset"] + PC_EXP_OFF + PC_OFF
-    data = res.bar_path.read_bytes()
-    assert data[at:at + PC_LEN] == pattern(PC_SEED, PC_LEN), f"pattern missing at {at:#x}"
-    assert data[at - 8:at] == bytes(8) and data[at + PC_LEN:at + PC_LEN + 8] == bytes(8)
+    check_edu_dma(r, res.bar_path, PC_EXP_OFF + PC_OFF, PC_LEN, PC_SEED, 2 * 5)
 
 
 def test_absent_pcibar_still_exports(run):
