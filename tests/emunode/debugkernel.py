@@ -25,7 +25,7 @@ from pathlib import Path
 from . import kernels
 from .errors import HarnessError
 from .errors import run_checked as _run
-from .paths import cache_dir
+from .paths import cache_dir, cache_lock
 
 HERE = Path(__file__).resolve().parent
 FRAGMENT = HERE / "debug-kernel.config"
@@ -68,7 +68,7 @@ def ensure_debug_kernel(name, log=print):
     key = _key(version)
     base = cache_dir() / "kernels" / name / key
     manifest = base / "manifest.json"
-    fd = kernels._lock(base / ".lock")
+    fd = cache_lock(base / ".lock")
     try:
         info = json.loads(manifest.read_text()) if manifest.exists() else {}
         if info.get("key") != key:

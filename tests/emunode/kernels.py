@@ -6,7 +6,6 @@ packages are unpacked with `dpkg -x` into build/cache/kernels/<name>/root.
 """
 
 import dataclasses
-import fcntl
 import json
 import lzma
 import os
@@ -16,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 from .errors import HarnessError
-from .paths import cache_dir
+from .paths import cache_dir, cache_lock
 
 MIRROR = "http://deb.debian.org/debian"
 SECURITY = "http://deb.debian.org/debian-security"
@@ -136,13 +135,6 @@ def _closure(apt, roots):
     return sorted(seen)
 
 
-def _lock(path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    return fd
-
-
 def is_known(name):
     from .debugkernel import DEBUG_KERNELS
     return name in SUITES or name in DEBUG_KERNELS
@@ -158,7 +150,7 @@ def ensure_kernel(name=DEFAULT_KERNEL, log=print):
         raise HarnessError(f"unknown kernel '{name}': choose one of {', '.join(known_kernels())}")
     base = cache_dir() / "kernels" / name
     manifest = base / "manifest.json"
-    fd = _lock(base / ".lock")
+    fd = cache_lock(base / ".lock")
     try:
         if not manifest.exists():
             _fetch(name, base, log)

@@ -20,7 +20,6 @@ device DMA, which the edu stand-in proves. Builds are cached under build/cache/s
 source version and patch contents. 5.10 has no dma-buf MRs at all (they arrived in 5.12).
 """
 
-import fcntl
 import hashlib
 import os
 import re
@@ -31,7 +30,7 @@ from pathlib import Path
 from . import build, kernels
 from .errors import HarnessError
 from .errors import run_checked as _run
-from .paths import cache_dir
+from .paths import cache_dir, cache_lock
 
 HERE = Path(__file__).resolve().parent
 
@@ -69,13 +68,6 @@ def _digest(*paths):
     for p in paths:
         h.update(Path(p).read_bytes())
     return h.hexdigest()[:10]
-
-
-def _locked(path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    return fd
 
 
 def image_source_version(kernel):
@@ -136,7 +128,7 @@ def ensure_module(kernel_name, log=print):
     patch = HERE / KERNEL_PATCHES[kernel_name]
     base = cache_dir() / "softroce" / f"rxe-{kernel.release}-{version}-{_digest(patch)}"
     ko = base / "rdma_rxe.ko"
-    fd = _locked(base.parent / f".{base.name}.lock")
+    fd = cache_lock(base.parent / f".{base.name}.lock")
     try:
         if ko.exists():
             return ko
@@ -196,7 +188,7 @@ def ensure_provider(log=print):
     upstream = RDMA_CORE_VERSION.rsplit("-", 1)[0]
     base = cache_dir() / "softroce" / f"rdma-core-{RDMA_CORE_VERSION}-{_digest(patch)}"
     lib = base / PROVIDER_NAME
-    fd = _locked(base.parent / f".{base.name}.lock")
+    fd = cache_lock(base.parent / f".{base.name}.lock")
     try:
         if not lib.exists():
             _build_provider(base, upstream, patch, log)
