@@ -14,7 +14,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .errors import HarnessError
+from .errors import HarnessError, run_checked
 from .paths import cache_dir, cache_lock
 
 MIRROR = "http://deb.debian.org/debian"
@@ -121,6 +121,29 @@ class _Apt:
         if p.returncode != 0:
             msg = (p.stderr.strip().splitlines() or ["(no message)"])[-1]
             raise HarnessError(f"downloading {' '.join(pkgs)} from {self.suite} failed: {msg}")
+
+
+def unpack_linux_source(kernel_name, series, version, dl, tmp, log, why, refusal):
+    """linux-source-<series> of exactly `version` (no other: it must match a guest image) from
+    kernel `kernel_name`'s suite, its .deb fetched into `dl` and unpacked into `tmp`; the path of
+    the source tarball it holds. `why` says in the log what it is for; `refusal`, in the error,
+    why another version will not do."""
+    pkg = f"linux-source-{series}"
+    apt = _Apt(kernel_name)
+    apt.update()
+    for old in dl.glob(f"{pkg}_*.deb"):
+        old.unlink()
+    log(f"emunode: fetching {pkg}={version} ({why})")
+    try:
+        apt.download([f"{pkg}={version}"], dl)
+    except HarnessError as e:
+        raise HarnessError(f"{pkg} {version} cannot be fetched from {apt.suite} ({e}); "
+                           f"{refusal}") from e
+    deb = next(dl.glob(f"{pkg}_*.deb"))
+    shutil.rmtree(tmp, ignore_errors=True)
+    run_checked(["dpkg-deb", "-x", str(deb), str(tmp)], f"unpacking {deb.name}")
+    deb.unlink()
+    return next(tmp.glob(f"usr/src/{pkg}.tar.*"))
 
 
 def _closure(apt, roots):

@@ -92,22 +92,15 @@ def _rxe_source(kernel, version, log):
     out = cache_dir() / "softroce" / "src" / f"{pkg}_{version}" / "rxe"
     if (out / "rxe_mr.c").exists():
         return out
-    apt = kernels._Apt(kernel.name)
-    apt.update()
     dl = cache_dir() / "softroce" / "downloads"
     shutil.rmtree(dl, ignore_errors=True)
     dl.mkdir(parents=True)
-    log(f"emunode: fetching {pkg} {version} (the source of {kernel.release}) for rdma_rxe")
-    try:
-        apt.download([f"{pkg}={version}"], dl)
-    except HarnessError as e:
-        raise HarnessError(f"{pkg} {version}, the exact source of the booted kernel "
-                           f"{kernel.release}, cannot be fetched from {apt.suite} (another "
-                           f"version would build a module for a different kernel): {e}") from None
-    deb = next(dl.glob(f"{pkg}_*.deb"))
     tmp = dl / "x"
-    _run(["dpkg-deb", "-x", str(deb), str(tmp)], f"unpacking {deb.name}")
-    tarball = next(tmp.glob(f"usr/src/{pkg}.tar.*"))
+    tarball = kernels.unpack_linux_source(
+        kernel.name, series, version, dl, tmp, log,
+        f"the source of {kernel.release}, for rdma_rxe",
+        f"it is the exact source of the booted kernel {kernel.release}: another version would "
+        "build a module for a different kernel")
     _run(["tar", "-xf", str(tarball), "-C", str(tmp), "--wildcards", "*/drivers/infiniband/sw/rxe/*"],
          f"extracting rxe from {tarball.name}")
     src = next(tmp.glob("*/drivers/infiniband/sw/rxe"))
