@@ -47,7 +47,7 @@ from helpers.guest import IOMMU_MODES as MODES
 from helpers.guest import NVSTUB_GPU_PAGE as GPU_PAGE
 from helpers.guest import NVSTUB_POISON
 from helpers.paths import BIN, REPO
-from helpers.tap import listed_tests, pattern, tap
+from helpers.tap import check_all_passed, listed_tests, pattern
 
 PM = "/sys/class/gdrpeer/gdrpeer/providers/peermem"
 HOST = "/sys/class/misc/gdrpeer_peerhost"
@@ -111,12 +111,7 @@ def check_cuda(res, out):
     cu = out["cuda"]
     assert "CUDA addresses: claimed through the nvidia provider, callback pins " \
            "(peermem_cuda=auto, nvidia_peermem not loaded)" in cu.output, cu.output[-3000:]
-    cuda_selftests = len(listed_tests("gdrpeer_selftest_peermem", "peermem_cuda"))
-    plan, ok, not_ok, skipped, tot = tap(cu.output)
-    assert plan == cuda_selftests, cu.output[-3000:]
-    assert not not_ok, "\n".join(not_ok) + "\n" + cu.output[-4000:]
-    assert not skipped, "\n".join(skipped)
-    assert tot == {"pass": cuda_selftests, "fail": 0, "skip": 0, "error": 0}
+    check_all_passed(cu.output, len(listed_tests("gdrpeer_selftest_peermem", "peermem_cuda")))
     assert cu.status == 0 and "unloaded" in cu.output, cu.output[-3000:]
     race = re.search(r"cuda race: (\d+) registrations, \d+ refused, (\d+) freed underneath, "
                      r"\d+ seen invalidated, (\d+) client invalidations", cu.output)
@@ -126,10 +121,7 @@ def check_cuda(res, out):
 
     # coexistence: with nvidia_peermem loaded, the load line and sysfs say who owns CUDA addresses
     co = out["coexist"]
-    coexist_tests = len(listed_tests("gdrpeer_selftest_peermem", "peermem_coexist"))
-    plan, ok, not_ok, skipped, tot = tap(co.output)
-    assert plan == coexist_tests and tot == {"pass": coexist_tests, "fail": 0, "skip": 0, "error": 0}, \
-        co.output[-3000:]
+    check_all_passed(co.output, len(listed_tests("gdrpeer_selftest_peermem", "peermem_coexist")))
     assert co.status == 0 and "unloaded" in co.output, co.output[-3000:]
     assert re.search(r"gdrpeer: ABI .* loaded, 0 device\(s\) bound; providers: .*; peermem active: "
                      r"registered with ib_core .*CUDA addresses: left to nvidia_peermem "
@@ -171,12 +163,7 @@ def check_boot(res, out):
 
     # 3: every kselftest ran and passed
     st = out["selftest"]
-    selftests = len(listed_tests("gdrpeer_selftest_peermem", "peermem"))
-    plan, ok, not_ok, skipped, tot = tap(st.output)
-    assert plan == selftests, st.output[-3000:]
-    assert not not_ok, "\n".join(not_ok) + "\n" + st.output[-4000:]
-    assert not skipped, "\n".join(skipped)
-    assert tot == {"pass": selftests, "fail": 0, "skip": 0, "error": 0}
+    check_all_passed(st.output, len(listed_tests("gdrpeer_selftest_peermem", "peermem")))
     assert st.status == 0
     race = re.search(r"(\d+) registrations, (\d+) refused, (\d+) revocations", st.output)
     assert race and int(race.group(1)) > 0 and int(race.group(3)) > 0, st.output[-3000:]
@@ -348,11 +335,7 @@ def rc(output, name):
 
 
 def peermem_name_tap(result):
-    tests = len(listed_tests("gdrpeer_selftest_peermem", "peermem_name"))
-    plan, ok, not_ok, skipped, tot = tap(result.output)
-    assert plan == tests, result.output[-3000:]
-    assert tot == {"pass": tests, "fail": 0, "skip": 0, "error": 0}, \
-        "\n".join(not_ok + skipped) + "\n" + result.output[-3000:]
+    check_all_passed(result.output, len(listed_tests("gdrpeer_selftest_peermem", "peermem_name")))
     assert result.status == 0
 
 

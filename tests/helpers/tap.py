@@ -77,3 +77,13 @@ def check_edu_dma(r, bar_path, offset, length, seed, transfers, fill=0):
     assert data[at:at + length] == pattern(seed, length), f"pattern missing at BAR offset {at:#x}"
     assert data[at - 8:at] == bytes([fill]) * 8 or offset < 8
     assert data[at + length:at + length + 8] == bytes([fill]) * 8
+
+
+def check_all_passed(output, count):
+    """One kselftest program's TAP output: a plan of `count` tests, every one passed, none
+    failed or skipped, and the totals line says the same."""
+    plan, _, not_ok, skipped, tot = tap(output)
+    assert plan == count, output[-3000:]
+    assert not not_ok, "\n".join(not_ok) + "\n" + output[-4000:]
+    assert not skipped, "\n".join(skipped)
+    assert tot == {"pass": count, "fail": 0, "skip": 0, "error": 0}, output[-4000:]
