@@ -107,10 +107,7 @@ GP_TEST_F_TIMEOUT(rr, export_inside_revocation_revokes_every_dmabuf, 90)
 	if (access(HOLD_PARAM, W_OK))
 		SKIP(return, HOLD_PARAM ": %s (load gdrpeer-testhooks.ko, the test-only build)",
 		     strerror(errno));
-	hca = open("/dev/gdrpeer_edu_hca", O_RDWR | O_CLOEXEC);
-	if (hca < 0)
-		SKIP(return, "/dev/gdrpeer_edu_hca: %s (edu stand-in not loaded)",
-		     strerror(errno));
+	EDU_OPEN_OR_SKIP(hca);
 	ASSERT_EQ(0, gp_alloc(self->fd, self->dev, size, &a));
 	bfd = gp_export(self->fd, a.handle, 0, size);
 	ASSERT_LE(0, bfd);
@@ -171,10 +168,7 @@ GP_TEST_F_TIMEOUT(rr, revoke_more_dmabufs_than_a_page_holds, 300)
 	uint8_t v;
 	double t0;
 
-	hca = open("/dev/gdrpeer_edu_hca", O_RDWR | O_CLOEXEC);
-	if (hca < 0)
-		SKIP(return, "/dev/gdrpeer_edu_hca: %s (edu stand-in not loaded)",
-		     strerror(errno));
+	EDU_OPEN_OR_SKIP(hca);
 	ASSERT_EQ(0, setrlimit(RLIMIT_NOFILE, &rl));
 	fds = calloc(MANY_DMABUFS, sizeof(*fds));
 	ASSERT_NE(NULL, fds);
