@@ -437,6 +437,34 @@ static void *dma_loop_fn(void *arg)
 	}
 }
 
+/* @l's loop on registration @id in thread *t; back once its first DMA is done. */
+static void dma_loop_start(struct __test_metadata *_metadata,
+			   struct dma_loop *l, uint32_t id, pthread_t *t)
+{
+	l->id = id;
+	ASSERT_EQ(0, pthread_create(t, NULL, dma_loop_fn, l));
+	while (!l->started && !l->last)
+		usleep(10000);
+	ASSERT_EQ(0, l->last);
+}
+
+/*
+ * @l's loop in thread @t was stopped by an invalidation: its last DMA was
+ * refused, the host marked the registration invalidated, and every DMA
+ * before it counted.
+ */
+static void dma_loop_invalidated(struct __test_metadata *_metadata,
+				 struct dma_loop *l, pthread_t t)
+{
+	struct peerhost_state s;
+
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	EXPECT_EQ(-ENODEV, l->last);
+	ASSERT_EQ(0, ph_state(l->host, l->id, &s));
+	EXPECT_EQ(1, s.invalidated);
+	EXPECT_EQ(l->rounds, s.dmas_done);
+}
+
 static int rebind(const char *bdf)
 {
 	return gp_write_file(GDRPEER_SYSFS "/pcibar_bind", bdf);
@@ -454,24 +482,15 @@ GP_TEST_F_TIMEOUT(peermem, revoke_invalidates_during_dma, 120)
 	long long inval_pm = pm_num("invalidations");
 	struct dma_loop l = { .host = self->host };
 	struct gdrpeer_alloc a;
-	struct peerhost_state s;
 	struct peerhost_reg r;
 	pthread_t t;
 	uint8_t *p;
 
 	p = alloc_map(_metadata, self->fd, self->dev, SIZE, &a);
 	ASSERT_EQ(0, ph_reg(self->host, p, SIZE, &r));
-	l.id = r.id;
-	ASSERT_EQ(0, pthread_create(&t, NULL, dma_loop_fn, &l));
-	while (!l.started && !l.last)
-		usleep(10000);
-	ASSERT_EQ(0, l.last);
+	dma_loop_start(_metadata, &l, r.id, &t);
 	ASSERT_EQ(0, gp_write_file(GDRPEER_SYSFS "/pcibar_unbind", self->bdf));
-	ASSERT_EQ(0, pthread_join(t, NULL));
-	EXPECT_EQ(-ENODEV, l.last);
-	ASSERT_EQ(0, ph_state(self->host, r.id, &s));
-	EXPECT_EQ(1, s.invalidated);
-	EXPECT_EQ(l.rounds, s.dmas_done);
+	dma_loop_invalidated(_metadata, &l, t);
 	EXPECT_EQ(inval_host + 1, host_num("invalidations"));
 	EXPECT_EQ(inval_pm + 1, pm_num("invalidations"));
 	EXPECT_EQ(0, pm_num("mapped"));
@@ -1012,24 +1031,15 @@ GP_TEST_F_TIMEOUT(peermem_cuda, cuda_free_invalidates_during_dma, 120)
 	long long late = gp_nvstub_num("puts_after_callback");
 	long long during = gp_nvstub_num("puts_during_callback");
 	struct dma_loop l = { .host = self->host };
-	struct peerhost_state s;
 	struct peerhost_reg r;
 	pthread_t t;
 	uint64_t va;
 
 	va = cuda_alloc(_metadata, self->nv, 2, 0, NULL);
 	ASSERT_EQ(0, ph_reg(self->host, (void *)(uintptr_t)va, 2 * GPU_PAGE, &r));
-	l.id = r.id;
-	ASSERT_EQ(0, pthread_create(&t, NULL, dma_loop_fn, &l));
-	while (!l.started && !l.last)
-		usleep(10000);
-	ASSERT_EQ(0, l.last);
+	dma_loop_start(_metadata, &l, r.id, &t);
 	ASSERT_EQ(0, gp_nvstub_free(self->nv, va));
-	ASSERT_EQ(0, pthread_join(t, NULL));
-	EXPECT_EQ(-ENODEV, l.last);
-	ASSERT_EQ(0, ph_state(self->host, r.id, &s));
-	EXPECT_EQ(1, s.invalidated);
-	EXPECT_EQ(l.rounds, s.dmas_done);
+	dma_loop_invalidated(_metadata, &l, t);
 	EXPECT_EQ(callbacks + 1, gp_nvstub_num("callbacks"));
 	EXPECT_EQ(inval_host + 1, host_num("invalidations"));
 	EXPECT_EQ(inval_pm + 1, pm_num("invalidations"));
