@@ -87,6 +87,34 @@ static long long host_num(const char *name)
 	return gp_sysfs_num(HOST_SYSFS, name);
 }
 
+/* In a fixture setup: skip, saying why, unless the peer-memory client is active. */
+#define PM_NEED_ACTIVE()						\
+	do {								\
+		char _status[512];					\
+									\
+		if (gp_read_line(PEERMEM_SYSFS "/status", _status, sizeof(_status))) \
+			SKIP(return, "%s missing: gdrpeer.ko predates the peer-memory client", \
+			     PEERMEM_SYSFS "/status");			\
+		if (strncmp(_status, "active", 6))			\
+			SKIP(return, "peer-memory client not active: %s (load gdrpeer-ofed.ko after gdrpeer_peerhost.ko)", \
+			     _status);					\
+	} while (0)
+
+/*
+ * In the setup of a fixture on the device under test: its descriptor and
+ * address in @self (host not open yet), and the client active.
+ */
+#define PM_SETUP_DUT(self)						\
+	do {								\
+		struct gp_dev _dut;					\
+									\
+		(self)->host = -1;					\
+		GP_SETUP_DUT(self);					\
+		ASSERT_EQ(0, gp_find_device((self)->fd, &_dut));	\
+		memcpy((self)->bdf, _dut.bdf, sizeof((self)->bdf));	\
+		PM_NEED_ACTIVE();					\
+	} while (0)
+
 FIXTURE(peermem)
 {
 	int fd, host;
@@ -97,19 +125,7 @@ FIXTURE(peermem)
 
 FIXTURE_SETUP(peermem)
 {
-	char line[512];
-	struct gp_dev d;
-
-	self->host = -1;
-	GP_SETUP_DUT(self);
-	ASSERT_EQ(0, gp_find_device(self->fd, &d));
-	memcpy(self->bdf, d.bdf, sizeof(self->bdf));
-	if (gp_read_line(PEERMEM_SYSFS "/status", line, sizeof(line)))
-		SKIP(return, "%s missing: gdrpeer.ko predates the peer-memory client",
-		     PEERMEM_SYSFS "/status");
-	if (strncmp(line, "active", 6))
-		SKIP(return, "peer-memory client not active: %s (load gdrpeer-ofed.ko after gdrpeer_peerhost.ko)",
-		     line);
+	PM_SETUP_DUT(self);
 	self->host = open(PEERHOST_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, self->host) TH_LOG("%s: %s", PEERHOST_DEVICE_PATH,
 					 strerror(errno));
@@ -636,16 +652,7 @@ FIXTURE(peermem_name)
 
 FIXTURE_SETUP(peermem_name)
 {
-	char line[512];
-	struct gp_dev d;
-
-	self->host = -1;
-	GP_SETUP_DUT(self);
-	ASSERT_EQ(0, gp_find_device(self->fd, &d));
-	memcpy(self->bdf, d.bdf, sizeof(self->bdf));
-	if (gp_read_line(PEERMEM_SYSFS "/status", line, sizeof(line)) ||
-	    strncmp(line, "active", 6))
-		SKIP(return, "peer-memory client not active (load gdrpeer-ofed.ko after gdrpeer_peerhost.ko)");
+	PM_SETUP_DUT(self);
 	ASSERT_EQ(0, gp_read_line(NAME_PARAM, self->name, sizeof(self->name)))
 		TH_LOG("%s: gdrpeer has no peermem_name parameter", NAME_PARAM);
 	self->host = open(PEERHOST_DEVICE_PATH, O_RDWR | O_CLOEXEC);
@@ -842,9 +849,7 @@ FIXTURE_SETUP(peermem_cuda)
 	if (self->fd < 0)
 		SKIP(return, "/dev/gdrpeer: %s (is gdrpeer.ko loaded?)",
 		     strerror(errno));
-	if (gp_read_line(PEERMEM_SYSFS "/status", line, sizeof(line)) ||
-	    strncmp(line, "active", 6))
-		SKIP(return, "peer-memory client not active (load gdrpeer-ofed.ko after gdrpeer_peerhost.ko)");
+	PM_NEED_ACTIVE();
 	if (gp_read_line(NV_SYSFS "/status", line, sizeof(line)) ||
 	    strncmp(line, "active", 6))
 		SKIP(return, "nvidia provider not active: %s (load gdrpeer_nvstub_gpl.ko first, gdrpeer with nvidia_module=gdrpeer_nvstub_gpl)",
@@ -1324,14 +1329,10 @@ FIXTURE(peermem_coexist)
 
 FIXTURE_SETUP(peermem_coexist)
 {
-	char line[512];
-
 	self->host = self->nv = -1;
 	if (access("/sys/module/nvidia_peermem", F_OK))
 		SKIP(return, "nvidia_peermem is not loaded (load selftests/kmod's nvidia_peermem.ko and run --only peermem_coexist)");
-	if (gp_read_line(PEERMEM_SYSFS "/status", line, sizeof(line)) ||
-	    strncmp(line, "active", 6))
-		SKIP(return, "peer-memory client not active");
+	PM_NEED_ACTIVE();
 	self->nv = open(NVSTUB_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 	self->host = open(PEERHOST_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, self->nv) TH_LOG("%s: %s", NVSTUB_DEVICE_PATH, strerror(errno));
