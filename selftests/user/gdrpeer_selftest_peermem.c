@@ -87,6 +87,35 @@ static long long host_num(const char *name)
 	return gp_sysfs_num(HOST_SYSFS, name);
 }
 
+/* @r: registered by gdrpeer's client as one entry of @len in @page pages */
+static void reg_is_one_entry(struct __test_metadata *_metadata,
+			     const struct peerhost_reg *r, uint64_t page,
+			     uint64_t len)
+{
+	EXPECT_EQ(PEERHOST_OWNER_PEER, r->owner);
+	EXPECT_STREQ("gdrpeer", r->client);
+	EXPECT_EQ(page, r->page_size);
+	EXPECT_EQ(1, r->nents);
+	EXPECT_EQ(len, r->sg_len[0]);
+	EXPECT_EQ(0, r->sg_dma[0] % page);
+}
+
+/*
+ * The host's DMA of @len bytes of @seed's pattern at @off of one-entry
+ * registration @r: all done, none mismatched, at the address it was given.
+ */
+static void dma_lands(struct __test_metadata *_metadata, int host,
+		      const struct peerhost_reg *r, uint64_t off, uint64_t len,
+		      uint64_t seed)
+{
+	struct peerhost_dma d;
+
+	ASSERT_EQ(0, ph_dma(host, r->id, off, len, seed, &d));
+	EXPECT_EQ(len, d.done);
+	EXPECT_EQ(0, d.mismatches);
+	EXPECT_EQ(r->sg_dma[0] + off, d.first_dma);
+}
+
 /* In a fixture setup: skip, saying why, unless the peer-memory client is active. */
 #define PM_NEED_ACTIVE()						\
 	do {								\
@@ -188,21 +217,13 @@ GP_TEST_F(peermem, data_through_client)
 	p = alloc_map(_metadata, self->fd, self->dev, SIZE, &a);
 	memset(p, 0x5a, SIZE);
 	ASSERT_EQ(0, ph_reg(self->host, p, SIZE, &r));
-	EXPECT_EQ(PEERHOST_OWNER_PEER, r.owner);
-	EXPECT_STREQ("gdrpeer", r.client);
-	EXPECT_EQ(self->page, r.page_size);
 	/* one physically contiguous BAR range: one entry */
-	EXPECT_EQ(1, r.nents);
-	EXPECT_EQ(SIZE, r.sg_len[0]);
-	EXPECT_EQ(0, r.sg_dma[0] % self->page);
+	reg_is_one_entry(_metadata, &r, self->page, SIZE);
 	EXPECT_EQ(1, pm_num("acquired"));
 	EXPECT_EQ(1, pm_num("mapped"));
 	EXPECT_EQ(1, host_num("registrations"));
 
-	ASSERT_EQ(0, ph_dma(self->host, r.id, off, len, seed, &d));
-	EXPECT_EQ(len, d.done);
-	EXPECT_EQ(0, d.mismatches);
-	EXPECT_EQ(r.sg_dma[0] + off, d.first_dma);
+	dma_lands(_metadata, self->host, &r, off, len, seed);
 	gp_pattern(want, seed, len);
 	EXPECT_EQ(0, memcmp(want, p + off, len));
 	EXPECT_EQ(0x5a, p[off - 1]);
@@ -904,7 +925,6 @@ GP_TEST_F(peermem_cuda, data_through_cuda_address)
 	const uint64_t off = GPU_PAGE + 8, len = 2048, seed = 0xc0da ^ getpid();
 	long long late = gp_nvstub_num("puts_after_callback");
 	struct peerhost_reg r;
-	struct peerhost_dma d;
 	uint64_t va, offs[4];
 	char line[512];
 
@@ -917,12 +937,7 @@ GP_TEST_F(peermem_cuda, data_through_cuda_address)
 	va = cuda_alloc(_metadata, self->nv, 4, 0, offs);
 	ASSERT_EQ(offs[0] + 3 * GPU_PAGE, offs[3]);	/* contiguous */
 	ASSERT_EQ(0, ph_reg(self->host, (void *)(uintptr_t)va, 4 * GPU_PAGE, &r));
-	EXPECT_EQ(PEERHOST_OWNER_PEER, r.owner);
-	EXPECT_STREQ("gdrpeer", r.client);
-	EXPECT_EQ(GPU_PAGE, r.page_size);
-	EXPECT_EQ(1, r.nents);
-	EXPECT_EQ(4 * GPU_PAGE, r.sg_len[0]);
-	EXPECT_EQ(0, r.sg_dma[0] % GPU_PAGE);
+	reg_is_one_entry(_metadata, &r, GPU_PAGE, 4 * GPU_PAGE);
 	EXPECT_EQ(1, pm_num("cuda_acquired"));
 	EXPECT_EQ(1, pm_num("mapped"));
 	EXPECT_EQ(1, nv_num("pins_callback"));
@@ -930,10 +945,7 @@ GP_TEST_F(peermem_cuda, data_through_cuda_address)
 	/* the DMA API, not nvidia_p2p_dma_map_pages (see exporter_peermem.c) */
 	EXPECT_EQ(0, gp_nvstub_num("dma_mappings"));
 
-	ASSERT_EQ(0, ph_dma(self->host, r.id, off, len, seed, &d));
-	EXPECT_EQ(len, d.done);
-	EXPECT_EQ(0, d.mismatches);
-	EXPECT_EQ(r.sg_dma[0] + off, d.first_dma);
+	dma_lands(_metadata, self->host, &r, off, len, seed);
 
 	ASSERT_EQ(0, ph_dereg(self->host, r.id));
 	EXPECT_EQ(0, pm_num("cuda_acquired"));
