@@ -326,6 +326,11 @@ static void edu_import_put(struct edu_import *im)
 	kref_put(&im->ref, edu_import_release);
 }
 
+static void edu_import_put_obj(void *im)
+{
+	edu_import_put(im);
+}
+
 /*
  * DYNAMIC: mapped under the reservation lock, unmapped in move_notify
  * (ib_umem_dmabuf_get, mlx5 ODP).  PINNED: pinned and mapped once,
@@ -795,28 +800,18 @@ static long edu_hca_ioctl(struct file *filp, unsigned int cmd,
 	return ret;
 }
 
+/* Imports die with the file (stub_file_release). */
 static int edu_hca_open(struct inode *inode, struct file *filp)
 {
 	return stub_file_open(filp, container_of(filp->private_data,
-						 struct edu_hca, misc));
-}
-
-static void edu_import_put_obj(void *im)
-{
-	edu_import_put(im);
-}
-
-/* Imports die with the file (no ioctl of it can be running now). */
-static int edu_hca_release(struct inode *inode, struct file *filp)
-{
-	stub_file_release(filp, edu_import_put_obj);
-	return 0;
+						 struct edu_hca, misc),
+			      edu_import_put_obj);
 }
 
 static const struct file_operations edu_hca_fops = {
 	.owner = THIS_MODULE,
 	.open = edu_hca_open,
-	.release = edu_hca_release,
+	.release = stub_file_release,
 	.unlocked_ioctl = edu_hca_ioctl,
 };
 

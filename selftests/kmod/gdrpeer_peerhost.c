@@ -811,27 +811,24 @@ static long ph_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 	return ret;
 }
 
-static int ph_open(struct inode *inode, struct file *filp)
-{
-	return stub_file_open(filp, NULL);
-}
-
 static void ph_reg_release_obj(void *reg)
 {
 	ph_reg_release(reg);
 }
 
-/* Like uverbs at process exit: every registration of the file goes. */
-static int ph_release(struct inode *inode, struct file *filp)
+/*
+ * Like uverbs at process exit: every registration of the file goes when it
+ * is released (stub_file_release).
+ */
+static int ph_open(struct inode *inode, struct file *filp)
 {
-	stub_file_release(filp, ph_reg_release_obj);
-	return 0;
+	return stub_file_open(filp, NULL, ph_reg_release_obj);
 }
 
 static const struct file_operations ph_fops = {
 	.owner = THIS_MODULE,
 	.open = ph_open,
-	.release = ph_release,
+	.release = stub_file_release,
 	.unlocked_ioctl = ph_ioctl,
 };
 

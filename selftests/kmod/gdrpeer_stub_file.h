@@ -18,26 +18,32 @@
 struct stub_file {
 	struct xarray objs;	/* id -> object (the file's reference) */
 	void *dev;		/* the stand-in the file was opened on */
+	void (*put)(void *obj);	/* drops the file's reference of an object */
 };
 
-/* open(): @filp->private_data becomes the (empty) table of @dev. */
-static inline int stub_file_open(struct file *filp, void *dev)
+/*
+ * open(): @filp->private_data becomes the (empty) table of @dev, whose
+ * objects @put takes back when the file is released.
+ */
+static inline int stub_file_open(struct file *filp, void *dev,
+				 void (*put)(void *obj))
 {
 	struct stub_file *f = kzalloc(sizeof(*f), GFP_KERNEL);
 
 	if (!f)
 		return -ENOMEM;
 	f->dev = dev;
+	f->put = put;
 	xa_init_flags(&f->objs, XA_FLAGS_ALLOC1);
 	filp->private_data = f;
 	return 0;
 }
 
 /*
- * release(): every object the file still holds goes through @put (no ioctl
- * of the file can be running now), then the table.
+ * The file_operations' release: every object the file still holds is put
+ * (no ioctl of the file can be running now), then the table.
  */
-static inline void stub_file_release(struct file *filp, void (*put)(void *obj))
+static inline int stub_file_release(struct inode *inode, struct file *filp)
 {
 	struct stub_file *f = filp->private_data;
 	unsigned long id;
@@ -45,10 +51,11 @@ static inline void stub_file_release(struct file *filp, void (*put)(void *obj))
 
 	xa_for_each(&f->objs, id, obj) {
 		xa_erase(&f->objs, id);
-		put(obj);
+		f->put(obj);
 	}
 	xa_destroy(&f->objs);
 	kfree(f);
+	return 0;
 }
 
 /*
