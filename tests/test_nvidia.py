@@ -31,29 +31,26 @@ gdrpeer-{linked,autoprop}.log (make vm-modules), and build/bin/{gdrpeer_selftest
 gdrpeer_edu_dma} (make selftests).
 """
 
-import os
 import random
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
 from emunode import Node, known_kernels
 from emunode.node import ALLOWED_TAINT, PROBLEM
-from helpers.tap import keyvals, listed_tests, pattern, tap
+from helpers.guest import ALL_KERNELS as ALL
+from helpers.guest import GUEST_MODULES as M
+from helpers.guest import IOMMU_MODES as MODES
+from helpers.guest import NVSTUB_GPU_PAGE as GPU_PAGE
+from helpers.guest import NVSTUB_POISON
+from helpers.paths import BIN, REPO
+from helpers.tap import check_edu_dma, keyvals, listed_tests, pattern, tap
 
-REPO = Path(__file__).resolve().parents[1]
-BIN = REPO / "build" / "bin"
-ALL = os.environ.get("GDRPEER_ALL_KERNELS") == "1"
-MODES = ["off", "translated", "passthrough"]
 S = "/sys/class/gdrpeer/gdrpeer/providers"
 STUB = "/sys/class/misc/gdrpeer_nvstub"
 EDU = "/sys/class/misc/gdrpeer_edu_hca"
-M = "/gdrpeer/modules"
-POISON = 0x6B                  # NVSTUB_POISON_BYTE
-GPU_PAGE = 64 * 1024
 
 # Guest kernels whose symbol_get() reaches only EXPORT_SYMBOL_GPL exports: mainline since 6.5,
 # and Debian's 6.1 (the change went to stable). 5.10 is not asserted either way.
@@ -189,13 +186,7 @@ def test_absent_export_va_enodev(run):
 
 def check_pcibar_dma(res, r):
     """PCIBAR_DMA's run r: edu wrote through the pcibar dma-buf, the host finds the bytes."""
-    assert r.status == 0, r.output
-    kv = keyvals(r.output)
-    assert kv["mismatches"] == 0 and kv["transfers"] == 2 * 5
-    at = kv["bar_offset"] + PC_EXP_OFF + PC_OFF
-    data = res.bar_path.read_bytes()
-    assert data[at:at + PC_LEN] == pattern(PC_SEED, PC_LEN), f"pattern missing at {at:#x}"
-    assert data[at - 8:at] == bytes(8) and data[at + PC_LEN:at + PC_LEN + 8] == bytes(8)
+    check_edu_dma(r, res.bar_path, PC_EXP_OFF + PC_OFF, PC_LEN, PC_SEED, 2 * 5)
 
 
 def test_absent_pcibar_still_exports(run):
@@ -355,7 +346,7 @@ def test_poison_after_free_under_queued_dma(run):
     assert "nv_poison" in res.files, sorted(res.files)
     kv = dict(re.findall(r"^(\w+)=(\S+)$", res.files["nv_poison"].decode(), re.M))
     poison, off, length = int(kv["poison"], 16), int(kv["bar_offset"], 16), int(kv["length"])
-    assert poison == POISON and length == GPU_PAGE
+    assert poison == NVSTUB_POISON and length == GPU_PAGE
     held = parse_hold(res.files["nv_pattern"].decode())[0].values()
     assert off not in held, "the held pattern reused the poisoned page: check is void"
     assert res.bar_path.read_bytes()[off:off + length] == bytes([poison]) * length

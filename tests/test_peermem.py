@@ -37,22 +37,20 @@ test_owner_and_name_other_kernels runs both on the other kernels in make test-ke
 
 import os
 import re
-from pathlib import Path
 
 import pytest
 
 from emunode import Node, known_kernels
-from helpers.tap import listed_tests, pattern, tap
+from helpers.guest import ALL_KERNELS as ALL
+from helpers.guest import GUEST_MODULES as M
+from helpers.guest import IOMMU_MODES as MODES
+from helpers.guest import NVSTUB_GPU_PAGE as GPU_PAGE
+from helpers.guest import NVSTUB_POISON
+from helpers.paths import BIN, REPO
+from helpers.tap import check_all_passed, listed_tests, pattern
 
-REPO = Path(__file__).resolve().parents[1]
-BIN = REPO / "build" / "bin"
-ALL = os.environ.get("GDRPEER_ALL_KERNELS") == "1"
-MODES = ["off", "translated", "passthrough"]
-M = "/gdrpeer/modules"
 PM = "/sys/class/gdrpeer/gdrpeer/providers/peermem"
 HOST = "/sys/class/misc/gdrpeer_peerhost"
-NVSTUB_POISON = 0x6B  # NVSTUB_POISON_BYTE of selftests/kmod/gdrpeer_nvstub.h
-GPU_PAGE = 65536
 STUB = f"insmod {M}/gdrpeer_nvstub_gpl.ko bar=$GDRPEER_GPU_BDF"
 OFED_CUDA = f"insmod {M}/gdrpeer-ofed.ko nvidia_module=gdrpeer_nvstub_gpl"
 
@@ -113,12 +111,7 @@ def check_cuda(res, out):
     cu = out["cuda"]
     assert "CUDA addresses: claimed through the nvidia provider, callback pins " \
            "(peermem_cuda=auto, nvidia_peermem not loaded)" in cu.output, cu.output[-3000:]
-    cuda_selftests = len(listed_tests("gdrpeer_selftest_peermem", "peermem_cuda"))
-    plan, ok, not_ok, skipped, tot = tap(cu.output)
-    assert plan == cuda_selftests, cu.output[-3000:]
-    assert not not_ok, "\n".join(not_ok) + "\n" + cu.output[-4000:]
-    assert not skipped, "\n".join(skipped)
-    assert tot == {"pass": cuda_selftests, "fail": 0, "skip": 0, "error": 0}
+    check_all_passed(cu.output, len(listed_tests("gdrpeer_selftest_peermem", "peermem_cuda")))
     assert cu.status == 0 and "unloaded" in cu.output, cu.output[-3000:]
     race = re.search(r"cuda race: (\d+) registrations, \d+ refused, (\d+) freed underneath, "
                      r"\d+ seen invalidated, (\d+) client invalidations", cu.output)
@@ -128,10 +121,7 @@ def check_cuda(res, out):
 
     # coexistence: with nvidia_peermem loaded, the load line and sysfs say who owns CUDA addresses
     co = out["coexist"]
-    coexist_tests = len(listed_tests("gdrpeer_selftest_peermem", "peermem_coexist"))
-    plan, ok, not_ok, skipped, tot = tap(co.output)
-    assert plan == coexist_tests and tot == {"pass": coexist_tests, "fail": 0, "skip": 0, "error": 0}, \
-        co.output[-3000:]
+    check_all_passed(co.output, len(listed_tests("gdrpeer_selftest_peermem", "peermem_coexist")))
     assert co.status == 0 and "unloaded" in co.output, co.output[-3000:]
     assert re.search(r"gdrpeer: ABI .* loaded, 0 device\(s\) bound; providers: .*; peermem active: "
                      r"registered with ib_core .*CUDA addresses: left to nvidia_peermem "
@@ -173,12 +163,7 @@ def check_boot(res, out):
 
     # 3: every kselftest ran and passed
     st = out["selftest"]
-    selftests = len(listed_tests("gdrpeer_selftest_peermem", "peermem"))
-    plan, ok, not_ok, skipped, tot = tap(st.output)
-    assert plan == selftests, st.output[-3000:]
-    assert not not_ok, "\n".join(not_ok) + "\n" + st.output[-4000:]
-    assert not skipped, "\n".join(skipped)
-    assert tot == {"pass": selftests, "fail": 0, "skip": 0, "error": 0}
+    check_all_passed(st.output, len(listed_tests("gdrpeer_selftest_peermem", "peermem")))
     assert st.status == 0
     race = re.search(r"(\d+) registrations, (\d+) refused, (\d+) revocations", st.output)
     assert race and int(race.group(1)) > 0 and int(race.group(3)) > 0, st.output[-3000:]
@@ -350,11 +335,7 @@ def rc(output, name):
 
 
 def peermem_name_tap(result):
-    tests = len(listed_tests("gdrpeer_selftest_peermem", "peermem_name"))
-    plan, ok, not_ok, skipped, tot = tap(result.output)
-    assert plan == tests, result.output[-3000:]
-    assert tot == {"pass": tests, "fail": 0, "skip": 0, "error": 0}, \
-        "\n".join(not_ok + skipped) + "\n" + result.output[-3000:]
+    check_all_passed(result.output, len(listed_tests("gdrpeer_selftest_peermem", "peermem_name")))
     assert result.status == 0
 
 

@@ -38,6 +38,7 @@
 
 #include "gdrpeer_compat.h"
 #include "gdrpeer_edu_hca.h"
+#include "gdrpeer_stub_file.h"
 
 GDRPEER_IMPORT_DMA_BUF_NS()
 
@@ -215,7 +216,8 @@ EXPORT_SYMBOL_GPL(gdrpeer_edu_hca_write_check);
  * holder of edu_hca.lock while it drives edu, which needs no other lock, so
  * the wait always ends: the DMA path never takes the resv lock while
  * dma_busy is set (nor while it holds edu_hca.lock around a chunk).
- * edu_file.imports (xarray, its own spinlock) is taken alone.
+ * stub_file.objs (each open file's imports: xarray, its own spinlock) is
+ * taken alone.
  */
 
 struct edu_import {
@@ -322,6 +324,11 @@ static void edu_import_release(struct kref *ref)
 static void edu_import_put(struct edu_import *im)
 {
 	kref_put(&im->ref, edu_import_release);
+}
+
+static void edu_import_put_obj(void *im)
+{
+	edu_import_put(im);
 }
 
 /*
@@ -508,23 +515,11 @@ static int edu_import_write(struct edu_import *im, u64 offset, u64 length,
 	return ret;
 }
 
-/* ---- per open file: the table of kept imports ----------------------------- */
+/* Per open file: the table of kept imports (gdrpeer_stub_file.h), dev = edu */
 
-struct edu_file {
-	struct edu_hca *e;
-	struct xarray imports;	/* id -> struct edu_import (one reference) */
-};
-
-static struct edu_import *edu_file_get(struct edu_file *f, u32 id)
+static struct edu_import *edu_file_get(struct stub_file *f, u32 id)
 {
-	struct edu_import *im;
-
-	xa_lock(&f->imports);
-	im = xa_load(&f->imports, id);
-	if (im)
-		kref_get(&im->ref);
-	xa_unlock(&f->imports);
-	return im;
+	return stub_file_get(f, id, offsetof(struct edu_import, ref));
 }
 
 /* ---- ioctls ------------------------------------------------------------ */
@@ -605,7 +600,7 @@ static int edu_hca_ioc_bench(struct edu_hca *e, struct edu_hca_bench *req)
 	return ret;
 }
 
-static int edu_hca_ioc_import(struct edu_file *f, struct edu_hca_import *req)
+static int edu_hca_ioc_import(struct stub_file *f, struct edu_hca_import *req)
 {
 	struct edu_import *im;
 	u32 id;
@@ -618,7 +613,7 @@ static int edu_hca_ioc_import(struct edu_file *f, struct edu_hca_import *req)
 	req->size = 0;
 	req->nents = 0;
 	req->first_dma = 0;
-	ret = edu_import_create(f->e, req->dmabuf_fd, req->max_seg,
+	ret = edu_import_create(f->dev, req->dmabuf_fd, req->max_seg,
 				(req->flags & EDU_HCA_IMPORT_NON_PCI) ?
 				EDU_ATTACH_NON_PCI :
 				(req->flags & EDU_HCA_IMPORT_PINNED) ?
@@ -635,7 +630,7 @@ static int edu_hca_ioc_import(struct edu_file *f, struct edu_hca_import *req)
 	 * XA_FLAGS_ALLOC1 alone did not keep 0 out on 6.1 (the fuzzer lost an
 	 * import that edu had filed under id 0).
 	 */
-	ret = xa_alloc(&f->imports, &id, im, XA_LIMIT(1, INT_MAX), GFP_KERNEL);
+	ret = xa_alloc(&f->objs, &id, im, XA_LIMIT(1, INT_MAX), GFP_KERNEL);
 	if (ret) {
 		edu_import_put(im);
 		return ret;
@@ -644,7 +639,7 @@ static int edu_hca_ioc_import(struct edu_file *f, struct edu_hca_import *req)
 	return 0;
 }
 
-static int edu_hca_ioc_import_dma(struct edu_file *f,
+static int edu_hca_ioc_import_dma(struct stub_file *f,
 				  struct edu_hca_import_dma *req)
 {
 	struct edu_hca_dma acc = { 0 };
@@ -671,14 +666,14 @@ static int edu_hca_ioc_import_dma(struct edu_file *f,
 	return ret;
 }
 
-static int edu_hca_ioc_unimport(struct edu_file *f, struct edu_hca_unimport *req)
+static int edu_hca_ioc_unimport(struct stub_file *f, struct edu_hca_unimport *req)
 {
 	struct edu_import *im;
 
 	if (req->pad0 || req->reserved[0] || req->reserved[1] ||
 	    req->reserved[2])
 		return -EINVAL;
-	im = xa_erase(&f->imports, req->id);
+	im = xa_erase(&f->objs, req->id);
 	if (!im)
 		return -ENOENT;
 	/* a DMA of another thread on it holds its own reference */
@@ -686,7 +681,7 @@ static int edu_hca_ioc_unimport(struct edu_file *f, struct edu_hca_unimport *req
 	return 0;
 }
 
-static int edu_hca_ioc_import_state(struct edu_file *f,
+static int edu_hca_ioc_import_state(struct stub_file *f,
 				    struct edu_hca_import_state *req)
 {
 	struct edu_import *im;
@@ -738,8 +733,8 @@ static int edu_hca_ioc_bus_dma(struct edu_hca *e, struct edu_hca_bus_dma *req)
 static long edu_hca_ioctl(struct file *filp, unsigned int cmd,
 			  unsigned long arg)
 {
-	struct edu_file *f = filp->private_data;
-	struct edu_hca *e = f->e;
+	struct stub_file *f = filp->private_data;
+	struct edu_hca *e = f->dev;
 	void __user *uarg = (void __user *)arg;
 	union {
 		struct edu_hca_dma dma;
@@ -794,7 +789,7 @@ static long edu_hca_ioctl(struct file *filp, unsigned int cmd,
 	if (copy_to_user(uarg, &u, size)) {
 		/* the caller cannot learn the id: do not leak the import */
 		if (cmd == EDU_HCA_IOCTL_IMPORT && !ret && u.import.id) {
-			struct edu_import *im = xa_erase(&f->imports,
+			struct edu_import *im = xa_erase(&f->objs,
 							 u.import.id);
 
 			if (im)
@@ -805,41 +800,18 @@ static long edu_hca_ioctl(struct file *filp, unsigned int cmd,
 	return ret;
 }
 
+/* Imports die with the file (stub_file_release). */
 static int edu_hca_open(struct inode *inode, struct file *filp)
 {
-	struct edu_hca *e = container_of(filp->private_data, struct edu_hca,
-					 misc);
-	struct edu_file *f;
-
-	f = kzalloc(sizeof(*f), GFP_KERNEL);
-	if (!f)
-		return -ENOMEM;
-	f->e = e;
-	xa_init_flags(&f->imports, XA_FLAGS_ALLOC1);
-	filp->private_data = f;
-	return 0;
-}
-
-/* Imports die with the file (no ioctl of it can be running now). */
-static int edu_hca_release(struct inode *inode, struct file *filp)
-{
-	struct edu_file *f = filp->private_data;
-	struct edu_import *im;
-	unsigned long id;
-
-	xa_for_each(&f->imports, id, im) {
-		xa_erase(&f->imports, id);
-		edu_import_put(im);
-	}
-	xa_destroy(&f->imports);
-	kfree(f);
-	return 0;
+	return stub_file_open(filp, container_of(filp->private_data,
+						 struct edu_hca, misc),
+			      edu_import_put_obj);
 }
 
 static const struct file_operations edu_hca_fops = {
 	.owner = THIS_MODULE,
 	.open = edu_hca_open,
-	.release = edu_hca_release,
+	.release = stub_file_release,
 	.unlocked_ioctl = edu_hca_ioctl,
 };
 

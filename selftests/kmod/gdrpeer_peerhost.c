@@ -54,6 +54,7 @@
 
 #include "gdrpeer_edu_hca.h"
 #include "gdrpeer_peerhost.h"
+#include "gdrpeer_stub_file.h"
 
 /* The core_context of registrations of clients that need no invalidation. */
 #define PH_NO_INVALIDATION U32_MAX
@@ -609,28 +610,19 @@ static void ph_reg_release(struct ph_reg *reg)
 
 /* ---- file and ioctls ---------------------------------------------------- */
 
-struct ph_file {
-	struct xarray regs;		/* id -> struct ph_reg */
-};
+/* Per open file: the table of its registrations (gdrpeer_stub_file.h). */
 
 /*
  * A registration of @f with a reference: DEREG in another thread (or a
  * forked child sharing the file) may release it meanwhile; a DMA then
  * finds it unmapped and stops.
  */
-static struct ph_reg *ph_get(struct ph_file *f, u32 id)
+static struct ph_reg *ph_get(struct stub_file *f, u32 id)
 {
-	struct ph_reg *reg;
-
-	xa_lock(&f->regs);
-	reg = xa_load(&f->regs, id);
-	if (reg)
-		kref_get(&reg->ref);
-	xa_unlock(&f->regs);
-	return reg;
+	return stub_file_get(f, id, offsetof(struct ph_reg, ref));
 }
 
-static int ph_ioc_reg(struct ph_file *f, struct peerhost_reg *req)
+static int ph_ioc_reg(struct stub_file *f, struct peerhost_reg *req)
 {
 	struct scatterlist *sg;
 	struct ph_reg *reg;
@@ -663,7 +655,7 @@ static int ph_ioc_reg(struct ph_file *f, struct peerhost_reg *req)
 		kref_put(&reg->ref, ph_reg_free);
 		return ret;
 	}
-	ret = xa_alloc(&f->regs, &req->id, reg, XA_LIMIT(1, U32_MAX),
+	ret = xa_alloc(&f->objs, &req->id, reg, XA_LIMIT(1, U32_MAX),
 		       GFP_KERNEL);
 	if (ret) {
 		ph_reg_release(reg);
@@ -758,7 +750,7 @@ static int ph_ioc_dma(struct ph_reg *reg, struct peerhost_dma *req)
 
 static long ph_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 {
-	struct ph_file *f = filp->private_data;
+	struct stub_file *f = filp->private_data;
 	void __user *uarg = (void __user *)arg;
 	union {
 		struct peerhost_reg reg;
@@ -796,7 +788,7 @@ static long ph_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 	case PEERHOST_IOCTL_DEREG:
 		if (u.dereg.pad0 || u.dereg.reserved[0] || u.dereg.reserved[1])
 			return -EINVAL;
-		reg = xa_erase(&f->regs, u.dereg.id);
+		reg = xa_erase(&f->objs, u.dereg.id);
 		if (!reg)
 			return -ENOENT;
 		ph_reg_release(reg);
@@ -819,37 +811,24 @@ static long ph_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 	return ret;
 }
 
-static int ph_open(struct inode *inode, struct file *filp)
+static void ph_reg_release_obj(void *reg)
 {
-	struct ph_file *f = kzalloc(sizeof(*f), GFP_KERNEL);
-
-	if (!f)
-		return -ENOMEM;
-	xa_init_flags(&f->regs, XA_FLAGS_ALLOC1);
-	filp->private_data = f;
-	return 0;
+	ph_reg_release(reg);
 }
 
-/* Like uverbs at process exit: every registration of the file goes. */
-static int ph_release(struct inode *inode, struct file *filp)
+/*
+ * Like uverbs at process exit: every registration of the file goes when it
+ * is released (stub_file_release).
+ */
+static int ph_open(struct inode *inode, struct file *filp)
 {
-	struct ph_file *f = filp->private_data;
-	struct ph_reg *reg;
-	unsigned long id;
-
-	xa_for_each(&f->regs, id, reg) {
-		xa_erase(&f->regs, id);
-		ph_reg_release(reg);
-	}
-	xa_destroy(&f->regs);
-	kfree(f);
-	return 0;
+	return stub_file_open(filp, NULL, ph_reg_release_obj);
 }
 
 static const struct file_operations ph_fops = {
 	.owner = THIS_MODULE,
 	.open = ph_open,
-	.release = ph_release,
+	.release = stub_file_release,
 	.unlocked_ioctl = ph_ioctl,
 };
 

@@ -45,4 +45,16 @@ static inline int edu_state(int hca, uint32_t id, struct edu_hca_import_state *s
 	return gp_ioctl(hca, EDU_HCA_IOCTL_IMPORT_STATE, s);
 }
 
+/*
+ * In a test body: @hca = a descriptor of the edu stand-in, or the test
+ * skips, saying why, when the module is not loaded.
+ */
+#define EDU_OPEN_OR_SKIP(hca)						\
+	do {								\
+		(hca) = open(EDU_HCA_DEVICE_PATH, O_RDWR | O_CLOEXEC);	\
+		if ((hca) < 0)						\
+			SKIP(return, EDU_HCA_DEVICE_PATH ": %s (edu stand-in not loaded)", \
+			     strerror(errno));				\
+	} while (0)
+
 #endif /* GDRPEER_EDU_TEST_H */

@@ -49,10 +49,7 @@ static inline int gp_nvstub_free(int nv, uint64_t va)
 /* /sys/class/misc/gdrpeer_nvstub/<name> as a number (any base); -1 on error */
 static inline long long gp_nvstub_num(const char *name)
 {
-	char path[128];
-
-	snprintf(path, sizeof(path), GP_NVSTUB_SYSFS "/%s", name);
-	return gp_read_num(path);
+	return gp_sysfs_num(GP_NVSTUB_SYSFS, name);
 }
 
 /* Write @val to the stand-in's sysfs knob @name: 0 or -errno */

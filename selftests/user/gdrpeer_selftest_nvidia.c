@@ -50,18 +50,12 @@
 
 static long long nv_num(const char *name)
 {
-	char path[256];
-
-	snprintf(path, sizeof(path), NV_SYSFS "/%s", name);
-	return gp_read_num(path);
+	return gp_sysfs_num(NV_SYSFS, name);
 }
 
 static long long edu_num(const char *name)
 {
-	char path[256];
-
-	snprintf(path, sizeof(path), EDU_SYSFS "/%s", name);
-	return gp_read_num(path);
+	return gp_sysfs_num(EDU_SYSFS, name);
 }
 
 /* Where files for the host go; NULL (nothing written) outside the node. */
@@ -204,6 +198,21 @@ FIXTURE_TEARDOWN(nv)
 			SKIP(return, "%s missing: load gdrpeer_edu_hca.ko", \
 			     EDU_HCA_DEVICE_PATH);			\
 	} while (0)
+
+/*
+ * One GPU page of this context's "CUDA" memory (its address in *va),
+ * exported through EXPORT_VA with pin @flags: the dma-buf fd.
+ */
+static int nv_export_page(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(nv) *self, uint32_t flags, uint64_t *va)
+{
+	int dfd;
+
+	ASSERT_EQ(0, gp_nvstub_alloc(self->nv, GPU_PAGE, 0, NULL, va));
+	dfd = gp_export_va(self->fd, *va, GPU_PAGE, flags, NULL);
+	ASSERT_LE(0, dfd);
+	return dfd;
+}
 
 /* ---- facts ----------------------------------------------------------------- */
 
@@ -514,9 +523,7 @@ GP_TEST_F(nv, free_while_mapped_revokes_importer)
 	int dfd;
 
 	NEED_EDU();
-	ASSERT_EQ(0, gp_nvstub_alloc(self->nv, GPU_PAGE, 0, NULL, &va));
-	dfd = gp_export_va(self->fd, va, GPU_PAGE, GDRPEER_PIN_CALLBACK, NULL);
-	ASSERT_LE(0, dfd);
+	dfd = nv_export_page(_metadata, self, GDRPEER_PIN_CALLBACK, &va);
 	ASSERT_EQ(0, edu_import(self->hca, dfd, 0, &im));
 	ASSERT_EQ(0, edu_import_dma(self->hca, im.id, 0, 1024, 42, &d));
 	EXPECT_EQ(1, gp_nvstub_num("dma_mappings"));
@@ -553,9 +560,7 @@ GP_TEST_F(nv, pinned_importer_refused_on_callback_pin)
 	int dfd;
 
 	NEED_EDU();
-	ASSERT_EQ(0, gp_nvstub_alloc(self->nv, GPU_PAGE, 0, NULL, &va));
-	dfd = gp_export_va(self->fd, va, GPU_PAGE, GDRPEER_PIN_CALLBACK, NULL);
-	ASSERT_LE(0, dfd);
+	dfd = nv_export_page(_metadata, self, GDRPEER_PIN_CALLBACK, &va);
 	EXPECT_EQ(-EOPNOTSUPP, edu_import(self->hca, dfd, EDU_HCA_IMPORT_PINNED, &im));
 	EXPECT_EQ(0, nv_num("active_maps"));
 	/* the same memory, imported the dynamic way, is fine */
@@ -589,9 +594,7 @@ GP_TEST_F(nv, cpu_mapping_is_write_combining)
 	if (pt < 0)
 		SKIP(return, PTEBITS_DEVICE_PATH ": %s (gdrpeer_ptebits.ko not loaded)",
 		     strerror(errno));
-	ASSERT_EQ(0, gp_nvstub_alloc(self->nv, GPU_PAGE, 0, NULL, &va));
-	dfd = gp_export_va(self->fd, va, GPU_PAGE, GDRPEER_PIN_CALLBACK, NULL);
-	ASSERT_LE(0, dfd);
+	dfd = nv_export_page(_metadata, self, GDRPEER_PIN_CALLBACK, &va);
 	p = gp_mmap(dfd, GPU_PAGE, MAP_SHARED, 0, &err);
 	ASSERT_NE(NULL, p);
 	p[0] = 1;
@@ -803,9 +806,7 @@ GP_TEST_F(nv, non_pci_importer_refused)
 	int dfd;
 
 	NEED_EDU();
-	ASSERT_EQ(0, gp_nvstub_alloc(self->nv, GPU_PAGE, 0, NULL, &va));
-	dfd = gp_export_va(self->fd, va, GPU_PAGE, 0, NULL);
-	ASSERT_LE(0, dfd);
+	dfd = nv_export_page(_metadata, self, 0, &va);
 	EXPECT_EQ(-EOPNOTSUPP, edu_import(self->hca, dfd,
 					  EDU_HCA_IMPORT_NON_PCI, &im));
 	EXPECT_EQ(0, nv_num("attachments"));
@@ -1375,11 +1376,7 @@ static int hold(void)
 }
 
 /* what GP_HARNESS_MAIN does, with a main() that also knows --hold */
-static void __attribute__((constructor)) nv_constructor_order_last(void)
-{
-	if (!__constructor_order)
-		__constructor_order = _CONSTRUCTOR_ORDER_BACKWARD;
-}
+GP_CONSTRUCTOR_ORDER_LAST
 
 int main(int argc, char **argv)
 {

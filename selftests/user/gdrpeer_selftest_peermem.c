@@ -79,19 +79,70 @@ static int ph_state(int host, uint32_t id, struct peerhost_state *s)
 
 static long long pm_num(const char *name)
 {
-	char path[256];
-
-	snprintf(path, sizeof(path), PEERMEM_SYSFS "/%s", name);
-	return gp_read_num(path);
+	return gp_sysfs_num(PEERMEM_SYSFS, name);
 }
 
 static long long host_num(const char *name)
 {
-	char path[256];
-
-	snprintf(path, sizeof(path), HOST_SYSFS "/%s", name);
-	return gp_read_num(path);
+	return gp_sysfs_num(HOST_SYSFS, name);
 }
+
+/* @r: registered by gdrpeer's client as one entry of @len in @page pages */
+static void reg_is_one_entry(struct __test_metadata *_metadata,
+			     const struct peerhost_reg *r, uint64_t page,
+			     uint64_t len)
+{
+	EXPECT_EQ(PEERHOST_OWNER_PEER, r->owner);
+	EXPECT_STREQ("gdrpeer", r->client);
+	EXPECT_EQ(page, r->page_size);
+	EXPECT_EQ(1, r->nents);
+	EXPECT_EQ(len, r->sg_len[0]);
+	EXPECT_EQ(0, r->sg_dma[0] % page);
+}
+
+/*
+ * The host's DMA of @len bytes of @seed's pattern at @off of one-entry
+ * registration @r: all done, none mismatched, at the address it was given.
+ */
+static void dma_lands(struct __test_metadata *_metadata, int host,
+		      const struct peerhost_reg *r, uint64_t off, uint64_t len,
+		      uint64_t seed)
+{
+	struct peerhost_dma d;
+
+	ASSERT_EQ(0, ph_dma(host, r->id, off, len, seed, &d));
+	EXPECT_EQ(len, d.done);
+	EXPECT_EQ(0, d.mismatches);
+	EXPECT_EQ(r->sg_dma[0] + off, d.first_dma);
+}
+
+/* In a fixture setup: skip, saying why, unless the peer-memory client is active. */
+#define PM_NEED_ACTIVE()						\
+	do {								\
+		char _status[512];					\
+									\
+		if (gp_read_line(PEERMEM_SYSFS "/status", _status, sizeof(_status))) \
+			SKIP(return, "%s missing: gdrpeer.ko predates the peer-memory client", \
+			     PEERMEM_SYSFS "/status");			\
+		if (strncmp(_status, "active", 6))			\
+			SKIP(return, "peer-memory client not active: %s (load gdrpeer-ofed.ko after gdrpeer_peerhost.ko)", \
+			     _status);					\
+	} while (0)
+
+/*
+ * In the setup of a fixture on the device under test: its descriptor and
+ * address in @self (host not open yet), and the client active.
+ */
+#define PM_SETUP_DUT(self)						\
+	do {								\
+		struct gp_dev _dut;					\
+									\
+		(self)->host = -1;					\
+		GP_SETUP_DUT(self);					\
+		ASSERT_EQ(0, gp_find_device((self)->fd, &_dut));	\
+		memcpy((self)->bdf, _dut.bdf, sizeof((self)->bdf));	\
+		PM_NEED_ACTIVE();					\
+	} while (0)
 
 FIXTURE(peermem)
 {
@@ -103,19 +154,7 @@ FIXTURE(peermem)
 
 FIXTURE_SETUP(peermem)
 {
-	char line[512];
-	struct gp_dev d;
-
-	self->host = -1;
-	GP_SETUP_DUT(self);
-	ASSERT_EQ(0, gp_find_device(self->fd, &d));
-	memcpy(self->bdf, d.bdf, sizeof(self->bdf));
-	if (gp_read_line(PEERMEM_SYSFS "/status", line, sizeof(line)))
-		SKIP(return, "%s missing: gdrpeer.ko predates the peer-memory client",
-		     PEERMEM_SYSFS "/status");
-	if (strncmp(line, "active", 6))
-		SKIP(return, "peer-memory client not active: %s (load gdrpeer-ofed.ko after gdrpeer_peerhost.ko)",
-		     line);
+	PM_SETUP_DUT(self);
 	self->host = open(PEERHOST_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, self->host) TH_LOG("%s: %s", PEERHOST_DEVICE_PATH,
 					 strerror(errno));
@@ -178,21 +217,13 @@ GP_TEST_F(peermem, data_through_client)
 	p = alloc_map(_metadata, self->fd, self->dev, SIZE, &a);
 	memset(p, 0x5a, SIZE);
 	ASSERT_EQ(0, ph_reg(self->host, p, SIZE, &r));
-	EXPECT_EQ(PEERHOST_OWNER_PEER, r.owner);
-	EXPECT_STREQ("gdrpeer", r.client);
-	EXPECT_EQ(self->page, r.page_size);
 	/* one physically contiguous BAR range: one entry */
-	EXPECT_EQ(1, r.nents);
-	EXPECT_EQ(SIZE, r.sg_len[0]);
-	EXPECT_EQ(0, r.sg_dma[0] % self->page);
+	reg_is_one_entry(_metadata, &r, self->page, SIZE);
 	EXPECT_EQ(1, pm_num("acquired"));
 	EXPECT_EQ(1, pm_num("mapped"));
 	EXPECT_EQ(1, host_num("registrations"));
 
-	ASSERT_EQ(0, ph_dma(self->host, r.id, off, len, seed, &d));
-	EXPECT_EQ(len, d.done);
-	EXPECT_EQ(0, d.mismatches);
-	EXPECT_EQ(r.sg_dma[0] + off, d.first_dma);
+	dma_lands(_metadata, self->host, &r, off, len, seed);
 	gp_pattern(want, seed, len);
 	EXPECT_EQ(0, memcmp(want, p + off, len));
 	EXPECT_EQ(0x5a, p[off - 1]);
@@ -443,6 +474,34 @@ static void *dma_loop_fn(void *arg)
 	}
 }
 
+/* @l's loop on registration @id in thread *t; back once its first DMA is done. */
+static void dma_loop_start(struct __test_metadata *_metadata,
+			   struct dma_loop *l, uint32_t id, pthread_t *t)
+{
+	l->id = id;
+	ASSERT_EQ(0, pthread_create(t, NULL, dma_loop_fn, l));
+	while (!l->started && !l->last)
+		usleep(10000);
+	ASSERT_EQ(0, l->last);
+}
+
+/*
+ * @l's loop in thread @t was stopped by an invalidation: its last DMA was
+ * refused, the host marked the registration invalidated, and every DMA
+ * before it counted.
+ */
+static void dma_loop_invalidated(struct __test_metadata *_metadata,
+				 struct dma_loop *l, pthread_t t)
+{
+	struct peerhost_state s;
+
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	EXPECT_EQ(-ENODEV, l->last);
+	ASSERT_EQ(0, ph_state(l->host, l->id, &s));
+	EXPECT_EQ(1, s.invalidated);
+	EXPECT_EQ(l->rounds, s.dmas_done);
+}
+
 static int rebind(const char *bdf)
 {
 	return gp_write_file(GDRPEER_SYSFS "/pcibar_bind", bdf);
@@ -460,24 +519,15 @@ GP_TEST_F_TIMEOUT(peermem, revoke_invalidates_during_dma, 120)
 	long long inval_pm = pm_num("invalidations");
 	struct dma_loop l = { .host = self->host };
 	struct gdrpeer_alloc a;
-	struct peerhost_state s;
 	struct peerhost_reg r;
 	pthread_t t;
 	uint8_t *p;
 
 	p = alloc_map(_metadata, self->fd, self->dev, SIZE, &a);
 	ASSERT_EQ(0, ph_reg(self->host, p, SIZE, &r));
-	l.id = r.id;
-	ASSERT_EQ(0, pthread_create(&t, NULL, dma_loop_fn, &l));
-	while (!l.started && !l.last)
-		usleep(10000);
-	ASSERT_EQ(0, l.last);
+	dma_loop_start(_metadata, &l, r.id, &t);
 	ASSERT_EQ(0, gp_write_file(GDRPEER_SYSFS "/pcibar_unbind", self->bdf));
-	ASSERT_EQ(0, pthread_join(t, NULL));
-	EXPECT_EQ(-ENODEV, l.last);
-	ASSERT_EQ(0, ph_state(self->host, r.id, &s));
-	EXPECT_EQ(1, s.invalidated);
-	EXPECT_EQ(l.rounds, s.dmas_done);
+	dma_loop_invalidated(_metadata, &l, t);
 	EXPECT_EQ(inval_host + 1, host_num("invalidations"));
 	EXPECT_EQ(inval_pm + 1, pm_num("invalidations"));
 	EXPECT_EQ(0, pm_num("mapped"));
@@ -623,16 +673,7 @@ FIXTURE(peermem_name)
 
 FIXTURE_SETUP(peermem_name)
 {
-	char line[512];
-	struct gp_dev d;
-
-	self->host = -1;
-	GP_SETUP_DUT(self);
-	ASSERT_EQ(0, gp_find_device(self->fd, &d));
-	memcpy(self->bdf, d.bdf, sizeof(self->bdf));
-	if (gp_read_line(PEERMEM_SYSFS "/status", line, sizeof(line)) ||
-	    strncmp(line, "active", 6))
-		SKIP(return, "peer-memory client not active (load gdrpeer-ofed.ko after gdrpeer_peerhost.ko)");
+	PM_SETUP_DUT(self);
 	ASSERT_EQ(0, gp_read_line(NAME_PARAM, self->name, sizeof(self->name)))
 		TH_LOG("%s: gdrpeer has no peermem_name parameter", NAME_PARAM);
 	self->host = open(PEERHOST_DEVICE_PATH, O_RDWR | O_CLOEXEC);
@@ -769,10 +810,7 @@ GP_TEST_F_TIMEOUT(peermem_name, invalidation_counted, 60)
 
 static long long nv_num(const char *name)
 {
-	char path[256];
-
-	snprintf(path, sizeof(path), NV_SYSFS "/%s", name);
-	return gp_read_num(path);
+	return gp_sysfs_num(NV_SYSFS, name);
 }
 
 /* Gauges of client, provider, stand-in and host that must be 0 when idle. */
@@ -832,9 +870,7 @@ FIXTURE_SETUP(peermem_cuda)
 	if (self->fd < 0)
 		SKIP(return, "/dev/gdrpeer: %s (is gdrpeer.ko loaded?)",
 		     strerror(errno));
-	if (gp_read_line(PEERMEM_SYSFS "/status", line, sizeof(line)) ||
-	    strncmp(line, "active", 6))
-		SKIP(return, "peer-memory client not active (load gdrpeer-ofed.ko after gdrpeer_peerhost.ko)");
+	PM_NEED_ACTIVE();
 	if (gp_read_line(NV_SYSFS "/status", line, sizeof(line)) ||
 	    strncmp(line, "active", 6))
 		SKIP(return, "nvidia provider not active: %s (load gdrpeer_nvstub_gpl.ko first, gdrpeer with nvidia_module=gdrpeer_nvstub_gpl)",
@@ -889,7 +925,6 @@ GP_TEST_F(peermem_cuda, data_through_cuda_address)
 	const uint64_t off = GPU_PAGE + 8, len = 2048, seed = 0xc0da ^ getpid();
 	long long late = gp_nvstub_num("puts_after_callback");
 	struct peerhost_reg r;
-	struct peerhost_dma d;
 	uint64_t va, offs[4];
 	char line[512];
 
@@ -902,12 +937,7 @@ GP_TEST_F(peermem_cuda, data_through_cuda_address)
 	va = cuda_alloc(_metadata, self->nv, 4, 0, offs);
 	ASSERT_EQ(offs[0] + 3 * GPU_PAGE, offs[3]);	/* contiguous */
 	ASSERT_EQ(0, ph_reg(self->host, (void *)(uintptr_t)va, 4 * GPU_PAGE, &r));
-	EXPECT_EQ(PEERHOST_OWNER_PEER, r.owner);
-	EXPECT_STREQ("gdrpeer", r.client);
-	EXPECT_EQ(GPU_PAGE, r.page_size);
-	EXPECT_EQ(1, r.nents);
-	EXPECT_EQ(4 * GPU_PAGE, r.sg_len[0]);
-	EXPECT_EQ(0, r.sg_dma[0] % GPU_PAGE);
+	reg_is_one_entry(_metadata, &r, GPU_PAGE, 4 * GPU_PAGE);
 	EXPECT_EQ(1, pm_num("cuda_acquired"));
 	EXPECT_EQ(1, pm_num("mapped"));
 	EXPECT_EQ(1, nv_num("pins_callback"));
@@ -915,10 +945,7 @@ GP_TEST_F(peermem_cuda, data_through_cuda_address)
 	/* the DMA API, not nvidia_p2p_dma_map_pages (see exporter_peermem.c) */
 	EXPECT_EQ(0, gp_nvstub_num("dma_mappings"));
 
-	ASSERT_EQ(0, ph_dma(self->host, r.id, off, len, seed, &d));
-	EXPECT_EQ(len, d.done);
-	EXPECT_EQ(0, d.mismatches);
-	EXPECT_EQ(r.sg_dma[0] + off, d.first_dma);
+	dma_lands(_metadata, self->host, &r, off, len, seed);
 
 	ASSERT_EQ(0, ph_dereg(self->host, r.id));
 	EXPECT_EQ(0, pm_num("cuda_acquired"));
@@ -1021,24 +1048,15 @@ GP_TEST_F_TIMEOUT(peermem_cuda, cuda_free_invalidates_during_dma, 120)
 	long long late = gp_nvstub_num("puts_after_callback");
 	long long during = gp_nvstub_num("puts_during_callback");
 	struct dma_loop l = { .host = self->host };
-	struct peerhost_state s;
 	struct peerhost_reg r;
 	pthread_t t;
 	uint64_t va;
 
 	va = cuda_alloc(_metadata, self->nv, 2, 0, NULL);
 	ASSERT_EQ(0, ph_reg(self->host, (void *)(uintptr_t)va, 2 * GPU_PAGE, &r));
-	l.id = r.id;
-	ASSERT_EQ(0, pthread_create(&t, NULL, dma_loop_fn, &l));
-	while (!l.started && !l.last)
-		usleep(10000);
-	ASSERT_EQ(0, l.last);
+	dma_loop_start(_metadata, &l, r.id, &t);
 	ASSERT_EQ(0, gp_nvstub_free(self->nv, va));
-	ASSERT_EQ(0, pthread_join(t, NULL));
-	EXPECT_EQ(-ENODEV, l.last);
-	ASSERT_EQ(0, ph_state(self->host, r.id, &s));
-	EXPECT_EQ(1, s.invalidated);
-	EXPECT_EQ(l.rounds, s.dmas_done);
+	dma_loop_invalidated(_metadata, &l, t);
 	EXPECT_EQ(callbacks + 1, gp_nvstub_num("callbacks"));
 	EXPECT_EQ(inval_host + 1, host_num("invalidations"));
 	EXPECT_EQ(inval_pm + 1, pm_num("invalidations"));
@@ -1323,14 +1341,10 @@ FIXTURE(peermem_coexist)
 
 FIXTURE_SETUP(peermem_coexist)
 {
-	char line[512];
-
 	self->host = self->nv = -1;
 	if (access("/sys/module/nvidia_peermem", F_OK))
 		SKIP(return, "nvidia_peermem is not loaded (load selftests/kmod's nvidia_peermem.ko and run --only peermem_coexist)");
-	if (gp_read_line(PEERMEM_SYSFS "/status", line, sizeof(line)) ||
-	    strncmp(line, "active", 6))
-		SKIP(return, "peer-memory client not active");
+	PM_NEED_ACTIVE();
 	self->nv = open(NVSTUB_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 	self->host = open(PEERHOST_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, self->nv) TH_LOG("%s: %s", NVSTUB_DEVICE_PATH, strerror(errno));
@@ -1512,11 +1526,7 @@ static int keep_only(const char *name)
 }
 
 /* what GP_HARNESS_MAIN does, with a main() that also knows --proof */
-static void __attribute__((constructor)) pm_constructor_order_last(void)
-{
-	if (!__constructor_order)
-		__constructor_order = _CONSTRUCTOR_ORDER_BACKWARD;
-}
+GP_CONSTRUCTOR_ORDER_LAST
 
 int main(int argc, char **argv)
 {

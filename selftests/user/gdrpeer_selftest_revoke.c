@@ -214,10 +214,7 @@ GP_TEST_F(rv, unbind_invalidates_dynamic_importer)
 	struct gdrpeer_alloc a;
 	int hca, dfd;
 
-	hca = open("/dev/gdrpeer_edu_hca", O_RDWR | O_CLOEXEC);
-	if (hca < 0)
-		SKIP(return, "/dev/gdrpeer_edu_hca: %s (edu stand-in not loaded)",
-		     strerror(errno));
+	EDU_OPEN_OR_SKIP(hca);
 	ASSERT_EQ(0, gp_alloc(self->fd, self->dev, 4 * self->page, &a));
 	dfd = gp_export(self->fd, a.handle, 0, 4 * self->page);
 	ASSERT_LE(0, dfd);
@@ -254,10 +251,7 @@ GP_TEST_F_TIMEOUT(rv, unbind_waits_for_pinned_importer, 90)
 	double t0;
 	pid_t pid;
 
-	hca = open("/dev/gdrpeer_edu_hca", O_RDWR | O_CLOEXEC);
-	if (hca < 0)
-		SKIP(return, "/dev/gdrpeer_edu_hca: %s (edu stand-in not loaded)",
-		     strerror(errno));
+	EDU_OPEN_OR_SKIP(hca);
 	ASSERT_EQ(0, gp_alloc(self->fd, self->dev, 4 * self->page, &a));
 	dfd = gp_export(self->fd, a.handle, 0, 4 * self->page);
 	ASSERT_LE(0, dfd);

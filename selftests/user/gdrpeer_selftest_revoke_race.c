@@ -107,10 +107,7 @@ GP_TEST_F_TIMEOUT(rr, export_inside_revocation_revokes_every_dmabuf, 90)
 	if (access(HOLD_PARAM, W_OK))
 		SKIP(return, HOLD_PARAM ": %s (load gdrpeer-testhooks.ko, the test-only build)",
 		     strerror(errno));
-	hca = open("/dev/gdrpeer_edu_hca", O_RDWR | O_CLOEXEC);
-	if (hca < 0)
-		SKIP(return, "/dev/gdrpeer_edu_hca: %s (edu stand-in not loaded)",
-		     strerror(errno));
+	EDU_OPEN_OR_SKIP(hca);
 	ASSERT_EQ(0, gp_alloc(self->fd, self->dev, size, &a));
 	bfd = gp_export(self->fd, a.handle, 0, size);
 	ASSERT_LE(0, bfd);
@@ -171,10 +168,7 @@ GP_TEST_F_TIMEOUT(rr, revoke_more_dmabufs_than_a_page_holds, 300)
 	uint8_t v;
 	double t0;
 
-	hca = open("/dev/gdrpeer_edu_hca", O_RDWR | O_CLOEXEC);
-	if (hca < 0)
-		SKIP(return, "/dev/gdrpeer_edu_hca: %s (edu stand-in not loaded)",
-		     strerror(errno));
+	EDU_OPEN_OR_SKIP(hca);
 	ASSERT_EQ(0, setrlimit(RLIMIT_NOFILE, &rl));
 	fds = calloc(MANY_DMABUFS, sizeof(*fds));
 	ASSERT_NE(NULL, fds);
@@ -245,6 +239,62 @@ static bool vivid_capture_node(char *path, size_t n)
 	return found;
 }
 
+/* vivid's capture buffer size rounded up to @page: ioctl's 0 or -1 (errno) */
+static int vivid_buffer_size(int vfd, uint64_t page, uint64_t *size)
+{
+	struct v4l2_format fmt;
+
+	memset(&fmt, 0, sizeof(fmt));
+	fmt.type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
+	if (ioctl(vfd, VIDIOC_G_FMT, &fmt))
+		return -1;
+	*size = (fmt.fmt.pix.sizeimage + page - 1) & ~(page - 1);
+	return 0;
+}
+
+/* @count dma-buf capture buffers (0: vb2 lets go of all it holds) */
+static int vivid_reqbufs(int vfd, unsigned int count)
+{
+	struct v4l2_requestbuffers req;
+
+	memset(&req, 0, sizeof(req));
+	req.count = count;
+	req.type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
+	req.memory = V4L2_MEMORY_DMABUF;
+	return ioctl(vfd, VIDIOC_REQBUFS, &req);
+}
+
+/* Queue dma-buf @dfd of @size as capture buffer 0: vb2-vmalloc vmaps it. */
+static int vivid_qbuf(int vfd, int dfd, uint64_t size)
+{
+	struct v4l2_buffer buf;
+
+	memset(&buf, 0, sizeof(buf));
+	buf.index = 0;
+	buf.type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
+	buf.memory = V4L2_MEMORY_DMABUF;
+	buf.m.fd = dfd;
+	buf.length = (uint32_t)size;
+	return ioctl(vfd, VIDIOC_QBUF, &buf);
+}
+
+/*
+ * vb2 lets go of what it holds (its release of an I/O vmap would BUG), so
+ * the unbind's revocation has nothing to wait for; then the device comes
+ * back and @dfd's memory is freed.
+ */
+static void vivid_release_unbind(struct __test_metadata *_metadata,
+				 FIXTURE_DATA(rr) *self, int vfd, int dfd,
+				 uint64_t handle)
+{
+	EXPECT_EQ(0, vivid_reqbufs(vfd, 0));
+	close(vfd);
+	ASSERT_EQ(0, gp_unbind_bdf(self->bdf));
+	close(dfd);
+	EXPECT_EQ(0, gp_free(self->fd, handle));
+	ASSERT_EQ(0, gp_rebind_bdf(self->fd, self->bdf, &self->dev));
+}
+
 /*
  * vb2-vmalloc maps a V4L2_MEMORY_DMABUF buffer with dma_buf_vmap() and no
  * attachment: revocation could never tell it, and its release of an I/O
@@ -254,9 +304,6 @@ static bool vivid_capture_node(char *path, size_t n)
  */
 GP_TEST_F_TIMEOUT(rr, vmap_without_attachment_refused, 60)
 {
-	struct v4l2_requestbuffers req;
-	struct v4l2_format fmt;
-	struct v4l2_buffer buf;
 	struct gdrpeer_alloc a;
 	char node[64];
 	uint64_t size;
@@ -266,43 +313,21 @@ GP_TEST_F_TIMEOUT(rr, vmap_without_attachment_refused, 60)
 		SKIP(return, "no vivid capture node (modprobe vivid)");
 	vfd = open(node, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, vfd) TH_LOG("%s: %s", node, strerror(errno));
-	memset(&fmt, 0, sizeof(fmt));
-	fmt.type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
-	ASSERT_EQ(0, ioctl(vfd, VIDIOC_G_FMT, &fmt)) TH_LOG("G_FMT: %s", strerror(errno));
-	size = (fmt.fmt.pix.sizeimage + self->page - 1) & ~(self->page - 1);
+	ASSERT_EQ(0, vivid_buffer_size(vfd, self->page, &size))
+		TH_LOG("G_FMT: %s", strerror(errno));
 	ASSERT_EQ(0, gp_alloc(self->fd, self->dev, size, &a));
 	dfd = gp_export(self->fd, a.handle, 0, size);
 	ASSERT_LE(0, dfd);
 
-	memset(&req, 0, sizeof(req));
-	req.count = 1;
-	req.type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
-	req.memory = V4L2_MEMORY_DMABUF;
-	ASSERT_EQ(0, ioctl(vfd, VIDIOC_REQBUFS, &req)) TH_LOG("REQBUFS: %s", strerror(errno));
-	memset(&buf, 0, sizeof(buf));
-	buf.index = 0;
-	buf.type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
-	buf.memory = V4L2_MEMORY_DMABUF;
-	buf.m.fd = dfd;
-	buf.length = (uint32_t)size;
-	ret = ioctl(vfd, VIDIOC_QBUF, &buf);
+	ASSERT_EQ(0, vivid_reqbufs(vfd, 1)) TH_LOG("REQBUFS: %s", strerror(errno));
+	ret = vivid_qbuf(vfd, dfd, size);
 	EXPECT_EQ(-1, ret) TH_LOG("QBUF of a gdrpeer dma-buf into vb2-vmalloc succeeded");
 	EXPECT_EQ(0, gp_sysfs(self->dev, "vmaps"));
 	if (ret == 0)
 		TH_LOG("vmaps=%lld attachments=%lld: a kernel mapping nobody can revoke",
 		       gp_sysfs(self->dev, "vmaps"), gp_sysfs(self->dev, "attachments"));
 
-	/* vb2 lets go of what it holds (its release of an I/O vmap would BUG) */
-	memset(&req, 0, sizeof(req));
-	req.type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
-	req.memory = V4L2_MEMORY_DMABUF;
-	EXPECT_EQ(0, ioctl(vfd, VIDIOC_REQBUFS, &req));
-	close(vfd);
-	/* and the revocation has nothing to wait for */
-	ASSERT_EQ(0, gp_unbind_bdf(self->bdf));
-	close(dfd);
-	EXPECT_EQ(0, gp_free(self->fd, a.handle));
-	ASSERT_EQ(0, gp_rebind_bdf(self->fd, self->bdf, &self->dev));
+	vivid_release_unbind(_metadata, self, vfd, dfd, a.handle);
 }
 
 #define VMAP_PARAM "/sys/module/gdrpeer/parameters/dmabuf_vmap"
@@ -316,9 +341,6 @@ GP_TEST_F_TIMEOUT(rr, vmap_without_attachment_refused, 60)
  */
 GP_TEST_F_TIMEOUT(rr, vmap_gate_refuses_without_attachment, 60)
 {
-	struct v4l2_requestbuffers req;
-	struct v4l2_format fmt;
-	struct v4l2_buffer buf;
 	struct gdrpeer_alloc a;
 	char node[64];
 	uint64_t size;
@@ -332,37 +354,17 @@ GP_TEST_F_TIMEOUT(rr, vmap_gate_refuses_without_attachment, 60)
 	ASSERT_EQ(0, gp_write_file(VMAP_PARAM, "1"));
 	vfd = open(node, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, vfd) TH_LOG("%s: %s", node, strerror(errno));
-	memset(&fmt, 0, sizeof(fmt));
-	fmt.type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
-	ASSERT_EQ(0, ioctl(vfd, VIDIOC_G_FMT, &fmt));
-	size = (fmt.fmt.pix.sizeimage + self->page - 1) & ~(self->page - 1);
+	ASSERT_EQ(0, vivid_buffer_size(vfd, self->page, &size));
 	ASSERT_EQ(0, gp_alloc(self->fd, self->dev, size, &a));
 	dfd = gp_export(self->fd, a.handle, 0, size);	/* exported with a vmap op */
 	ASSERT_LE(0, dfd);
 	EXPECT_EQ(0, gp_write_file(VMAP_PARAM, "0"));
 
-	memset(&req, 0, sizeof(req));
-	req.count = 1;
-	req.type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
-	req.memory = V4L2_MEMORY_DMABUF;
-	ASSERT_EQ(0, ioctl(vfd, VIDIOC_REQBUFS, &req));
-	memset(&buf, 0, sizeof(buf));
-	buf.type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
-	buf.memory = V4L2_MEMORY_DMABUF;
-	buf.m.fd = dfd;
-	buf.length = (uint32_t)size;
-	ret = ioctl(vfd, VIDIOC_QBUF, &buf);
+	ASSERT_EQ(0, vivid_reqbufs(vfd, 1));
+	ret = vivid_qbuf(vfd, dfd, size);
 	EXPECT_EQ(-1, ret) TH_LOG("QBUF served a vmap to a user with no attachment");
 	EXPECT_EQ(0, gp_sysfs(self->dev, "vmaps"));
-	memset(&req, 0, sizeof(req));
-	req.type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
-	req.memory = V4L2_MEMORY_DMABUF;
-	EXPECT_EQ(0, ioctl(vfd, VIDIOC_REQBUFS, &req));
-	close(vfd);
-	ASSERT_EQ(0, gp_unbind_bdf(self->bdf));
-	close(dfd);
-	EXPECT_EQ(0, gp_free(self->fd, a.handle));
-	ASSERT_EQ(0, gp_rebind_bdf(self->fd, self->bdf, &self->dev));
+	vivid_release_unbind(_metadata, self, vfd, dfd, a.handle);
 }
 
 GP_HARNESS_MAIN

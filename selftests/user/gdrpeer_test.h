@@ -129,6 +129,15 @@ static inline long long gp_read_num(const char *path)
 	return v;
 }
 
+/* @dir/@name (a sysfs folder and one of its files) as gp_read_num() reads it */
+static inline long long gp_sysfs_num(const char *dir, const char *name)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return gp_read_num(path);
+}
+
 /*
  * GDRPEER_IOCTL_EXPORT_VA (ABI 1.1): dma-buf fd (>= 0) or -errno; *out
  * (optional) gets the whole struct back.
@@ -405,13 +414,21 @@ static inline uint64_t gp_bar_phys(const char *bdf, unsigned int bar)
 		return 0;						\
 	} while (0)
 
-/* TEST_HARNESS_MAIN that also knows -l */
-#define GP_HARNESS_MAIN							\
+/*
+ * What TEST_HARNESS_MAIN sets up before main() (the harness's test order),
+ * for a program with its own main(), which must call
+ * GP_LIST_TESTS_IF_ASKED and test_harness_run itself.
+ */
+#define GP_CONSTRUCTOR_ORDER_LAST					\
 	static void __attribute__((constructor)) gp_constructor_order_last(void) \
 	{								\
 		if (!__constructor_order)				\
 			__constructor_order = _CONSTRUCTOR_ORDER_BACKWARD; \
-	}								\
+	}
+
+/* TEST_HARNESS_MAIN that also knows -l */
+#define GP_HARNESS_MAIN							\
+	GP_CONSTRUCTOR_ORDER_LAST					\
 									\
 	int main(int argc, char **argv)					\
 	{								\

@@ -25,7 +25,7 @@ from pathlib import Path
 from . import kernels
 from .errors import HarnessError
 from .errors import run_checked as _run
-from .paths import cache_dir
+from .paths import cache_dir, cache_lock
 
 HERE = Path(__file__).resolve().parent
 FRAGMENT = HERE / "debug-kernel.config"
@@ -68,7 +68,7 @@ def ensure_debug_kernel(name, log=print):
     key = _key(version)
     base = cache_dir() / "kernels" / name / key
     manifest = base / "manifest.json"
-    fd = kernels._lock(base / ".lock")
+    fd = cache_lock(base / ".lock")
     try:
         info = json.loads(manifest.read_text()) if manifest.exists() else {}
         if info.get("key") != key:
@@ -94,25 +94,14 @@ def _source_tarball(stock, version, dl, log):
     if tarball.exists():
         return tarball
     dl.mkdir(parents=True, exist_ok=True)
-    apt = kernels._Apt(series)
-    apt.update()
-    for old in dl.glob(f"{pkg}_*.deb"):
-        old.unlink()
-    log(f"emunode: fetching {pkg}={version} (the version of the stock {series} guest image)")
-    try:
-        apt.download([f"{pkg}={version}"], dl)
-    except HarnessError as e:
-        raise HarnessError(f"{pkg} {version}, the version of the stock {series} guest image "
-                           f"{stock.release}, cannot be downloaded ({e}); refusing to build another "
-                           "version: refetch the stock kernel (remove its cache folder) so both match") from e
-    deb = next(dl.glob(f"{pkg}_*.deb"))
     tmp = dl / "linux-source-unpack"
-    shutil.rmtree(tmp, ignore_errors=True)
-    _run(["dpkg-deb", "-x", str(deb), str(tmp)], f"unpacking {deb.name}")
-    inner = next(tmp.glob(f"usr/src/{pkg}.tar.*"))
+    inner = kernels.unpack_linux_source(
+        series, series, version, dl, tmp, log,
+        f"the version of the stock {series} guest image",
+        f"it is the version of the stock {series} guest image {stock.release}; refusing to build "
+        "another version: refetch the stock kernel (remove its cache folder) so both match")
     shutil.move(str(inner), tarball)
     shutil.rmtree(tmp)
-    deb.unlink()
     return tarball
 
 

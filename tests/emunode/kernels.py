@@ -6,7 +6,6 @@ packages are unpacked with `dpkg -x` into build/cache/kernels/<name>/root.
 """
 
 import dataclasses
-import fcntl
 import json
 import lzma
 import os
@@ -15,8 +14,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .errors import HarnessError
-from .paths import cache_dir
+from .errors import HarnessError, run_checked
+from .paths import cache_dir, cache_lock
 
 MIRROR = "http://deb.debian.org/debian"
 SECURITY = "http://deb.debian.org/debian-security"
@@ -124,6 +123,29 @@ class _Apt:
             raise HarnessError(f"downloading {' '.join(pkgs)} from {self.suite} failed: {msg}")
 
 
+def unpack_linux_source(kernel_name, series, version, dl, tmp, log, why, refusal):
+    """linux-source-<series> of exactly `version` (no other: it must match a guest image) from
+    kernel `kernel_name`'s suite, its .deb fetched into `dl` and unpacked into `tmp`; the path of
+    the source tarball it holds. `why` says in the log what it is for; `refusal`, in the error,
+    why another version will not do."""
+    pkg = f"linux-source-{series}"
+    apt = _Apt(kernel_name)
+    apt.update()
+    for old in dl.glob(f"{pkg}_*.deb"):
+        old.unlink()
+    log(f"emunode: fetching {pkg}={version} ({why})")
+    try:
+        apt.download([f"{pkg}={version}"], dl)
+    except HarnessError as e:
+        raise HarnessError(f"{pkg} {version} cannot be fetched from {apt.suite} ({e}); "
+                           f"{refusal}") from e
+    deb = next(dl.glob(f"{pkg}_*.deb"))
+    shutil.rmtree(tmp, ignore_errors=True)
+    run_checked(["dpkg-deb", "-x", str(deb), str(tmp)], f"unpacking {deb.name}")
+    deb.unlink()
+    return next(tmp.glob(f"usr/src/{pkg}.tar.*"))
+
+
 def _closure(apt, roots):
     """The kernel packages reachable from `roots` (image, modules, headers, kbuild)."""
     seen, todo = set(), list(roots)
@@ -134,13 +156,6 @@ def _closure(apt, roots):
         seen.add(pkg)
         todo.extend(d for d in apt.depends(pkg) if KERNEL_PACKAGE.match(d) and d not in seen)
     return sorted(seen)
-
-
-def _lock(path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    return fd
 
 
 def is_known(name):
@@ -158,7 +173,7 @@ def ensure_kernel(name=DEFAULT_KERNEL, log=print):
         raise HarnessError(f"unknown kernel '{name}': choose one of {', '.join(known_kernels())}")
     base = cache_dir() / "kernels" / name
     manifest = base / "manifest.json"
-    fd = _lock(base / ".lock")
+    fd = cache_lock(base / ".lock")
     try:
         if not manifest.exists():
             _fetch(name, base, log)

@@ -14,7 +14,6 @@ configured for x86_64-softmmu only, built with ninja; only the binary is kept.
 """
 
 import dataclasses
-import fcntl
 import hashlib
 import json
 import os
@@ -25,7 +24,7 @@ from pathlib import Path
 from .errors import HarnessError
 from .errors import run_checked as _run
 from .kernels import MIRROR, SECURITY, _Apt
-from .paths import cache_dir
+from .paths import cache_dir, cache_lock
 
 SYSTEM_BINARY = "qemu-system-x86_64"
 HERE = Path(__file__).resolve().parent
@@ -106,13 +105,6 @@ def resolve(qemu, log=print):
     raise HarnessError(f"qemu must be a name ({', '.join(known_qemus())}) or a Qemu, not {qemu!r}")
 
 
-def _lock(path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    return fd
-
-
 def _patch_digest(patch):
     return hashlib.sha256(patch.read_bytes()).hexdigest()
 
@@ -124,7 +116,7 @@ def ensure_qemu(name, log=print):
     patch = HERE / BUILDS[name][0]
     base = cache_dir() / "qemu" / name
     manifest = base / "manifest.json"
-    fd = _lock(base / ".lock")
+    fd = cache_lock(base / ".lock")
     try:
         info = json.loads(manifest.read_text()) if manifest.exists() else {}
         if (info.get("patch_sha256") != _patch_digest(patch)

@@ -20,7 +20,6 @@ device DMA, which the edu stand-in proves. Builds are cached under build/cache/s
 source version and patch contents. 5.10 has no dma-buf MRs at all (they arrived in 5.12).
 """
 
-import fcntl
 import hashlib
 import os
 import re
@@ -31,7 +30,7 @@ from pathlib import Path
 from . import build, kernels
 from .errors import HarnessError
 from .errors import run_checked as _run
-from .paths import cache_dir
+from .paths import cache_dir, cache_lock
 
 HERE = Path(__file__).resolve().parent
 
@@ -71,13 +70,6 @@ def _digest(*paths):
     return h.hexdigest()[:10]
 
 
-def _locked(path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    return fd
-
-
 def image_source_version(kernel):
     """The Debian version of the linux source the image was built from ("6.1.192-2")."""
     built = kernel.kdir / ".gdrpeer-source"  # a debug kernel, built here from that source
@@ -100,22 +92,15 @@ def _rxe_source(kernel, version, log):
     out = cache_dir() / "softroce" / "src" / f"{pkg}_{version}" / "rxe"
     if (out / "rxe_mr.c").exists():
         return out
-    apt = kernels._Apt(kernel.name)
-    apt.update()
     dl = cache_dir() / "softroce" / "downloads"
     shutil.rmtree(dl, ignore_errors=True)
     dl.mkdir(parents=True)
-    log(f"emunode: fetching {pkg} {version} (the source of {kernel.release}) for rdma_rxe")
-    try:
-        apt.download([f"{pkg}={version}"], dl)
-    except HarnessError as e:
-        raise HarnessError(f"{pkg} {version}, the exact source of the booted kernel "
-                           f"{kernel.release}, cannot be fetched from {apt.suite} (another "
-                           f"version would build a module for a different kernel): {e}") from None
-    deb = next(dl.glob(f"{pkg}_*.deb"))
     tmp = dl / "x"
-    _run(["dpkg-deb", "-x", str(deb), str(tmp)], f"unpacking {deb.name}")
-    tarball = next(tmp.glob(f"usr/src/{pkg}.tar.*"))
+    tarball = kernels.unpack_linux_source(
+        kernel.name, series, version, dl, tmp, log,
+        f"the source of {kernel.release}, for rdma_rxe",
+        f"it is the exact source of the booted kernel {kernel.release}: another version would "
+        "build a module for a different kernel")
     _run(["tar", "-xf", str(tarball), "-C", str(tmp), "--wildcards", "*/drivers/infiniband/sw/rxe/*"],
          f"extracting rxe from {tarball.name}")
     src = next(tmp.glob("*/drivers/infiniband/sw/rxe"))
@@ -136,7 +121,7 @@ def ensure_module(kernel_name, log=print):
     patch = HERE / KERNEL_PATCHES[kernel_name]
     base = cache_dir() / "softroce" / f"rxe-{kernel.release}-{version}-{_digest(patch)}"
     ko = base / "rdma_rxe.ko"
-    fd = _locked(base.parent / f".{base.name}.lock")
+    fd = cache_lock(base.parent / f".{base.name}.lock")
     try:
         if ko.exists():
             return ko
@@ -196,7 +181,7 @@ def ensure_provider(log=print):
     upstream = RDMA_CORE_VERSION.rsplit("-", 1)[0]
     base = cache_dir() / "softroce" / f"rdma-core-{RDMA_CORE_VERSION}-{_digest(patch)}"
     lib = base / PROVIDER_NAME
-    fd = _locked(base.parent / f".{base.name}.lock")
+    fd = cache_lock(base.parent / f".{base.name}.lock")
     try:
         if not lib.exists():
             _build_provider(base, upstream, patch, log)

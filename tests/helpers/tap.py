@@ -63,3 +63,27 @@ def listed_tests(program, fixture=None):
 def passed_tests(output):
     """Names of the tests a TAP output says passed (not skipped), in order."""
     return re.findall(r"^ok \d+ (\S+)$", output, re.M)
+
+
+def check_edu_dma(r, bar_path, offset, length, seed, transfers, fill=0):
+    """gdrpeer_edu_dma's run r: every DMA done with no mismatch, and the host's BAR file holds the
+    pattern at the export's bar_offset + offset (offset within the allocation), with only `fill`
+    in the 8 bytes either side (before it only where the allocation has 8 bytes to show)."""
+    assert r.status == 0, r.output
+    kv = keyvals(r.output)
+    assert kv["mismatches"] == 0 and kv["transfers"] == transfers
+    at = kv["bar_offset"] + offset
+    data = bar_path.read_bytes()
+    assert data[at:at + length] == pattern(seed, length), f"pattern missing at BAR offset {at:#x}"
+    assert data[at - 8:at] == bytes([fill]) * 8 or offset < 8
+    assert data[at + length:at + length + 8] == bytes([fill]) * 8
+
+
+def check_all_passed(output, count):
+    """One kselftest program's TAP output: a plan of `count` tests, every one passed, none
+    failed or skipped, and the totals line says the same."""
+    plan, _, not_ok, skipped, tot = tap(output)
+    assert plan == count, output[-3000:]
+    assert not not_ok, "\n".join(not_ok) + "\n" + output[-4000:]
+    assert not skipped, "\n".join(skipped)
+    assert tot == {"pass": count, "fail": 0, "skip": 0, "error": 0}, output[-4000:]
