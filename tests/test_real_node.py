@@ -161,3 +161,21 @@ def test_real_h200_node_snapshot_taken_by_gdrpeer_checks_as_nvidia_smi_saw_it():
     assert [str(d["numa"]) for d in j["devices"] if d["role"] == "gpu"] == [numa[g] for g in labels]
     notes = {n["rule"]: n["text"] for n in j["notes"]}
     assert notes["nvlink-nvml"].endswith("72 active link(s), 72 into NVSwitches; fabric completed on 4"), notes
+
+
+def test_snapshots_check_as_the_live_node_did():
+    """The live `gdrpeer check --json` of a later 4x H200 machine of the same kind (run 4,
+    2026-11-27 07:00 UTC, docs/benchmarks.md; tests/reference/truth/h200x4-run4-live-check.json)
+    against the offline check of both snapshots taken on earlier machines: every pair's verdict,
+    path class and NVLink the same, so a snapshot carries everything the live verdict used."""
+    live = json.loads((REF / "truth" / "h200x4-run4-live-check.json").read_text())
+
+    def pairs(report):
+        return sorted((p["a_bdf"], p["b_bdf"], p["verdict"], p["class"], json.dumps(p["nvlink"], sort_keys=True))
+                      for p in report["pairs"])
+
+    assert len(live["pairs"]) == 6 and {p["verdict"] for p in live["pairs"]} == {"optimal"}
+    for snap in ("h200x4-node-snapshot.tar", "h200x4-run2-snapshot.tar"):
+        res = run("check", "--json", REF / snap)
+        assert res.returncode == 0, res.stderr
+        assert pairs(json.loads(res.stdout)) == pairs(live), snap
