@@ -89,8 +89,9 @@ int main(int argc, char** argv) {
   }
   const std::string data = argv[a];
   const gdrpeer::topo::RuleData k = gdrpeer::topo::RuleData::load(data);
-  std::printf("| input | hwloc load+export | gdrpeer, rule data per round | ratio | gdrpeer, rule data loaded once | ratio |\n"
-              "| --- | --- | --- | --- | --- | --- |\n");
+  std::printf(
+      "| input | hwloc load+export | gdrpeer, rule data per round | ratio | gdrpeer, rule data loaded once | ratio |\n"
+      "| --- | --- | --- | --- | --- | --- |\n");
   for (int i = a + 1; i < argc; ++i) {
     const std::string file = argv[i];
     hwloc_round(file.c_str());  // warm: hwloc's components, page cache
@@ -98,8 +99,8 @@ int main(int argc, char** argv) {
     const double g_cold = per_round_us(rounds, [&] { gdrpeer_round(file, gdrpeer::topo::RuleData::load(data)); });
     const double g_warm = per_round_us(rounds, [&] { gdrpeer_round(file, k); });
     const char* base = std::strrchr(file.c_str(), '/');
-    std::printf("| %s | %.1f us | %.1f us | %.1fx | %.1f us | %.1fx |\n", base ? base + 1 : file.c_str(), h, g_cold,
-                h / g_cold, g_warm, h / g_warm);
+    std::printf("| %s | %.1f us | %.1f us | %.1fx | %.1f us | %.1fx |\n", base ? base + 1 : file.c_str(), h, g_cold, h / g_cold, g_warm,
+                h / g_warm);
   }
   std::fprintf(stderr, "(%d rounds x 5, checksum %zu)\n", rounds, sink);
   return 0;

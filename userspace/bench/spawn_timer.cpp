@@ -109,8 +109,8 @@ int main(int argc, char** argv) {
     std::string codes;
     for (int code : c.codes) codes += (codes.empty() ? "" : ",") + std::to_string(code);
     std::printf("median_ms=%.3f min_ms=%.3f max_ms=%.3f cpu_ms=%.3f exit=%s cmd=", median(c.wall) * 1e3,
-                *std::min_element(c.wall.begin(), c.wall.end()) * 1e3,
-                *std::max_element(c.wall.begin(), c.wall.end()) * 1e3, median(c.cpu) * 1e3, codes.c_str());
+                *std::min_element(c.wall.begin(), c.wall.end()) * 1e3, *std::max_element(c.wall.begin(), c.wall.end()) * 1e3,
+                median(c.cpu) * 1e3, codes.c_str());
     for (size_t a = 0; a + 1 < c.argv.size(); ++a) std::printf("%s%s", a ? " " : "", c.argv[a]);
     std::printf("\n");
   }

@@ -70,17 +70,19 @@ struct CheckFlags {
 
 // "--nfd-expiry" value: a whole number of seconds, or of minutes, hours or days ("90m", "2h", "1d").
 long nfd_expiry_seconds(const std::string& text) {
-  const auto bad = [&](const std::string& why) {
-    return std::invalid_argument("--nfd-expiry \"" + text + "\": " + why);
-  };
+  const auto bad = [&](const std::string& why) { return std::invalid_argument("--nfd-expiry \"" + text + "\": " + why); };
   std::size_t digits = 0;
   while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
   const std::string unit = text.substr(digits);
   long scale = 0;
-  if (unit.empty() || unit == "s") scale = 1;
-  else if (unit == "m") scale = 60;
-  else if (unit == "h") scale = 3600;
-  else if (unit == "d") scale = 86400;
+  if (unit.empty() || unit == "s")
+    scale = 1;
+  else if (unit == "m")
+    scale = 60;
+  else if (unit == "h")
+    scale = 3600;
+  else if (unit == "d")
+    scale = 86400;
   if (digits == 0 || scale == 0 || digits > 9)
     throw bad("expected a whole number of seconds, or with a unit s, m, h or d (e.g. 3600, 90m, 2h, 1d)");
   const long seconds = std::stol(text.substr(0, digits)) * scale;
@@ -98,11 +100,16 @@ topo::CheckOptions check_options(const CheckFlags& f) {
   std::stringstream ss(f.pairs);
   std::string item;
   while (std::getline(ss, item, ',')) {
-    if (item == "gpu-nic") o.gpu_nic = true;
-    else if (item == "gpu-gpu") o.gpu_gpu = true;
-    else if (item == "gpu-nvme") o.gpu_nvme = true;
-    else if (item == "all") o.gpu_nic = o.gpu_gpu = o.gpu_nvme = true;
-    else throw std::invalid_argument("--pairs: unknown pair kind \"" + item + "\" (expected gpu-nic, gpu-gpu, gpu-nvme or all)");
+    if (item == "gpu-nic")
+      o.gpu_nic = true;
+    else if (item == "gpu-gpu")
+      o.gpu_gpu = true;
+    else if (item == "gpu-nvme")
+      o.gpu_nvme = true;
+    else if (item == "all")
+      o.gpu_nic = o.gpu_gpu = o.gpu_nvme = true;
+    else
+      throw std::invalid_argument("--pairs: unknown pair kind \"" + item + "\" (expected gpu-nic, gpu-gpu, gpu-nvme or all)");
   }
   if (f.nvme) o.gpu_nvme = true;
   o.skip.insert(f.skip.begin(), f.skip.end());
@@ -167,8 +174,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
   c->add_flag("--json", check_flags->json, "JSON output (schema gdrpeer-check, version 1; see docs/check.md)");
   c->add_flag("--dot", check_flags->dot, "Graphviz DOT with GPUs/NICs highlighted and bad ports marked");
   c->add_flag("--fleet", check_flags->fleet, "One summary line per node (implied by several inputs)");
-  c->add_option("-j,--jobs", check_flags->jobs, "Fleet mode: nodes checked in parallel (default: one per CPU)")
-      ->check(CLI::Range(1, 1024));
+  c->add_option("-j,--jobs", check_flags->jobs, "Fleet mode: nodes checked in parallel (default: one per CPU)")->check(CLI::Range(1, 1024));
   c->add_flag("--with-nvme", check_flags->nvme, "Also check GPU-NVMe pairs (GPUDirect Storage)");
   c->add_option("--probe", check_in->probes,
                 "Live mode: run a probe whose answer overrides the prediction. ibgda: DEVX and atomic caps of each mlx5 device, a DEVX "
@@ -196,9 +202,10 @@ void add_check_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(0, 4096));
   c->add_option("--expect-nics", check_flags->expect_nics, "Fewer RDMA NICs than N found: the node is incomplete (exit 3)")
       ->check(CLI::Range(0, 4096));
-  CLI::Option* nfd_expiry = c->add_option("--nfd-expiry", check_flags->nfd_expiry,
-                "With --format nfd: NFD drops the labels this long after the check unless a newer check replaced them; "
-                "seconds, or with a unit s, m, h, d (default 1h)");
+  CLI::Option* nfd_expiry =
+      c->add_option("--nfd-expiry", check_flags->nfd_expiry,
+                    "With --format nfd: NFD drops the labels this long after the check unless a newer check replaced them; "
+                    "seconds, or with a unit s, m, h, d (default 1h)");
   c->add_option("-o,--output", check_flags->output,
                 "Write the output to this file instead of stdout (\"-\"): a regular file is replaced atomically (temporary "
                 "file + rename), a FIFO or device is written in place, a symlink out of its directory is refused");

@@ -52,8 +52,8 @@ int run_snapshot(const std::string& out, const std::string& root, bool no_cuda, 
     std::string bytes = topo::write_tar(entries, snapshot_compression(out));
     write_output(out, bytes, policy);
     if (out == "-") return 0;
-    std::fprintf(stderr, "gdrpeer: wrote %s: %zu entries, %zu PCI functions, %zu bytes\n", out.c_str(), entries.size(),
-                 t.devices.size(), bytes.size());
+    std::fprintf(stderr, "gdrpeer: wrote %s: %zu entries, %zu PCI functions, %zu bytes\n", out.c_str(), entries.size(), t.devices.size(),
+                 bytes.size());
     return 0;
   });
 }

@@ -161,8 +161,9 @@ int run_two_node_side(const VerifyArgs& a, const v::VerifyOptions& common) {
 int run(const VerifyArgs& a) {
   if (a.p2p) {
     if (a.rdma_options_given)
-      return usage_error("--p2p measures GPU pairs: --device, --source, --method, --size, --bench and the gdrpeer/CUDA "
-                         "device options belong to the RDMA verification (use --pair, --gpu, --p2p-size, --p2p-reps)");
+      return usage_error(
+          "--p2p measures GPU pairs: --device, --source, --method, --size, --bench and the gdrpeer/CUDA "
+          "device options belong to the RDMA verification (use --pair, --gpu, --p2p-size, --p2p-reps)");
     P2pArgs p = a.p2p_args;
     p.json = a.json;
     p.libcuda = a.libcuda;
@@ -178,10 +179,8 @@ int run(const VerifyArgs& a) {
   if (!size) return usage_error("--size: " + why);
   if (*size == 0) return usage_error("--size: must be greater than 0");
   if (*size > kMaxSize)
-    return usage_error("--size: " + describe_bytes(*size) + " is more than one transfer may be (" +
-                       describe_bytes(kMaxSize) + ")");
-  const uint64_t phys = static_cast<uint64_t>(::sysconf(_SC_PHYS_PAGES)) *
-                        static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    return usage_error("--size: " + describe_bytes(*size) + " is more than one transfer may be (" + describe_bytes(kMaxSize) + ")");
+  const uint64_t phys = static_cast<uint64_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   if (*size * 3 > phys)
     return usage_error("--size: " + describe_bytes(*size) +
                        " is beyond this node's memory: a run needs about three times that in "
@@ -216,8 +215,7 @@ int run(const VerifyArgs& a) {
       if (!l) return usage_error("--bench-sizes: " + why);
       for (auto s : *l) {
         if (s == 0 || s > *size)
-          return usage_error("--bench-sizes: " + std::to_string(s) +
-                             " must be between 1 and --size (" + std::to_string(*size) + ")");
+          return usage_error("--bench-sizes: " + std::to_string(s) + " must be between 1 and --size (" + std::to_string(*size) + ")");
       }
       sizes = *l;
     } else {
@@ -323,16 +321,12 @@ void add_verify_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--wire-version", args->wire_version, "tests only: the protocol version this side claims")->group("");
   cmd->add_option("-s,--size", args->size, "bytes per transfer, e.g. 4096, 64K, 1M (default 1M; perftest's -s)");
   cmd->add_option("--gdrpeer-device", args->gdrpeer_device, "gdrpeer device index (default 0)");
-  cmd->add_option("--gdrpeer-path", args->gdrpeer_path, "gdrpeer character device")
-      ->capture_default_str();
+  cmd->add_option("--gdrpeer-path", args->gdrpeer_path, "gdrpeer character device")->capture_default_str();
   cmd->add_option("--cuda-device", args->cuda_device, "CUDA device ordinal (default 0)");
-  cmd->add_option("--libcuda", args->libcuda, "CUDA driver library to dlopen")
-      ->capture_default_str();
+  cmd->add_option("--libcuda", args->libcuda, "CUDA driver library to dlopen")->capture_default_str();
   cmd->add_flag("--json", args->json, "print the report as JSON");
-  cmd->add_flag("--bench", args->bench,
-                "after the checks, measure RDMA WRITE latency and WRITE/READ bandwidth");
-  cmd->add_option("--bench-sizes", args->bench_sizes,
-                  "comma-separated sizes for --bench (default 4K, x16 steps, up to --size)");
+  cmd->add_flag("--bench", args->bench, "after the checks, measure RDMA WRITE latency and WRITE/READ bandwidth");
+  cmd->add_option("--bench-sizes", args->bench_sizes, "comma-separated sizes for --bench (default 4K, x16 steps, up to --size)");
   auto* duration =
       cmd->add_option("-D,--bench-seconds,--duration", args->bench_seconds, "seconds per measurement (default 0.2; perftest's -D)")
           ->check(CLI::PositiveNumber);

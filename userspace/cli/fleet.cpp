@@ -46,8 +46,8 @@ size_t fleet_jobs(int requested) {
 // Fleet: one line per node, in input order; a broken dump is reported and the
 // rest go on. Nodes are independent, so --jobs threads check them in parallel
 // (rule data is shared read-only) and the calling thread prints each in turn.
-int run_fleet(const std::vector<NodeSpec>& specs, const InputOptions& in, const FleetFlags& f,
-              const topo::CheckOptions& opt, const topo::RuleData& k) {
+int run_fleet(const std::vector<NodeSpec>& specs, const InputOptions& in, const FleetFlags& f, const topo::CheckOptions& opt,
+              const topo::RuleData& k) {
   int worst = 0, errors = 0, incomplete = 0;
   int counts[4] = {0, 0, 0, 0};
   nlohmann::json nodes = nlohmann::json::array();
@@ -84,8 +84,10 @@ int run_fleet(const std::vector<NodeSpec>& specs, const InputOptions& in, const 
     if (n.failure) std::rethrow_exception(n.failure);
     if (!n.error.empty()) {
       ++errors;
-      if (f.json) nodes.push_back({{"source", n.name}, {"error", n.error}, {"exit_code", n.exit_code}});
-      else std::printf("%s: error: %s\n", n.name.c_str(), n.error.c_str());
+      if (f.json)
+        nodes.push_back({{"source", n.name}, {"error", n.error}, {"exit_code", n.exit_code}});
+      else
+        std::printf("%s: error: %s\n", n.name.c_str(), n.error.c_str());
       // And on stderr, where a script that keeps stdout as the report looks for errors.
       std::fprintf(stderr, "gdrpeer: %s\n", n.error.c_str());  // the error names the file
       return;

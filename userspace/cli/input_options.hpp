@@ -24,7 +24,8 @@ inline void add_input_options(CLI::App* c, InputOptions& in) {
   c->add_option("--gpu", in.gpus, "Same as --role GPU=BDF")->allow_extra_args(false);
   c->add_option("--nic", in.nics, "Same as --role NIC=BDF")->allow_extra_args(false);
   c->add_option("--nvme", in.nvmes, "Same as --role NVME=BDF")->allow_extra_args(false);
-  c->add_option("--data-dir", in.data_dir, "Rule data directory (default: $GDRPEER_DATA_DIR, the installed share dir, the data built into this binary)");
+  c->add_option("--data-dir", in.data_dir,
+                "Rule data directory (default: $GDRPEER_DATA_DIR, the installed share dir, the data built into this binary)");
   c->add_flag("--cuda", in.cuda,
               "Live mode: also ask the CUDA driver (dlopen libcuda, cuInit) whether each GPU supports GPUDirect RDMA and dma-buf; "
               "NVML (libnvidia-ml: NVLinks, fabric state) is asked without it whenever an NVIDIA GPU is present");

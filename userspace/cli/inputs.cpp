@@ -53,8 +53,7 @@ std::vector<NodeSpec> node_specs(const InputOptions& in) {
   return out;
 }
 
-topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const topo::RuleData& k,
-                         NodeBuffers* reuse) {
+topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const topo::RuleData& k, NodeBuffers* reuse) {
   std::string* scratch = reuse ? &reuse->input : nullptr;
   auto spare_devices = [&] { return reuse ? std::move(reuse->devices) : std::vector<topo::Device>{}; };
   topo::Topology t;

@@ -20,8 +20,8 @@ struct InputOptions {
   std::vector<std::string> roles;
   std::vector<std::string> gpus, nics, nvmes;
   std::string data_dir;
-  bool no_cuda = false;  // snapshot: do not record the CUDA driver's answers
-  bool cuda = false;     // live check/topo: ask the CUDA driver (cuInit: ~1 s on a 4-GPU node)
+  bool no_cuda = false;             // snapshot: do not record the CUDA driver's answers
+  bool cuda = false;                // live check/topo: ask the CUDA driver (cuInit: ~1 s on a 4-GPU node)
   std::vector<std::string> probes;  // --probe ibgda (readiness.hpp)
 };
 
@@ -46,8 +46,7 @@ struct NodeBuffers {
 
 // The node `spec` names, with roles assigned and the overrides of `in` applied. Throws the
 // errors of topo/errors.hpp and std::invalid_argument (usage).
-topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const topo::RuleData& k,
-                         NodeBuffers* reuse = nullptr);
+topo::Topology load_node(const NodeSpec& spec, const InputOptions& in, const topo::RuleData& k, NodeBuffers* reuse = nullptr);
 
 // The rule data --data-dir names, else RuleData::default_dir().
 topo::RuleData load_rule_data(const InputOptions& in);

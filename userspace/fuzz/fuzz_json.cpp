@@ -5,11 +5,11 @@
 // files the text replaces (the other three stay the real ones), so the typed
 // checks of every file see malformed shapes too. Seeds: "0" + devices.json,
 // "1" + gpus.json, ... (generated from topology/*.json at configure time).
+#include <unistd.h>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <unistd.h>
 
 #include "gdrpeer/topo/errors.hpp"
 #include "gdrpeer/topo/rule_data.hpp"
@@ -56,7 +56,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   const int which = data[0] % 4;
-  std::ofstream(dir + "/" + kFiles[which], std::ios::binary | std::ios::trunc).write(text.data(), static_cast<std::streamsize>(text.size()));
+  std::ofstream(dir + "/" + kFiles[which], std::ios::binary | std::ios::trunc)
+      .write(text.data(), static_cast<std::streamsize>(text.size()));
   try {
     gdrpeer::topo::RuleData::load(dir);
   } catch (const DataError&) {

@@ -18,9 +18,6 @@ std::string Error::format(int err, const std::string& request, const std::string
 }
 
 Error::Error(int err, std::string request, std::string hint)
-    : std::runtime_error(format(err, request, hint)),
-      err_(err),
-      request_(std::move(request)),
-      hint_(std::move(hint)) {}
+    : std::runtime_error(format(err, request, hint)), err_(err), request_(std::move(request)), hint_(std::move(hint)) {}
 
 }  // namespace gdrpeer

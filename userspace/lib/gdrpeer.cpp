@@ -30,9 +30,7 @@ int do_ioctl(int fd, unsigned long request, void* arg) {
   }
 }
 
-std::string version_string(uint32_t v) {
-  return std::to_string(GDRPEER_ABI_MAJOR(v)) + "." + std::to_string(GDRPEER_ABI_MINOR(v));
-}
+std::string version_string(uint32_t v) { return std::to_string(GDRPEER_ABI_MAJOR(v)) + "." + std::to_string(GDRPEER_ABI_MINOR(v)); }
 
 std::string open_hint(int err, const std::string& path) {
   switch (err) {
@@ -41,14 +39,10 @@ std::string open_hint(int err, const std::string& path) {
              " does not exist: the gdrpeer kernel module is not loaded "
              "(insmod gdrpeer.ko pcibar=BDF)";
     case EACCES:
-    case EPERM:
-      return "no permission to open " + path +
-             " (the module parameters dev_mode and dev_gid set who may)";
+    case EPERM: return "no permission to open " + path + " (the module parameters dev_mode and dev_gid set who may)";
     case ENXIO:
-    case ENODEV:
-      return path + " exists but no driver answers behind it (module unloaded?)";
-    default:
-      return {};
+    case ENODEV: return path + " exists but no driver answers behind it (module unloaded?)";
+    default: return {};
   }
 }
 
@@ -62,18 +56,15 @@ std::optional<uint64_t> round_up(uint64_t size, uint64_t align) {
   return (size + align - 1) & ~(align - 1);
 }
 
-std::optional<std::string> range_problem(uint64_t offset, uint64_t length, uint64_t size,
-                                         uint64_t page_size) {
+std::optional<std::string> range_problem(uint64_t offset, uint64_t length, uint64_t size, uint64_t page_size) {
   if (length == 0) return "length is 0";
   if (page_size != 0 && offset % page_size != 0)
-    return "offset " + std::to_string(offset) + " is not a multiple of the page size " +
-           std::to_string(page_size);
+    return "offset " + std::to_string(offset) + " is not a multiple of the page size " + std::to_string(page_size);
   if (page_size != 0 && length % page_size != 0)
-    return "length " + std::to_string(length) + " is not a multiple of the page size " +
-           std::to_string(page_size);
+    return "length " + std::to_string(length) + " is not a multiple of the page size " + std::to_string(page_size);
   if (offset > size || length > size - offset)
-    return "range [" + std::to_string(offset) + ", +" + std::to_string(length) +
-           ") lies beyond the " + std::to_string(size) + "-byte buffer";
+    return "range [" + std::to_string(offset) + ", +" + std::to_string(length) + ") lies beyond the " + std::to_string(size) +
+           "-byte buffer";
   return std::nullopt;
 }
 
@@ -86,8 +77,7 @@ std::string describe_bytes(uint64_t n) {
     unit *= 1024;
     ++i;
   }
-  if (n % unit == 0)
-    return std::to_string(n / unit) + " " + units[i] + " (" + std::to_string(n) + " bytes)";
+  if (n % unit == 0) return std::to_string(n / unit) + " " + units[i] + " (" + std::to_string(n) + " bytes)";
   return std::to_string(n) + " bytes";
 }
 
@@ -103,19 +93,15 @@ std::string DeviceInfo::bdf() const {
 
 std::string DeviceInfo::provider_name() const {
   switch (provider) {
-    case GDRPEER_PROVIDER_PCIBAR:
-      return "pcibar";
-    case GDRPEER_PROVIDER_NVIDIA:
-      return "nvidia";
-    default:
-      return "provider " + std::to_string(provider);
+    case GDRPEER_PROVIDER_PCIBAR: return "pcibar";
+    case GDRPEER_PROVIDER_NVIDIA: return "nvidia";
+    default: return "provider " + std::to_string(provider);
   }
 }
 
 // ---- Mapping --------------------------------------------------------------
 
-Mapping::Mapping(Mapping&& o) noexcept
-    : addr_(std::exchange(o.addr_, nullptr)), length_(std::exchange(o.length_, 0)) {}
+Mapping::Mapping(Mapping&& o) noexcept : addr_(std::exchange(o.addr_, nullptr)), length_(std::exchange(o.length_, 0)) {}
 
 Mapping& Mapping::operator=(Mapping&& o) noexcept {
   if (this != &o) {
@@ -151,8 +137,8 @@ Device Device::open(const std::string& path) {
     if (err == ENOTTY || err == EINVAL)
       hint = path + " is not a gdrpeer device (it does not answer GDRPEER_IOCTL_INFO)";
     else if (err == EPROTO)
-      hint = "the driver speaks ABI " + version_string(info.abi_version) +
-             ", this library was built for " + version_string(GDRPEER_ABI_VERSION);
+      hint = "the driver speaks ABI " + version_string(info.abi_version) + ", this library was built for " +
+             version_string(GDRPEER_ABI_VERSION);
     throw Error(err, "ABI handshake with " + path, hint);
   }
   file->info.abi_version = info.abi_version;
@@ -172,13 +158,11 @@ std::vector<DeviceInfo> Device::list_devices() const {
   for (int attempt = 0; attempt < 8; ++attempt) {
     gdrpeer_list_devices req{};
     req.entry_size = sizeof(gdrpeer_device_info);
-    if (const int err = do_ioctl(fd(), GDRPEER_IOCTL_LIST_DEVICES, &req); err != 0)
-      throw Error(err, "list devices of " + path());
+    if (const int err = do_ioctl(fd(), GDRPEER_IOCTL_LIST_DEVICES, &req); err != 0) throw Error(err, "list devices of " + path());
     std::vector<gdrpeer_device_info> raw(req.total);
     req.devices_ptr = reinterpret_cast<uintptr_t>(raw.data());
     req.count = static_cast<uint32_t>(raw.size());
-    if (const int err = do_ioctl(fd(), GDRPEER_IOCTL_LIST_DEVICES, &req); err != 0)
-      throw Error(err, "list devices of " + path());
+    if (const int err = do_ioctl(fd(), GDRPEER_IOCTL_LIST_DEVICES, &req); err != 0) throw Error(err, "list devices of " + path());
     if (req.total > raw.size()) continue;  // grew meanwhile
     raw.resize(req.total);
     std::vector<DeviceInfo> out;
@@ -203,8 +187,7 @@ std::vector<DeviceInfo> Device::list_devices() const {
 }
 
 Buffer Device::alloc(uint32_t index, uint64_t size) const {
-  const std::string request =
-      "alloc " + std::to_string(size) + " bytes on device " + std::to_string(index);
+  const std::string request = "alloc " + std::to_string(size) + " bytes on device " + std::to_string(index);
   if (size == 0) throw Error(EINVAL, request, "size must be greater than 0");
   const auto rounded = round_up(size, info().page_size);
   if (!rounded) throw Error(EOVERFLOW, request, "size overflows when rounded up to whole pages");
@@ -223,11 +206,9 @@ Buffer Device::alloc(uint32_t index, uint64_t size) const {
         for (const auto& d : devs) {
           if (d.index != index) continue;
           if (err == E2BIG)
-            hint = "device " + std::to_string(index) + "'s BAR is only " +
-                   describe_bytes(d.bar_size);
+            hint = "device " + std::to_string(index) + "'s BAR is only " + describe_bytes(d.bar_size);
           else if (err == ENOMEM)
-            hint = "device " + std::to_string(index) + " has " + describe_bytes(d.free_bytes) +
-                   " free (not necessarily contiguous)";
+            hint = "device " + std::to_string(index) + " has " + describe_bytes(d.free_bytes) + " free (not necessarily contiguous)";
         }
       }
     } catch (const Error&) {
@@ -289,33 +270,27 @@ void Buffer::free() {
 
 Mapping Buffer::map(uint64_t offset, uint64_t length) const {
   if (length == 0 && offset < size_) length = size_ - offset;
-  const std::string request = "mmap " + std::to_string(length) + " bytes at offset " +
-                              std::to_string(offset) + " of handle " + std::to_string(handle_);
+  const std::string request =
+      "mmap " + std::to_string(length) + " bytes at offset " + std::to_string(offset) + " of handle " + std::to_string(handle_);
   if (handle_ == 0) throw Error(EBADF, request, "the buffer was freed");
-  if (auto why = range_problem(offset, length, size_, file_->info.page_size))
-    throw Error(EINVAL, request, *why);
-  void* p = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, file_->fd.get(),
-                   static_cast<off_t>(mmap_offset_ + offset));
+  if (auto why = range_problem(offset, length, size_, file_->info.page_size)) throw Error(EINVAL, request, *why);
+  void* p = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, file_->fd.get(), static_cast<off_t>(mmap_offset_ + offset));
   if (p == MAP_FAILED) throw Error(errno, request);
   return Mapping(p, length);
 }
 
 DmaBuf Buffer::export_dmabuf(uint64_t offset, uint64_t length) const {
   if (length == 0 && offset < size_) length = size_ - offset;
-  const std::string request = "export " + std::to_string(length) + " bytes at offset " +
-                              std::to_string(offset) + " of handle " +
+  const std::string request = "export " + std::to_string(length) + " bytes at offset " + std::to_string(offset) + " of handle " +
                               std::to_string(handle_) + " as dma-buf";
   if (handle_ == 0) throw Error(EBADF, request, "the buffer was freed");
-  if (!file_->info.can_export_dmabuf())
-    throw Error(EOPNOTSUPP, request, "this gdrpeer driver was built without dma-buf export");
-  if (auto why = range_problem(offset, length, size_, file_->info.page_size))
-    throw Error(EINVAL, request, *why);
+  if (!file_->info.can_export_dmabuf()) throw Error(EOPNOTSUPP, request, "this gdrpeer driver was built without dma-buf export");
+  if (auto why = range_problem(offset, length, size_, file_->info.page_size)) throw Error(EINVAL, request, *why);
   gdrpeer_export req{};
   req.handle = handle_;
   req.offset = offset;
   req.length = length;
-  if (const int err = do_ioctl(file_->fd.get(), GDRPEER_IOCTL_EXPORT, &req); err != 0)
-    throw Error(err, request);
+  if (const int err = do_ioctl(file_->fd.get(), GDRPEER_IOCTL_EXPORT, &req); err != 0) throw Error(err, request);
   return DmaBuf(UniqueFd(req.fd), offset, length);
 }
 
@@ -324,8 +299,7 @@ BufferState Buffer::query() const {
   if (handle_ == 0) throw Error(EBADF, request, "the buffer was freed");
   gdrpeer_query req{};
   req.handle = handle_;
-  if (const int err = do_ioctl(file_->fd.get(), GDRPEER_IOCTL_QUERY, &req); err != 0)
-    throw Error(err, request);
+  if (const int err = do_ioctl(file_->fd.get(), GDRPEER_IOCTL_QUERY, &req); err != 0) throw Error(err, request);
   return BufferState{req.size, req.mmap_offset, req.bar_offset, req.device, req.exports};
 }
 

@@ -7,18 +7,13 @@
 
 namespace gdrpeer::verify {
 
-std::string method_name(Method m) {
-  return m == Method::reg_mr ? "ibv_reg_mr" : "ibv_reg_dmabuf_mr";
-}
+std::string method_name(Method m) { return m == Method::reg_mr ? "ibv_reg_mr" : "ibv_reg_dmabuf_mr"; }
 
 std::string outcome_name(Outcome o) {
   switch (o) {
-    case Outcome::pass:
-      return "pass";
-    case Outcome::unsupported:
-      return "unsupported";
-    case Outcome::fail:
-      return "fail";
+    case Outcome::pass: return "pass";
+    case Outcome::unsupported: return "unsupported";
+    case Outcome::fail: return "fail";
   }
   return "?";
 }
@@ -28,32 +23,23 @@ int exit_code_for(const std::vector<ComboResult>& results) {
   Outcome worst = Outcome::pass;
   for (const auto& r : results) worst = std::max(worst, r.outcome);
   switch (worst) {
-    case Outcome::pass:
-      return kExitPass;
-    case Outcome::unsupported:
-      return kExitUnsupported;
-    case Outcome::fail:
-      return kExitFail;
+    case Outcome::pass: return kExitPass;
+    case Outcome::unsupported: return kExitUnsupported;
+    case Outcome::fail: return kExitFail;
   }
   return kExitFail;
 }
 
 std::string exit_meaning(int code) {
   switch (code) {
-    case kExitPass:
-      return "every combination passed";
-    case kExitFail:
-      return "at least one combination failed";
-    case kExitUnsupported:
-      return "nothing failed, at least one combination is unsupported";
-    case kExitNothing:
-      return "nothing to verify";
-    case kExitUsage:
-      return "bad input";
+    case kExitPass: return "every combination passed";
+    case kExitFail: return "at least one combination failed";
+    case kExitUnsupported: return "nothing failed, at least one combination is unsupported";
+    case kExitNothing: return "nothing to verify";
+    case kExitUsage: return "bad input";
     case kExitPeerUnavailable: return "the peer could not be reached or went away before the run ended";
     case kExitProtocol: return "the peer speaks another protocol version (or not gdrpeer verify's protocol)";
-    default:
-      return "exit code " + std::to_string(code);
+    default: return "exit code " + std::to_string(code);
   }
 }
 
@@ -67,8 +53,7 @@ struct Selection {
 Selection parse_selection(const std::string& s) {
   Selection sel;
   const auto colon = s.rfind(':');
-  if (colon != std::string::npos && colon + 1 < s.size() &&
-      s.find_first_not_of("0123456789", colon + 1) == std::string::npos) {
+  if (colon != std::string::npos && colon + 1 < s.size() && s.find_first_not_of("0123456789", colon + 1) == std::string::npos) {
     sel.name = s.substr(0, colon);
     sel.port = std::stoi(s.substr(colon + 1));
   } else {
@@ -102,8 +87,7 @@ SourceReport source_report(SourceKind kind, const SourceSetup& s, bool requested
   return sr;
 }
 
-std::optional<std::string> check_device_selection(const RdmaInventory& inv,
-                                                  const std::vector<std::string>& selection) {
+std::optional<std::string> check_device_selection(const RdmaInventory& inv, const std::vector<std::string>& selection) {
   for (const auto& s : selection) {
     const auto p = parse_selection(s);
     const RdmaDevice* dev = nullptr;
@@ -112,19 +96,13 @@ std::optional<std::string> check_device_selection(const RdmaInventory& inv,
     if (dev == nullptr) {
       std::string have;
       for (const auto& d : inv.devices) have += (have.empty() ? "" : ", ") + d.name;
-      if (!inv.stack_loaded)
-        return "unknown RDMA device '" + p.name + "': no RDMA stack here (" + inv.stack_problem +
-               ")";
+      if (!inv.stack_loaded) return "unknown RDMA device '" + p.name + "': no RDMA stack here (" + inv.stack_problem + ")";
       return "unknown RDMA device '" + p.name + "'" +
-             (have.empty() ? std::string(": this node has no RDMA device")
-                           : ": this node has " + have);
+             (have.empty() ? std::string(": this node has no RDMA device") : ": this node has " + have);
     }
     if (p.port != 0) {
-      const bool has = std::any_of(dev->ports.begin(), dev->ports.end(),
-                                   [&](const PortInfo& q) { return q.port == p.port; });
-      if (!has)
-        return dev->name + " has no port " + std::to_string(p.port) + " (it has " +
-               std::to_string(dev->ports.size()) + ")";
+      const bool has = std::any_of(dev->ports.begin(), dev->ports.end(), [&](const PortInfo& q) { return q.port == p.port; });
+      if (!has) return dev->name + " has no port " + std::to_string(p.port) + " (it has " + std::to_string(dev->ports.size()) + ")";
     }
   }
   return std::nullopt;
@@ -169,8 +147,7 @@ VerifyReport run_verify(const VerifyOptions& opt, const RdmaInventory& inv) {
     if (s.state == SourceSetup::State::absent && !explicit_sources) continue;
     for (const auto& [dev, port] : ports) {
       for (auto m : opt.methods) {
-        const std::string tag = source_name(s.kind) + " x " + dev->name + ":" +
-                                std::to_string(port->port) + " x " + method_name(m);
+        const std::string tag = source_name(s.kind) + " x " + dev->name + ":" + std::to_string(port->port) + " x " + method_name(m);
         ComboResult r;
         if (s.state != SourceSetup::State::ready) {
           r.source = source_name(s.kind);
@@ -179,9 +156,8 @@ VerifyReport run_verify(const VerifyOptions& opt, const RdmaInventory& inv) {
           r.method = m;
           r.outcome = s.state == SourceSetup::State::error ? Outcome::fail : Outcome::unsupported;
           r.reason = source_name(s.kind) + " memory " +
-                     (s.state == SourceSetup::State::error ? std::string("could not be prepared")
-                                                           : "is " + state_name(s.state)) +
-                     ": " + sr.reason;
+                     (s.state == SourceSetup::State::error ? std::string("could not be prepared") : "is " + state_name(s.state)) + ": " +
+                     sr.reason;
         } else {
           if (opt.progress) opt.progress(tag);
           lo.progress = [&](const std::string& step) {
@@ -207,8 +183,8 @@ VerifyReport run_verify(const VerifyOptions& opt, const RdmaInventory& inv) {
     rep.exit_code = exit_code_for(rep.results);
     size_t n[3] = {0, 0, 0};
     for (const auto& r : rep.results) ++n[static_cast<int>(r.outcome)];
-    rep.summary = std::to_string(n[0]) + " passed, " + std::to_string(n[1]) + " unsupported, " +
-                  std::to_string(n[2]) + " failed: " + exit_meaning(rep.exit_code);
+    rep.summary = std::to_string(n[0]) + " passed, " + std::to_string(n[1]) + " unsupported, " + std::to_string(n[2]) +
+                  " failed: " + exit_meaning(rep.exit_code);
   }
   return rep;  // `setups` goes out of scope here: every source is released
 }

@@ -2,6 +2,8 @@
 
 #include <sched.h>
 
+#include <sys/resource.h>
+#include <sys/utsname.h>
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -13,8 +15,6 @@
 #include <random>
 #include <stdexcept>
 #include <thread>
-#include <sys/resource.h>
-#include <sys/utsname.h>
 
 #include "gdrpeer/gdrpeer.hpp"
 #include "gdrpeer/verify/pattern.hpp"
@@ -31,15 +31,11 @@ std::string errno_text(int err) { return errno_name(err) + " (" + std::strerror(
 
 std::string memory_words(const MemorySource& m) {
   switch (m.kind()) {
-    case SourceKind::host:
-      return "host memory";
-    case SourceKind::hugepage:
-      return "huge-page host memory";
-    case SourceKind::gdrpeer:
-      return "gdrpeer device memory";
+    case SourceKind::host: return "host memory";
+    case SourceKind::hugepage: return "huge-page host memory";
+    case SourceKind::gdrpeer: return "gdrpeer device memory";
     case SourceKind::cuda:
-    case SourceKind::cuda_vmm:
-      return "GPU memory";
+    case SourceKind::cuda_vmm: return "GPU memory";
   }
   return "memory";
 }
@@ -49,10 +45,8 @@ std::vector<std::string> peer_memory_clients() {
   namespace fs = std::filesystem;
   std::vector<std::string> out;
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator("/sys/kernel/mm/memory_peers", ec))
-    out.push_back(e.path().filename().string());
-  if (fs::exists("/sys/module/nvidia_peermem", ec) &&
-      std::find(out.begin(), out.end(), "nv_mem") == out.end())
+  for (const auto& e : fs::directory_iterator("/sys/kernel/mm/memory_peers", ec)) out.push_back(e.path().filename().string());
+  if (fs::exists("/sys/module/nvidia_peermem", ec) && std::find(out.begin(), out.end(), "nv_mem") == out.end())
     out.push_back("nvidia_peermem");
   return out;
 }
@@ -91,8 +85,8 @@ struct Stop {
 
 class Loopback {
  public:
-  Loopback(const verbs::Api& api, const RdmaDevice& dev, const PortInfo& port,
-           MemorySource& target, Method method, const LoopbackOptions& opt)
+  Loopback(const verbs::Api& api, const RdmaDevice& dev, const PortInfo& port, MemorySource& target, Method method,
+           const LoopbackOptions& opt)
       : api_(api), dev_(dev), port_(port), target_(target), method_(method), opt_(opt) {
     r_.api = &api;
   }
@@ -103,8 +97,7 @@ class Loopback {
 
  private:
   [[noreturn]] void fail_errno(const std::string& what, int err) {
-    throw Stop{Outcome::fail, what + " on " + dev_.name + " failed: " + errno_text(err) +
-                                  vanished_note()};
+    throw Stop{Outcome::fail, what + " on " + dev_.name + " failed: " + errno_text(err) + vanished_note()};
   }
   // After an error: did the device or its port go away underneath us? A send can fail
   // before the port state says so (rxe: the netdev stops transmitting before its DOWN
@@ -113,13 +106,11 @@ class Loopback {
     for (int attempt = 0; attempt < 10; ++attempt) {
       if (attempt) std::this_thread::sleep_for(std::chrono::milliseconds(20));
       if (rdma_device_gone(dev_.name))
-        return "; " + dev_.name +
-               " has disappeared from /sys/class/infiniband (device removed during the run)";
+        return "; " + dev_.name + " has disappeared from /sys/class/infiniband (device removed during the run)";
       const std::string state = rdma_port_state(dev_.name, port_.port);
       if (state.empty()) return "";
       if (state != "ACTIVE")
-        return "; " + dev_.name + " port " + std::to_string(port_.port) + " is now " + state +
-               " (the link went away during the run)";
+        return "; " + dev_.name + " port " + std::to_string(port_.port) + " is now " + state + " (the link went away during the run)";
     }
     return "";
   }
@@ -127,8 +118,7 @@ class Loopback {
   void register_target();
   void create_queue_pairs();
   void connect(int i);
-  void post(int qp, ibv_wr_opcode op, uint64_t local_addr, uint32_t lkey, size_t len,
-            uint64_t wr_id);
+  void post(int qp, ibv_wr_opcode op, uint64_t local_addr, uint32_t lkey, size_t len, uint64_t wr_id);
   void post_recv_into_target(size_t len);
   // Waits for `count` completions; throws Stop on error or timeout.
   void wait(int count, const std::string& what);
@@ -161,28 +151,22 @@ void Loopback::register_target() {
   const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
   n_ = target_.size();
   if (dev_.max_mr_size != 0 && n_ > dev_.max_mr_size)
-    throw Stop{Outcome::unsupported, describe_bytes(n_) + " exceeds the largest memory region " +
-                                         dev_.name + " can register (" +
+    throw Stop{Outcome::unsupported, describe_bytes(n_) + " exceeds the largest memory region " + dev_.name + " can register (" +
                                          describe_bytes(dev_.max_mr_size) + ")"};
   if (port_.max_msg_sz != 0 && n_ > port_.max_msg_sz)
-    throw Stop{Outcome::unsupported, describe_bytes(n_) + " exceeds the largest message of " +
-                                         dev_.name + " port " + std::to_string(port_.port) +
-                                         " (" + describe_bytes(port_.max_msg_sz) + ")"};
+    throw Stop{Outcome::unsupported, describe_bytes(n_) + " exceeds the largest message of " + dev_.name + " port " +
+                                         std::to_string(port_.port) + " (" + describe_bytes(port_.max_msg_sz) + ")"};
   target_addr_ = reinterpret_cast<uintptr_t>(target_.address());
   errno = 0;
   if (method_ == Method::reg_mr) {
     r_.target_mr = api_.reg_mr(r_.pd, target_.address(), n_, access);
   } else {
     if (api_.reg_dmabuf_mr == nullptr)
-      throw Stop{Outcome::unsupported,
-                 "this libibverbs has no ibv_reg_dmabuf_mr (rdma-core older than v34)"};
+      throw Stop{Outcome::unsupported, "this libibverbs has no ibv_reg_dmabuf_mr (rdma-core older than v34)"};
     const auto dmabuf = target_.dmabuf();
     if (!dmabuf)
-      throw Stop{Outcome::unsupported, memory_words(target_) +
-                                           " is not available as a dma-buf here: " +
-                                           target_.dmabuf_problem()};
-    r_.target_mr =
-        api_.reg_dmabuf_mr(r_.pd, dmabuf->offset, n_, target_addr_, dmabuf->fd, access);
+      throw Stop{Outcome::unsupported, memory_words(target_) + " is not available as a dma-buf here: " + target_.dmabuf_problem()};
+    r_.target_mr = api_.reg_dmabuf_mr(r_.pd, dmabuf->offset, n_, target_addr_, dmabuf->fd, access);
   }
   if (r_.target_mr == nullptr) {
     const int err = errno != 0 ? errno : EINVAL;
@@ -223,10 +207,11 @@ void Loopback::connect(int i) {
   // unresolved: qp_to_rtr retries for a few seconds.
   if (int rtr = qp_to_rtr(api_, q, dev_.name, port_, mtu, rd_atomic_, to)) {
     if (rtr == ENETUNREACH || rtr == EHOSTUNREACH || rtr == ETIMEDOUT)
-      throw Stop{Outcome::fail, "ibv_modify_qp(RTR) on " + dev_.name + " failed: " +
-                                    errno_text(rtr) + ": GID " + format_gid(port_.gid->raw) +
+      throw Stop{Outcome::fail, "ibv_modify_qp(RTR) on " + dev_.name + " failed: " + errno_text(rtr) + ": GID " +
+                                    format_gid(port_.gid->raw) +
                                     " could not be resolved for 5 s (interface down, or its "
-                                    "IPv6 address still tentative)" + vanished_note()};
+                                    "IPv6 address still tentative)" +
+                                    vanished_note()};
     fail_errno("ibv_modify_qp(RTR)", rtr);
   }
 
@@ -235,11 +220,8 @@ void Loopback::connect(int i) {
 
 void Loopback::setup() {
   if (!port_.active())
-    throw Stop{Outcome::unsupported, dev_.name + " port " + std::to_string(port_.port) + " is " +
-                                         port_.state_name + ", not ACTIVE"};
-  if (!port_.gid)
-    throw Stop{Outcome::unsupported,
-               dev_.name + " port " + std::to_string(port_.port) + ": " + port_.gid_problem};
+    throw Stop{Outcome::unsupported, dev_.name + " port " + std::to_string(port_.port) + " is " + port_.state_name + ", not ACTIVE"};
+  if (!port_.gid) throw Stop{Outcome::unsupported, dev_.name + " port " + std::to_string(port_.port) + ": " + port_.gid_problem};
   open_context();
   r_.pd = api_.alloc_pd(r_.ctx);
   if (r_.pd == nullptr) fail_errno("ibv_alloc_pd", errno);
@@ -252,8 +234,7 @@ void Loopback::setup() {
   create_queue_pairs();
 }
 
-void Loopback::post(int qp, ibv_wr_opcode op, uint64_t local_addr, uint32_t lkey, size_t len,
-                    uint64_t wr_id) {
+void Loopback::post(int qp, ibv_wr_opcode op, uint64_t local_addr, uint32_t lkey, size_t len, uint64_t wr_id) {
   ibv_sge sge{};
   sge.addr = local_addr;
   sge.length = static_cast<uint32_t>(len);
@@ -293,14 +274,12 @@ void Loopback::wait(int count, const std::string& what) {
     if (n < 0) fail_errno("ibv_poll_cq", EIO);
     for (int i = 0; i < n; ++i)
       if (wc[i].status != IBV_WC_SUCCESS)
-        throw Stop{Outcome::fail, what + " completed with status \"" +
-                                      api_.wc_status_str(wc[i].status) + "\" (vendor error " +
+        throw Stop{Outcome::fail, what + " completed with status \"" + api_.wc_status_str(wc[i].status) + "\" (vendor error " +
                                       std::to_string(wc[i].vendor_err) + ")" + vanished_note()};
     count -= n;
     if (n == 0) {
       if (Clock::now() > deadline)
-        throw Stop{Outcome::fail, "no completion for " + what + " within " +
-                                      std::to_string(opt_.timeout_ms) + " ms" + vanished_note()};
+        throw Stop{Outcome::fail, "no completion for " + what + " within " + std::to_string(opt_.timeout_ms) + " ms" + vanished_note()};
       sched_yield();  // software devices (rxe) do their work on our CPUs
     }
   }
@@ -308,8 +287,7 @@ void Loopback::wait(int count, const std::string& what) {
 
 void Loopback::fill(uint8_t* p, size_t n, uint64_t salt) const { fill_pattern(p, n, opt_.seed, salt); }
 
-TransferCheck Loopback::compare(const std::string& op, const uint8_t* got, const uint8_t* want,
-                                size_t n) {
+TransferCheck Loopback::compare(const std::string& op, const uint8_t* got, const uint8_t* want, size_t n) {
   return compare_bytes(op, got, want, n);
 }
 
@@ -386,8 +364,7 @@ void Loopback::bench(ComboResult& res) {
       wait(1, "RDMA WRITE (bench)");
       ++iters;
     }
-    p.write_latency_us =
-        std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / iters;
+    p.write_latency_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / iters;
     p.iterations = iters;
     // Bandwidth: keep up to `depth` operations in flight.
     auto bandwidth = [&](ibv_wr_opcode op, int depth, const char* what) {
@@ -430,11 +407,9 @@ std::string dmabuf_mr_kernel_problem(const std::string& release) {
          "): no RDMA device can register dma-buf memory here";
 }
 
-RegistrationFailure explain_registration_failure(int err, Method method, const RdmaDevice& device,
-                                                 const MemorySource& target) {
+RegistrationFailure explain_registration_failure(int err, Method method, const RdmaDevice& device, const MemorySource& target) {
   const std::string call = method_name(method);
-  const std::string what = call + " on " + memory_words(target) + " failed with " +
-                           errno_name(err) + " (" + std::strerror(err) + ")";
+  const std::string what = call + " on " + memory_words(target) + " failed with " + errno_name(err) + " (" + std::strerror(err) + ")";
   if (method == Method::dmabuf) {
     utsname u{};
     if (::uname(&u) == 0) {
@@ -443,54 +418,47 @@ RegistrationFailure explain_registration_failure(int err, Method method, const R
     }
     if (err == EOPNOTSUPP || err == ENOSYS || err == EPROTONOSUPPORT) {
       if (device.software)
-        return {Outcome::unsupported,
-                device.name + " cannot import dma-buf memory: software RDMA device (" +
-                    (device.kernel_driver.empty() ? std::string("rxe/siw") : device.kernel_driver) +
-                    " implements no dma-buf registration); " + what};
+        return {Outcome::unsupported, device.name + " cannot import dma-buf memory: software RDMA device (" +
+                                          (device.kernel_driver.empty() ? std::string("rxe/siw") : device.kernel_driver) +
+                                          " implements no dma-buf registration); " + what};
       return {Outcome::unsupported, device.name + " cannot import dma-buf memory: its driver (" +
-                                        (device.kernel_driver.empty() ? std::string("unknown")
-                                                                      : device.kernel_driver) +
+                                        (device.kernel_driver.empty() ? std::string("unknown") : device.kernel_driver) +
                                         ") does not implement dma-buf registration; " + what};
     }
     std::string hint;
     if (target.is_device_memory() && device.software)
       hint = "; a software RDMA device cannot reach device memory over PCIe";
     else if (target.is_device_memory())
-      hint = "; the importer needs peer-to-peer DMA to this memory (check the PCIe path and "
-             "the IOMMU with `gdrpeer check`)";
+      hint =
+          "; the importer needs peer-to-peer DMA to this memory (check the PCIe path and "
+          "the IOMMU with `gdrpeer check`)";
     return {Outcome::fail, what + hint};
   }
   // ibv_reg_mr
-  if (target.is_device_memory() && (err == EFAULT || err == EINVAL || err == EOPNOTSUPP ||
-                                    err == EPERM || err == ENOTSUP)) {
+  if (target.is_device_memory() && (err == EFAULT || err == EINVAL || err == EOPNOTSUPP || err == EPERM || err == ENOTSUP)) {
     const auto clients = peer_memory_clients();
     if (clients.empty()) {
-      const std::string pin = target.kind() == SourceKind::gdrpeer
-                                  ? " the kernel cannot pin PCI BAR pages (a VM_PFNMAP mapping)"
-                                    " and"
-                                  : "";
-      return {Outcome::unsupported,
-              what + ":" + pin +
-                  " no peer-memory client is loaded — load gdrpeer's client or nvidia-peermem, "
-                  "or use the dma-buf path"};
+      const std::string pin = target.kind() == SourceKind::gdrpeer ? " the kernel cannot pin PCI BAR pages (a VM_PFNMAP mapping)"
+                                                                     " and"
+                                                                   : "";
+      return {Outcome::unsupported, what + ":" + pin +
+                                        " no peer-memory client is loaded — load gdrpeer's client or nvidia-peermem, "
+                                        "or use the dma-buf path"};
     }
     std::string list;
     for (const auto& c : clients) list += (list.empty() ? "" : ", ") + c;
-    return {Outcome::fail, what + " although peer-memory clients are loaded (" + list +
-                               "): none of them claimed this memory"};
+    return {Outcome::fail, what + " although peer-memory clients are loaded (" + list + "): none of them claimed this memory"};
   }
   if (err == ENOMEM && !target.is_device_memory()) {
     rlimit rl{};
     ::getrlimit(RLIMIT_MEMLOCK, &rl);
-    const std::string lim = rl.rlim_cur == RLIM_INFINITY ? std::string("unlimited")
-                                                          : describe_bytes(rl.rlim_cur);
+    const std::string lim = rl.rlim_cur == RLIM_INFINITY ? std::string("unlimited") : describe_bytes(rl.rlim_cur);
     return {Outcome::fail, what + " (the locked-memory limit, ulimit -l, is " + lim + ")"};
   }
   return {Outcome::fail, what};
 }
 
-ComboResult run_loopback(const RdmaDevice& device, const PortInfo& port, MemorySource& target,
-                         Method method, const LoopbackOptions& opt) {
+ComboResult run_loopback(const RdmaDevice& device, const PortInfo& port, MemorySource& target, Method method, const LoopbackOptions& opt) {
   ComboResult res;
   res.source = source_name(target.kind());
   res.device = device.name;
@@ -512,8 +480,7 @@ ComboResult run_loopback(const RdmaDevice& device, const PortInfo& port, MemoryS
     res.reason = s.reason;
     return res;
   }
-  const bool all_ok = std::all_of(res.transfers.begin(), res.transfers.end(),
-                                  [](const TransferCheck& c) { return c.ok; });
+  const bool all_ok = std::all_of(res.transfers.begin(), res.transfers.end(), [](const TransferCheck& c) { return c.ok; });
   if (!all_ok) {
     res.outcome = Outcome::fail;
     for (const auto& c : res.transfers)
@@ -521,8 +488,7 @@ ComboResult run_loopback(const RdmaDevice& device, const PortInfo& port, MemoryS
     return res;
   }
   res.outcome = Outcome::pass;
-  res.reason = "RDMA WRITE, RDMA READ and SEND of " + describe_bytes(target.size()) +
-               " moved correct data";
+  res.reason = "RDMA WRITE, RDMA READ and SEND of " + describe_bytes(target.size()) + " moved correct data";
   if (opt.bench) {
     try {
       lb.bench(res);

@@ -25,24 +25,18 @@ using State = SourceSetup::State;
 constexpr unsigned long long kDmabufMappingTypePcie = 0x1;
 
 const std::vector<SourceKind>& all_source_kinds() {
-  static const std::vector<SourceKind> k = {SourceKind::host, SourceKind::hugepage,
-                                            SourceKind::gdrpeer, SourceKind::cuda,
+  static const std::vector<SourceKind> k = {SourceKind::host, SourceKind::hugepage, SourceKind::gdrpeer, SourceKind::cuda,
                                             SourceKind::cuda_vmm};
   return k;
 }
 
 std::string source_name(SourceKind k) {
   switch (k) {
-    case SourceKind::host:
-      return "host";
-    case SourceKind::hugepage:
-      return "hugepage";
-    case SourceKind::gdrpeer:
-      return "gdrpeer";
-    case SourceKind::cuda:
-      return "cuda";
-    case SourceKind::cuda_vmm:
-      return "cuda-vmm";
+    case SourceKind::host: return "host";
+    case SourceKind::hugepage: return "hugepage";
+    case SourceKind::gdrpeer: return "gdrpeer";
+    case SourceKind::cuda: return "cuda";
+    case SourceKind::cuda_vmm: return "cuda-vmm";
   }
   return "?";
 }
@@ -55,14 +49,10 @@ std::optional<SourceKind> parse_source(const std::string& name) {
 
 std::string state_name(State s) {
   switch (s) {
-    case State::ready:
-      return "ready";
-    case State::absent:
-      return "absent";
-    case State::unsupported:
-      return "unsupported";
-    case State::error:
-      return "error";
+    case State::ready: return "ready";
+    case State::absent: return "absent";
+    case State::unsupported: return "unsupported";
+    case State::error: return "error";
   }
   return "?";
 }
@@ -106,15 +96,11 @@ class MemfdSource final : public MemorySource {
   SourceKind kind() const override { return huge_ ? SourceKind::hugepage : SourceKind::host; }
   bool is_device_memory() const override { return false; }
   std::string description() const override {
-    return std::string(huge_ ? "host memory in huge pages of " : "host memory in pages of ") +
-           describe_bytes(page_) + ", " + describe_bytes(size_);
+    return std::string(huge_ ? "host memory in huge pages of " : "host memory in pages of ") + describe_bytes(page_) + ", " +
+           describe_bytes(size_);
   }
-  void write(size_t off, const uint8_t* src, size_t len) override {
-    std::memcpy(static_cast<uint8_t*>(address_) + off, src, len);
-  }
-  void read(size_t off, uint8_t* dst, size_t len) override {
-    std::memcpy(dst, static_cast<const uint8_t*>(address_) + off, len);
-  }
+  void write(size_t off, const uint8_t* src, size_t len) override { std::memcpy(static_cast<uint8_t*>(address_) + off, src, len); }
+  void read(size_t off, uint8_t* dst, size_t len) override { std::memcpy(dst, static_cast<const uint8_t*>(address_) + off, len); }
 
   // Returns an empty string on success, the reason otherwise.
   std::string allocate(size_t size, const std::string& udmabuf_path) {
@@ -123,8 +109,7 @@ class MemfdSource final : public MemorySource {
     if (huge_) flags |= MFD_HUGETLB;
     memfd_ = ::memfd_create("gdrpeer-verify", flags);
     if (memfd_ < 0) return "memfd_create: " + errno_text(errno);
-    if (::ftruncate(memfd_, static_cast<off_t>(size_)) != 0)
-      return "ftruncate " + std::to_string(size_) + ": " + errno_text(errno);
+    if (::ftruncate(memfd_, static_cast<off_t>(size_)) != 0) return "ftruncate " + std::to_string(size_) + ": " + errno_text(errno);
     // MAP_POPULATE: fault every page in now, so a shortage shows here and not
     // later as SIGBUS in the middle of a transfer.
     void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, memfd_, 0);
@@ -141,9 +126,9 @@ class MemfdSource final : public MemorySource {
     const int dev = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
     if (dev < 0) {
       const int err = errno;
-      dmabuf_problem_ = err == ENOENT ? "host memory has no dma-buf exporter on this node (" +
-                                            path + " is absent: kernel without CONFIG_UDMABUF)"
-                                      : "open " + path + ": " + errno_text(err);
+      dmabuf_problem_ = err == ENOENT
+                            ? "host memory has no dma-buf exporter on this node (" + path + " is absent: kernel without CONFIG_UDMABUF)"
+                            : "open " + path + ": " + errno_text(err);
       return;
     }
     // udmabuf requires that the memfd can no longer shrink.
@@ -214,8 +199,8 @@ SourceSetup prepare_host(SourceKind kind, const SourceOptions& opt) {
     const uint64_t need = (opt.size + page - 1) / page;
     if (need > h.free) {
       s.state = State::error;
-      s.reason = "needs " + std::to_string(need) + " huge pages of " + describe_bytes(page) +
-                 ", only " + std::to_string(h.free) + " of " + std::to_string(h.total) + " free";
+      s.reason = "needs " + std::to_string(need) + " huge pages of " + describe_bytes(page) + ", only " + std::to_string(h.free) + " of " +
+                 std::to_string(h.total) + " free";
       return s;
     }
   }
@@ -238,12 +223,8 @@ class GdrpeerSource final : public MemorySource {
   SourceKind kind() const override { return SourceKind::gdrpeer; }
   bool is_device_memory() const override { return true; }
   std::string description() const override { return description_; }
-  void write(size_t off, const uint8_t* src, size_t len) override {
-    std::memcpy(static_cast<uint8_t*>(address_) + off, src, len);
-  }
-  void read(size_t off, uint8_t* dst, size_t len) override {
-    std::memcpy(dst, static_cast<const uint8_t*>(address_) + off, len);
-  }
+  void write(size_t off, const uint8_t* src, size_t len) override { std::memcpy(static_cast<uint8_t*>(address_) + off, src, len); }
+  void read(size_t off, uint8_t* dst, size_t len) override { std::memcpy(dst, static_cast<const uint8_t*>(address_) + off, len); }
   ~GdrpeerSource() override = default;
 
   std::optional<Device> device;
@@ -293,14 +274,12 @@ SourceSetup prepare_gdrpeer(const SourceOptions& opt) {
       s.reason = "gdrpeer is loaded but has no device bound (insmod gdrpeer.ko pcibar=BDF)";
     } else {
       s.state = State::error;
-      s.reason = "no gdrpeer device " + std::to_string(opt.gdrpeer_device) + " (there are " +
-                 std::to_string(devices.size()) + ")";
+      s.reason = "no gdrpeer device " + std::to_string(opt.gdrpeer_device) + " (there are " + std::to_string(devices.size()) + ")";
     }
     return s;
   }
-  s.facts.emplace_back("device", std::to_string(info->index) + ": " + info->provider_name() +
-                                     " " + info->bdf() + " BAR" + std::to_string(info->bar) +
-                                     ", " + describe_bytes(info->bar_size) + ", " +
+  s.facts.emplace_back("device", std::to_string(info->index) + ": " + info->provider_name() + " " + info->bdf() + " BAR" +
+                                     std::to_string(info->bar) + ", " + describe_bytes(info->bar_size) + ", " +
                                      describe_bytes(info->free_bytes) + " free");
   try {
     src->buffer = dev.alloc(info->index, opt.size);
@@ -312,14 +291,12 @@ SourceSetup prepare_gdrpeer(const SourceOptions& opt) {
   }
   try {
     src->exported = src->buffer.export_dmabuf();
-    s.facts.emplace_back("dma-buf", "fd " + std::to_string(src->exported.fd()) + ", exporter " +
-                                        dmabuf_exporter(src->exported.fd()));
+    s.facts.emplace_back("dma-buf", "fd " + std::to_string(src->exported.fd()) + ", exporter " + dmabuf_exporter(src->exported.fd()));
   } catch (const Error& e) {
     src->export_problem = e.what();
   }
   s.facts.emplace_back("bar offset", hex(src->buffer.bar_offset()));
-  src->description_ = "gdrpeer device memory, " + info->provider_name() + " " + info->bdf() +
-                      " BAR" + std::to_string(info->bar) + ", " +
+  src->description_ = "gdrpeer device memory, " + info->provider_name() + " " + info->bdf() + " BAR" + std::to_string(info->bar) + ", " +
                       describe_bytes(src->buffer.size());
   src->finish();
   s.state = State::ready;
@@ -347,16 +324,11 @@ class CudaSource final : public MemorySource {
   SourceKind kind() const override { return vmm_ ? SourceKind::cuda_vmm : SourceKind::cuda; }
   bool is_device_memory() const override { return true; }
   std::string description() const override {
-    return std::string(vmm_ ? "CUDA VMM memory (cuMemCreate + cuMemMap) on " :
-                              "CUDA memory (cuMemAlloc) on ") +
-           gpu_name_ + ", " + describe_bytes(size_);
+    return std::string(vmm_ ? "CUDA VMM memory (cuMemCreate + cuMemMap) on " : "CUDA memory (cuMemAlloc) on ") + gpu_name_ + ", " +
+           describe_bytes(size_);
   }
-  void write(size_t off, const uint8_t* src, size_t len) override {
-    check(api_->cuMemcpyHtoD(ptr_ + off, src, len), "cuMemcpyHtoD");
-  }
-  void read(size_t off, uint8_t* dst, size_t len) override {
-    check(api_->cuMemcpyDtoH(dst, ptr_ + off, len), "cuMemcpyDtoH");
-  }
+  void write(size_t off, const uint8_t* src, size_t len) override { check(api_->cuMemcpyHtoD(ptr_ + off, src, len), "cuMemcpyHtoD"); }
+  void read(size_t off, uint8_t* dst, size_t len) override { check(api_->cuMemcpyDtoH(dst, ptr_ + off, len), "cuMemcpyDtoH"); }
   void after_remote_write() override {
     if (api_->cuFlushGPUDirectRDMAWrites != nullptr)
       api_->cuFlushGPUDirectRDMAWrites(cuda::CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX,
@@ -365,14 +337,11 @@ class CudaSource final : public MemorySource {
 
   // Returns "" or why it failed; fills facts as it learns them.
   std::string setup(const SourceOptions& opt, Facts& facts, State& fail_state) {
-    auto fail = [&](cuda::CUresult r, const std::string& what) {
-      return what + " failed: " + api_->error_text(r);
-    };
+    auto fail = [&](cuda::CUresult r, const std::string& what) { return what + " failed: " + api_->error_text(r); };
     fail_state = State::error;
     int version = 0;
     api_->cuDriverGetVersion(&version);
-    facts.emplace_back("CUDA driver API", std::to_string(version / 1000) + "." +
-                                              std::to_string(version % 1000 / 10));
+    facts.emplace_back("CUDA driver API", std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10));
     if (auto r = api_->cuInit(0); r != cuda::CUDA_SUCCESS) {
       if (r == 100) fail_state = State::absent;  // CUDA_ERROR_NO_DEVICE
       return fail(r, "cuInit");
@@ -380,10 +349,8 @@ class CudaSource final : public MemorySource {
     int count = 0;
     api_->cuDeviceGetCount(&count);
     if (opt.cuda_device < 0 || opt.cuda_device >= count)
-      return "no CUDA device " + std::to_string(opt.cuda_device) + " (this node has " +
-             std::to_string(count) + ")";
-    if (auto r = api_->cuDeviceGet(&dev_, opt.cuda_device); r != cuda::CUDA_SUCCESS)
-      return fail(r, "cuDeviceGet");
+      return "no CUDA device " + std::to_string(opt.cuda_device) + " (this node has " + std::to_string(count) + ")";
+    if (auto r = api_->cuDeviceGet(&dev_, opt.cuda_device); r != cuda::CUDA_SUCCESS) return fail(r, "cuDeviceGet");
     char name[256] = {};
     api_->cuDeviceGetName(name, sizeof name - 1, dev_);
     gpu_name_ = name;
@@ -394,8 +361,7 @@ class CudaSource final : public MemorySource {
     };
     char bdf[32];
     std::snprintf(bdf, sizeof bdf, "%04x:%02x:%02x.0", attr(cuda::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID),
-                  attr(cuda::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID),
-                  attr(cuda::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID));
+                  attr(cuda::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID), attr(cuda::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID));
     facts.emplace_back("gpu", std::to_string(opt.cuda_device) + ": " + gpu_name_ + " at " + bdf);
     const int gdr = attr(cuda::CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED);
     const int dmabuf_ok = attr(cuda::CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED);
@@ -405,8 +371,7 @@ class CudaSource final : public MemorySource {
     facts.emplace_back("DMA_BUF_SUPPORTED", std::to_string(dmabuf_ok));
     facts.emplace_back("GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS",
                        std::to_string(attr(cuda::CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS)));
-    facts.emplace_back("GPU_DIRECT_RDMA_WRITES_ORDERING",
-                       std::to_string(attr(cuda::CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING)));
+    facts.emplace_back("GPU_DIRECT_RDMA_WRITES_ORDERING", std::to_string(attr(cuda::CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING)));
     if (vmm_) {
       facts.emplace_back("VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED", std::to_string(vmm_ok));
       facts.emplace_back("GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED", std::to_string(vmm_gdr));
@@ -419,16 +384,14 @@ class CudaSource final : public MemorySource {
       ctx_ = nullptr;
       return fail(r, "cuDevicePrimaryCtxRetain");
     }
-    if (auto r = api_->cuCtxSetCurrent(ctx_); r != cuda::CUDA_SUCCESS)
-      return fail(r, "cuCtxSetCurrent");
+    if (auto r = api_->cuCtxSetCurrent(ctx_); r != cuda::CUDA_SUCCESS) return fail(r, "cuCtxSetCurrent");
     size_t free_b = 0, total_b = 0;
     api_->cuMemGetInfo(&free_b, &total_b);
     facts.emplace_back("GPU memory", describe_bytes(free_b) + " free of " + describe_bytes(total_b));
     // dma-buf export needs host-page-aligned ranges; 64 KiB also matches the
     // GPU's BAR1 mapping granularity used by peer-memory clients.
     size_ = (opt.size + 0xffff) & ~size_t{0xffff};
-    const std::string asked = "allocate " + describe_bytes(size_) + " on GPU " +
-                              std::to_string(opt.cuda_device);
+    const std::string asked = "allocate " + describe_bytes(size_) + " on GPU " + std::to_string(opt.cuda_device);
     if (size_ > total_b) {
       return asked + ": the GPU has only " + describe_bytes(total_b);
     }
@@ -439,26 +402,20 @@ class CudaSource final : public MemorySource {
       prop.location = {cuda::CU_MEM_LOCATION_TYPE_DEVICE, dev_};
       prop.allocFlags.gpuDirectRDMACapable = vmm_gdr == 1 ? 1 : 0;
       size_t gran = 0;
-      if (auto r = api_->cuMemGetAllocationGranularity(&gran, &prop,
-                                                       cuda::CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
-          r != cuda::CUDA_SUCCESS)
+      if (auto r = api_->cuMemGetAllocationGranularity(&gran, &prop, cuda::CU_MEM_ALLOC_GRANULARITY_RECOMMENDED); r != cuda::CUDA_SUCCESS)
         return fail(r, "cuMemGetAllocationGranularity");
       size_ = (size_ + gran - 1) / gran * gran;
-      if (auto r = api_->cuMemCreate(&handle_, size_, &prop, 0); r != cuda::CUDA_SUCCESS)
-        return fail(r, "cuMemCreate (" + asked + ")");
+      if (auto r = api_->cuMemCreate(&handle_, size_, &prop, 0); r != cuda::CUDA_SUCCESS) return fail(r, "cuMemCreate (" + asked + ")");
       if (auto r = api_->cuMemAddressReserve(&ptr_, size_, gran, 0, 0); r != cuda::CUDA_SUCCESS) {
         ptr_ = 0;
         return fail(r, "cuMemAddressReserve");
       }
-      if (auto r = api_->cuMemMap(ptr_, size_, 0, handle_, 0); r != cuda::CUDA_SUCCESS)
-        return fail(r, "cuMemMap");
+      if (auto r = api_->cuMemMap(ptr_, size_, 0, handle_, 0); r != cuda::CUDA_SUCCESS) return fail(r, "cuMemMap");
       mapped_ = true;
-      cuda::CUmemAccessDesc access{{cuda::CU_MEM_LOCATION_TYPE_DEVICE, dev_},
-                                   cuda::CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
-      if (auto r = api_->cuMemSetAccess(ptr_, size_, &access, 1); r != cuda::CUDA_SUCCESS)
-        return fail(r, "cuMemSetAccess");
-      facts.emplace_back("allocation", "cuMemCreate " + describe_bytes(size_) + " (granularity " +
-                                           describe_bytes(gran) + "), mapped at " + hex(ptr_));
+      cuda::CUmemAccessDesc access{{cuda::CU_MEM_LOCATION_TYPE_DEVICE, dev_}, cuda::CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+      if (auto r = api_->cuMemSetAccess(ptr_, size_, &access, 1); r != cuda::CUDA_SUCCESS) return fail(r, "cuMemSetAccess");
+      facts.emplace_back("allocation",
+                         "cuMemCreate " + describe_bytes(size_) + " (granularity " + describe_bytes(gran) + "), mapped at " + hex(ptr_));
     } else {
       if (auto r = api_->cuMemAlloc(&ptr_, size_); r != cuda::CUDA_SUCCESS) {
         ptr_ = 0;
@@ -473,8 +430,7 @@ class CudaSource final : public MemorySource {
 
     // The dma-buf path.
     if (dmabuf_ok != 1) {
-      dmabuf_problem_ = gpu_name_ + " reports CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED = " +
-                        std::to_string(dmabuf_ok) +
+      dmabuf_problem_ = gpu_name_ + " reports CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED = " + std::to_string(dmabuf_ok) +
                         " (dma-buf export needs NVIDIA's open kernel modules and CUDA 11.7+)";
     } else if (api_->cuMemGetHandleForAddressRange == nullptr) {
       dmabuf_problem_ = "this libcuda has no cuMemGetHandleForAddressRange (CUDA < 11.7)";
@@ -501,8 +457,7 @@ class CudaSource final : public MemorySource {
 
  private:
   void check(cuda::CUresult r, const char* what) const {
-    if (r != cuda::CUDA_SUCCESS)
-      throw std::runtime_error(std::string(what) + " failed: " + api_->error_text(r));
+    if (r != cuda::CUDA_SUCCESS) throw std::runtime_error(std::string(what) + " failed: " + api_->error_text(r));
   }
   const cuda::Api* api_;
   bool vmm_;
@@ -542,16 +497,10 @@ SourceSetup prepare_source(SourceKind kind, const SourceOptions& opt) {
   SourceSetup s;
   switch (kind) {
     case SourceKind::host:
-    case SourceKind::hugepage:
-      s = prepare_host(kind, opt);
-      break;
-    case SourceKind::gdrpeer:
-      s = prepare_gdrpeer(opt);
-      break;
+    case SourceKind::hugepage: s = prepare_host(kind, opt); break;
+    case SourceKind::gdrpeer: s = prepare_gdrpeer(opt); break;
     case SourceKind::cuda:
-    case SourceKind::cuda_vmm:
-      s = prepare_cuda(kind, opt);
-      break;
+    case SourceKind::cuda_vmm: s = prepare_cuda(kind, opt); break;
   }
   // Facts the source learnt while allocating come after those of the setup.
   if (s.source)

@@ -17,14 +17,10 @@ namespace fs = std::filesystem;
 
 std::string gid_type_name(GidType t) {
   switch (t) {
-    case GidType::ib:
-      return "IB";
-    case GidType::roce_v1:
-      return "RoCE v1";
-    case GidType::roce_v2:
-      return "RoCE v2";
-    case GidType::unknown:
-      return "unknown";
+    case GidType::ib: return "IB";
+    case GidType::roce_v1: return "RoCE v1";
+    case GidType::roce_v2: return "RoCE v2";
+    case GidType::unknown: return "unknown";
   }
   return "unknown";
 }
@@ -49,8 +45,7 @@ std::string format_gid(const RawGid& g) {
   return buf;
 }
 
-std::optional<GidEntry> select_gid(bool ethernet, const std::vector<GidEntry>& gids,
-                                   std::string* why) {
+std::optional<GidEntry> select_gid(bool ethernet, const std::vector<GidEntry>& gids, std::string* why) {
   if (!ethernet) {
     for (const auto& g : gids)
       if (g.index == 0 && !gid_is_zero(g.raw)) return g;
@@ -63,10 +58,14 @@ std::optional<GidEntry> select_gid(bool ethernet, const std::vector<GidEntry>& g
     if (gid_is_zero(g.raw)) continue;
     if (g.type == GidType::ib) continue;  // not usable on an Ethernet port
     int score = 0;
-    if (g.type == GidType::roce_v2) score += 100;
-    else if (g.type == GidType::unknown) score += 50;  // old kernels do not say
-    if (gid_is_ipv4_mapped(g.raw)) score += 20;
-    else if (!gid_is_link_local(g.raw)) score += 10;
+    if (g.type == GidType::roce_v2)
+      score += 100;
+    else if (g.type == GidType::unknown)
+      score += 50;  // old kernels do not say
+    if (gid_is_ipv4_mapped(g.raw))
+      score += 20;
+    else if (!gid_is_link_local(g.raw))
+      score += 10;
     if (score > best_score) {  // strict: the lowest index wins a tie
       best = &g;
       best_score = score;
@@ -74,8 +73,9 @@ std::optional<GidEntry> select_gid(bool ethernet, const std::vector<GidEntry>& g
   }
   if (best == nullptr) {
     if (why != nullptr)
-      *why = "the port has no usable RoCE GID (its interface has no IPv6 link-local or "
-             "IP address; bring the interface up)";
+      *why =
+          "the port has no usable RoCE GID (its interface has no IPv6 link-local or "
+          "IP address; bring the interface up)";
     return std::nullopt;
   }
   return *best;
@@ -118,33 +118,24 @@ namespace {
 
 std::string port_state_name(int s) {
   switch (s) {
-    case IBV_PORT_NOP:
-      return "NOP";
-    case IBV_PORT_DOWN:
-      return "DOWN";
-    case IBV_PORT_INIT:
-      return "INIT";
-    case IBV_PORT_ARMED:
-      return "ARMED";
-    case IBV_PORT_ACTIVE:
-      return "ACTIVE";
-    case IBV_PORT_ACTIVE_DEFER:
-      return "ACTIVE_DEFER";
-    default:
-      return "state " + std::to_string(s);
+    case IBV_PORT_NOP: return "NOP";
+    case IBV_PORT_DOWN: return "DOWN";
+    case IBV_PORT_INIT: return "INIT";
+    case IBV_PORT_ARMED: return "ARMED";
+    case IBV_PORT_ACTIVE: return "ACTIVE";
+    case IBV_PORT_ACTIVE_DEFER: return "ACTIVE_DEFER";
+    default: return "state " + std::to_string(s);
   }
 }
 
 GidType sysfs_gid_type(const std::string& dev, int port, int index) {
-  const auto t = read_line("/sys/class/infiniband/" + dev + "/ports/" + std::to_string(port) +
-                           "/gid_attrs/types/" + std::to_string(index));
+  const auto t = read_line("/sys/class/infiniband/" + dev + "/ports/" + std::to_string(port) + "/gid_attrs/types/" + std::to_string(index));
   if (t == "RoCE v2") return GidType::roce_v2;
   if (t == "IB/RoCE v1") return GidType::roce_v1;
   return GidType::unknown;
 }
 
-void read_gids(const verbs::Api& api, ibv_context* ctx, const std::string& dev,
-               const ibv_port_attr& pa, PortInfo& port) {
+void read_gids(const verbs::Api& api, ibv_context* ctx, const std::string& dev, const ibv_port_attr& pa, PortInfo& port) {
   for (int i = 0; i < pa.gid_tbl_len && i < 256; ++i) {
     GidEntry e;
     e.index = static_cast<uint32_t>(i);
@@ -153,8 +144,7 @@ void read_gids(const verbs::Api& api, ibv_context* ctx, const std::string& dev,
       if (api.query_gid_ex(ctx, port.port, e.index, &ge, 0, sizeof ge) != 0) continue;  // empty
       std::memcpy(e.raw.data(), ge.gid.raw, 16);
       e.type = ge.gid_type == IBV_GID_TYPE_ROCE_V2   ? GidType::roce_v2
-               : ge.gid_type == IBV_GID_TYPE_ROCE_V1 ? (port.ethernet ? GidType::roce_v1
-                                                                      : GidType::ib)
+               : ge.gid_type == IBV_GID_TYPE_ROCE_V1 ? (port.ethernet ? GidType::roce_v1 : GidType::ib)
                                                      : GidType::ib;
     } else {
       ibv_gid g{};
@@ -183,11 +173,9 @@ RdmaInventory enumerate_rdma() {
   if (list == nullptr) {
     const int err = errno;
     // libibverbs answers ENOSYS when the kernel offers no RDMA userspace access at all.
-    inv.stack_problem =
-        err == ENOSYS
-            ? "ibv_get_device_list: ENOSYS: the kernel has no RDMA device for userspace "
-              "(no /sys/class/infiniband_verbs: no RDMA NIC, or ib_uverbs not loaded)"
-            : std::string("ibv_get_device_list failed: ") + std::strerror(err);
+    inv.stack_problem = err == ENOSYS ? "ibv_get_device_list: ENOSYS: the kernel has no RDMA device for userspace "
+                                        "(no /sys/class/infiniband_verbs: no RDMA NIC, or ib_uverbs not loaded)"
+                                      : std::string("ibv_get_device_list failed: ") + std::strerror(err);
     return inv;
   }
   for (int i = 0; i < n; ++i) {
@@ -195,8 +183,7 @@ RdmaInventory enumerate_rdma() {
     d.name = api->get_device_name(list[i]);
     std::error_code ec;
     const fs::path sys = "/sys/class/infiniband/" + d.name;
-    if (fs::exists(sys / "device" / "driver", ec))
-      d.kernel_driver = fs::read_symlink(sys / "device" / "driver", ec).filename().string();
+    if (fs::exists(sys / "device" / "driver", ec)) d.kernel_driver = fs::read_symlink(sys / "device" / "driver", ec).filename().string();
     ibv_context* ctx = api->open_device(list[i]);
     if (ctx == nullptr) {
       d.problem = "ibv_open_device failed: " + std::string(std::strerror(errno));
@@ -214,11 +201,9 @@ RdmaInventory enumerate_rdma() {
       d.max_qp_init_rd_atom = da.max_qp_init_rd_atom;
       d.atomic_cap = da.atomic_cap;
       // rdma_rxe reports vendor 0xffffff, siw 0x626d74 ("bmt"); neither has a PCI parent.
-      d.software = da.vendor_id == 0xffffff || da.vendor_id == 0x626d74 ||
-                   d.name.rfind("rxe", 0) == 0 || d.name.rfind("siw", 0) == 0;
+      d.software = da.vendor_id == 0xffffff || da.vendor_id == 0x626d74 || d.name.rfind("rxe", 0) == 0 || d.name.rfind("siw", 0) == 0;
       if (d.kernel_driver.empty() && d.software)
-        d.kernel_driver = da.vendor_id == 0x626d74 || d.name.rfind("siw", 0) == 0 ? "siw"
-                                                                                  : "rdma_rxe";
+        d.kernel_driver = da.vendor_id == 0x626d74 || d.name.rfind("siw", 0) == 0 ? "siw" : "rdma_rxe";
       for (uint8_t p = 1; p <= da.phys_port_cnt; ++p) {
         PortInfo port;
         port.port = p;

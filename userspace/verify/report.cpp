@@ -11,24 +11,17 @@ namespace {
 
 const char* mtu_name(int mtu) {
   switch (mtu) {
-    case 1:
-      return "256";
-    case 2:
-      return "512";
-    case 3:
-      return "1024";
-    case 4:
-      return "2048";
-    case 5:
-      return "4096";
-    default:
-      return "?";
+    case 1: return "256";
+    case 2: return "512";
+    case 3: return "1024";
+    case 4: return "2048";
+    case 5: return "4096";
+    default: return "?";
   }
 }
 
 std::string gid_words(const GidEntry& g) {
-  std::string s = "GID " + std::to_string(g.index) + " " + format_gid(g.raw) + " (" +
-                  gid_type_name(g.type);
+  std::string s = "GID " + std::to_string(g.index) + " " + format_gid(g.raw) + " (" + gid_type_name(g.type);
   if (gid_is_link_local(g.raw)) s += ", link-local";
   if (gid_is_ipv4_mapped(g.raw)) s += ", IPv4";
   return s + ")";
@@ -36,9 +29,7 @@ std::string gid_words(const GidEntry& g) {
 
 }  // namespace
 
-std::string pad(const std::string& s, size_t w) {
-  return s.size() >= w ? s + " " : s + std::string(w - s.size(), ' ');
-}
+std::string pad(const std::string& s, size_t w) { return s.size() >= w ? s + " " : s + std::string(w - s.size(), ' '); }
 
 std::string fixed(double v, int prec) {
   char b[64];
@@ -66,26 +57,22 @@ nlohmann::ordered_json source_json(const SourceReport& s) {
 }
 
 void print_table(const VerifyReport& rep, std::ostream& out) {
-  out << "gdrpeer verify: " << describe_bytes(rep.size) << " per transfer, pattern seed "
-      << rep.seed << "\n\n";
+  out << "gdrpeer verify: " << describe_bytes(rep.size) << " per transfer, pattern seed " << rep.seed << "\n\n";
 
   out << "RDMA devices\n";
   if (!rep.rdma.stack_loaded) {
     out << "  none: " << rep.rdma.stack_problem << "\n";
   } else if (rep.rdma.devices.empty()) {
-    out << "  none: "
-        << (rep.rdma.stack_problem.empty() ? "libibverbs found no RDMA device"
-                                           : rep.rdma.stack_problem)
-        << "\n";
+    out << "  none: " << (rep.rdma.stack_problem.empty() ? "libibverbs found no RDMA device" : rep.rdma.stack_problem) << "\n";
   }
   for (const auto& d : rep.rdma.devices) {
-    out << "  " << d.name << " (" << (d.kernel_driver.empty() ? "driver unknown" : d.kernel_driver)
-        << (d.software ? ", software RDMA" : "") << ")";
+    out << "  " << d.name << " (" << (d.kernel_driver.empty() ? "driver unknown" : d.kernel_driver) << (d.software ? ", software RDMA" : "")
+        << ")";
     if (!d.problem.empty()) out << ": " << d.problem;
     out << "\n";
     for (const auto& p : d.ports) {
-      out << "    port " << int(p.port) << ": " << p.state_name << ", "
-          << (p.ethernet ? "Ethernet (RoCE)" : "InfiniBand") << ", MTU " << mtu_name(p.active_mtu);
+      out << "    port " << int(p.port) << ": " << p.state_name << ", " << (p.ethernet ? "Ethernet (RoCE)" : "InfiniBand") << ", MTU "
+          << mtu_name(p.active_mtu);
       if (!p.ethernet) out << ", LID " << p.lid;
       if (p.gid)
         out << ", " << gid_words(*p.gid);
@@ -103,18 +90,13 @@ void print_table(const VerifyReport& rep, std::ostream& out) {
     out << "  (none)\n";
   } else {
     size_t wdev = 8;
-    for (const auto& r : rep.results)
-      wdev = std::max(wdev, r.device.size() + 2 + std::to_string(r.port).size());
-    out << "  " << pad("SOURCE", 10) << pad("DEVICE", wdev + 1) << pad("METHOD", 19)
-        << pad("RESULT", 13) << "REASON\n";
+    for (const auto& r : rep.results) wdev = std::max(wdev, r.device.size() + 2 + std::to_string(r.port).size());
+    out << "  " << pad("SOURCE", 10) << pad("DEVICE", wdev + 1) << pad("METHOD", 19) << pad("RESULT", 13) << "REASON\n";
     for (const auto& r : rep.results) {
-      out << "  " << pad(r.source, 10) << pad(r.device + ":" + std::to_string(r.port), wdev + 1)
-          << pad(method_name(r.method), 19) << pad(outcome_name(r.outcome), 13) << r.reason
-          << "\n";
+      out << "  " << pad(r.source, 10) << pad(r.device + ":" + std::to_string(r.port), wdev + 1) << pad(method_name(r.method), 19)
+          << pad(outcome_name(r.outcome), 13) << r.reason << "\n";
       if (r.outcome == Outcome::fail)
-        for (const auto& t : r.transfers)
-          out << "  " << std::string(10 + wdev + 1 + 19 + 13, ' ') << t.op << ": " << t.detail
-              << "\n";
+        for (const auto& t : r.transfers) out << "  " << std::string(10 + wdev + 1 + 19 + 13, ' ') << t.op << ": " << t.detail << "\n";
     }
   }
 
@@ -122,13 +104,12 @@ void print_table(const VerifyReport& rep, std::ostream& out) {
   for (const auto& r : rep.results) any_bench = any_bench || !r.bench.empty();
   if (any_bench) {
     out << "\nBenchmark (WRITE latency: one in flight; bandwidth: 16 WRITEs or up to 16 READs in flight)\n";
-    out << "  " << pad("SOURCE", 10) << pad("DEVICE", 10) << pad("METHOD", 19) << pad("SIZE", 10)
-        << pad("WRITE-LAT(us)", 14) << pad("WRITE(GB/s)", 12) << "READ(GB/s)\n";
+    out << "  " << pad("SOURCE", 10) << pad("DEVICE", 10) << pad("METHOD", 19) << pad("SIZE", 10) << pad("WRITE-LAT(us)", 14)
+        << pad("WRITE(GB/s)", 12) << "READ(GB/s)\n";
     for (const auto& r : rep.results)
       for (const auto& b : r.bench)
-        out << "  " << pad(r.source, 10) << pad(r.device + ":" + std::to_string(r.port), 10)
-            << pad(method_name(r.method), 19) << pad(std::to_string(b.size), 10)
-            << pad(fixed(b.write_latency_us, 2), 14) << pad(fixed(b.write_gbps, 3), 12)
+        out << "  " << pad(r.source, 10) << pad(r.device + ":" + std::to_string(r.port), 10) << pad(method_name(r.method), 19)
+            << pad(std::to_string(b.size), 10) << pad(fixed(b.write_latency_us, 2), 14) << pad(fixed(b.write_gbps, 3), 12)
             << fixed(b.read_gbps, 3) << "\n";
   }
 
@@ -147,12 +128,8 @@ nlohmann::ordered_json to_json(const VerifyReport& rep) {
   if (!rep.rdma.stack_problem.empty()) rdma["stack_problem"] = rep.rdma.stack_problem;
   rdma["devices"] = json::array();
   for (const auto& d : rep.rdma.devices) {
-    json jd{{"name", d.name},
-            {"kernel_driver", d.kernel_driver},
-            {"software", d.software},
-            {"vendor_id", d.vendor_id},
-            {"vendor_part_id", d.vendor_part_id},
-            {"max_mr_size", d.max_mr_size}};
+    json jd{{"name", d.name},           {"kernel_driver", d.kernel_driver},   {"software", d.software},
+            {"vendor_id", d.vendor_id}, {"vendor_part_id", d.vendor_part_id}, {"max_mr_size", d.max_mr_size}};
     if (!d.problem.empty()) jd["problem"] = d.problem;
     jd["ports"] = json::array();
     for (const auto& p : d.ports) {
@@ -163,10 +140,8 @@ nlohmann::ordered_json to_json(const VerifyReport& rep) {
               {"active_mtu", mtu_name(p.active_mtu)}};
       jp["gids"] = json::array();
       for (const auto& g : p.gids)
-        jp["gids"].push_back({{"index", g.index},
-                              {"gid", format_gid(g.raw)},
-                              {"type", gid_type_name(g.type)},
-                              {"link_local", gid_is_link_local(g.raw)}});
+        jp["gids"].push_back(
+            {{"index", g.index}, {"gid", format_gid(g.raw)}, {"type", gid_type_name(g.type)}, {"link_local", gid_is_link_local(g.raw)}});
       if (p.gid)
         jp["selected_gid"] = p.gid->index;
       else
@@ -188,12 +163,14 @@ nlohmann::ordered_json to_json(const VerifyReport& rep) {
 
   j["results"] = json::array();
   for (const auto& r : rep.results) {
-    json jr{{"source", r.source},         {"device", r.device},
-            {"port", r.port},             {"method", method_name(r.method)},
-            {"result", outcome_name(r.outcome)}, {"reason", r.reason}};
+    json jr{{"source", r.source},
+            {"device", r.device},
+            {"port", r.port},
+            {"method", method_name(r.method)},
+            {"result", outcome_name(r.outcome)},
+            {"reason", r.reason}};
     jr["transfers"] = json::array();
-    for (const auto& t : r.transfers)
-      jr["transfers"].push_back({{"op", t.op}, {"bytes", t.bytes}, {"ok", t.ok}, {"detail", t.detail}});
+    for (const auto& t : r.transfers) jr["transfers"].push_back({{"op", t.op}, {"bytes", t.bytes}, {"ok", t.ok}, {"detail", t.detail}});
     if (!r.bench.empty() || !r.bench_problem.empty()) {
       jr["bench"] = json::array();
       for (const auto& b : r.bench)

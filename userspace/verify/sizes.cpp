@@ -22,12 +22,18 @@ std::optional<uint64_t> parse_size(const std::string& text, std::string* why) {
   std::string suffix = text.substr(i);
   for (auto& c : suffix) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   int shift = 0;
-  if (suffix.empty() || suffix == "B") shift = 0;
-  else if (suffix == "K" || suffix == "KB" || suffix == "KIB") shift = 10;
-  else if (suffix == "M" || suffix == "MB" || suffix == "MIB") shift = 20;
-  else if (suffix == "G" || suffix == "GB" || suffix == "GIB") shift = 30;
-  else if (suffix == "T" || suffix == "TB" || suffix == "TIB") shift = 40;
-  else return bad("has an unknown unit '" + text.substr(i) + "' (use K, M, G or T)");
+  if (suffix.empty() || suffix == "B")
+    shift = 0;
+  else if (suffix == "K" || suffix == "KB" || suffix == "KIB")
+    shift = 10;
+  else if (suffix == "M" || suffix == "MB" || suffix == "MIB")
+    shift = 20;
+  else if (suffix == "G" || suffix == "GB" || suffix == "GIB")
+    shift = 30;
+  else if (suffix == "T" || suffix == "TB" || suffix == "TIB")
+    shift = 40;
+  else
+    return bad("has an unknown unit '" + text.substr(i) + "' (use K, M, G or T)");
   if (shift != 0 && v > (UINT64_MAX >> shift)) return bad("is too large");
   return v << shift;
 }
@@ -37,8 +43,7 @@ std::optional<std::vector<uint64_t>> parse_size_list(const std::string& text, st
   size_t start = 0;
   while (start <= text.size()) {
     const size_t comma = text.find(',', start);
-    const std::string item =
-        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     auto v = parse_size(item, why);
     if (!v) return std::nullopt;
     out.push_back(*v);

@@ -86,12 +86,9 @@ TEST(LibArgs, RangeProblems) {
   EXPECT_FALSE(range_problem(0, 4096, 8192, 4096));
   EXPECT_FALSE(range_problem(4096, 4096, 8192, 4096));
   EXPECT_EQ(*range_problem(0, 0, 8192, 4096), "length is 0");
-  EXPECT_NE(range_problem(1, 4096, 8192, 4096)->find("offset 1 is not a multiple"),
-            std::string::npos);
-  EXPECT_NE(range_problem(0, 100, 8192, 4096)->find("length 100 is not a multiple"),
-            std::string::npos);
-  EXPECT_NE(range_problem(4096, 8192, 8192, 4096)->find("beyond the 8192-byte buffer"),
-            std::string::npos);
+  EXPECT_NE(range_problem(1, 4096, 8192, 4096)->find("offset 1 is not a multiple"), std::string::npos);
+  EXPECT_NE(range_problem(0, 100, 8192, 4096)->find("length 100 is not a multiple"), std::string::npos);
+  EXPECT_NE(range_problem(4096, 8192, 8192, 4096)->find("beyond the 8192-byte buffer"), std::string::npos);
   // offset + length wraps around 64 bits: must still be caught.
   EXPECT_TRUE(range_problem(UINT64_MAX - 4095, 8192, 8192, 4096));
   EXPECT_TRUE(range_problem(8192, 4096, 8192, 4096));

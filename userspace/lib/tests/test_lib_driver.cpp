@@ -23,8 +23,7 @@ namespace {
 class Driver : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (::access(gdrpeer::kDefaultDevicePath, F_OK) != 0)
-      GTEST_SKIP() << "/dev/gdrpeer is absent: load gdrpeer.ko with a bound device";
+    if (::access(gdrpeer::kDefaultDevicePath, F_OK) != 0) GTEST_SKIP() << "/dev/gdrpeer is absent: load gdrpeer.ko with a bound device";
     dev.emplace(Device::open());
     auto devs = dev->list_devices();
     if (devs.empty()) GTEST_SKIP() << "gdrpeer is loaded but no device is bound";
@@ -151,8 +150,7 @@ TEST_F(Driver, AllocErrorsCarryErrnoAndContext) {
   } catch (const Error& e) {
     EXPECT_EQ(e.error_code(), ENODEV);
     EXPECT_EQ(e.request(), "alloc 4096 bytes on device 99");
-    EXPECT_NE(std::string(e.what()).find("there are 1 gdrpeer devices"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("there are 1 gdrpeer devices"), std::string::npos) << e.what();
   }
   try {
     dev->alloc(info.index, info.bar_size * 2);

@@ -22,8 +22,7 @@ size_t ancestors(const Topology& t, int x, int* out) {
 int unit_of(const Topology& t, const RuleData& k, int x) {
   const Device& d = t.devices[x];
   int u = x;
-  if (d.port == PortType::SwitchDownstream && d.parent >= 0 && t.devices[d.parent].port == PortType::SwitchUpstream)
-    u = d.parent;
+  if (d.port == PortType::SwitchDownstream && d.parent >= 0 && t.devices[d.parent].port == PortType::SwitchUpstream) u = d.parent;
   // Flatten two-level switches NCCL treats as one (Broadcom PEX Gen4/Gen5):
   // USP(inner) <- DSP(outer) <- USP(outer), same switch family.
   for (int guard = 0; guard < 8; ++guard) {
@@ -120,9 +119,7 @@ bool is_nvidia(const Device& d) { return d.ids_known ? d.vendor == 0x10de : d.na
 
 }  // namespace
 
-bool nvswitch_on_pci_bus(const Topology& t) {
-  return std::any_of(t.devices.begin(), t.devices.end(), is_nvswitch);
-}
+bool nvswitch_on_pci_bus(const Topology& t) { return std::any_of(t.devices.begin(), t.devices.end(), is_nvswitch); }
 
 NvLinkPath nvlink_between(const Topology& t, int a, int b, bool nvswitch_on_bus) {
   NvLinkPath p;

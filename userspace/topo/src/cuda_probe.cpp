@@ -73,8 +73,7 @@ void parse_cuda_probe_text(const std::string& text, Software& sw) {
     }
     char bdf[32];
     int gdr = -1, dmabuf = -1;
-    if (std::sscanf(line.c_str(), "%31s gdr=%d dmabuf=%d", bdf, &gdr, &dmabuf) == 3)
-      sw.cuda.push_back(Software::CudaGpu{bdf, gdr, dmabuf});
+    if (std::sscanf(line.c_str(), "%31s gdr=%d dmabuf=%d", bdf, &gdr, &dmabuf) == 3) sw.cuda.push_back(Software::CudaGpu{bdf, gdr, dmabuf});
   }
 }
 

@@ -126,8 +126,10 @@ std::string single_top_folder(const std::vector<TarEntry>& entries) {
     const size_t slash = p.find('/');
     std::string_view first = p.substr(0, slash);
     if (first.empty() || first == "sys" || first == "proc") return "";
-    if (top.empty()) top = first;
-    else if (first != top) return "";
+    if (top.empty())
+      top = first;
+    else if (first != top)
+      return "";
     has_sys = has_sys || (slash != std::string_view::npos && p.substr(slash + 1, 4) == "sys/");
   }
   return has_sys ? top : "";
@@ -148,9 +150,12 @@ class TarFs : public InputFs {
       // Register every parent directory so list() sees implied folders.
       for (size_t s = p.find('/', 1); s != std::string::npos; s = p.find('/', s + 1))
         dirs_[p.substr(0, s)].insert(p.substr(s + 1, p.find('/', s + 1) - s - 1));
-      if (e.type == TarEntry::Type::Directory) dirs_[p];
-      else if (e.type == TarEntry::Type::Symlink) links_[p] = e.data;
-      else files_[p] = std::move(e.data);
+      if (e.type == TarEntry::Type::Directory)
+        dirs_[p];
+      else if (e.type == TarEntry::Type::Symlink)
+        links_[p] = e.data;
+      else
+        files_[p] = std::move(e.data);
       size_t slash = p.rfind('/');
       dirs_[slash == 0 ? "/" : p.substr(0, slash)].insert(p.substr(slash + 1));
     }
@@ -257,9 +262,7 @@ InputFile::~InputFile() {
 
 std::unique_ptr<InputFs> make_dir_fs(const std::string& root) { return std::make_unique<DirFs>(root); }
 
-std::unique_ptr<InputFs> make_tar_fs(const std::string& bytes, const std::string& name) {
-  return std::make_unique<TarFs>(bytes, name);
-}
+std::unique_ptr<InputFs> make_tar_fs(const std::string& bytes, const std::string& name) { return std::make_unique<TarFs>(bytes, name); }
 
 std::optional<std::string> RecordingFs::read(const std::string& path, size_t max_bytes) {
   auto r = inner_.read(path, max_bytes);

@@ -1,11 +1,11 @@
 #include "json_data.hpp"
 
+#include <locale.h>  // newlocale, strtod_l (POSIX 2008 / glibc)
+#include <stdlib.h>
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <locale.h>  // newlocale, strtod_l (POSIX 2008 / glibc)
-#include <stdlib.h>
 
 #include "gdrpeer/topo/errors.hpp"
 #include "hex.hpp"
@@ -136,8 +136,10 @@ class Parser {
       while (p_ < s_.size() && s_[p_] >= '0' && s_[p_] <= '9') ++p_;
       if (p_ == d) fail("expected a digit in a number");
     };
-    if (p_ < s_.size() && s_[p_] == '0') ++p_;
-    else digits();
+    if (p_ < s_.size() && s_[p_] == '0')
+      ++p_;
+    else
+      digits();
     if (p_ < s_.size() && s_[p_] == '.') {
       ++p_;
       digits();

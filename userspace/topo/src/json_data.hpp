@@ -16,7 +16,7 @@ struct JsonValue {
   enum class Kind { Null, Bool, Number, String, Array, Object } kind = Kind::Null;
   bool boolean = false;
   double number = 0;
-  std::string text;                                        // String
+  std::string text;              // String
   std::vector<JsonValue> items;  // Array
   // Object members in file order: names[i] is the name of items[i]. (Two vectors,
   // not one of pairs: std::pair of this still incomplete type does not compile

@@ -20,9 +20,9 @@ size_t utf8_length(std::string_view s, size_t i) {
   if (n == 0 || c > 0xf4 || i + n > s.size()) return 0;
   for (size_t k = 1; k < n; ++k)
     if ((b(i + k) & 0xc0) != 0x80) return 0;
-  if (c == 0xe0 && b(i + 1) < 0xa0) return 0;  // overlong
+  if (c == 0xe0 && b(i + 1) < 0xa0) return 0;   // overlong
   if (c == 0xed && b(i + 1) >= 0xa0) return 0;  // UTF-16 surrogate
-  if (c == 0xf0 && b(i + 1) < 0x90) return 0;  // overlong
+  if (c == 0xf0 && b(i + 1) < 0x90) return 0;   // overlong
   if (c == 0xf4 && b(i + 1) >= 0x90) return 0;  // above U+10FFFF
   return n;
 }

@@ -9,9 +9,7 @@
 
 namespace gdrpeer::topo {
 
-bool Software::has_module(const std::string& name) const {
-  return std::find(modules.begin(), modules.end(), name) != modules.end();
-}
+bool Software::has_module(const std::string& name) const { return std::find(modules.begin(), modules.end(), name) != modules.end(); }
 
 int Topology::find(const std::string& bdf) const {
   for (size_t i = 0; i < devices.size(); ++i)
@@ -33,8 +31,7 @@ void Topology::finalize() {
     size_t steps = 0;
     for (int p = devices[i].parent; p >= 0; p = devices[p].parent) {
       if (p >= static_cast<int>(devices.size()) || ++steps > devices.size())
-        throw InputError(source, 0, "the PCI hierarchy has a cycle through " + devices[i].bdf +
-                                        " (a bridge listed below itself)");
+        throw InputError(source, 0, "the PCI hierarchy has a cycle through " + devices[i].bdf + " (a bridge listed below itself)");
     }
   }
   for (auto& d : devices) d.children.clear();
@@ -132,8 +129,7 @@ const char* to_string(IommuMode m) {
 
 std::string make_bdf(unsigned domain, unsigned bus, unsigned dev, unsigned fn) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%04x:%02x:%02x.%x", domain & 0xffffu, bus & 0xffu, dev & 0x1fu,
-                fn & 7u);
+  std::snprintf(buf, sizeof buf, "%04x:%02x:%02x.%x", domain & 0xffffu, bus & 0xffu, dev & 0x1fu, fn & 7u);
   return buf;
 }
 

@@ -22,11 +22,11 @@ using detail::XmlReader;
 namespace {
 
 struct Frame {
-  std::string_view type;  // object type, "" for non-object elements
-  int numa = -2;          // -2: this object says nothing; -1: several nodes
+  std::string_view type;    // object type, "" for non-object elements
+  int numa = -2;            // -2: this object says nothing; -1: several nodes
   std::string_view cpuset;  // "0x0000ffff,0xffffffff"; "" when the object has none (I/O objects)
-  int device = -1;        // device index for PCIDev / PCI bridge
-  int host_bridge = -1;   // host bridge index for bridge_type 0-1
+  int device = -1;          // device index for PCIDev / PCI bridge
+  int host_bridge = -1;     // host bridge index for bridge_type 0-1
   bool is_machine = false, is_package = false;
 };
 
@@ -81,8 +81,7 @@ int single_node(std::string_view ns) {
 bool wanted_info(std::string_view key, const Frame& f, int packages) {
   if (f.device >= 0) return key == "PCIVendor" || key == "PCIDevice";
   if (f.is_machine) return key == "DMIProductName" || key == "DMISysVendor" || key == "Architecture" || key == "OSRelease";
-  if (f.is_package && packages == 1)
-    return key == "CPUVendor" || key == "CPUModel" || key == "CPUFamilyNumber" || key == "CPUModelNumber";
+  if (f.is_package && packages == 1) return key == "CPUVendor" || key == "CPUModel" || key == "CPUFamilyNumber" || key == "CPUModelNumber";
   return false;
 }
 
@@ -90,8 +89,7 @@ bool wanted_info(std::string_view key, const Frame& f, int packages) {
 bool parse_pci_type(std::string_view s, Device& d) {
   unsigned long cls, v, dv, sv = 0, sd = 0;
   if (s.size() < 16 || !parse_hex(s.substr(0, 4), cls) || s[4] != ' ' || s[5] != '[') return false;
-  if (!parse_hex(s.substr(6, 4), v) || s[10] != ':' || !parse_hex(s.substr(11, 4), dv) || s[15] != ']')
-    return false;
+  if (!parse_hex(s.substr(6, 4), v) || s[10] != ':' || !parse_hex(s.substr(11, 4), dv) || s[15] != ']') return false;
   if (s.size() >= 27 && s[16] == ' ' && s[17] == '[') {
     if (!parse_hex(s.substr(18, 4), sv) || !parse_hex(s.substr(23, 4), sd)) return false;
   }
@@ -121,8 +119,9 @@ void nvlinks_from_matrix(Topology& t, const std::vector<std::pair<uint64_t, bool
                          const std::unordered_map<uint64_t, std::pair<int, bool>>& gp_objects, const std::string& name, long line) {
   const size_t n = objs.size();
   if (n == 0 || values.size() != n * n)
-    throw InputError(name, line, "expected an NVLinkBandwidth matrix of " + std::to_string(n) + "x" + std::to_string(n) + " values, found " +
-                                     std::to_string(values.size()));
+    throw InputError(name, line,
+                     "expected an NVLinkBandwidth matrix of " + std::to_string(n) + "x" + std::to_string(n) + " values, found " +
+                         std::to_string(values.size()));
   t.nvlink_known = true;
   std::vector<std::pair<int, bool>> dev(n, {-1, false});
   for (size_t i = 0; i < n; ++i) {
@@ -165,7 +164,7 @@ struct HwlocRead {
   int numa_objects = 0, packages = 0;
   // Duplicate check without a scan per device, keyed by the normalized address's
   // hex digits and length (no string hashing, no string per node).
-  std::unordered_map<std::string, int> bdfs;  // -> device index
+  std::unordered_map<std::string, int> bdfs;               // -> device index
   std::unordered_map<const char*, std::string> cpu_lists;  // cpuset attribute (by its place in the text) -> CPU list
   // hwloc 3 writes an OS device's types as a bit mask (OpenFabrics 1<<5, network
   // 1<<4); hwloc 2 as one number (OpenFabrics 3, network 2).
@@ -200,18 +199,28 @@ void on_info(HwlocRead& s, const Walk& w, Frame&) {
     const std::string value = r.attr_str("value");
     if (f.device >= 0) {
       Device& d = t.devices[f.device];
-      if (key == "PCIVendor") d.name = value + (d.name.empty() ? "" : " " + d.name);
-      else if (key == "PCIDevice") d.name = d.name.empty() ? value : d.name + " " + value;
+      if (key == "PCIVendor")
+        d.name = value + (d.name.empty() ? "" : " " + d.name);
+      else if (key == "PCIDevice")
+        d.name = d.name.empty() ? value : d.name + " " + value;
     } else if (f.is_machine) {
-      if (key == "DMIProductName") t.dmi_product = value;
-      else if (key == "DMISysVendor") t.dmi_vendor = value;
-      else if (key == "Architecture") t.cpu.arch = value;
-      else if (key == "OSRelease") t.sw.kernel_release = value;
+      if (key == "DMIProductName")
+        t.dmi_product = value;
+      else if (key == "DMISysVendor")
+        t.dmi_vendor = value;
+      else if (key == "Architecture")
+        t.cpu.arch = value;
+      else if (key == "OSRelease")
+        t.sw.kernel_release = value;
     } else if (f.is_package && s.packages == 1) {
-      if (key == "CPUVendor") t.cpu.vendor = value;
-      else if (key == "CPUModel") t.cpu.model_name = value;
-      else if (key == "CPUFamilyNumber") t.cpu.family = std::atoi(value.c_str());
-      else if (key == "CPUModelNumber") t.cpu.model = std::atoi(value.c_str());
+      if (key == "CPUVendor")
+        t.cpu.vendor = value;
+      else if (key == "CPUModel")
+        t.cpu.model_name = value;
+      else if (key == "CPUFamilyNumber")
+        t.cpu.family = std::atoi(value.c_str());
+      else if (key == "CPUModelNumber")
+        t.cpu.model = std::atoi(value.c_str());
     }
     break;
   }
@@ -247,8 +256,11 @@ void on_values(HwlocRead& s, const Walk& w, Frame&) {
     const std::string n(num);
     const unsigned long long v = std::strtoull(n.c_str(), &end, 10);
     if (n.empty() || *end) r.fail("expected a number in <" + std::string(tag) + ">, found \"" + std::string(tok) + "\"");
-    if (tag == "indexes") s.nv.back().objs.emplace_back(v, colon == std::string_view::npos || tok.substr(0, colon) == "OSDev" || tok.substr(0, colon) == "PCIDev");
-    else if (s.nv.back().values.size() < (1u << 20)) s.nv.back().values.push_back(v);
+    if (tag == "indexes")
+      s.nv.back().objs.emplace_back(v,
+                                    colon == std::string_view::npos || tok.substr(0, colon) == "OSDev" || tok.substr(0, colon) == "PCIDev");
+    else if (s.nv.back().values.size() < (1u << 20))
+      s.nv.back().values.push_back(v);
   }
 }
 
@@ -262,8 +274,10 @@ Enclosing enclosing(const Topology& t, const Walk& w) {
   for (auto o = w.stack().rbegin(); o != w.stack().rend(); ++o) {
     const Frame& f = o->frame;
     if (e.dev < 0 && e.hb < 0) {
-      if (f.device >= 0 && t.devices[f.device].is_bridge) e.dev = f.device;
-      else if (f.host_bridge >= 0) e.hb = f.host_bridge;
+      if (f.device >= 0 && t.devices[f.device].is_bridge)
+        e.dev = f.device;
+      else if (f.host_bridge >= 0)
+        e.hb = f.host_bridge;
     }
     if (f.numa != -2 && !f.type.empty() && f.device < 0 && f.host_bridge < 0) {
       e.numa = f.numa;
@@ -336,7 +350,8 @@ void add_pci_device(HwlocRead& s, const Walk& w, Frame& f, Enclosing up) {
   } else {
     // hwloc loads such a file with a warning; so does this: the first object
     // stands, what nests in the second (devices, OS devices) is placed under it.
-    t.notes.push_back(s.name + ":" + std::to_string(r.line()) + ": duplicate PCI device " + d.bdf + ": the first object with this address is used");
+    t.notes.push_back(s.name + ":" + std::to_string(r.line()) + ": duplicate PCI device " + d.bdf +
+                      ": the first object with this address is used");
   }
   f.device = seen->second;
   if (std::string_view gp; r.attr("gp_index", gp)) s.gp_objects.push_back({gp, f.device, nvswitch});
@@ -391,8 +406,10 @@ void on_object(HwlocRead& s, const Walk& w, Frame& f) {
   const Enclosing up = enclosing(s.t, w);
   if (type == "Bridge" || type == "PCIDev") {
     std::string_view bt;
-    if (type == "Bridge" && r.attr("bridge_type", bt) && bt.substr(0, 2) == "0-") add_host_bridge(s, r, f, up.numa);
-    else add_pci_device(s, w, f, up);
+    if (type == "Bridge" && r.attr("bridge_type", bt) && bt.substr(0, 2) == "0-")
+      add_host_bridge(s, r, f, up.numa);
+    else
+      add_pci_device(s, w, f, up);
   } else if (type == "OSDev") {
     add_osdev(s, w);
   }

@@ -33,22 +33,39 @@ struct Line {
 };
 
 // Class names lspci prints without -nn (pci.ids class/subclass names).
-struct ClassName { const char* name; uint32_t code; };
+struct ClassName {
+  const char* name;
+  uint32_t code;
+};
 constexpr ClassName kClassNames[] = {
-    {"VGA compatible controller", 0x030000}, {"3D controller", 0x030200},
-    {"Display controller", 0x038000},        {"XGA compatible controller", 0x030100},
-    {"Ethernet controller", 0x020000},       {"Infiniband controller", 0x020700},
-    {"Network controller", 0x028000},        {"Fabric controller", 0x020800},
-    {"Non-Volatile memory controller", 0x010802}, {"RAID bus controller", 0x010400},
-    {"SATA controller", 0x010600},           {"Serial Attached SCSI controller", 0x010700},
-    {"PCI bridge", 0x060400},                {"Host bridge", 0x060000},
-    {"ISA bridge", 0x060100},                {"Bridge", 0x068000},
-    {"Audio device", 0x040300},              {"RAM memory", 0x050000},
-    {"Memory controller", 0x058000},         {"System peripheral", 0x088000},
-    {"Processing accelerators", 0x120000},   {"Co-processor", 0x0b4000},
-    {"Encryption controller", 0x108000},     {"USB controller", 0x0c0300},
-    {"SMBus", 0x0c0500},                     {"Serial bus controller", 0x0c8000},
-    {"Non-Essential Instrumentation", 0x130000}, {"Signal processing controller", 0x118000},
+    {"VGA compatible controller", 0x030000},
+    {"3D controller", 0x030200},
+    {"Display controller", 0x038000},
+    {"XGA compatible controller", 0x030100},
+    {"Ethernet controller", 0x020000},
+    {"Infiniband controller", 0x020700},
+    {"Network controller", 0x028000},
+    {"Fabric controller", 0x020800},
+    {"Non-Volatile memory controller", 0x010802},
+    {"RAID bus controller", 0x010400},
+    {"SATA controller", 0x010600},
+    {"Serial Attached SCSI controller", 0x010700},
+    {"PCI bridge", 0x060400},
+    {"Host bridge", 0x060000},
+    {"ISA bridge", 0x060100},
+    {"Bridge", 0x068000},
+    {"Audio device", 0x040300},
+    {"RAM memory", 0x050000},
+    {"Memory controller", 0x058000},
+    {"System peripheral", 0x088000},
+    {"Processing accelerators", 0x120000},
+    {"Co-processor", 0x0b4000},
+    {"Encryption controller", 0x108000},
+    {"USB controller", 0x0c0300},
+    {"SMBus", 0x0c0500},
+    {"Serial bus controller", 0x0c8000},
+    {"Non-Essential Instrumentation", 0x130000},
+    {"Signal processing controller", 0x118000},
     {"InfiniBand", 0x0c0600},
 };
 
@@ -77,8 +94,10 @@ class LspciParser {
         transcript = true;
         break;
       }
-    if (transcript) parse_transcript(lines);
-    else parse_plain(lines);
+    if (transcript)
+      parse_transcript(lines);
+    else
+      parse_plain(lines);
   }
 
   void finish() {
@@ -107,7 +126,7 @@ class LspciParser {
   std::string name_;
   std::map<int, std::tuple<unsigned, unsigned, int, int>> cols_;  // column -> domain, bus, parent, hb
   std::map<std::string, bool> placed_;
-  int current_ = -1;  // device of the current verbose block
+  int current_ = -1;        // device of the current verbose block
   bool root_seen_ = false;  // a "[dddd:bb]" root line was read
   int base_indent_ = -1;
 
@@ -277,8 +296,7 @@ class LspciParser {
   }
 
   static bool is_tree_start(std::string_view ts) {
-    return starts_with(ts, "+-") || starts_with(ts, "\\-") || starts_with(ts, "|") || starts_with(ts, "-+-") ||
-           starts_with(ts, "-[");
+    return starts_with(ts, "+-") || starts_with(ts, "\\-") || starts_with(ts, "|") || starts_with(ts, "-+-") || starts_with(ts, "-[");
   }
 
   // ---- tree --------------------------------------------------------------
@@ -403,7 +421,8 @@ class LspciParser {
       std::tuple<unsigned, unsigned, int, int> ctx{0, 0, -1, hb};
       cols_[static_cast<int>(col)] = ctx;
       root_seen_ = true;
-      t.notes.push_back(name_ + ":" + std::to_string(no) + ": tree without its [domain:bus] root line: the top branches are read as on root bus 0000:00");
+      t.notes.push_back(name_ + ":" + std::to_string(no) +
+                        ": tree without its [domain:bus] root line: the top branches are read as on root bus 0000:00");
       return ctx;
     }
     fail(no, "expected this tree branch to line up under a parent's '+' (column " + std::to_string(col + 1) + ")");
@@ -446,9 +465,12 @@ class LspciParser {
     Device& d = t.devices[current_];
     int indent = 0;
     for (char ch : s) {
-      if (ch == ' ') ++indent;
-      else if (ch == '\t') indent = (indent / 8 + 1) * 8;
-      else break;
+      if (ch == ' ')
+        ++indent;
+      else if (ch == '\t')
+        indent = (indent / 8 + 1) * 8;
+      else
+        break;
     }
     if (base_indent_ < 0) base_indent_ = indent;
     // Device-level lines (regions, NUMA node, driver) sit at the block's first
@@ -464,14 +486,15 @@ class LspciParser {
       region(d, ts, no);
     } else if (starts_with(ts, "Capabilities: [")) {
       if (ts.find("Express (") != std::string_view::npos) {
-        static const std::pair<const char*, PortType> kPorts[] = {
-            {"Root Complex Integrated Endpoint", PortType::RootComplexEndpoint},
-            {"Root Complex Event Collector", PortType::RootComplexEventCollector},
-            {"Legacy Endpoint", PortType::LegacyEndpoint}, {"Endpoint", PortType::Endpoint},
-            {"Root Port", PortType::RootPort}, {"Upstream Port", PortType::SwitchUpstream},
-            {"Downstream Port", PortType::SwitchDownstream},
-            {"PCI-Express to PCI/PCI-X Bridge", PortType::PcieToPciBridge},
-            {"PCI/PCI-X to PCI-Express Bridge", PortType::PciToPcieBridge}};
+        static const std::pair<const char*, PortType> kPorts[] = {{"Root Complex Integrated Endpoint", PortType::RootComplexEndpoint},
+                                                                  {"Root Complex Event Collector", PortType::RootComplexEventCollector},
+                                                                  {"Legacy Endpoint", PortType::LegacyEndpoint},
+                                                                  {"Endpoint", PortType::Endpoint},
+                                                                  {"Root Port", PortType::RootPort},
+                                                                  {"Upstream Port", PortType::SwitchUpstream},
+                                                                  {"Downstream Port", PortType::SwitchDownstream},
+                                                                  {"PCI-Express to PCI/PCI-X Bridge", PortType::PcieToPciBridge},
+                                                                  {"PCI/PCI-X to PCI-Express Bridge", PortType::PciToPcieBridge}};
         for (auto& [k, v] : kPorts)
           if (ts.find(k) != std::string_view::npos) {
             d.port = v;
@@ -568,8 +591,7 @@ class LspciParser {
     std::string v(ts.substr(p + key.size()));
     char* e = nullptr;
     long b = std::strtol(v.c_str(), &e, 10);
-    if (e == v.c_str() || std::string_view(e).substr(0, 6) != " bytes")
-      fail(no, "expected \"" + std::string(key) + "<n> bytes\"");
+    if (e == v.c_str() || std::string_view(e).substr(0, 6) != " bytes") fail(no, "expected \"" + std::string(key) + "<n> bytes\"");
     return static_cast<int>(b);
   }
 
@@ -596,9 +618,8 @@ class LspciParser {
 
   uint16_t acs_bits(std::string_view v, long no) {
     static const std::pair<const char*, uint16_t> kBits[] = {
-        {"SrcValid", acs::kSourceValidation}, {"TransBlk", acs::kTranslationBlocking},
-        {"ReqRedir", acs::kRequestRedirect},  {"CmpltRedir", acs::kCompletionRedirect},
-        {"UpstreamFwd", acs::kUpstreamForwarding}, {"EgressCtrl", acs::kEgressControl},
+        {"SrcValid", acs::kSourceValidation},     {"TransBlk", acs::kTranslationBlocking},   {"ReqRedir", acs::kRequestRedirect},
+        {"CmpltRedir", acs::kCompletionRedirect}, {"UpstreamFwd", acs::kUpstreamForwarding}, {"EgressCtrl", acs::kEgressControl},
         {"DirectTrans", acs::kDirectTranslated}};
     uint16_t bits = 0;
     v = trim(v);
@@ -662,13 +683,20 @@ class LspciParser {
     size_t c = s.find(':');
     if (c == std::string_view::npos) return;
     std::string_view k = trim(s.substr(0, c)), v = trim(s.substr(c + 1));
-    if (k == "Architecture") t.cpu.arch = std::string(v);
-    else if (k == "Vendor ID") t.cpu.vendor = std::string(v);
-    else if (k == "Model name") t.cpu.model_name = std::string(v);
-    else if (k == "CPU family") t.cpu.family = std::atoi(std::string(v).c_str());
-    else if (k == "Model") t.cpu.model = std::atoi(std::string(v).c_str());
-    else if (k == "Socket(s)") t.cpu.sockets = std::atoi(std::string(v).c_str());
-    else if (k == "Hypervisor vendor") t.cpu.hypervisor = true;
+    if (k == "Architecture")
+      t.cpu.arch = std::string(v);
+    else if (k == "Vendor ID")
+      t.cpu.vendor = std::string(v);
+    else if (k == "Model name")
+      t.cpu.model_name = std::string(v);
+    else if (k == "CPU family")
+      t.cpu.family = std::atoi(std::string(v).c_str());
+    else if (k == "Model")
+      t.cpu.model = std::atoi(std::string(v).c_str());
+    else if (k == "Socket(s)")
+      t.cpu.sockets = std::atoi(std::string(v).c_str());
+    else if (k == "Hypervisor vendor")
+      t.cpu.hypervisor = true;
   }
 };
 
@@ -682,8 +710,7 @@ Topology parse_lspci(const std::vector<TextInput>& inputs) {
     names += (names.empty() ? "" : "+") + in.name;
   }
   if (p.t.devices.empty()) {
-    throw InputError(inputs.empty() ? "lspci" : inputs.front().name, 0,
-                     "expected lspci -tv or lspci -vvv output, found no PCI device");
+    throw InputError(inputs.empty() ? "lspci" : inputs.front().name, 0, "expected lspci -tv or lspci -vvv output, found no PCI device");
   }
   p.t.source = names;
   p.finish();

@@ -46,8 +46,14 @@ struct Enclosing {
 Enclosing enclosing(const Walk& w) {
   Enclosing e;
   for (auto it = w.stack().rbegin(); it != w.stack().rend(); ++it) {
-    if (it->frame.device >= 0) { e.dev = it->frame.device; break; }
-    if (it->frame.host_bridge >= 0) { e.hb = it->frame.host_bridge; break; }
+    if (it->frame.device >= 0) {
+      e.dev = it->frame.device;
+      break;
+    }
+    if (it->frame.host_bridge >= 0) {
+      e.hb = it->frame.host_bridge;
+      break;
+    }
   }
   return e;
 }
@@ -92,8 +98,10 @@ void read_pci_ids(const XmlReader& r, Device& d) {
     d.class_known = true;
     d.is_bridge = d.base_class() == 0x06 && d.sub_class() == 0x04;
   }
-  struct { const char* key; uint16_t* dst; } ids[] = {{"vendor", &d.vendor}, {"device", &d.device},
-    {"subsystem_vendor", &d.subsys_vendor}, {"subsystem_device", &d.subsys_device}};
+  struct {
+    const char* key;
+    uint16_t* dst;
+  } ids[] = {{"vendor", &d.vendor}, {"device", &d.device}, {"subsystem_vendor", &d.subsys_vendor}, {"subsystem_device", &d.subsys_device}};
   for (auto& id : ids) {
     if (!r.attr(id.key, a)) continue;
     if (!hex_attr(a, v) || v > 0xffff) r.fail(std::string("expected a 16-bit hex ") + id.key + ", found \"" + std::string(a) + "\"");
@@ -129,8 +137,7 @@ void on_pci(NcclRead& s, const Walk& w, Frame& f) {
   d.parent = up.dev;
   d.host_bridge = up.dev < 0 ? up.hb : -1;
   const auto& st = w.stack();
-  if (auto it = s.cpu_affinity.find(st.size() > 1 ? st[1].frame.host_bridge : -1); it != s.cpu_affinity.end())
-    d.cpu_affinity = it->second;
+  if (auto it = s.cpu_affinity.find(st.size() > 1 ? st[1].frame.host_bridge : -1); it != s.cpu_affinity.end()) d.cpu_affinity = it->second;
   if (t.find(d.bdf) >= 0) r.fail("duplicate PCI device " + d.bdf);
   // NCCL nodes are whole switches: give them their own unit in the path
   // classification (an unknown-type bridge is one bridge).
@@ -186,8 +193,8 @@ void on_c2c(NcclRead& s, const Walk& w, Frame&) {
 
 constexpr Walk::Element kRoot{"system", nullptr};
 constexpr Walk::Element kElements[] = {
-    {"pci", on_pci}, {"gpu", on_endpoint}, {"nic", on_endpoint}, {"net", on_endpoint},
-    {"nvlink", on_nvlink}, {"c2c", on_c2c}, {"cpu", on_cpu},
+    {"pci", on_pci},       {"gpu", on_endpoint}, {"nic", on_endpoint}, {"net", on_endpoint},
+    {"nvlink", on_nvlink}, {"c2c", on_c2c},      {"cpu", on_cpu},
 };
 constexpr Walk::Element kOther{"", nullptr};
 
@@ -213,8 +220,10 @@ Topology parse_nccl_xml(std::string_view text, const std::string& name, std::vec
   // even where vendor ids are missing (cloud files with synthetic ids).
   for (auto& d : t.devices) {
     if (d.role != Role::None || !d.class_known || d.is_bridge) continue;
-    if (d.base_class() == 0x03) d.role = Role::GPU;
-    else if (d.base_class() == 0x02) d.role = Role::NIC;
+    if (d.base_class() == 0x03)
+      d.role = Role::GPU;
+    else if (d.base_class() == 0x02)
+      d.role = Role::NIC;
   }
   // NVLink peers by address, now that every <pci> is known. (A file without any
   // <nvlink> may be a provider's hand-written one that leaves NVLink out: unknown.)

@@ -52,10 +52,15 @@ void read_iommu(InputFs& fs, const std::vector<std::string>& dirs, Topology& t) 
   } else {
     bool translating = false, identity = false;
     for (const auto& [g, ty] : group_types) {
-      if (ty == "identity") identity = true;
-      else if (ty.rfind("DMA", 0) == 0) translating = true;
+      if (ty == "identity")
+        identity = true;
+      else if (ty.rfind("DMA", 0) == 0)
+        translating = true;
     }
-    t.iommu = translating && identity ? IommuMode::Mixed : translating ? IommuMode::Translating : identity ? IommuMode::Identity : IommuMode::Unknown;
+    t.iommu = translating && identity ? IommuMode::Mixed
+              : translating           ? IommuMode::Translating
+              : identity              ? IommuMode::Identity
+                                      : IommuMode::Unknown;
   }
 }
 

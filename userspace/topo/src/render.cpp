@@ -1,9 +1,9 @@
 // Outputs: the nvidia-smi-like matrix with verdicts and problems, JSON (schema
 // in docs/check.md), Graphviz DOT, and the annotated tree of `gdrpeer topo`.
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <functional>
-#include <cstdint>
 #include <map>
 #include <set>
 #include <sstream>
@@ -46,15 +46,13 @@ struct Text {
     return *this;
   }
   template <typename I>
-    requires std::is_integral_v<I>
-  Text& operator<<(I v) {
+  requires std::is_integral_v<I> Text& operator<<(I v) {
     s += std::to_string(v);
     return *this;
   }
   Text& operator<<(double) = delete;  // would convert to char silently
   std::string str() { return std::move(s); }
 };
-
 
 std::string hex4(uint16_t v) {
   char b[8];
@@ -65,8 +63,10 @@ std::string hex4(uint16_t v) {
 std::string link_str(const Link& l) {
   if (!l.known()) return "";
   char b[48];
-  if (l.speed_gts > 0) std::snprintf(b, sizeof b, "%gGT/s x%d", l.speed_gts, l.width);
-  else std::snprintf(b, sizeof b, "x%d", l.width);
+  if (l.speed_gts > 0)
+    std::snprintf(b, sizeof b, "%gGT/s x%d", l.speed_gts, l.width);
+  else
+    std::snprintf(b, sizeof b, "x%d", l.width);
   return b;
 }
 
@@ -87,8 +87,10 @@ std::string display_name(const Topology& t, const Device& d, std::string* why = 
 
 std::string dev_desc(const Topology& t, const Device& d) {
   std::string s = display_name(t, d);
-  if (s.empty() && d.ids_known) s = hex4(d.vendor) + ":" + hex4(d.device);
-  else if (d.ids_known) s += " [" + hex4(d.vendor) + ":" + hex4(d.device) + "]";
+  if (s.empty() && d.ids_known)
+    s = hex4(d.vendor) + ":" + hex4(d.device);
+  else if (d.ids_known)
+    s += " [" + hex4(d.vendor) + ":" + hex4(d.device) + "]";
   if (!d.rdma_name.empty()) s += " (" + d.rdma_name + ")";
   return s;
 }
@@ -256,8 +258,8 @@ std::string render_matrix(const Topology& t, const Report& r, bool include_nvme)
   o << render_consumers_text(r);
   o << render_readiness_text(r);
   auto problems = group_findings(r, false);
-  const bool node_problems = std::any_of(r.node_findings.begin(), r.node_findings.end(),
-                                         [](const Finding& f) { return f.severity != Verdict::Optimal; });
+  const bool node_problems =
+      std::any_of(r.node_findings.begin(), r.node_findings.end(), [](const Finding& f) { return f.severity != Verdict::Optimal; });
   if (!problems.empty() || node_problems) {
     o << "\nProblems:\n";
     // Node-wide problems (a platform whose GPU is in no pair) first: they concern every pair.
@@ -272,8 +274,8 @@ std::string render_matrix(const Topology& t, const Report& r, bool include_nvme)
     }
   }
   auto notes = group_findings(r, true);
-  const bool node_notes = std::any_of(r.node_findings.begin(), r.node_findings.end(),
-                                      [](const Finding& f) { return f.severity == Verdict::Optimal; });
+  const bool node_notes =
+      std::any_of(r.node_findings.begin(), r.node_findings.end(), [](const Finding& f) { return f.severity == Verdict::Optimal; });
   if (!notes.empty() || node_notes) {
     o << "\nNotes:\n";
     for (const auto& g : notes) {
@@ -363,8 +365,16 @@ std::string render_json(const Topology& t, const Report& r) {
     j.begin_object();
     j.key("bars").begin_array();
     for (const auto& b : d.bars)
-      j.begin_object().key("index").value(b.index).key("is64").value(b.is64).key("prefetchable").value(b.prefetchable)
-          .key("size").value(static_cast<unsigned long long>(b.size)).end_object();
+      j.begin_object()
+          .key("index")
+          .value(b.index)
+          .key("is64")
+          .value(b.is64)
+          .key("prefetchable")
+          .value(b.prefetchable)
+          .key("size")
+          .value(static_cast<unsigned long long>(b.size))
+          .end_object();
     j.end_array();
     j.key("bdf").value(d.bdf);
     char cls[16];
@@ -376,7 +386,8 @@ std::string render_json(const Topology& t, const Report& r) {
     j.key("device");
     d.ids_known ? j.value("0x" + hex4(d.device)) : j.null();
     j.key("driver").value(d.driver);
-    if (d.fabric_state >= 0) j.key("fabric").begin_object().key("state").value(d.fabric_state).key("status").value(d.fabric_status).end_object();
+    if (d.fabric_state >= 0)
+      j.key("fabric").begin_object().key("state").value(d.fabric_state).key("status").value(d.fabric_status).end_object();
     j.key("host_bridge");
     d.host_bridge >= 0 ? j.value(t.host_bridges[d.host_bridge].name) : j.null();
     j.key("iommu_group").value(d.iommu_group);
@@ -408,7 +419,9 @@ std::string render_json(const Topology& t, const Report& r) {
     j.begin_array();
     for (int b : cols) {
       auto it = nv.find({a, b});
-      j.value(a == b ? std::string_view("X") : it != nv.end() ? std::string_view(it->second) : std::string_view(to_string(r.path_class(a, b))));
+      j.value(a == b           ? std::string_view("X")
+              : it != nv.end() ? std::string_view(it->second)
+                               : std::string_view(to_string(r.path_class(a, b))));
     }
     j.end_array();
   }
@@ -419,8 +432,21 @@ std::string render_json(const Topology& t, const Report& r) {
   j.end_object();
 
   j.key("node").begin_object();
-  j.key("cpu").begin_object().key("arch").value(t.cpu.arch).key("family").value(t.cpu.family).key("model").value(t.cpu.model)
-      .key("model_name").value(t.cpu.model_name).key("sockets").value(t.cpu.sockets).key("vendor").value(t.cpu.vendor).end_object();
+  j.key("cpu")
+      .begin_object()
+      .key("arch")
+      .value(t.cpu.arch)
+      .key("family")
+      .value(t.cpu.family)
+      .key("model")
+      .value(t.cpu.model)
+      .key("model_name")
+      .value(t.cpu.model_name)
+      .key("sockets")
+      .value(t.cpu.sockets)
+      .key("vendor")
+      .value(t.cpu.vendor)
+      .end_object();
   j.key("dmi").begin_object().key("product").value(t.dmi_product).key("vendor").value(t.dmi_vendor).end_object();
   j.key("format").value(t.format);
   j.key("iommu").value(to_string(t.iommu));
@@ -432,8 +458,14 @@ std::string render_json(const Topology& t, const Report& r) {
     if (t.sw.cuda_probed) {
       j.key("cuda").begin_object().key("error").value(t.sw.cuda_error).key("gpus").begin_array();
       for (const auto& g : t.sw.cuda)
-        j.begin_object().key("bdf").value(g.bdf).key("dma_buf_supported").value(g.dmabuf_supported)
-            .key("gpu_direct_rdma_supported").value(g.gdr_supported).end_object();
+        j.begin_object()
+            .key("bdf")
+            .value(g.bdf)
+            .key("dma_buf_supported")
+            .value(g.dmabuf_supported)
+            .key("gpu_direct_rdma_supported")
+            .value(g.gdr_supported)
+            .end_object();
       j.end_array().end_object();
     }
     j.key("kernel").value(t.sw.kernel_release);
@@ -457,7 +489,16 @@ std::string render_json(const Topology& t, const Report& r) {
   // counts in summary.worst and the exit code); "fix" where there is one.
   j.key("notes").begin_array();
   for (const auto& f : r.node_findings)
-    j.begin_object().key("fix").value(f.fix).key("rule").value(f.rule).key("severity").value(severity(f.severity)).key("text").value(f.reason).end_object();
+    j.begin_object()
+        .key("fix")
+        .value(f.fix)
+        .key("rule")
+        .value(f.rule)
+        .key("severity")
+        .value(severity(f.severity))
+        .key("text")
+        .value(f.reason)
+        .end_object();
   j.end_array();
 
   j.key("pairs").begin_array();
@@ -469,16 +510,34 @@ std::string render_json(const Topology& t, const Report& r) {
     j.key("cuda_case").value(to_string(p.path.cuda));
     j.key("findings").begin_array();
     for (const auto& f : p.findings)
-      j.begin_object().key("fix").value(f.fix).key("reason").value(f.reason).key("rule").value(f.rule).key("severity").value(severity(f.severity)).end_object();
+      j.begin_object()
+          .key("fix")
+          .value(f.fix)
+          .key("reason")
+          .value(f.reason)
+          .key("rule")
+          .value(f.rule)
+          .key("severity")
+          .value(severity(f.severity))
+          .end_object();
     j.end_array();
     render_readiness_pair_json(j, r, p);
     j.key("nccl_gdr_default").value(p.path.nccl_gdr);
     if (p.nvlink.linked) {
-      j.key("nvlink").begin_object().key("bandwidth_mbps").value(static_cast<unsigned long long>(p.nvlink.bandwidth_mbps))
-          .key("inferred").value(p.nvlink.inferred);
+      j.key("nvlink")
+          .begin_object()
+          .key("bandwidth_mbps")
+          .value(static_cast<unsigned long long>(p.nvlink.bandwidth_mbps))
+          .key("inferred")
+          .value(p.nvlink.inferred);
       if (p.nvlink.inferred) j.key("inferred_from").value(p.nvlink.inferred_from);  // nvswitch-on-bus | gpu-model
-      j.key("links").value(p.nvlink.links)
-          .key("via").value(p.nvlink.inferred_from == "gpu-model" ? "unknown" : p.nvlink.via_switch ? "nvswitch" : "direct").end_object();
+      j.key("links")
+          .value(p.nvlink.links)
+          .key("via")
+          .value(p.nvlink.inferred_from == "gpu-model" ? "unknown"
+                 : p.nvlink.via_switch                 ? "nvswitch"
+                                                       : "direct")
+          .end_object();
     }
     j.key("verdict").value(to_string(p.verdict));
     j.end_object();
@@ -548,13 +607,18 @@ std::string render_dot(const Topology& t, const Report& r) {
     if (d.link_sta.known()) lab += "\\n" + link_str(d.link_sta) + (d.link_cap.known() ? " of " + link_str(d.link_cap) : "");
     if (d.acs_known && (d.acs_ctl & acs::kRedirectMask)) lab += "\\nACS redirect ON";
     std::string style;
-    if (d.role == Role::GPU) style = ", style=filled, fillcolor=\"#b7e1a1\"";
-    else if (d.role == Role::NIC) style = ", style=filled, fillcolor=\"#a9cce3\"";
-    else if (d.role == Role::NVMe) style = ", style=filled, fillcolor=\"#f9e79f\"";
+    if (d.role == Role::GPU)
+      style = ", style=filled, fillcolor=\"#b7e1a1\"";
+    else if (d.role == Role::NIC)
+      style = ", style=filled, fillcolor=\"#a9cce3\"";
+    else if (d.role == Role::NVMe)
+      style = ", style=filled, fillcolor=\"#f9e79f\"";
     if (bad.count(i)) style += ", color=red, penwidth=2";
     o << "  d" << i << " [label=\"" << lab << "\"" << style << "];\n";
-    if (d.parent >= 0) o << "  d" << d.parent << " -> d" << i << ";\n";
-    else if (d.host_bridge >= 0) o << "  hb" << d.host_bridge << " -> d" << i << ";\n";
+    if (d.parent >= 0)
+      o << "  d" << d.parent << " -> d" << i << ";\n";
+    else if (d.host_bridge >= 0)
+      o << "  hb" << d.host_bridge << " -> d" << i << ";\n";
   }
   o << "}\n";
   return o.str();

@@ -30,8 +30,7 @@ const char* role_name(Role r) {
 
 // "gpu-nic", "gpu-gpu", "gpu-nvme": the --pairs kind a pair belongs to.
 std::string pair_kind(const Topology& t, const PairResult& p) {
-  return std::string(role_name(t.devices[static_cast<size_t>(p.a)].role)) + "-" +
-         role_name(t.devices[static_cast<size_t>(p.b)].role);
+  return std::string(role_name(t.devices[static_cast<size_t>(p.a)].role)) + "-" + role_name(t.devices[static_cast<size_t>(p.b)].role);
 }
 
 // A label value: backslash, double quote and newline escaped (exposition format 0.0.4).
@@ -39,10 +38,14 @@ std::string label_value(std::string_view v) {
   std::string out;
   out.reserve(v.size());
   for (char c : v) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out;
 }
@@ -122,8 +125,7 @@ std::string render_prometheus(const Topology& t, const RuleData& k, const Report
   e.family("gdrpeer_check_timestamp_seconds", "When this check ran (seconds since the epoch); a stale value means the refresh stopped.");
   e.sample({}, static_cast<double>(now));
   e.family("gdrpeer_devices", "Devices found, by role.");
-  for (Role role : {Role::GPU, Role::NIC, Role::NVMe})
-    e.sample({{"role", role_name(role)}}, static_cast<double>(count_role(r, role)));
+  for (Role role : {Role::GPU, Role::NIC, Role::NVMe}) e.sample({{"role", role_name(role)}}, static_cast<double>(count_role(r, role)));
   if (r.node.expect_gpus >= 0 || r.node.expect_nics >= 0) {
     e.family("gdrpeer_devices_expected", "Devices expected (--expect-gpus, --expect-nics), by role.");
     if (r.node.expect_gpus >= 0) e.sample({{"role", "gpu"}}, r.node.expect_gpus);
@@ -166,8 +168,8 @@ std::string render_gpu_summary(const Topology& t, const Report& r) {
       out += "no NIC checked\n";
       continue;
     }
-    out += r.labels[static_cast<size_t>(d.best_nic)] + " " + t.devices[static_cast<size_t>(d.best_nic)].bdf + " " + to_string(d.cls) +
-           " " + to_string(d.verdict) + "\n";
+    out += r.labels[static_cast<size_t>(d.best_nic)] + " " + t.devices[static_cast<size_t>(d.best_nic)].bdf + " " + to_string(d.cls) + " " +
+           to_string(d.verdict) + "\n";
   }
   return out + "node: " + node_status(r) + " (" + r.node.reason + "), exit " + std::to_string(r.exit_code()) + "\n";
 }

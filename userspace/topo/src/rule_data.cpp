@@ -1,12 +1,12 @@
 #include "gdrpeer/topo/rule_data.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <stdexcept>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "builtin_data.hpp"
 #include "gdrpeer/topo/errors.hpp"
@@ -89,8 +89,7 @@ std::string str_or(const JsonValue& obj, const char* key, const std::string& def
 
 long integer(const JsonValue& v, const Where& where) {
   // Range first: converting a double beyond long's range is undefined behaviour.
-  if (v.kind != Kind::Number || !(v.number >= -1e15 && v.number <= 1e15) ||
-      v.number != static_cast<double>(static_cast<long>(v.number)))
+  if (v.kind != Kind::Number || !(v.number >= -1e15 && v.number <= 1e15) || v.number != static_cast<double>(static_cast<long>(v.number)))
     bad(where, "expected an integer");
   return static_cast<long>(v.number);
 }
@@ -302,7 +301,8 @@ RuleData RuleData::load(const std::string& dir) {
     rc.cross_socket = str_or(r, "cross_socket", "", rw);
     rc.note = str_or(r, "note", "", rw);
     if (const JsonValue* v = r.find("arm_implementer"))
-      rc.models = {static_cast<int>(integer(*v, Where{w, "root_complexes.arm_implementer"})), static_cast<int>(int_or(r, "arm_part", -1, rw))};
+      rc.models = {static_cast<int>(integer(*v, Where{w, "root_complexes.arm_implementer"})),
+                   static_cast<int>(int_or(r, "arm_part", -1, rw))};
     if (rc.p2p != "good" && rc.p2p != "poor" && rc.p2p != "unsupported")
       throw DataError(w + ": root complex \"" + rc.name + "\": p2p must be good, poor or unsupported");
     k.root_complexes.push_back(rc);
@@ -551,11 +551,16 @@ void apply_role_override(Topology& t, const std::string& spec) {
   std::string role = spec.substr(0, eq);
   std::transform(role.begin(), role.end(), role.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
   Role r;
-  if (role == "GPU") r = Role::GPU;
-  else if (role == "NIC") r = Role::NIC;
-  else if (role == "NVME") r = Role::NVMe;
-  else if (role == "NONE") r = Role::None;
-  else throw std::invalid_argument("--role: unknown role \"" + spec.substr(0, eq) + "\" (expected GPU, NIC, NVME or NONE)");
+  if (role == "GPU")
+    r = Role::GPU;
+  else if (role == "NIC")
+    r = Role::NIC;
+  else if (role == "NVME")
+    r = Role::NVMe;
+  else if (role == "NONE")
+    r = Role::None;
+  else
+    throw std::invalid_argument("--role: unknown role \"" + spec.substr(0, eq) + "\" (expected GPU, NIC, NVME or NONE)");
   auto bdf = parse_bdf(spec.substr(eq + 1));
   if (!bdf) throw std::invalid_argument("--role: expected a PCI address like 0000:01:00.0, got \"" + spec.substr(eq + 1) + "\"");
   int i = t.find(*bdf);

@@ -10,17 +10,15 @@ namespace {
 // Every id the rule stages (rules.cpp, rules_root_port.cpp, stack_rules.cpp) give a finding or a note. tests/test_check_cli.py reads the
 // ids out of rules.cpp and docs/check.md and fails when this list misses one.
 constexpr const char* kRuleIds[] = {
-    "path-nvlink",   "path-grace",           "path-sys",       "path-root-complex", "acs-redirect",
-    "acs-unknown",   "iommu-translating",    "iommu-unknown",  "iommu-mode",        "link-width",
-    "link-speed",    "link-speed-idle",      "bar1-small",     "software-unknown",  "software-driver",
-    "software-cuda", "software-peer-memory", "platform-arm64", "platform-virtual",  "no-gpu",
-    "no-nic",        "root-complex-unknown", "nvlink-unknown",
+    "path-nvlink", "path-grace", "path-sys", "path-root-complex", "acs-redirect", "acs-unknown", "iommu-translating", "iommu-unknown",
+    "iommu-mode", "link-width", "link-speed", "link-speed-idle", "bar1-small", "software-unknown", "software-driver", "software-cuda",
+    "software-peer-memory", "platform-arm64", "platform-virtual", "no-gpu", "no-nic", "root-complex-unknown", "nvlink-unknown",
     // NVLink from NVML and the GPU model (nvml_probe.cpp, rules.cpp; issue 23)
     "nvlink-nvml", "nvlink-fabric", "nvlink-inferred",
     // the stack stage (stack_rules.cpp, rules_root_port.cpp; issue 24)
-    "acs-root-port", "ats-translated", "ats-vm", "consumer-nccl", "consumer-nvshmem", "consumer-ucx", "exporter-gate",
-    "nvidia-driver", "nvidia-override", "nvidia-params-pending", "peer-client-invisible", "peer-clients",
-    "peermem-load-failed", "peermem-params", "peermem-unregistered",
+    "acs-root-port", "ats-translated", "ats-vm", "consumer-nccl", "consumer-nvshmem", "consumer-ucx", "exporter-gate", "nvidia-driver",
+    "nvidia-override", "nvidia-params-pending", "peer-client-invisible", "peer-clients", "peermem-load-failed", "peermem-params",
+    "peermem-unregistered",
     "input",  // what a parser noted about the input (t.notes)
 };
 

@@ -17,8 +17,10 @@ namespace {
 
 std::string fmt_bytes(uint64_t b) {
   char buf[32];
-  if (b >= (1ull << 30) && b % (1ull << 30) == 0) std::snprintf(buf, sizeof buf, "%llu GiB", static_cast<unsigned long long>(b >> 30));
-  else std::snprintf(buf, sizeof buf, "%llu MiB", static_cast<unsigned long long>(b >> 20));
+  if (b >= (1ull << 30) && b % (1ull << 30) == 0)
+    std::snprintf(buf, sizeof buf, "%llu GiB", static_cast<unsigned long long>(b >> 30));
+  else
+    std::snprintf(buf, sizeof buf, "%llu MiB", static_cast<unsigned long long>(b >> 20));
   return buf;
 }
 
@@ -56,8 +58,8 @@ std::string nvidia_driver_summary(const std::string& line) {
   for (std::string w; words >> w;)
     if (version.empty() && !w.empty() && std::isdigit(static_cast<unsigned char>(w[0])) && w.find('.') != std::string::npos) version = w;
   const bool open = line.find("Open Kernel Module") != std::string::npos;
-  return "NVIDIA driver " + (version.empty() ? std::string("(version not read)") : version) + " (" +
-         (open ? "open" : "proprietary") + " kernel module)";
+  return "NVIDIA driver " + (version.empty() ? std::string("(version not read)") : version) + " (" + (open ? "open" : "proprietary") +
+         " kernel module)";
 }
 
 // The IOMMU parameters of the kernel command line, as " (kernel command line: intel_iommu=on iommu=pt)";
@@ -93,8 +95,8 @@ class Checker {
     rcname_ = rc_ ? rc_->name : (t.cpu.model_name.empty() ? "this CPU" : t.cpu.model_name);
     dmi_ = t.dmi_vendor + " " + t.dmi_product;
     emulated_ = k.virtual_hardware(t);
-    virtual_ = t.cpu.hypervisor || t.placeholder_switches ||
-               (!t.dmi_vendor.empty() && contains_any(t.dmi_vendor, k.cloud_dmi_vendors)) || !emulated_.empty();
+    virtual_ = t.cpu.hypervisor || t.placeholder_switches || (!t.dmi_vendor.empty() && contains_any(t.dmi_vendor, k.cloud_dmi_vendors)) ||
+               !emulated_.empty();
     // Each platform rule's node conditions once per node; the GPU family is per pair.
     platform_node_.reserve(k.platforms.size());
     for (const PlatformRule& p : k.platforms) {
@@ -121,8 +123,8 @@ class Checker {
   const std::string& label(int i) const { return rep_.labels[static_cast<size_t>(i)]; }
   const RootComplex* rc_ = nullptr;
   std::vector<GpuFamilyMatch> families_;  // per device index (GPUs only)
-  std::string rcname_, dmi_;  // per node, used per pair
-  std::string emulated_;      // an emulated PCI function that gives the VM away, "" if none
+  std::string rcname_, dmi_;              // per node, used per pair
+  std::string emulated_;                  // an emulated PCI function that gives the VM away, "" if none
   bool grace_ = false, virtual_ = false;
   struct NodeConditions {
     bool any = false;   // the rule has node conditions (arch, CPU, DMI)
@@ -157,8 +159,8 @@ class Checker {
     const NvLinkPath& l = r.nvlink;
     std::string how = l.links > 0 ? std::to_string(l.links) + " bonded NVLinks (NV" + std::to_string(l.links) + ")" : "NVLink";
     if (l.bandwidth_mbps > 0) how += ", " + std::to_string(l.bandwidth_mbps / 1000) + " GB/s";
-    std::string why = "peer-to-peer goes over " + how + (l.via_switch ? " through NVSwitch" : ", GPU to GPU") + ", not over the PCIe path (" +
-                      to_string(r.path.cls) + ")";
+    std::string why = "peer-to-peer goes over " + how + (l.via_switch ? " through NVSwitch" : ", GPU to GPU") +
+                      ", not over the PCIe path (" + to_string(r.path.cls) + ")";
     if (l.inferred_from == "gpu-model") {
       why = "peer-to-peer goes over NVLink (directly or through NVSwitches: not known), not over the PCIe path (" +
             std::string(to_string(r.path.cls)) + "); inferred from the GPU model: " + model_parts(r) +
@@ -212,8 +214,10 @@ class Checker {
           "export NCCL_DMABUF_ENABLE=1   # dma-buf is the supported GPUDirect RDMA path on Grace");
       return;
     }
-    if (p.cls == PathClass::SYS) sys_rules(r.findings, r, kind);
-    else phb_rules(r.findings, p, kind);  // PHB or NODE: through the root complex
+    if (p.cls == PathClass::SYS)
+      sys_rules(r.findings, r, kind);
+    else
+      phb_rules(r.findings, p, kind);  // PHB or NODE: through the root complex
   }
 
   void sys_rules(std::vector<Finding>& out, const PairResult& r, PairKind kind) {
@@ -245,16 +249,19 @@ class Checker {
       fix = "# place the NVMe drive on the GPU's socket (NUMA node " + std::to_string(t_.devices[r.a].numa) + ")";
     }
     std::string why = "path crosses the inter-socket interconnect (SYS)";
-    if (cs == "unsupported") why += "; " + rcname + " does not carry PCIe peer-to-peer across sockets";
-    else if (cs == "slow") why += "; peer-to-peer across sockets is slow on " + rcname;
-    else why += "; cross-socket peer-to-peer is unknown for " + rcname;
+    if (cs == "unsupported")
+      why += "; " + rcname + " does not carry PCIe peer-to-peer across sockets";
+    else if (cs == "slow")
+      why += "; peer-to-peer across sockets is slow on " + rcname;
+    else
+      why += "; cross-socket peer-to-peer is unknown for " + rcname;
     add(out, "path-sys", v, std::move(why), std::move(fix));
   }
 
   void phb_rules(std::vector<Finding>& out, const PathInfo& p, PairKind kind) {
     const std::string& rcname = rcname_;
-    std::string where = p.cls == PathClass::PHB ? "through the CPU root complex (PHB)"
-                                                : "between PCIe host bridges of one NUMA node (NODE)";
+    std::string where =
+        p.cls == PathClass::PHB ? "through the CPU root complex (PHB)" : "between PCIe host bridges of one NUMA node (NODE)";
     if (p.numa_guessed) where += " (NUMA locality not in this input: NODE assumed, could be SYS)";
     std::string_view rcq = rc_ ? std::string_view(rc_->p2p) : "";
     if (rcq == "unsupported") {
@@ -263,14 +270,17 @@ class Checker {
       return;
     }
     if (rcq == "poor") {
-      add(out, "path-root-complex", Verdict::Unreliable, "path " + where + "; " + rcname + " forwards peer-to-peer poorly" + (rc_->note.empty() ? "" : " (" + rc_->note + ")"),
+      add(out, "path-root-complex", Verdict::Unreliable,
+          "path " + where + "; " + rcname + " forwards peer-to-peer poorly" + (rc_->note.empty() ? "" : " (" + rc_->note + ")"),
           "# put both devices under one PCIe switch");
       return;
     }
     if (kind == PairKind::GpuNic) {
       std::string why = "path " + where + ": NCCL leaves GPUDirect RDMA off beyond PXB by default";
-      std::string fix = rcq == "good" ? "export NCCL_NET_GDR_LEVEL=PHB   # " + rcname + " forwards P2P well"
-                                      : "# root complex of " + rcname + " is not in topology/root_complexes.json: measure with `gdrpeer verify` before export NCCL_NET_GDR_LEVEL=PHB";
+      std::string fix =
+          rcq == "good" ? "export NCCL_NET_GDR_LEVEL=PHB   # " + rcname + " forwards P2P well"
+                        : "# root complex of " + rcname +
+                              " is not in topology/root_complexes.json: measure with `gdrpeer verify` before export NCCL_NET_GDR_LEVEL=PHB";
       add(out, "path-root-complex", Verdict::Degraded, std::move(why), std::move(fix));
     } else if (rcq != "good") {
       add(out, "path-root-complex", Verdict::Degraded,
@@ -287,8 +297,10 @@ class Checker {
     for (const std::vector<int>* side : {&p.ports_a, &p.ports_b})
       for (int x : *side) {
         const Device& d = t_.devices[x];
-        if (!d.acs_known) list += (list.empty() ? "" : ", ") + d.bdf;
-        else if (d.acs_present && (d.acs_ctl & acs::kRedirectMask)) bad.push_back(x);
+        if (!d.acs_known)
+          list += (list.empty() ? "" : ", ") + d.bdf;
+        else if (d.acs_present && (d.acs_ctl & acs::kRedirectMask))
+          bad.push_back(x);
       }
     for (int x : bad) {
       const Device& d = t_.devices[x];
@@ -309,7 +321,8 @@ class Checker {
     bool amd = t_.cpu.vendor == "AuthenticAMD";
     add(r.findings, "iommu-translating", Verdict::Blocked,
         "IOMMU group " + std::to_string(d.iommu_group) + " of " + d.bdf + " is translating (type " + ty +
-            "): peer DMA to GPU BAR addresses faults unless every mapping goes through the IOMMU; GPUDirect RDMA needs the IOMMU off or in passthrough",
+            "): peer DMA to GPU BAR addresses faults unless every mapping goes through the IOMMU; GPUDirect RDMA needs the IOMMU off or in "
+            "passthrough",
         std::string("# add to the kernel command line: ") + (amd ? "amd_iommu=on iommu=pt" : "intel_iommu=on iommu=pt") +
             "   (or at run time, drivers unbound: echo identity > /sys/kernel/iommu_groups/" + std::to_string(d.iommu_group) + "/type)");
   }
@@ -399,18 +412,22 @@ class Checker {
     if (!peer && !dmabuf && dmabuf_exporter && !kernel_version_known(sw.kernel_release)) {
       // Without a kernel version the dma-buf path (Linux >= 5.12) is unknown, not absent.
       add(r.findings, "software-peer-memory", Verdict::Optimal,
-          "no peer-memory client (nvidia_peermem, nv_peer_mem or MOFED memory_peers); the kernel version is not in this input, so whether the dma-buf path (Linux >= 5.12) is there is unknown",
+          "no peer-memory client (nvidia_peermem, nv_peer_mem or MOFED memory_peers); the kernel version is not in this input, so whether "
+          "the dma-buf path (Linux >= 5.12) is there is unknown",
           "uname -r   # on the node; below 5.12: " + std::string(nvidia ? "modprobe nvidia_peermem" : "modprobe amdgpu or gdrpeer"));
     } else if (!peer && !dmabuf) {
-      std::string why = unregistered ? "nvidia_peermem is loaded but no peer-memory client is registered in /sys/kernel/mm/memory_peers, and no dma-buf path ("
-                                     : "no peer-memory client (nvidia_peermem, nv_peer_mem or MOFED memory_peers) and no dma-buf path (";
-      why += new_kernel ? (nvidia ? "needs the open NVIDIA kernel module or gdrpeer" : "needs gdrpeer") : "kernel " + sw.kernel_release + " < 5.12";
+      std::string why =
+          unregistered
+              ? "nvidia_peermem is loaded but no peer-memory client is registered in /sys/kernel/mm/memory_peers, and no dma-buf path ("
+              : "no peer-memory client (nvidia_peermem, nv_peer_mem or MOFED memory_peers) and no dma-buf path (";
+      why += new_kernel ? (nvidia ? "needs the open NVIDIA kernel module or gdrpeer" : "needs gdrpeer")
+                        : "kernel " + sw.kernel_release + " < 5.12";
       why += ")";
       add(r.findings, "software-peer-memory", Verdict::Blocked, std::move(why),
           nvidia ? "modprobe nvidia_peermem" : "modprobe gdrpeer   # or insmod gdrpeer.ko");
     } else if (!peer) {
-      add(r.findings, "software-peer-memory", Verdict::Optimal,
-          "no peer-memory client loaded; the dma-buf path is available", "export NCCL_DMABUF_ENABLE=1");
+      add(r.findings, "software-peer-memory", Verdict::Optimal, "no peer-memory client loaded; the dma-buf path is available",
+          "export NCCL_DMABUF_ENABLE=1");
     }
   }
 
@@ -425,9 +442,18 @@ class Checker {
   bool platform_matches(const PlatformRule& p, bool& any) const {
     bool ok = true;
     any = false;
-    if (!p.arch.empty()) { any = true; ok = ok && t_.cpu.arch == p.arch; }
-    if (!p.cpu_patterns.empty()) { any = true; ok = ok && contains_any(t_.cpu.model_name, p.cpu_patterns); }
-    if (!p.dmi_patterns.empty()) { any = true; ok = ok && contains_any(dmi_, p.dmi_patterns); }
+    if (!p.arch.empty()) {
+      any = true;
+      ok = ok && t_.cpu.arch == p.arch;
+    }
+    if (!p.cpu_patterns.empty()) {
+      any = true;
+      ok = ok && contains_any(t_.cpu.model_name, p.cpu_patterns);
+    }
+    if (!p.dmi_patterns.empty()) {
+      any = true;
+      ok = ok && contains_any(dmi_, p.dmi_patterns);
+    }
     return ok;
   }
 
@@ -449,8 +475,7 @@ class Checker {
       add(r.findings, p.id, platform_verdict(p), std::move(why), p.fix);
     }
     if (t_.cpu.arch == "aarch64" && !grace_ && !(rc_ && rc_->p2p == "good")) {
-      add(r.findings, "platform-arm64", Verdict::Unreliable,
-          "ARM64 server whose root complex has no known peer-to-peer guarantee",
+      add(r.findings, "platform-arm64", Verdict::Unreliable, "ARM64 server whose root complex has no known peer-to-peer guarantee",
           "# confirm with `gdrpeer verify` on this node, then add the CPU to topology/root_complexes.json");
     }
     if (virtual_) {
@@ -459,8 +484,10 @@ class Checker {
         // Two NVIDIA GPUs may well reach each other over NVLink, which this input cannot say:
         // what is known is the (virtual) PCIe path; a verdict would guess.
         add(r.findings, "platform-virtual", Verdict::Optimal,
-            "virtual machine with a flat virtual PCIe topology: both GPUs sit on the hypervisor's root bus, the physical PCIe path is hidden; "
-            "NVLink between them is unknown (" + std::string(t_.nvml_failed ? "NVML could not be asked" : "not in this input") +
+            "virtual machine with a flat virtual PCIe topology: both GPUs sit on the hypervisor's root bus, the physical PCIe path is "
+            "hidden; "
+            "NVLink between them is unknown (" +
+                std::string(t_.nvml_failed ? "NVML could not be asked" : "not in this input") +
                 "), so whether peer-to-peer goes over NVLink or PCIe is not known",
             "nvidia-smi topo -m   # on the node: NV# means NVLink; or gdrpeer verify --p2p");
       } else if (flat) {
@@ -481,7 +508,8 @@ class Checker {
   // with an RTX card) its pairs are judged as usual and only a note remains.
   void node_platform_rules(Report& rep) {
     bool discrete = false;
-    for (int g : rep.gpus) discrete = discrete || (t_.devices[g].ids_known ? t_.devices[g].vendor == 0x10de : k_.vendor_from_name(t_.devices[g].name) == 0x10de);
+    for (int g : rep.gpus)
+      discrete = discrete || (t_.devices[g].ids_known ? t_.devices[g].vendor == 0x10de : k_.vendor_from_name(t_.devices[g].name) == 0x10de);
     for (size_t i = 0; i < k_.platforms.size(); ++i) {
       const PlatformRule& p = k_.platforms[i];
       if (p.applies_to != "integrated-gpu" || skipped(p.id)) continue;
@@ -491,9 +519,10 @@ class Checker {
       if (!t_.dmi_product.empty()) plat += (plat.empty() ? "" : " ") + t_.dmi_product;
       const std::string where = "platform " + (plat.empty() ? t_.cpu.model_name : plat);
       if (discrete) {
-        rep.node_findings.push_back(Finding{p.id, Verdict::Optimal,
-                                            where + ": its integrated GPU is not checked (not a PCI device); the discrete NVIDIA GPU(s) above are judged as on any server",
-                                            ""});
+        rep.node_findings.push_back(Finding{
+            p.id, Verdict::Optimal,
+            where + ": its integrated GPU is not checked (not a PCI device); the discrete NVIDIA GPU(s) above are judged as on any server",
+            ""});
         continue;
       }
       const Verdict v = platform_verdict(p);
@@ -584,7 +613,8 @@ Report check(const Topology& t, const RuleData& k, const CheckOptions& opt) {
   else if (rep.nics.empty() && opt.gpu_nic)
     note("no-nic", "no RDMA NIC found in " + t.source + ": GPUDirect RDMA pairs not checked (use --role NIC=BDF)");
   if (t.iommu == IommuMode::Unknown && !t.iommu_known_per_device)
-    note("iommu-unknown", "IOMMU state is not in this input (" + t.format + "): check /sys/kernel/iommu_groups/*/type on the node or run gdrpeer check there");
+    note("iommu-unknown", "IOMMU state is not in this input (" + t.format +
+                              "): check /sys/kernel/iommu_groups/*/type on the node or run gdrpeer check there");
   else if (t.iommu != IommuMode::Unknown)
     note("iommu-mode", std::string("IOMMU: ") + to_string(t.iommu) + iommu_cmdline_text(t.sw));
   if (!t.sw.inspected)
@@ -593,38 +623,46 @@ Report check(const Topology& t, const RuleData& k, const CheckOptions& opt) {
   if (t.format == "sysfs" && !t.sw.cuda_probed) {  // live: what --cuda would add
     bool nvidia = false;
     for (int g : rep.gpus) nvidia = nvidia || (t.devices[g].ids_known && t.devices[g].vendor == 0x10de);
-    if (nvidia) note("software-cuda", nvidia_driver_summary(t.sw.nvidia_version) +
-                                          "; CUDA's GPU_DIRECT_RDMA_SUPPORTED and DMA_BUF_SUPPORTED not asked (gdrpeer check --cuda asks; cuInit takes ~0.25 s per GPU)");
+    if (nvidia)
+      note("software-cuda", nvidia_driver_summary(t.sw.nvidia_version) +
+                                "; CUDA's GPU_DIRECT_RDMA_SUPPORTED and DMA_BUF_SUPPORTED not asked (gdrpeer check --cuda asks; cuInit "
+                                "takes ~0.25 s per GPU)");
   }
   for (const auto& g : t.sw.cuda)
     note("software-cuda", "CUDA on " + g.bdf + ": GPU_DIRECT_RDMA_SUPPORTED=" + std::to_string(g.gdr_supported) +
                               " DMA_BUF_SUPPORTED=" + std::to_string(g.dmabuf_supported));
   if (!c.rc_ && !rep.gpus.empty())
-    note("root-complex-unknown",
-         t.cpu.vendor.empty() && t.cpu.model_name.empty()
-             ? "CPU identity is not in this input: root-complex P2P quality unknown"
-             : "CPU " + (t.cpu.model_name.empty() ? t.cpu.vendor + " family " + std::to_string(t.cpu.family) + " model " + std::to_string(t.cpu.model) : t.cpu.model_name) +
-                   " is not in topology/root_complexes.json: root-complex P2P quality unknown");
+    note("root-complex-unknown", t.cpu.vendor.empty() && t.cpu.model_name.empty()
+                                     ? "CPU identity is not in this input: root-complex P2P quality unknown"
+                                     : "CPU " +
+                                           (t.cpu.model_name.empty() ? t.cpu.vendor + " family " + std::to_string(t.cpu.family) +
+                                                                           " model " + std::to_string(t.cpu.model)
+                                                                     : t.cpu.model_name) +
+                                           " is not in topology/root_complexes.json: root-complex P2P quality unknown");
   for (const auto& n : t.notes) note("input", n);
   if (!t.nvml_note.empty()) note("nvlink-nvml", t.nvml_note);
   if (inferred_from_model)
-    note("nvlink-inferred", "NVLink inferred from the GPU model for GPU pairs of SXM/HGX parts (topology/gpus.json nvlink_baseboards): "
-                            "no input here lists NVLinks; nvidia-smi topo -m or gdrpeer verify --p2p on the node confirms");
+    note("nvlink-inferred",
+         "NVLink inferred from the GPU model for GPU pairs of SXM/HGX parts (topology/gpus.json nvlink_baseboards): "
+         "no input here lists NVLinks; nvidia-smi topo -m or gdrpeer verify --p2p on the node confirms");
   if (!t.nvlink_known && !t.nvml_failed) {  // (a failed NVML has its own note, nvlink-nvml)
     // GPU pairs judged on PCIe alone where NVLink may carry the traffic: say so.
     bool pcie_problem = false;
     for (const auto& p : rep.pairs)
-      pcie_problem = pcie_problem || (!p.nvlink.linked && p.verdict != Verdict::Optimal && t.devices[p.a].role == Role::GPU &&
-                                      t.devices[p.b].role == Role::GPU &&
-                                      (t.devices[p.a].ids_known ? t.devices[p.a].vendor == 0x10de : t.devices[p.a].name.find("NVIDIA") != std::string::npos));
+      pcie_problem =
+          pcie_problem ||
+          (!p.nvlink.linked && p.verdict != Verdict::Optimal && t.devices[p.a].role == Role::GPU && t.devices[p.b].role == Role::GPU &&
+           (t.devices[p.a].ids_known ? t.devices[p.a].vendor == 0x10de : t.devices[p.a].name.find("NVIDIA") != std::string::npos));
     if (pcie_problem)
       note("nvlink-unknown", "NVLink is not in this input (" + t.format +
-                                 "): GPU-GPU verdicts judge the PCIe path; GPUs that NVLink or NVSwitch connect do peer-to-peer over it instead (nvidia-smi topo -m shows NV#)");
+                                 "): GPU-GPU verdicts judge the PCIe path; GPUs that NVLink or NVSwitch connect do peer-to-peer over it "
+                                 "instead (nvidia-smi topo -m shows NV#)");
   }
   rep.virtual_machine = c.virtual_;
   if (!c.emulated_.empty())
-    note("platform-virtual", "virtual machine: " + c.emulated_ +
-                                 " is emulated hardware; BIOS, ACS and kernel settings named in fixes belong to the host, which the provider controls");
+    note("platform-virtual",
+         "virtual machine: " + c.emulated_ +
+             " is emulated hardware; BIOS, ACS and kernel settings named in fixes belong to the host, which the provider controls");
   c.node_platform_rules(rep);
   root_port_rules(t, opt, rep);
   stack_stage(t, k, opt, rep);

@@ -58,8 +58,10 @@ void locality_from_cpus(Topology& t, const std::map<size_t, CpuSet>& local, cons
       }
       bool seen = false;
       for (const CpuSet* d : distinct) {
-        if (*d == cpus) seen = true;
-        else if (intersects(*d, cpus)) disjoint = false;
+        if (*d == cpus)
+          seen = true;
+        else if (intersects(*d, cpus))
+          disjoint = false;
       }
       if (!seen) distinct.push_back(&cpus);
     }
@@ -167,10 +169,14 @@ void read_cpus(InputFs& fs, const std::map<size_t, CpuSet>& local_cpus, Topology
       if (k == "vendor_id" && cpu.vendor.empty()) {
         cpu.vendor = v;
         cpu.arch = "x86_64";
-      } else if (k == "cpu family" && cpu.family < 0) cpu.family = std::atoi(v.c_str());
-      else if (k == "model" && cpu.model < 0) cpu.model = std::atoi(v.c_str());
-      else if (k == "model name" && cpu.model_name.empty()) cpu.model_name = v;
-      else if (k == "physical id") packages[v] = true;
+      } else if (k == "cpu family" && cpu.family < 0)
+        cpu.family = std::atoi(v.c_str());
+      else if (k == "model" && cpu.model < 0)
+        cpu.model = std::atoi(v.c_str());
+      else if (k == "model name" && cpu.model_name.empty())
+        cpu.model_name = v;
+      else if (k == "physical id")
+        packages[v] = true;
       else if (k == "processor" && !v.empty() && std::isdigit(static_cast<unsigned char>(v[0]))) {
         const size_t n = std::strtoul(v.c_str(), nullptr, 10);
         if (n < kMaxCpus) {
@@ -182,7 +188,8 @@ void read_cpus(InputFs& fs, const std::map<size_t, CpuSet>& local_cpus, Topology
       else if (k == "CPU implementer" && cpu.arm_implementer < 0) {
         cpu.arm_implementer = static_cast<int>(std::strtol(v.c_str(), nullptr, 0));
         cpu.arch = "aarch64";
-      } else if (k == "CPU part" && cpu.arm_part < 0) cpu.arm_part = static_cast<int>(std::strtol(v.c_str(), nullptr, 0));
+      } else if (k == "CPU part" && cpu.arm_part < 0)
+        cpu.arm_part = static_cast<int>(std::strtol(v.c_str(), nullptr, 0));
       else if (k == "cpu" && v.rfind("POWER", 0) == 0 && cpu.model_name.empty()) {
         cpu.model_name = v;
         cpu.vendor = "IBM";

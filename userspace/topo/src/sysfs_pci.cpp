@@ -96,10 +96,16 @@ void parse_config(ConfigSpace& c, Device& d) {
       if (id == 0x10) {
         pcie = true;
         uint32_t flags = c.u16le(ptr + 2);
-        static const PortType kTypes[] = {PortType::Endpoint, PortType::LegacyEndpoint, PortType::Unknown,
-                                          PortType::Unknown, PortType::RootPort, PortType::SwitchUpstream,
-                                          PortType::SwitchDownstream, PortType::PcieToPciBridge,
-                                          PortType::PciToPcieBridge, PortType::RootComplexEndpoint,
+        static const PortType kTypes[] = {PortType::Endpoint,
+                                          PortType::LegacyEndpoint,
+                                          PortType::Unknown,
+                                          PortType::Unknown,
+                                          PortType::RootPort,
+                                          PortType::SwitchUpstream,
+                                          PortType::SwitchDownstream,
+                                          PortType::PcieToPciBridge,
+                                          PortType::PciToPcieBridge,
+                                          PortType::RootComplexEndpoint,
                                           PortType::RootComplexEventCollector};
         uint32_t pt = (flags >> 4) & 0xf;
         if (pt < sizeof kTypes / sizeof kTypes[0]) d.port = kTypes[pt];

@@ -34,9 +34,7 @@ long XmlReader::line_of(size_t pos) const {
   return 1 + static_cast<long>(std::count(s_.begin(), s_.begin() + static_cast<long>(pos), '\n'));
 }
 
-void XmlReader::fail_at(size_t pos, const std::string& what) const {
-  throw InputError(name_, line_of(pos), what);
-}
+void XmlReader::fail_at(size_t pos, const std::string& what) const { throw InputError(name_, line_of(pos), what); }
 
 void XmlReader::skip_ws() {
   while (pos_ < s_.size() && is_ws(s_[pos_])) ++pos_;
@@ -82,8 +80,7 @@ XmlReader::Event XmlReader::next() {
         stack_.clear();
         return Event::Eof;
       }
-      if (!stack_.empty())
-        fail_at(s_.size(), "unexpected end of file: expected </" + std::string(stack_.back()) + ">");
+      if (!stack_.empty()) fail_at(s_.size(), "unexpected end of file: expected </" + std::string(stack_.back()) + ">");
       if (!seen_root_) fail_at(s_.size(), "expected an XML element, found none");
       return Event::Eof;
     }
@@ -122,8 +119,7 @@ XmlReader::Event XmlReader::next() {
       while (p < s_.size() && is_ws(s_[p])) ++p;
       if (p >= s_.size() || s_[p] != '>') fail_at(pos_, "expected > to close </" + std::string(name));
       if (stack_.empty()) fail_at(pos_, "unexpected </" + std::string(name) + "> with no open element");
-      if (stack_.back() != name)
-        fail_at(pos_, "expected </" + std::string(stack_.back()) + ">, found </" + std::string(name) + ">");
+      if (stack_.back() != name) fail_at(pos_, "expected </" + std::string(stack_.back()) + ">, found </" + std::string(name) + ">");
       stack_.pop_back();
       tag_ = name;
       pos_ = p + 1;
@@ -163,8 +159,7 @@ XmlReader::Event XmlReader::next() {
       if (p >= s_.size() || s_[p] != '=') fail_at(p, "expected = after attribute " + std::string(an));
       ++p;
       while (p < s_.size() && is_ws(s_[p])) ++p;
-      if (p >= s_.size() || (s_[p] != '"' && s_[p] != '\''))
-        fail_at(p, "expected a quoted value for attribute " + std::string(an));
+      if (p >= s_.size() || (s_[p] != '"' && s_[p] != '\'')) fail_at(p, "expected a quoted value for attribute " + std::string(an));
       const char quote = s_[p++];
       const size_t vb = p;
       const size_t ve = s_.find(quote, vb);
@@ -194,11 +189,16 @@ std::string xml_decode(std::string_view raw, const XmlReader& r) {
     size_t semi = raw.find(';', i);
     if (semi == std::string_view::npos || semi - i > 10) r.fail("expected ; to end a character entity");
     std::string_view ent = raw.substr(i + 1, semi - i - 1);
-    if (ent == "lt") out += '<';
-    else if (ent == "gt") out += '>';
-    else if (ent == "amp") out += '&';
-    else if (ent == "quot") out += '"';
-    else if (ent == "apos") out += '\'';
+    if (ent == "lt")
+      out += '<';
+    else if (ent == "gt")
+      out += '>';
+    else if (ent == "amp")
+      out += '&';
+    else if (ent == "quot")
+      out += '"';
+    else if (ent == "apos")
+      out += '\'';
     else if (!ent.empty() && ent[0] == '#') {
       unsigned long v = 0;
       bool hex = ent.size() > 1 && (ent[1] == 'x' || ent[1] == 'X');
@@ -209,8 +209,10 @@ std::string xml_decode(std::string_view raw, const XmlReader& r) {
         if (dv < 0 || v > 0x10ffff) r.fail("malformed numeric character entity");
         v = v * (hex ? 16 : 10) + static_cast<unsigned long>(dv);
       }
-      if (v < 0x80) out += static_cast<char>(v);
-      else out += '?';  // names only; non-ASCII is not needed for the checks
+      if (v < 0x80)
+        out += static_cast<char>(v);
+      else
+        out += '?';  // names only; non-ASCII is not needed for the checks
     } else {
       r.fail("unknown character entity &" + std::string(ent) + ";");
     }

@@ -5,6 +5,7 @@
 // cloud VMs) on synthetic sysfs trees.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -12,7 +13,6 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <unistd.h>
 
 #include "gdrpeer/topo/errors.hpp"
 #include "gdrpeer/topo/inputs.hpp"
@@ -34,12 +34,16 @@ class EnvGuard {
  public:
   EnvGuard(const char* name, const char* value) : name_(name) {
     if (const char* old = std::getenv(name)) old_ = old;
-    if (value) ::setenv(name, value, 1);
-    else ::unsetenv(name);
+    if (value)
+      ::setenv(name, value, 1);
+    else
+      ::unsetenv(name);
   }
   ~EnvGuard() {
-    if (old_) ::setenv(name_, old_->c_str(), 1);
-    else ::unsetenv(name_);
+    if (old_)
+      ::setenv(name_, old_->c_str(), 1);
+    else
+      ::unsetenv(name_);
   }
 
  private:
@@ -124,23 +128,43 @@ FakeNode with_gpu(uint16_t device) {
 FakeNode two_root_ports(uint16_t gpu_device) {
   FakeNode n;
   FakeFn f;
-  f.bdf = "0000:00:01.0"; f.sysfs_path = "/sys/devices/pci0000:00/0000:00:01.0"; f.port_type = testing::kRootPort; f.secondary_bus = 1;
+  f.bdf = "0000:00:01.0";
+  f.sysfs_path = "/sys/devices/pci0000:00/0000:00:01.0";
+  f.port_type = testing::kRootPort;
+  f.secondary_bus = 1;
   n.fns.push_back(f);
-  f = {}; f.bdf = "0000:00:02.0"; f.sysfs_path = "/sys/devices/pci0000:00/0000:00:02.0"; f.port_type = testing::kRootPort; f.secondary_bus = 2;
+  f = {};
+  f.bdf = "0000:00:02.0";
+  f.sysfs_path = "/sys/devices/pci0000:00/0000:00:02.0";
+  f.port_type = testing::kRootPort;
+  f.secondary_bus = 2;
   n.fns.push_back(f);
-  f = {}; f.bdf = "0000:01:00.0"; f.sysfs_path = "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0"; f.vendor = 0x10de; f.device = gpu_device;
-  f.class_code = 0x030200; f.port_type = testing::kEndpoint;
+  f = {};
+  f.bdf = "0000:01:00.0";
+  f.sysfs_path = "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0";
+  f.vendor = 0x10de;
+  f.device = gpu_device;
+  f.class_code = 0x030200;
+  f.port_type = testing::kEndpoint;
   n.fns.push_back(f);
-  f = {}; f.bdf = "0000:02:00.0"; f.sysfs_path = "/sys/devices/pci0000:00/0000:00:02.0/0000:02:00.0"; f.vendor = 0x15b3; f.device = 0x1021;
-  f.class_code = 0x020700; f.port_type = testing::kEndpoint;
+  f = {};
+  f.bdf = "0000:02:00.0";
+  f.sysfs_path = "/sys/devices/pci0000:00/0000:00:02.0/0000:02:00.0";
+  f.vendor = 0x15b3;
+  f.device = 0x1021;
+  f.class_code = 0x020700;
+  f.port_type = testing::kEndpoint;
   n.fns.push_back(f);
   n.modules = "nvidia 1 0 - Live 0x0\nnvidia_peermem 1 0 - Live 0x0\nib_core 1 0 - Live 0x0\n";
   return n;
 }
 
-const char* kGraceCpuinfo = "processor\t: 0\nBogoMIPS\t: 2000.00\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd4f\n";
-const char* kAltraCpuinfo = "processor\t: 0\nBogoMIPS\t: 50.00\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x3\nCPU part\t: 0xd0c\n";
-const char* kOrinCpuinfo = "processor\t: 0\nBogoMIPS\t: 62.50\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x1\nCPU part\t: 0xd42\n";
+const char* kGraceCpuinfo =
+    "processor\t: 0\nBogoMIPS\t: 2000.00\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd4f\n";
+const char* kAltraCpuinfo =
+    "processor\t: 0\nBogoMIPS\t: 50.00\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x3\nCPU part\t: 0xd0c\n";
+const char* kOrinCpuinfo =
+    "processor\t: 0\nBogoMIPS\t: 62.50\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x1\nCPU part\t: 0xd42\n";
 
 // ---- GPU families by id ---------------------------------------------------------
 
@@ -151,15 +175,27 @@ TEST(GpuTable, OneIdPerFamilyComesFromTheTable) {
     const char* family;
     const char* what;
   } cases[] = {
-      {0x1db1, "datacenter", "V100 SXM2"},    {0x20b0, "datacenter", "A100 SXM4"},   {0x2330, "datacenter", "H100 SXM5"},
-      {0x2335, "datacenter", "H200"},          {0x26b9, "datacenter", "L40S"},        {0x2901, "datacenter", "B200"},
-      {0x3182, "datacenter", "B300"},          {0x1e30, "professional", "Quadro RTX 6000/8000"},
-      {0x2230, "professional", "RTX A6000"},   {0x26b1, "professional", "RTX 6000 Ada"},
+      {0x1db1, "datacenter", "V100 SXM2"},
+      {0x20b0, "datacenter", "A100 SXM4"},
+      {0x2330, "datacenter", "H100 SXM5"},
+      {0x2335, "datacenter", "H200"},
+      {0x26b9, "datacenter", "L40S"},
+      {0x2901, "datacenter", "B200"},
+      {0x3182, "datacenter", "B300"},
+      {0x1e30, "professional", "Quadro RTX 6000/8000"},
+      {0x2230, "professional", "RTX A6000"},
+      {0x26b1, "professional", "RTX 6000 Ada"},
       {0x2bb1, "professional", "RTX PRO 6000 Blackwell"},
-      {0x2342, "grace-c2c", "GH200"},          {0x2941, "grace-c2c", "GB200"},        {0x31c2, "grace-c2c", "GB300"},
-      {0x1e04, "geforce", "RTX 2080 Ti"},      {0x2182, "geforce", "GTX 1660 Ti"},   {0x2204, "geforce", "RTX 3090"},
-      {0x2684, "geforce", "RTX 4090"},         {0x2757, "geforce", "RTX 4090 Laptop"},
-      {0x2b85, "geforce", "RTX 5090"},         {0x2c58, "geforce", "RTX 5090 Laptop"},
+      {0x2342, "grace-c2c", "GH200"},
+      {0x2941, "grace-c2c", "GB200"},
+      {0x31c2, "grace-c2c", "GB300"},
+      {0x1e04, "geforce", "RTX 2080 Ti"},
+      {0x2182, "geforce", "GTX 1660 Ti"},
+      {0x2204, "geforce", "RTX 3090"},
+      {0x2684, "geforce", "RTX 4090"},
+      {0x2757, "geforce", "RTX 4090 Laptop"},
+      {0x2b85, "geforce", "RTX 5090"},
+      {0x2c58, "geforce", "RTX 5090 Laptop"},
       {0x2e12, "gb10", "GB10 (DGX Spark)"},
   };
   for (const auto& c : cases) {
@@ -194,7 +230,7 @@ TEST(GpuTable, NamesWithoutIdsFollowFamilyOrder) {
     const char* name;
     const char* family;
   } cases[] = {
-      {"NVIDIA Corporation GB100 [GB200]", "grace-c2c"},       // not "datacenter" for its "B200"
+      {"NVIDIA Corporation GB100 [GB200]", "grace-c2c"},  // not "datacenter" for its "B200"
       {"NVIDIA Corporation GB20B [GB10]", "gb10"},
       {"NVIDIA Corporation GA100 [A100 SXM4 40GB]", "datacenter"},
       {"NVIDIA Corporation GA102GL [A40]", "datacenter"},
@@ -307,18 +343,20 @@ TEST(NicTable, BroadcomBnxtReAndIntelIrdmaAreRdmaNics) {
     uint16_t vendor, device;
     const char* what;
   } nics[] = {
-      {0x14e4, 0x16d7, "BCM57414 NetXtreme-E"}, {0x14e4, 0x16f1, "BCM57452"},          {0x14e4, 0x1614, "BCM57454"},
-      {0x14e4, 0x1750, "BCM57508 Thor P5"},     {0x14e4, 0x1752, "BCM57502 Thor P5"},  {0x14e4, 0x1802, "BCM57508 NPAR"},
-      {0x14e4, 0x1760, "BCM57608 Thor2 P7"},    {0x14e4, 0x1763, "BCM57601 Thor2"},    {0x14e4, 0x1806, "BCM5750x VF"},
-      {0x14e4, 0x1819, "BCM5760x VF"},          {0x8086, 0x1592, "E810-C QSFP"},       {0x8086, 0x159b, "E810-XXV SFP"},
-      {0x8086, 0x188b, "E823-C QSFP"},          {0x8086, 0x1891, "E822-C QSFP"},       {0x8086, 0x124d, "E823-L SFP"},
-      {0x8086, 0x12d2, "E830-CC QSFP56"},       {0x8086, 0x12dd, "E830-XXV QSFP"},     {0x8086, 0x37d2, "X722 10GBASE-T"},
+      {0x14e4, 0x16d7, "BCM57414 NetXtreme-E"}, {0x14e4, 0x16f1, "BCM57452"},         {0x14e4, 0x1614, "BCM57454"},
+      {0x14e4, 0x1750, "BCM57508 Thor P5"},     {0x14e4, 0x1752, "BCM57502 Thor P5"}, {0x14e4, 0x1802, "BCM57508 NPAR"},
+      {0x14e4, 0x1760, "BCM57608 Thor2 P7"},    {0x14e4, 0x1763, "BCM57601 Thor2"},   {0x14e4, 0x1806, "BCM5750x VF"},
+      {0x14e4, 0x1819, "BCM5760x VF"},          {0x8086, 0x1592, "E810-C QSFP"},      {0x8086, 0x159b, "E810-XXV SFP"},
+      {0x8086, 0x188b, "E823-C QSFP"},          {0x8086, 0x1891, "E822-C QSFP"},      {0x8086, 0x124d, "E823-L SFP"},
+      {0x8086, 0x12d2, "E830-CC QSFP56"},       {0x8086, 0x12dd, "E830-XXV QSFP"},    {0x8086, 0x37d2, "X722 10GBASE-T"},
       {0x15b3, 0x1021, "ConnectX-7"},           {0x1d0f, 0xefa3, "EFA gen 4"},
   };
   for (const auto& c : nics) EXPECT_EQ(role_of(c.vendor, c.device, 0x020000), Role::NIC) << c.what;
   struct Case not_nics[] = {
-      {0x14e4, 0x16c8, "BCM57301 NetXtreme-C (no RoCE)"}, {0x14e4, 0x165f, "BCM5720 (tg3)"},
-      {0x8086, 0x1572, "X710 (no irdma)"},               {0x8086, 0x10d3, "82574L e1000e"},
+      {0x14e4, 0x16c8, "BCM57301 NetXtreme-C (no RoCE)"},
+      {0x14e4, 0x165f, "BCM5720 (tg3)"},
+      {0x8086, 0x1572, "X710 (no irdma)"},
+      {0x8086, 0x10d3, "82574L e1000e"},
   };
   for (const auto& c : not_nics) EXPECT_EQ(role_of(c.vendor, c.device, 0x020000), Role::None) << c.what;
   // An irdma id on a non-network function (base class rule) is not a NIC.
@@ -354,8 +392,9 @@ TEST(Platform, Gb10BlocksGpuDirectRdmaByIdAndByDmi) {
   EXPECT_EQ(r.exit_code(), 2);
   // The Founders Edition names itself in DMI with underscores.
   FakeNode n = testing::switch_node();  // an H100 id: only DMI can tell
-  Report d = check(from_fake(n, {file("sys/class/dmi/id/sys_vendor", "NVIDIA\n"), file("sys/class/dmi/id/product_name", "NVIDIA_DGX_Spark\n")}),
-                   kb(), CheckOptions{});
+  Report d =
+      check(from_fake(n, {file("sys/class/dmi/id/sys_vendor", "NVIDIA\n"), file("sys/class/dmi/id/product_name", "NVIDIA_DGX_Spark\n")}),
+            kb(), CheckOptions{});
   EXPECT_NE(finding(*find_pair(d, "GPU0", "NIC0"), "platform-gb10"), nullptr);
   Report h = check(from_fake(n), kb(), CheckOptions{});
   EXPECT_EQ(finding(*find_pair(h, "GPU0", "NIC0"), "platform-gb10"), nullptr);
@@ -366,11 +405,20 @@ TEST(Platform, Gb10BlocksGpuDirectRdmaByIdAndByDmi) {
 FakeNode jetson_nic_only() {
   FakeNode n;
   FakeFn f;
-  f.bdf = "0001:00:00.0"; f.sysfs_path = "/sys/devices/platform/14180000.pcie/pci0001:00/0001:00:00.0"; f.vendor = 0x10de; f.device = 0x229e;
-  f.port_type = testing::kRootPort; f.secondary_bus = 1;
+  f.bdf = "0001:00:00.0";
+  f.sysfs_path = "/sys/devices/platform/14180000.pcie/pci0001:00/0001:00:00.0";
+  f.vendor = 0x10de;
+  f.device = 0x229e;
+  f.port_type = testing::kRootPort;
+  f.secondary_bus = 1;
   n.fns.push_back(f);
-  f = {}; f.bdf = "0001:01:00.0"; f.sysfs_path = "/sys/devices/platform/14180000.pcie/pci0001:00/0001:00:00.0/0001:01:00.0"; f.vendor = 0x15b3;
-  f.device = 0x1021; f.class_code = 0x020000; f.port_type = testing::kEndpoint;
+  f = {};
+  f.bdf = "0001:01:00.0";
+  f.sysfs_path = "/sys/devices/platform/14180000.pcie/pci0001:00/0001:00:00.0/0001:01:00.0";
+  f.vendor = 0x15b3;
+  f.device = 0x1021;
+  f.class_code = 0x020000;
+  f.port_type = testing::kEndpoint;
   n.fns.push_back(f);
   n.cpuinfo = kOrinCpuinfo;
   return n;
@@ -496,10 +544,19 @@ TEST(Platform, CloudVmFromDmiVendor) {
   EXPECT_EQ(note->severity, Verdict::Optimal);
   FakeNode flat;
   FakeFn f;
-  f.bdf = "0000:00:05.0"; f.sysfs_path = "/sys/devices/pci0000:00/0000:00:05.0"; f.vendor = 0x10de; f.device = 0x2330; f.class_code = 0x030200;
+  f.bdf = "0000:00:05.0";
+  f.sysfs_path = "/sys/devices/pci0000:00/0000:00:05.0";
+  f.vendor = 0x10de;
+  f.device = 0x2330;
+  f.class_code = 0x030200;
   f.port_type = testing::kEndpoint;
   flat.fns.push_back(f);
-  f = {}; f.bdf = "0000:00:06.0"; f.sysfs_path = "/sys/devices/pci0000:00/0000:00:06.0"; f.vendor = 0x1d0f; f.device = 0xefa1; f.class_code = 0x020000;
+  f = {};
+  f.bdf = "0000:00:06.0";
+  f.sysfs_path = "/sys/devices/pci0000:00/0000:00:06.0";
+  f.vendor = 0x1d0f;
+  f.device = 0xefa1;
+  f.class_code = 0x020000;
   f.port_type = testing::kEndpoint;
   flat.fns.push_back(f);
   flat.modules = "nvidia 1 0 - Live 0x0\nnvidia_peermem 1 0 - Live 0x0\n";

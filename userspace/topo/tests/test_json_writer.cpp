@@ -14,15 +14,36 @@
 
 namespace {
 
-using gdrpeer::topo::detail::JsonWriter;
 using gdrpeer::topo::detail::json_double;
+using gdrpeer::topo::detail::JsonWriter;
 
 std::string nlohmann_double(double v) { return nlohmann::json(v).dump(); }
 
 TEST(JsonWriter, DoublesAsNlohmannWritesThem) {
-  const double fixed[] = {0.0, -0.0, 1.0, 2.5, 5.0, 8.0, 16.0, 32.0, 64.0, 31.507692, 0.1, 1e-4, 1.5e-5, 1e15, 1e16,
-                          123456789012345.0, 1234567890123456.0, 1e21, 1e100, 5e-324, -2.75, 0.000123,
-                          std::numeric_limits<double>::max(), std::numeric_limits<double>::min()};
+  const double fixed[] = {0.0,
+                          -0.0,
+                          1.0,
+                          2.5,
+                          5.0,
+                          8.0,
+                          16.0,
+                          32.0,
+                          64.0,
+                          31.507692,
+                          0.1,
+                          1e-4,
+                          1.5e-5,
+                          1e15,
+                          1e16,
+                          123456789012345.0,
+                          1234567890123456.0,
+                          1e21,
+                          1e100,
+                          5e-324,
+                          -2.75,
+                          0.000123,
+                          std::numeric_limits<double>::max(),
+                          std::numeric_limits<double>::min()};
   for (double v : fixed) EXPECT_EQ(json_double(v), nlohmann_double(v)) << v;
   EXPECT_EQ(json_double(std::nan("")), "null");
   EXPECT_EQ(json_double(std::numeric_limits<double>::infinity()), "null");
@@ -52,8 +73,16 @@ TEST(JsonWriter, StringsAsNlohmannWritesThem) {
 
 TEST(JsonWriter, BytesThatAreNotUtf8BecomeReplacementCharacters) {
   JsonWriter w;
-  w.value(std::string("a\xff" "b\xe9" "c\xed\xa0\x80" "d"));
-  EXPECT_EQ(w.take(), "\"a\xef\xbf\xbd" "b\xef\xbf\xbd" "c\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" "d\"");
+  w.value(
+      std::string("a\xff"
+                  "b\xe9"
+                  "c\xed\xa0\x80"
+                  "d"));
+  EXPECT_EQ(w.take(),
+            "\"a\xef\xbf\xbd"
+            "b\xef\xbf\xbd"
+            "c\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+            "d\"");
 }
 
 TEST(JsonWriter, NestedLayoutAsDump2) {

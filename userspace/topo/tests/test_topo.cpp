@@ -133,10 +133,12 @@ TEST(Lspci, TreeGivesSwitchLevelsAndHolohubPairIsPxb) {
 }
 
 TEST(Lspci, NnFormsGiveIds) {
-  std::string tree = "-[0000:00]-+-00.0  Intel Corporation Device [8086:0998]\n"
-                     "           \\-01.0-[01]----00.0  NVIDIA Corporation GH100 [H100 PCIe] [10de:2331]\n";
-  std::string vvv = "01:00.0 3D controller [0302]: NVIDIA Corporation GH100 [H100 PCIe] [10de:2331] (rev a1)\n"
-                    "\tNUMA node: 1\n\tRegion 1: Memory at 38000000000 (64-bit, prefetchable) [size=128G]\n";
+  std::string tree =
+      "-[0000:00]-+-00.0  Intel Corporation Device [8086:0998]\n"
+      "           \\-01.0-[01]----00.0  NVIDIA Corporation GH100 [H100 PCIe] [10de:2331]\n";
+  std::string vvv =
+      "01:00.0 3D controller [0302]: NVIDIA Corporation GH100 [H100 PCIe] [10de:2331] (rev a1)\n"
+      "\tNUMA node: 1\n\tRegion 1: Memory at 38000000000 (64-bit, prefetchable) [size=128G]\n";
   Topology t = parse_lspci({{"tree", tree}, {"vvv", vvv}});
   assign_roles(t, kb());
   const Device& g = t.devices[t.find("0000:01:00.0")];
@@ -349,7 +351,14 @@ TEST(Classify, RootPortsHostBridgesAndNuma) {
   testing::FakeFn f;
   auto add = [&](const std::string& bdf, const std::string& path, uint16_t v, uint16_t d, uint32_t cc, int pt, int sec, int numa) {
     f = {};
-    f.bdf = bdf; f.sysfs_path = path; f.vendor = v; f.device = d; f.class_code = cc; f.port_type = pt; f.secondary_bus = sec; f.numa = numa;
+    f.bdf = bdf;
+    f.sysfs_path = path;
+    f.vendor = v;
+    f.device = d;
+    f.class_code = cc;
+    f.port_type = pt;
+    f.secondary_bus = sec;
+    f.numa = numa;
     n.fns.push_back(f);
   };
   add("0000:00:01.0", "/sys/devices/pci0000:00/0000:00:01.0", 0x1022, 1, 0x060400, testing::kRootPort, 1, 0);
@@ -393,7 +402,10 @@ TEST(Classify, BroadcomTwoLevelSwitchIsFlattenedLikeNccl) {
       d.is_bridge = bridge;
       d.role = role;
       d.ids_known = true;
-      d.vendor = vendor; d.device = device; d.subsys_vendor = sv; d.subsys_device = sd;
+      d.vendor = vendor;
+      d.device = device;
+      d.subsys_vendor = sv;
+      d.subsys_device = sd;
       t.devices.push_back(d);
       return static_cast<int>(t.devices.size() - 1);
     };
@@ -454,8 +466,8 @@ TEST(Rules, TranslatingIommuBlocksIdentityDoesNot) {
 TEST(Rules, DowntrainedWidthDegradesIdleGpuSpeedIsANote) {
   FakeNode n = testing::switch_node();
   for (auto& f : n.fns) {
-    if (f.bdf == "0000:04:00.0") f.sta_width = 8;   // NIC at x8 of x16
-    if (f.bdf == "0000:03:00.0") f.sta_speed = 1;   // GPU idle at 2.5 GT/s
+    if (f.bdf == "0000:04:00.0") f.sta_width = 8;  // NIC at x8 of x16
+    if (f.bdf == "0000:03:00.0") f.sta_speed = 1;  // GPU idle at 2.5 GT/s
   }
   Report r = check(from_fake(n), kb(), CheckOptions{});
   const PairResult* p = find_pair(r, "GPU0", "NIC0");
@@ -501,8 +513,16 @@ TEST(Rules, PlatformDataGeforceAndPower8) {
 TEST(Rules, RoleOverrideMakesStandInsCount) {
   FakeNode n = testing::switch_node();
   for (auto& f : n.fns) {
-    if (f.bdf == "0000:03:00.0") { f.vendor = 0x1af4; f.device = 0x1110; f.class_code = 0x050000; }  // ivshmem
-    if (f.bdf == "0000:04:00.0") { f.vendor = 0x8086; f.device = 0x10d3; f.class_code = 0x020000; }  // e1000e
+    if (f.bdf == "0000:03:00.0") {
+      f.vendor = 0x1af4;
+      f.device = 0x1110;
+      f.class_code = 0x050000;
+    }  // ivshmem
+    if (f.bdf == "0000:04:00.0") {
+      f.vendor = 0x8086;
+      f.device = 0x10d3;
+      f.class_code = 0x020000;
+    }  // e1000e
   }
   Topology t = from_fake(n);
   EXPECT_EQ(check(t, kb(), CheckOptions{}).gpus.size(), 0u);

@@ -96,9 +96,9 @@ TEST(JsonData, ReadsEveryValueKind) {
 
 // Numbers must read as nlohmann (correctly rounded, like from_chars) reads them.
 TEST(JsonData, NumbersEqualNlohmann) {
-  for (const char* n : {"0", "-0", "7", "-42", "256", "999999999999999", "-999999999999999", "1234567890123456789",
-                        "9007199254740993", "0.1", "-2.5", "1e3", "1E-3", "6.02214076e23", "-1.7976931348623157e308",
-                        "4.9e-324", "2.2250738585072014e-308", "0.30000000000000004", "123456789012345678901234567890"}) {
+  for (const char* n : {"0", "-0", "7", "-42", "256", "999999999999999", "-999999999999999", "1234567890123456789", "9007199254740993",
+                        "0.1", "-2.5", "1e3", "1E-3", "6.02214076e23", "-1.7976931348623157e308", "4.9e-324", "2.2250738585072014e-308",
+                        "0.30000000000000004", "123456789012345678901234567890"}) {
     const std::string doc = std::string("[") + n + "]";
     JsonValue v = parse_json(doc, "n.json");
     ASSERT_EQ(v.items.size(), 1u) << n;
@@ -177,9 +177,7 @@ void expect_same(const nlohmann::json& want, const JsonValue& got, const std::st
       EXPECT_EQ(got.boolean, want.get<bool>()) << path;
       break;
     case nlohmann::json::value_t::null: EXPECT_EQ(got.kind, Kind::Null) << path; break;
-    default:
-      ASSERT_EQ(got.kind, Kind::Number) << path;
-      EXPECT_DOUBLE_EQ(got.number, want.get<double>()) << path;
+    default: ASSERT_EQ(got.kind, Kind::Number) << path; EXPECT_DOUBLE_EQ(got.number, want.get<double>()) << path;
   }
 }
 
@@ -196,8 +194,7 @@ TEST(JsonData, SeesTheShippedRuleDataAsNlohmannDoes) {
 class BrokenData : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* f : {"devices.json", "gpus.json", "root_complexes.json", "platforms.json"})
-      dir_.write(f, slurp(kData + "/" + f));
+    for (const char* f : {"devices.json", "gpus.json", "root_complexes.json", "platforms.json"}) dir_.write(f, slurp(kData + "/" + f));
   }
   std::string load_error() {
     try {
@@ -383,8 +380,10 @@ TEST(ConfigSpace, OnDemandReadsEqualWholeFileReads) {
       std::filesystem::create_directories(p);
     } else {
       std::filesystem::create_directories(p.parent_path());
-      if (e.type == TarEntry::Type::Symlink) std::filesystem::create_symlink(e.data, p);
-      else std::ofstream(p, std::ios::binary) << e.data;
+      if (e.type == TarEntry::Type::Symlink)
+        std::filesystem::create_symlink(e.data, p);
+      else
+        std::ofstream(p, std::ios::binary) << e.data;
     }
   }
   auto dir = make_dir_fs(root.string());
@@ -448,8 +447,9 @@ TEST_F(BrokenData, HexIdsReadAsStrtoulReadsThem) {
 }
 
 std::string hwloc_doc(const std::vector<std::string>& pcidevs) {
-  std::string x = "<?xml version=\"1.0\"?>\n<topology version=\"2.0\">\n <object type=\"Machine\" os_index=\"0\">\n"
-                  "  <object type=\"Bridge\" bridge_type=\"0-1\" bridge_pci=\"0000:[10-10]\">\n";
+  std::string x =
+      "<?xml version=\"1.0\"?>\n<topology version=\"2.0\">\n <object type=\"Machine\" os_index=\"0\">\n"
+      "  <object type=\"Bridge\" bridge_type=\"0-1\" bridge_pci=\"0000:[10-10]\">\n";
   for (const auto& p : pcidevs) x += "   <object type=\"PCIDev\" " + p + "/>\n";
   return x + "  </object>\n </object>\n</topology>\n";
 }

@@ -28,19 +28,19 @@ inline std::string slurp(const std::string& path) {
 enum : uint8_t { kEndpoint = 0, kRootPort = 4, kUpstream = 5, kDownstream = 6 };
 
 struct FakeFn {
-  std::string bdf;                // "0000:01:00.0"
-  std::string sysfs_path;         // "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0"
+  std::string bdf;         // "0000:01:00.0"
+  std::string sysfs_path;  // "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0"
   uint16_t vendor = 0x8086, device = 0x1234;
   uint32_t class_code = 0x060400;
-  int port_type = -1;             // -1: no PCIe capability
-  int secondary_bus = -1;         // bridges
+  int port_type = -1;                                                // -1: no PCIe capability
+  int secondary_bus = -1;                                            // bridges
   int cap_speed = 4, cap_width = 16, sta_speed = 4, sta_width = 16;  // codes: 1=2.5 .. 5=32 GT/s
   bool acs = false;
   uint16_t acs_cap = 0x7f, acs_ctl = 0;
-  bool aer_before_acs = false;    // ACS second in the extended list, after AER (as on most ports)
+  bool aer_before_acs = false;  // ACS second in the extended list, after AER (as on most ports)
   int numa = 0;
   int iommu_group = -1;
-  std::string resource;           // sysfs "resource" text
+  std::string resource;  // sysfs "resource" text
 };
 
 // 4 KiB config space with the capabilities the parser reads.
@@ -66,16 +66,16 @@ inline std::string config_space(const FakeFn& f) {
   if (f.port_type >= 0) {
     put16(0x06, 0x10);  // capabilities list present
     c[0x34] = 0x40;
-    c[0x40] = 0x10;     // PCI Express capability, last in the list
+    c[0x40] = 0x10;  // PCI Express capability, last in the list
     put16(0x42, 2u | (static_cast<uint32_t>(f.port_type) << 4));
-    put32(0x44, 1);     // MPS supported 256
+    put32(0x44, 1);  // MPS supported 256
     put16(0x48, (1u << 5) | (2u << 12));
     put32(0x4c, static_cast<uint32_t>(f.cap_speed) | (static_cast<uint32_t>(f.cap_width) << 4));
     put16(0x52, static_cast<uint32_t>(f.sta_speed) | (static_cast<uint32_t>(f.sta_width) << 4));
     if (f.acs) {
       const size_t at = f.aer_before_acs ? 0x148 : 0x100;
       if (f.aer_before_acs) put32(0x100, 0x0001 | (1u << 16) | (0x148u << 20));  // AER -> ACS
-      put32(at, 0x000d | (1u << 16));  // ACS, version 1, end of list
+      put32(at, 0x000d | (1u << 16));                                            // ACS, version 1, end of list
       put16(at + 4, f.acs_cap);
       put16(at + 6, f.acs_ctl);
     }
@@ -143,8 +143,7 @@ struct FakeNode {
       e.push_back({TarEntry::Type::Directory, "sys/kernel/mm/memory_peers/" + p, ""});
       file("/sys/kernel/mm/memory_peers/" + p + "/version", "1.0\n");
     }
-    for (int i = 0; i < numa_nodes; ++i)
-      e.push_back({TarEntry::Type::Directory, "sys/devices/system/node/node" + std::to_string(i), ""});
+    for (int i = 0; i < numa_nodes; ++i) e.push_back({TarEntry::Type::Directory, "sys/devices/system/node/node" + std::to_string(i), ""});
     return e;
   }
 };
@@ -156,18 +155,54 @@ inline FakeNode switch_node() {
   const std::string rp = "/sys/devices/pci0000:00/0000:00:01.0";
   const std::string up = rp + "/0000:01:00.0";
   FakeFn f;
-  f.bdf = "0000:00:01.0"; f.sysfs_path = rp; f.port_type = kRootPort; f.secondary_bus = 1; f.acs = true;
+  f.bdf = "0000:00:01.0";
+  f.sysfs_path = rp;
+  f.port_type = kRootPort;
+  f.secondary_bus = 1;
+  f.acs = true;
   n.fns.push_back(f);
-  f = {}; f.bdf = "0000:01:00.0"; f.sysfs_path = up; f.vendor = 0x10b5; f.device = 0x9797; f.port_type = kUpstream; f.secondary_bus = 2;
+  f = {};
+  f.bdf = "0000:01:00.0";
+  f.sysfs_path = up;
+  f.vendor = 0x10b5;
+  f.device = 0x9797;
+  f.port_type = kUpstream;
+  f.secondary_bus = 2;
   n.fns.push_back(f);
-  f = {}; f.bdf = "0000:02:00.0"; f.sysfs_path = up + "/0000:02:00.0"; f.vendor = 0x10b5; f.device = 0x9797; f.port_type = kDownstream; f.secondary_bus = 3; f.acs = true;
+  f = {};
+  f.bdf = "0000:02:00.0";
+  f.sysfs_path = up + "/0000:02:00.0";
+  f.vendor = 0x10b5;
+  f.device = 0x9797;
+  f.port_type = kDownstream;
+  f.secondary_bus = 3;
+  f.acs = true;
   n.fns.push_back(f);
-  f = {}; f.bdf = "0000:02:01.0"; f.sysfs_path = up + "/0000:02:01.0"; f.vendor = 0x10b5; f.device = 0x9797; f.port_type = kDownstream; f.secondary_bus = 4; f.acs = true;
+  f = {};
+  f.bdf = "0000:02:01.0";
+  f.sysfs_path = up + "/0000:02:01.0";
+  f.vendor = 0x10b5;
+  f.device = 0x9797;
+  f.port_type = kDownstream;
+  f.secondary_bus = 4;
+  f.acs = true;
   n.fns.push_back(f);
-  f = {}; f.bdf = "0000:03:00.0"; f.sysfs_path = up + "/0000:02:00.0/0000:03:00.0"; f.vendor = 0x10de; f.device = 0x2330; f.class_code = 0x030200; f.port_type = kEndpoint;
+  f = {};
+  f.bdf = "0000:03:00.0";
+  f.sysfs_path = up + "/0000:02:00.0/0000:03:00.0";
+  f.vendor = 0x10de;
+  f.device = 0x2330;
+  f.class_code = 0x030200;
+  f.port_type = kEndpoint;
   f.resource = "0x00000000f8000000 0x00000000f8ffffff 0x0000000000040200\n0x0000100000000000 0x0000100fffffffff 0x000000000014220c\n";
   n.fns.push_back(f);
-  f = {}; f.bdf = "0000:04:00.0"; f.sysfs_path = up + "/0000:02:01.0/0000:04:00.0"; f.vendor = 0x15b3; f.device = 0x1021; f.class_code = 0x020700; f.port_type = kEndpoint;
+  f = {};
+  f.bdf = "0000:04:00.0";
+  f.sysfs_path = up + "/0000:02:01.0/0000:04:00.0";
+  f.vendor = 0x15b3;
+  f.device = 0x1021;
+  f.class_code = 0x020700;
+  f.port_type = kEndpoint;
   n.fns.push_back(f);
   n.modules = "nvidia 1 0 - Live 0x0\nnvidia_peermem 1 0 - Live 0x0\nib_core 1 0 - Live 0x0\n";
   return n;

@@ -17,11 +17,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <iterator>
-#include <sstream>
 #include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <stdexcept>
 #include <tuple>
-#include <nlohmann/json.hpp>
 
 #include "gdrpeer/topo/inputs.hpp"
 #include "gdrpeer/topo/render.hpp"
@@ -47,8 +47,8 @@ struct Builder {
 
   Builder() { node.modules = "nvidia 1 0 - Live 0x0\nnvidia_peermem 1 0 - Live 0x0\nib_core 1 0 - Live 0x0\n"; }
 
-  FakeFn& add(const std::string& bdf, const std::string& parent, uint16_t vendor, uint16_t device,
-              uint32_t cls, int port_type, int secondary, int numa) {
+  FakeFn& add(const std::string& bdf, const std::string& parent, uint16_t vendor, uint16_t device, uint32_t cls, int port_type,
+              int secondary, int numa) {
     FakeFn f;
     f.bdf = bdf;
     f.sysfs_path = (parent.empty() ? "/sys/devices/pci" + bdf.substr(0, 7) : path.at(parent)) + "/" + bdf;
@@ -166,8 +166,7 @@ TEST(TruthClass, SwitchDepthOnEitherSideBothOrdersBothRoles) {
   for (int ea = 0; ea <= 2; ++ea)
     for (int eb = 0; eb <= 2; ++eb)
       for (bool gpu_on_a : {true, false}) {
-        SCOPED_TRACE("extra switches a=" + std::to_string(ea) + " b=" + std::to_string(eb) +
-                     (gpu_on_a ? " GPU on a" : " GPU on b"));
+        SCOPED_TRACE("extra switches a=" + std::to_string(ea) + " b=" + std::to_string(eb) + (gpu_on_a ? " GPU on a" : " GPU on b"));
         Branches x = branches(ea, eb, gpu_on_a);
         Topology t = from_fake(x.b.node);
         const PathClass want = ea == 0 && eb == 0 ? PathClass::PIX : PathClass::PXB;
@@ -255,16 +254,13 @@ struct NumaCase {
 
 TEST(TruthNuma, TwoHostBridgesEveryCombinationOfKnownAndUnknown) {
   const NumaCase cases[] = {
-      {0, 0, 2, PathClass::NODE, false},  {1, 1, 2, PathClass::NODE, false},
-      {0, 1, 2, PathClass::SYS, false},   {1, 0, 2, PathClass::SYS, false},
-      {-1, 1, 2, PathClass::NODE, true},  {1, -1, 2, PathClass::NODE, true},
-      {-1, 0, 2, PathClass::NODE, true},  {0, -1, 2, PathClass::NODE, true},
-      {-1, -1, 2, PathClass::NODE, true}, {-1, 0, 1, PathClass::NODE, false},
-      {0, -1, 1, PathClass::NODE, false}, {-1, -1, 0, PathClass::NODE, true},
+      {0, 0, 2, PathClass::NODE, false},  {1, 1, 2, PathClass::NODE, false},  {0, 1, 2, PathClass::SYS, false},
+      {1, 0, 2, PathClass::SYS, false},   {-1, 1, 2, PathClass::NODE, true},  {1, -1, 2, PathClass::NODE, true},
+      {-1, 0, 2, PathClass::NODE, true},  {0, -1, 2, PathClass::NODE, true},  {-1, -1, 2, PathClass::NODE, true},
+      {-1, 0, 1, PathClass::NODE, false}, {0, -1, 1, PathClass::NODE, false}, {-1, -1, 0, PathClass::NODE, true},
   };
   for (const auto& c : cases) {
-    SCOPED_TRACE("GPU numa " + std::to_string(c.gpu) + ", NIC numa " + std::to_string(c.nic) + ", " +
-                 std::to_string(c.nodes) + " nodes");
+    SCOPED_TRACE("GPU numa " + std::to_string(c.gpu) + ", NIC numa " + std::to_string(c.nic) + ", " + std::to_string(c.nodes) + " nodes");
     Builder b;
     b.node.numa_nodes = c.nodes;
     std::string g = b.endpoint_below(b.root_port(0x00, 1, c.gpu), true, c.gpu);
@@ -342,8 +338,10 @@ TEST(TruthClass, EveryClassGivesNcclDefaultCudaCaseAndPathRule) {
       const Finding* f = finding(*p, w.rule);
       ASSERT_TRUE(f);
       EXPECT_EQ(f->severity, Verdict::Degraded);
-      if (w.cls != PathClass::SYS) EXPECT_NE(f->fix.find("NCCL_NET_GDR_LEVEL=PHB"), std::string::npos) << f->fix;
-      else EXPECT_NE(f->fix.find("(" + pix + ", PIX)"), std::string::npos) << f->fix;  // the closest NIC
+      if (w.cls != PathClass::SYS)
+        EXPECT_NE(f->fix.find("NCCL_NET_GDR_LEVEL=PHB"), std::string::npos) << f->fix;
+      else
+        EXPECT_NE(f->fix.find("(" + pix + ", PIX)"), std::string::npos) << f->fix;  // the closest NIC
     } else {
       EXPECT_TRUE(p->findings.empty()) << p->findings[0].rule;
     }
@@ -438,8 +436,8 @@ struct AcsBit {
   bool redirects;
 };
 const AcsBit kAcsBits[] = {
-    {acs::kSourceValidation, "SrcValid", false}, {acs::kTranslationBlocking, "TransBlk", false},
-    {acs::kRequestRedirect, "ReqRedir", true},   {acs::kCompletionRedirect, "CmpltRedir", true},
+    {acs::kSourceValidation, "SrcValid", false},      {acs::kTranslationBlocking, "TransBlk", false},
+    {acs::kRequestRedirect, "ReqRedir", true},        {acs::kCompletionRedirect, "CmpltRedir", true},
     {acs::kUpstreamForwarding, "UpstreamFwd", false}, {acs::kEgressControl, "EgressCtrl", true},
     {acs::kDirectTranslated, "DirectTrans", false},
 };
@@ -477,8 +475,8 @@ TEST(TruthAcs, EachControlBitAloneOnEveryPortOfASwitchPath) {
       ports.emplace_back(x.root, false);         // above the switch: not on the path
       for (const auto& [port, on_path] : ports)
         for (bool aer_first : {false, true}) {
-          SCOPED_TRACE(std::string(bit.lspci) + " on " + port + (aer_first ? " (after AER)" : "") +
-                       " extra switches " + std::to_string(ea));
+          SCOPED_TRACE(std::string(bit.lspci) + " on " + port + (aer_first ? " (after AER)" : "") + " extra switches " +
+                       std::to_string(ea));
           Branches y = branches(ea, 0, true);
           FakeFn& f = y.b.fn(port);
           f.acs = true;
@@ -500,8 +498,7 @@ TEST(TruthAcs, EveryRedirectBitFromLspciText) {
       SCOPED_TRACE(std::string(bit.lspci) + " on downstream port " + std::to_string(port));
       auto flags = [&](int which) {
         std::string s;
-        for (const auto& b : kAcsBits)
-          s += std::string(b.lspci) + (b.bit == bit.bit && which == port ? "+ " : "- ");
+        for (const auto& b : kAcsBits) s += std::string(b.lspci) + (b.bit == bit.bit && which == port ? "+ " : "- ");
         s.pop_back();
         return s;
       };
@@ -514,14 +511,15 @@ TEST(TruthAcs, EveryRedirectBitFromLspciText) {
                       bdf.c_str(), pri, sec, sec, type);
         return std::string(b);
       };
-      std::string vvv = bridge("00:01.0", 0, 1, "Root Port (Slot+)") + "\n" +
-                        bridge("01:00.0", 1, 2, "Upstream Port") + "\n";
+      std::string vvv = bridge("00:01.0", 0, 1, "Root Port (Slot+)") + "\n" + bridge("01:00.0", 1, 2, "Upstream Port") + "\n";
       for (int i = 0; i < 2; ++i)
         vvv += bridge("02:0" + std::to_string(i) + ".0", 2, 3 + i, "Downstream Port (Slot+)") +
                "\tCapabilities: [f24 v1] Access Control Services\n\t\tACSCap:\tSrcValid+ TransBlk+ ReqRedir+ "
-               "CmpltRedir+ UpstreamFwd+ EgressCtrl+ DirectTrans+\n\t\tACSCtl:\t" + flags(i) + "\n\n";
-      vvv += "03:00.0 3D controller [0302]: NVIDIA Corporation GH100 [H100 PCIe] [10de:2331] (rev a1)\n\n"
-             "04:00.0 Infiniband controller [0207]: Mellanox Technologies MT2910 Family [ConnectX-7] [15b3:1021]\n";
+               "CmpltRedir+ UpstreamFwd+ EgressCtrl+ DirectTrans+\n\t\tACSCtl:\t" +
+               flags(i) + "\n\n";
+      vvv +=
+          "03:00.0 3D controller [0302]: NVIDIA Corporation GH100 [H100 PCIe] [10de:2331] (rev a1)\n\n"
+          "04:00.0 Infiniband controller [0207]: Mellanox Technologies MT2910 Family [ConnectX-7] [15b3:1021]\n";
       Topology t = parse_lspci({{"vvv.txt", vvv}});
       assign_roles(t, kb());
       const std::string dsp = port == 0 ? "0000:02:00.0" : "0000:02:01.0";
@@ -645,7 +643,13 @@ TEST(TruthSoftware, PeerMemoryClientOrDmaBufPath) {
       // Degraded since issue 24: gdrpeer gives ibv_reg_mr a dma-buf path, but NCCL, NVSHMEM and UCX
       // get their dma-buf from CUDA (none with the proprietary module) and see no nv_mem client:
       // they turn GPUDirect RDMA off (consumer-nccl, consumer-nvshmem, consumer-ucx).
-      {"no client, 6.8, gdrpeer", "nvidia 1 0 - Live 0x0\ngdrpeer 1 0 - Live 0x0\n", {}, "6.8.0", closed, Verdict::Degraded, "software-peer-memory"},
+      {"no client, 6.8, gdrpeer",
+       "nvidia 1 0 - Live 0x0\ngdrpeer 1 0 - Live 0x0\n",
+       {},
+       "6.8.0",
+       closed,
+       Verdict::Degraded,
+       "software-peer-memory"},
       {"no nvidia module", "nvidia_peermem 1 0 - Live 0x0\n", {}, "6.8.0", open, Verdict::Blocked, "software-driver"},
   };
   for (const auto& c : cases) {
@@ -723,8 +727,8 @@ TEST(TruthBars, Bar1SizeAgainstTheTableThresholdAndBarFlags) {
     FakeNode n = testing::switch_node();
     for (auto& f : n.fns)
       if (f.bdf == "0000:03:00.0")
-        f.resource = "0x00000000f8000000 0x00000000f8ffffff 0x0000000000040200\n0x0000000000000000 " + std::string(end) +
-                     " 0x000000000014220c\n";
+        f.resource =
+            "0x00000000f8000000 0x00000000f8ffffff 0x0000000000040200\n0x0000000000000000 " + std::string(end) + " 0x000000000014220c\n";
     Topology t = from_fake(n);
     const Device& g = t.devices[t.find("0000:03:00.0")];
     ASSERT_EQ(g.bars.size(), 2u);
@@ -755,18 +759,16 @@ TEST(TruthRoles, RdmaNicsAreNetworkClassFunctionsOfKnownIds) {
     Role want;
   };
   const Case cases[] = {
-      {0x15b3, 0x1021, 0x020700, "", Role::NIC},        // ConnectX-7, InfiniBand class
-      {0x15b3, 0x1021, 0x020000, "", Role::NIC},        // ConnectX-7, Ethernet class
-      {0x15b3, 0xc2d5, 0x080100, "", Role::None},       // BlueField DMA function
-      {0x1d0f, 0xefa1, 0x020000, "", Role::NIC},        // EFA (device mask efa0/fff0)
-      {0x1d0f, 0xefa1, 0x088000, "", Role::None},       // same id, system peripheral class
-      {0x1d0f, 0xec20, 0x020000, "", Role::None},       // ENA: Ethernet, not RDMA
-      {0x14e4, 0x1750, 0x020000, "", Role::NIC},        // Broadcom Thor (bnxt_re)
-      {0x14e4, 0x1750, 0x088000, "", Role::None},
-      {0x8086, 0x1234, 0x020000, "rdmap1s0", Role::NIC},  // bound to an RDMA device
-      {0x8086, 0x1234, 0x088000, "rdmap1s0", Role::None},
-      {0x10de, 0x2330, 0x030200, "", Role::GPU},
-      {0x10de, 0x22a3, 0x068000, "", Role::None},       // NVSwitch: bridge-class, not a GPU
+      {0x15b3, 0x1021, 0x020700, "", Role::NIC},   // ConnectX-7, InfiniBand class
+      {0x15b3, 0x1021, 0x020000, "", Role::NIC},   // ConnectX-7, Ethernet class
+      {0x15b3, 0xc2d5, 0x080100, "", Role::None},  // BlueField DMA function
+      {0x1d0f, 0xefa1, 0x020000, "", Role::NIC},   // EFA (device mask efa0/fff0)
+      {0x1d0f, 0xefa1, 0x088000, "", Role::None},  // same id, system peripheral class
+      {0x1d0f, 0xec20, 0x020000, "", Role::None},  // ENA: Ethernet, not RDMA
+      {0x14e4, 0x1750, 0x020000, "", Role::NIC},   // Broadcom Thor (bnxt_re)
+      {0x14e4, 0x1750, 0x088000, "", Role::None},         {0x8086, 0x1234, 0x020000, "rdmap1s0", Role::NIC},  // bound to an RDMA device
+      {0x8086, 0x1234, 0x088000, "rdmap1s0", Role::None}, {0x10de, 0x2330, 0x030200, "", Role::GPU},
+      {0x10de, 0x22a3, 0x068000, "", Role::None},  // NVSwitch: bridge-class, not a GPU
   };
   for (const auto& c : cases) {
     Topology t;
@@ -793,10 +795,14 @@ TEST(TruthRoles, RdmaNicsAreNetworkClassFunctionsOfKnownIds) {
 std::string hwloc_node(bool hwloc2) {
   // Node 0: GPU under root port 00:01.0, NIC A under host bridge 40; node 1: NIC B under host bridge 80.
   auto io = [](const char* hb, const char* rp, const char* dev, const char* type) {
-    return std::string("<object type=\"Bridge\" bridge_type=\"0-1\" depth=\"0\" bridge_pci=\"0000:[") + hb + "]\">\n"
-           "<object type=\"Bridge\" bridge_type=\"1-1\" depth=\"1\" bridge_pci=\"0000:[" + hb + "]\" pci_busid=\"" + rp +
+    return std::string("<object type=\"Bridge\" bridge_type=\"0-1\" depth=\"0\" bridge_pci=\"0000:[") + hb +
+           "]\">\n"
+           "<object type=\"Bridge\" bridge_type=\"1-1\" depth=\"1\" bridge_pci=\"0000:[" +
+           hb + "]\" pci_busid=\"" + rp +
            "\" pci_type=\"0604 [1022:14ab] [0000:0000] 00\" pci_link_speed=\"0.000000\">\n"
-           "<object type=\"PCIDev\" pci_busid=\"" + dev + "\" pci_type=\"" + type + "\" pci_link_speed=\"31.5\"/>\n"
+           "<object type=\"PCIDev\" pci_busid=\"" +
+           dev + "\" pci_type=\"" + type +
+           "\" pci_link_speed=\"31.5\"/>\n"
            "</object>\n</object>\n";
   };
   const std::string gpu = io("01-01", "0000:00:01.0", "0000:01:00.0", "0302 [10de:2330] [10de:16c1] a1");

@@ -23,9 +23,7 @@ namespace v = gdrpeer::verify;
 
 namespace {
 
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 v::GidEntry gid(uint32_t index, v::GidType type, std::initializer_list<uint8_t> bytes) {
   v::GidEntry e;
@@ -39,9 +37,7 @@ v::GidEntry gid(uint32_t index, v::GidType type, std::initializer_list<uint8_t> 
 v::GidEntry link_local(uint32_t index, v::GidType type) {
   return gid(index, type, {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x50, 0x54, 0, 0xff, 0xfe, 0x12, 0x34, 0x56});
 }
-v::GidEntry ipv4(uint32_t index, v::GidType type) {
-  return gid(index, type, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 0, 2, 1});
-}
+v::GidEntry ipv4(uint32_t index, v::GidType type) { return gid(index, type, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 0, 2, 1}); }
 v::GidEntry global6(uint32_t index, v::GidType type) {
   return gid(index, type, {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1});
 }
@@ -53,8 +49,7 @@ class FakeSource final : public v::MemorySource {
   v::SourceKind kind() const override { return kind_; }
   std::string description() const override { return "fake"; }
   bool is_device_memory() const override {
-    return kind_ == v::SourceKind::gdrpeer || kind_ == v::SourceKind::cuda ||
-           kind_ == v::SourceKind::cuda_vmm;
+    return kind_ == v::SourceKind::gdrpeer || kind_ == v::SourceKind::cuda || kind_ == v::SourceKind::cuda_vmm;
   }
   void write(size_t, const uint8_t*, size_t) override {}
   void read(size_t, uint8_t*, size_t) override {}
@@ -74,8 +69,7 @@ v::RdmaDevice rxe0() {
 
 bool peer_memory_client_loaded() {
   std::error_code ec;
-  return std::filesystem::exists("/sys/kernel/mm/memory_peers", ec) ||
-         std::filesystem::exists("/sys/module/nvidia_peermem", ec);
+  return std::filesystem::exists("/sys/kernel/mm/memory_peers", ec) || std::filesystem::exists("/sys/module/nvidia_peermem", ec);
 }
 
 }  // namespace
@@ -130,8 +124,7 @@ TEST(VerifyGid, Format) {
 
 TEST(VerifyGid, RxeWithOnlyLinkLocalUsesIt) {
   // What rxe on an interface without any IP address has: link-local, v1 and v2.
-  std::vector<v::GidEntry> g = {link_local(0, v::GidType::roce_v1),
-                                link_local(1, v::GidType::roce_v2)};
+  std::vector<v::GidEntry> g = {link_local(0, v::GidType::roce_v1), link_local(1, v::GidType::roce_v2)};
   std::string why;
   auto s = v::select_gid(true, g, &why);
   ASSERT_TRUE(s);
@@ -139,9 +132,8 @@ TEST(VerifyGid, RxeWithOnlyLinkLocalUsesIt) {
 }
 
 TEST(VerifyGid, RoceV2Ipv4BeatsLinkLocalAndV1) {
-  std::vector<v::GidEntry> g = {link_local(0, v::GidType::roce_v1), link_local(1, v::GidType::roce_v2),
-                                ipv4(2, v::GidType::roce_v1), ipv4(3, v::GidType::roce_v2),
-                                global6(4, v::GidType::roce_v2)};
+  std::vector<v::GidEntry> g = {link_local(0, v::GidType::roce_v1), link_local(1, v::GidType::roce_v2), ipv4(2, v::GidType::roce_v1),
+                                ipv4(3, v::GidType::roce_v2), global6(4, v::GidType::roce_v2)};
   std::string why;
   EXPECT_EQ(v::select_gid(true, g, &why)->index, 3u);
   g.erase(g.begin() + 3);  // without the v2 IPv4 GID: global IPv6 v2
@@ -179,8 +171,7 @@ TEST(VerifyGid, GidIndexOptionUsesThatIndexOrNone) {
 }
 
 TEST(VerifyGid, InfiniBandUsesGidZero) {
-  std::vector<v::GidEntry> g = {
-      gid(0, v::GidType::ib, {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x0c, 0x42, 0xa1, 3, 0, 0x9e, 0x5c, 0x10})};
+  std::vector<v::GidEntry> g = {gid(0, v::GidType::ib, {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x0c, 0x42, 0xa1, 3, 0, 0x9e, 0x5c, 0x10})};
   std::string why;
   EXPECT_EQ(v::select_gid(false, g, &why)->index, 0u);
   EXPECT_FALSE(v::select_gid(false, {}, &why));
@@ -205,10 +196,8 @@ TEST(VerifyExit, WorstResultWins) {
   };
   EXPECT_EQ(v::exit_code_for({}), v::kExitNothing);
   EXPECT_EQ(v::exit_code_for({r(v::Outcome::pass), r(v::Outcome::pass)}), v::kExitPass);
-  EXPECT_EQ(v::exit_code_for({r(v::Outcome::pass), r(v::Outcome::unsupported)}),
-            v::kExitUnsupported);
-  EXPECT_EQ(v::exit_code_for({r(v::Outcome::unsupported), r(v::Outcome::fail), r(v::Outcome::pass)}),
-            v::kExitFail);
+  EXPECT_EQ(v::exit_code_for({r(v::Outcome::pass), r(v::Outcome::unsupported)}), v::kExitUnsupported);
+  EXPECT_EQ(v::exit_code_for({r(v::Outcome::unsupported), r(v::Outcome::fail), r(v::Outcome::pass)}), v::kExitFail);
   EXPECT_EQ(v::kExitPass, 0);
   // The meanings of `gdrpeer check`'s 1 (works with reservations) and 2 (does not work).
   EXPECT_EQ(v::kExitUnsupported, 1);
@@ -223,15 +212,15 @@ TEST(VerifyExplain, DmabufOnRxeIsUnsupportedSoftwareDevice) {
   FakeSource gdr(v::SourceKind::gdrpeer);
   auto f = v::explain_registration_failure(EOPNOTSUPP, v::Method::dmabuf, rxe0(), gdr);
   EXPECT_EQ(f.outcome, v::Outcome::unsupported);
-  EXPECT_TRUE(contains(f.reason, "rxe0 cannot import dma-buf memory: software RDMA device"))
-      << f.reason;
+  EXPECT_TRUE(contains(f.reason, "rxe0 cannot import dma-buf memory: software RDMA device")) << f.reason;
   EXPECT_TRUE(contains(f.reason, "EOPNOTSUPP")) << f.reason;
 }
 
 TEST(VerifyExplain, DmabufMrNeedsLinux512) {
   const std::string old = v::dmabuf_mr_kernel_problem("5.10.0-33-amd64");
-  EXPECT_EQ(old, "ibv_reg_dmabuf_mr does not exist before Linux 5.12 (this kernel is "
-                 "5.10.0-33-amd64): no RDMA device can register dma-buf memory here");
+  EXPECT_EQ(old,
+            "ibv_reg_dmabuf_mr does not exist before Linux 5.12 (this kernel is "
+            "5.10.0-33-amd64): no RDMA device can register dma-buf memory here");
   EXPECT_FALSE(v::dmabuf_mr_kernel_problem("5.11.22").empty());
   EXPECT_TRUE(v::dmabuf_mr_kernel_problem("5.12.0").empty());
   EXPECT_TRUE(v::dmabuf_mr_kernel_problem("6.1.0-56-amd64").empty());
@@ -246,8 +235,7 @@ TEST(VerifyExplain, DmabufOnHardwareWithoutSupport) {
   hw.kernel_driver = "mlx4_core";
   auto f = v::explain_registration_failure(EOPNOTSUPP, v::Method::dmabuf, hw, gpu);
   EXPECT_EQ(f.outcome, v::Outcome::unsupported);
-  EXPECT_TRUE(contains(f.reason, "mlx4_0 cannot import dma-buf memory: its driver (mlx4_core)"))
-      << f.reason;
+  EXPECT_TRUE(contains(f.reason, "mlx4_0 cannot import dma-buf memory: its driver (mlx4_core)")) << f.reason;
   // Any other errno on the dma-buf path is a failure, with the errno named.
   auto g = v::explain_registration_failure(EINVAL, v::Method::dmabuf, hw, gpu);
   EXPECT_EQ(g.outcome, v::Outcome::fail);
@@ -298,8 +286,7 @@ TEST(VerifySource, HostMemoryRoundTrips) {
   EXPECT_EQ(in, out);
   // No udmabuf at that path: the dma-buf path says so.
   EXPECT_FALSE(s.source->dmabuf());
-  EXPECT_TRUE(contains(s.source->dmabuf_problem(), "/nonexistent/udmabuf is absent"))
-      << s.source->dmabuf_problem();
+  EXPECT_TRUE(contains(s.source->dmabuf_problem(), "/nonexistent/udmabuf is absent")) << s.source->dmabuf_problem();
 }
 
 TEST(VerifySource, HugePagesAbsentWhenNoneConfigured) {
@@ -461,8 +448,7 @@ TEST(VerifyEngine, RequestedSourceThatIsAbsentBecomesUnsupportedRows) {
   auto rep = verify_gdrpeer_on("/nonexistent/gdrpeer", v::Method::dmabuf);
   ASSERT_EQ(rep.results.size(), 1u);
   EXPECT_EQ(rep.results[0].outcome, v::Outcome::unsupported);
-  EXPECT_TRUE(contains(rep.results[0].reason, "gdrpeer memory is absent: open /nonexistent/gdrpeer"))
-      << rep.results[0].reason;
+  EXPECT_TRUE(contains(rep.results[0].reason, "gdrpeer memory is absent: open /nonexistent/gdrpeer")) << rep.results[0].reason;
   EXPECT_EQ(rep.exit_code, v::kExitUnsupported);
 }
 

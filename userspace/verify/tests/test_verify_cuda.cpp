@@ -72,7 +72,7 @@ TEST_P(CudaSourceTest, AllocatesRoundTripsAndExportsDmabuf) {
   }
   auto d = s.source->dmabuf();
   ASSERT_TRUE(d) << s.source->dmabuf_problem();
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::fstat(d->fd, &st), 0);
   EXPECT_FALSE(exporter_of(d->fd).empty());
   std::printf("  dma-buf fd %d exporter %s\n", d->fd, exporter_of(d->fd).c_str());
@@ -102,9 +102,6 @@ TEST_P(CudaSourceTest, SizeBeyondGpuMemoryIsAnError) {
   EXPECT_NE(s.reason.find("the GPU has only"), std::string::npos) << s.reason;
 }
 
-INSTANTIATE_TEST_SUITE_P(Cuda, CudaSourceTest,
-                         ::testing::Values(v::SourceKind::cuda, v::SourceKind::cuda_vmm),
-                         [](const auto& param_info) {
-                           return param_info.param == v::SourceKind::cuda ? std::string("cuMemAlloc")
-                                                                    : std::string("VMM");
-                         });
+INSTANTIATE_TEST_SUITE_P(Cuda, CudaSourceTest, ::testing::Values(v::SourceKind::cuda, v::SourceKind::cuda_vmm), [](const auto& param_info) {
+  return param_info.param == v::SourceKind::cuda ? std::string("cuMemAlloc") : std::string("VMM");
+});

@@ -9,8 +9,8 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
-#include <map>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,8 +36,8 @@ struct Faults {
   Op lost = Op::none;        // this operation never completes
   Op dropped = Op::none;     // this operation completes successfully and moves no data
   int post_send_errno = 0;
-  int modify_errno = 0;      // ibv_modify_qp to RTS fails with this errno
-  bool no_cq = false;        // ibv_create_cq fails (ENOMEM)
+  int modify_errno = 0;  // ibv_modify_qp to RTS fails with this errno
+  bool no_cq = false;    // ibv_create_cq fails (ENOMEM)
 };
 
 // The fake device. The Api holds plain function pointers, so the state is global.
@@ -57,7 +57,7 @@ struct FakeNic {
     uint32_t length;
   };
   std::deque<Recv> receives;
-  int registrations = 0;  // of ibv_reg_mr: the first is the memory under test
+  int registrations = 0;           // of ibv_reg_mr: the first is the memory under test
   uint64_t dmabuf_offset = ~0ull;  // what ibv_reg_dmabuf_mr was given
   size_t dmabuf_length = 0;
   int open_mrs = 0, open_qps = 0;
@@ -134,8 +134,7 @@ int fake_post_send(ibv_qp*, ibv_send_wr* wr, ibv_send_wr** bad) {
         complete(Op::send, r.wr_id, IBV_WC_RECV, len);
         break;
       }
-      default:
-        return EINVAL;
+      default: return EINVAL;
     }
   }
   return 0;
@@ -237,9 +236,7 @@ const v::verbs::Api& fake_api() {
       --nic->open_qps;
       return 0;
     };
-    a.wc_status_str = [](ibv_wc_status s) -> const char* {
-      return s == IBV_WC_REM_ACCESS_ERR ? "remote access error" : "other status";
-    };
+    a.wc_status_str = [](ibv_wc_status s) -> const char* { return s == IBV_WC_REM_ACCESS_ERR ? "remote access error" : "other status"; };
     return a;
   }();
   return api;
@@ -316,8 +313,10 @@ class Buffer final : public v::MemorySource {
   Buffer(size_t n, v::SourceKind k, bool with_dmabuf) : bytes_(n), kind_(k) {
     size_ = n;
     address_ = bytes_.data();
-    if (with_dmabuf) dmabuf_ = v::DmaBufRef{-1, kDmabufOffset};
-    else dmabuf_problem_ = "no dma-buf in this test";
+    if (with_dmabuf)
+      dmabuf_ = v::DmaBufRef{-1, kDmabufOffset};
+    else
+      dmabuf_problem_ = "no dma-buf in this test";
   }
   v::SourceKind kind() const override { return kind_; }
   std::string description() const override { return "test buffer"; }
@@ -334,8 +333,7 @@ bool contains(const std::string& s, const std::string& part) { return s.find(par
 
 bool peer_memory_client_loaded() {
   std::error_code ec;
-  return std::filesystem::exists("/sys/kernel/mm/memory_peers", ec) ||
-         std::filesystem::exists("/sys/module/nvidia_peermem", ec);
+  return std::filesystem::exists("/sys/kernel/mm/memory_peers", ec) || std::filesystem::exists("/sys/module/nvidia_peermem", ec);
 }
 
 }  // namespace
@@ -404,8 +402,7 @@ TEST_F(FakeNicTest, OneWrongByteInAnyTransferFails) {
       Buffer target(4096, v::SourceKind::host, false);
       auto r = loopback(target);
       EXPECT_EQ(r.outcome, v::Outcome::fail);
-      EXPECT_TRUE(contains(r.reason, std::string(name) + ": 1 of 4096 bytes differ, first at offset " + std::to_string(at)))
-          << r.reason;
+      EXPECT_TRUE(contains(r.reason, std::string(name) + ": 1 of 4096 bytes differ, first at offset " + std::to_string(at))) << r.reason;
       ASSERT_EQ(r.transfers.size(), 3u);
       // The READ reads the target back: a byte the WRITE got wrong is wrong there too.
       for (const auto& c : r.transfers) {
@@ -501,8 +498,7 @@ TEST_F(FakeNicTest, VerbErrorsAndBadCompletionsFail) {
       [](Faults& f) { f.bad_status = Op::read; });
   add("SEND completes with an error", "SEND of 4 KiB (4096 bytes) completed with status \"remote access error\"",
       [](Faults& f) { f.bad_status = Op::send; });
-  add("WRITE never completes", "no completion for RDMA WRITE of 4 KiB (4096 bytes) within 200 ms",
-      [](Faults& f) { f.lost = Op::write; });
+  add("WRITE never completes", "no completion for RDMA WRITE of 4 KiB (4096 bytes) within 200 ms", [](Faults& f) { f.lost = Op::write; });
   add("READ never completes", "no completion for RDMA READ", [](Faults& f) { f.lost = Op::read; });
   add("SEND never completes", "no completion for SEND", [](Faults& f) { f.lost = Op::send; });
   add("post_send refused", "ibv_post_send on fake0 failed: ENOMEM", [](Faults& f) { f.post_send_errno = ENOMEM; });

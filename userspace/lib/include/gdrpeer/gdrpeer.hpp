@@ -83,8 +83,7 @@ class Mapping {
 class DmaBuf {
  public:
   DmaBuf() = default;
-  DmaBuf(UniqueFd fd, uint64_t offset, uint64_t length) noexcept
-      : fd_(std::move(fd)), offset_(offset), length_(length) {}
+  DmaBuf(UniqueFd fd, uint64_t offset, uint64_t length) noexcept : fd_(std::move(fd)), offset_(offset), length_(length) {}
   int fd() const noexcept { return fd_.get(); }
   uint64_t offset() const noexcept { return offset_; }  // inside the Buffer
   uint64_t size() const noexcept { return length_; }
@@ -149,8 +148,7 @@ class Device {
 // Argument checks shared by the API and its tests (they need no driver).
 // Returns why [offset, offset+length) is not a valid page-aligned, non-empty range
 // inside an object of `size` bytes, or nullopt when it is.
-std::optional<std::string> range_problem(uint64_t offset, uint64_t length, uint64_t size,
-                                         uint64_t page_size);
+std::optional<std::string> range_problem(uint64_t offset, uint64_t length, uint64_t size, uint64_t page_size);
 // Rounds size up to a multiple of align (a power of two); nullopt on overflow.
 std::optional<uint64_t> round_up(uint64_t size, uint64_t align);
 // "4096 bytes", "2 MiB (2097152 bytes)"

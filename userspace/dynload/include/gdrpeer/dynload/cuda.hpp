@@ -98,27 +98,23 @@ struct Api {
   CUresult (*cuDevicePrimaryCtxRelease)(CUdevice) = nullptr;  // _v2
   CUresult (*cuCtxSetCurrent)(CUcontext) = nullptr;
   CUresult (*cuCtxSynchronize)() = nullptr;
-  CUresult (*cuMemAlloc)(CUdeviceptr*, size_t) = nullptr;  // _v2
-  CUresult (*cuMemFree)(CUdeviceptr) = nullptr;            // _v2
-  CUresult (*cuMemGetInfo)(size_t*, size_t*) = nullptr;    // _v2
+  CUresult (*cuMemAlloc)(CUdeviceptr*, size_t) = nullptr;                // _v2
+  CUresult (*cuMemFree)(CUdeviceptr) = nullptr;                          // _v2
+  CUresult (*cuMemGetInfo)(size_t*, size_t*) = nullptr;                  // _v2
   CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void*, size_t) = nullptr;  // _v2
   CUresult (*cuMemcpyDtoH)(void*, CUdeviceptr, size_t) = nullptr;        // _v2
   CUresult (*cuPointerSetAttribute)(const void*, int, CUdeviceptr) = nullptr;
   // VMM
   CUresult (*cuMemGetAllocationGranularity)(size_t*, const CUmemAllocationProp*, int) = nullptr;
-  CUresult (*cuMemCreate)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*,
-                          unsigned long long) = nullptr;
+  CUresult (*cuMemCreate)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*, unsigned long long) = nullptr;
   CUresult (*cuMemRelease)(CUmemGenericAllocationHandle) = nullptr;
-  CUresult (*cuMemAddressReserve)(CUdeviceptr*, size_t, size_t, CUdeviceptr,
-                                  unsigned long long) = nullptr;
+  CUresult (*cuMemAddressReserve)(CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned long long) = nullptr;
   CUresult (*cuMemAddressFree)(CUdeviceptr, size_t) = nullptr;
-  CUresult (*cuMemMap)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,
-                       unsigned long long) = nullptr;
+  CUresult (*cuMemMap)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long) = nullptr;
   CUresult (*cuMemUnmap)(CUdeviceptr, size_t) = nullptr;
   CUresult (*cuMemSetAccess)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t) = nullptr;
   // dma-buf export (CUDA 11.7+) and the GPUDirect RDMA write flush (CUDA 11.3+): optional.
-  CUresult (*cuMemGetHandleForAddressRange)(void*, CUdeviceptr, size_t, int,
-                                            unsigned long long) = nullptr;
+  CUresult (*cuMemGetHandleForAddressRange)(void*, CUdeviceptr, size_t, int, unsigned long long) = nullptr;
   CUresult (*cuFlushGPUDirectRDMAWrites)(int, int) = nullptr;
   // GPU peer-to-peer (`gdrpeer verify --p2p`), optional: streams, events, peer access and
   // the copy cudaMemcpyPeerAsync is built on.

@@ -35,9 +35,9 @@ inline constexpr int NVML_GPU_FABRIC_STATE_COMPLETED = 3;
 // nvmlGpuFabricInfo_t (the unversioned v1 layout nvmlDeviceGetGpuFabricInfo fills).
 struct nvmlGpuFabricInfo_t {
   unsigned char clusterUuid[16];
-  nvmlReturn_t status;   // registration result once COMPLETED
+  nvmlReturn_t status;  // registration result once COMPLETED
   unsigned cliqueId;
-  unsigned char state;   // nvmlGpuFabricState_t
+  unsigned char state;  // nvmlGpuFabricState_t
 };
 
 // nvmlPciInfo_t as the _v2/_v3 entry points fill it.
@@ -50,11 +50,11 @@ struct nvmlPciInfo_t {
 // The loaded library. Missing optional entry points are nullptr.
 struct Api {
   void* handle = nullptr;
-  nvmlReturn_t (*nvmlInit)() = nullptr;                                             // _v2
-  nvmlReturn_t (*nvmlDeviceGetCount)(unsigned*) = nullptr;                          // _v2
-  nvmlReturn_t (*nvmlDeviceGetHandleByIndex)(unsigned, nvmlDevice_t*) = nullptr;    // _v2
-  nvmlReturn_t (*nvmlDeviceGetPciInfo)(nvmlDevice_t, nvmlPciInfo_t*) = nullptr;     // _v3
-  nvmlReturn_t (*nvmlDeviceGetNvLinkState)(nvmlDevice_t, unsigned, int*) = nullptr;  // nvmlEnableState_t
+  nvmlReturn_t (*nvmlInit)() = nullptr;                                                                // _v2
+  nvmlReturn_t (*nvmlDeviceGetCount)(unsigned*) = nullptr;                                             // _v2
+  nvmlReturn_t (*nvmlDeviceGetHandleByIndex)(unsigned, nvmlDevice_t*) = nullptr;                       // _v2
+  nvmlReturn_t (*nvmlDeviceGetPciInfo)(nvmlDevice_t, nvmlPciInfo_t*) = nullptr;                        // _v3
+  nvmlReturn_t (*nvmlDeviceGetNvLinkState)(nvmlDevice_t, unsigned, int*) = nullptr;                    // nvmlEnableState_t
   nvmlReturn_t (*nvmlDeviceGetNvLinkRemotePciInfo)(nvmlDevice_t, unsigned, nvmlPciInfo_t*) = nullptr;  // _v2
   // Optional (R460+): whether a link ends at a GPU or an NVSwitch.
   nvmlReturn_t (*nvmlDeviceGetNvLinkRemoteDeviceType)(nvmlDevice_t, unsigned, int*) = nullptr;

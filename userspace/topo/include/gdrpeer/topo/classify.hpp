@@ -25,9 +25,9 @@ enum class CudaCase { SwitchOnly, RootComplex, CpuInterconnect };
 struct PathInfo {
   PathClass cls = PathClass::SYS;
   CudaCase cuda = CudaCase::CpuInterconnect;
-  bool nccl_gdr = false;        // NCCL's default NCCL_NET_GDR_LEVEL (PXB)
-  bool numa_guessed = false;    // NODE vs SYS decided without NUMA data
-  int lca = -1;                 // lowest common bridge device, -1 if none
+  bool nccl_gdr = false;              // NCCL's default NCCL_NET_GDR_LEVEL (PXB)
+  bool numa_guessed = false;          // NODE vs SYS decided without NUMA data
+  int lca = -1;                       // lowest common bridge device, -1 if none
   std::vector<int> ports_a, ports_b;  // bridges strictly below the meeting point
 };
 
@@ -35,9 +35,9 @@ struct PathInfo {
 struct NvLinkPath {
   bool linked = false;
   bool via_switch = false;
-  bool inferred = false;  // from NVSwitch devices in the PCI tree or the GPU model, not from a link list
+  bool inferred = false;      // from NVSwitch devices in the PCI tree or the GPU model, not from a link list
   std::string inferred_from;  // "nvswitch-on-bus" or "gpu-model" when inferred
-  int links = 0;          // nvidia-smi's NV#; 0 unknown
+  int links = 0;              // nvidia-smi's NV#; 0 unknown
   uint64_t bandwidth_mbps = 0;
 };
 

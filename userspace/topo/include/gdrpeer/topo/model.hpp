@@ -62,9 +62,9 @@ struct Bar {
 };
 
 struct Device {
-  std::string bdf;          // canonical "dddd:bb:dd.f"
-  int parent = -1;          // index of the bridge whose secondary bus we sit on; -1 = root bus
-  int host_bridge = -1;     // index into Topology::host_bridges
+  std::string bdf;       // canonical "dddd:bb:dd.f"
+  int parent = -1;       // index of the bridge whose secondary bus we sit on; -1 = root bus
+  int host_bridge = -1;  // index into Topology::host_bridges
   std::vector<int> children;
 
   bool ids_known = false;
@@ -103,7 +103,7 @@ struct Device {
   // NVML's NVSwitch fabric state of a GPU (nvmlGpuFabricState_t: 0 not supported, 1 not
   // started, 2 in progress, 3 completed) and, once completed, its status; -1 not asked.
   int fabric_state = -1, fabric_status = -1;
-  std::string net_name;   // network interface name, if known
+  std::string net_name;  // network interface name, if known
 
   uint32_t base_class() const { return (class_code >> 16) & 0xff; }
   uint32_t sub_class() const { return (class_code >> 8) & 0xff; }
@@ -130,7 +130,7 @@ enum class IommuMode { Unknown, Off, Identity, Translating, Mixed };
 struct Software {
   bool inspected = false;  // true for live sysfs / snapshots
   std::vector<std::string> modules;
-  bool modules_known = false;  // /proc/modules (or /sys/module) was in the input
+  bool modules_known = false;             // /proc/modules (or /sys/module) was in the input
   std::vector<std::string> memory_peers;  // /sys/kernel/mm/memory_peers/*
   bool memory_peers_dir = false;
   std::string kernel_release;
@@ -157,11 +157,11 @@ struct Software {
 // NVSwitch. GPU-GPU peer traffic between two GPUs linked directly, or both
 // linked to NVSwitches, goes over NVLink, not over the PCIe path.
 struct NvLink {
-  int gpu = -1;            // device index of the GPU end
-  int peer = -1;           // device index of the other end, -1 when it is not in the PCI tree
-  std::string peer_bdf;    // the other end's address as the input gives it
+  int gpu = -1;          // device index of the GPU end
+  int peer = -1;         // device index of the other end, -1 when it is not in the PCI tree
+  std::string peer_bdf;  // the other end's address as the input gives it
   bool peer_is_switch = false;
-  int links = 0;           // bonded links (nvidia-smi's NV#); 0 unknown
+  int links = 0;                // bonded links (nvidia-smi's NV#); 0 unknown
   uint64_t bandwidth_mbps = 0;  // hwloc's NVLinkBandwidth value; 0 unknown
 };
 
@@ -180,13 +180,13 @@ struct Topology {
   // Where a pasted input was cut off ("file:line inside <gpu>"), read up to there; "" when whole.
   // The node verdict is then incomplete: what came after is unknown (node_verdict.cpp).
   std::string cut_off;
-  int numa_nodes = 0;                 // 0 = unknown
-  std::vector<std::string> notes;     // parser remarks worth showing the operator
+  int numa_nodes = 0;              // 0 = unknown
+  std::vector<std::string> notes;  // parser remarks worth showing the operator
   std::vector<NvLink> nvlinks;
-  bool nvlink_known = false;          // the input tells NVLink (even that there is none)
+  bool nvlink_known = false;  // the input tells NVLink (even that there is none)
   // What NVML said or why it could not be asked (live check and snapshots), one note; "" when not asked.
   std::string nvml_note;
-  bool nvml_failed = false;           // NVML was asked and could not answer: NVLink unknown
+  bool nvml_failed = false;  // NVML was asked and could not answer: NVLink unknown
 
   int find(const std::string& bdf) const;
   // Add or find a host bridge by name; returns its index.

@@ -17,8 +17,8 @@ namespace gdrpeer::topo {
 
 struct IdMatch {
   uint16_t vendor = 0;
-  std::optional<uint16_t> device;           // exact device id
-  std::optional<uint16_t> device_mask;      // (device & mask) == *device when set
+  std::optional<uint16_t> device;       // exact device id
+  std::optional<uint16_t> device_mask;  // (device & mask) == *device when set
   std::optional<uint16_t> subsys_vendor;
   std::optional<uint16_t> subsys_device;
   std::optional<uint16_t> subsys_device_mask;
@@ -35,7 +35,7 @@ struct NicRule {
 struct GpuFamily {
   std::string family;  // "datacenter", "professional", "geforce", "gb10", "grace-c2c"
   std::string name;
-  std::vector<uint16_t> devices;      // NVIDIA device ids
+  std::vector<uint16_t> devices;           // NVIDIA device ids
   std::vector<std::string> name_patterns;  // substrings of lspci/hwloc names
 };
 
@@ -63,13 +63,13 @@ struct NvlinkBaseboardPart {
 
 struct RootComplex {
   std::string name;
-  std::string vendor;           // cpuinfo vendor_id / hwloc CPUVendor
-  int family = -1;              // x86 family; -1 any
-  std::vector<int> models;      // x86 models; empty = any
-  std::string arch;             // "" any
+  std::string vendor;                       // cpuinfo vendor_id / hwloc CPUVendor
+  int family = -1;                          // x86 family; -1 any
+  std::vector<int> models;                  // x86 models; empty = any
+  std::string arch;                         // "" any
   std::vector<std::string> model_patterns;  // substrings of the CPU model name
-  std::string p2p;              // "good", "poor", "unsupported"
-  std::string cross_socket;     // "ok", "slow", "unsupported"
+  std::string p2p;                          // "good", "poor", "unsupported"
+  std::string cross_socket;                 // "ok", "slow", "unsupported"
   std::string note;
 };
 
@@ -89,8 +89,8 @@ struct PlatformRule {
 };
 
 struct RuleData {
-  std::string data_dir;  // where it was loaded from; "built-in" for the compiled-in data
-  std::vector<uint16_t> gpu_vendors;             // display/3D class devices of these are GPUs
+  std::string data_dir;               // where it was loaded from; "built-in" for the compiled-in data
+  std::vector<uint16_t> gpu_vendors;  // display/3D class devices of these are GPUs
   std::vector<NicRule> nics;
   std::vector<IdMatch> flatten_switches;
   std::vector<GpuFamily> gpu_families;

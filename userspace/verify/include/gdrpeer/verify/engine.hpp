@@ -19,7 +19,7 @@ struct Api;
 }
 
 struct VerifyOptions {
-  std::vector<SourceKind> sources;  // empty: every source this node has
+  std::vector<SourceKind> sources;   // empty: every source this node has
   std::vector<std::string> devices;  // "rxe0" or "rxe0:1"; empty: every device, all ports
   std::vector<Method> methods{Method::reg_mr, Method::dmabuf};
   SourceOptions source;
@@ -31,13 +31,13 @@ struct VerifyOptions {
   double bench_seconds = 0.2;
   uint64_t iterations = 0;                           // -n: operations per measurement instead of bench_seconds
   std::function<void(const std::string&)> progress;  // may be empty
-  const verbs::Api* api = nullptr;  // tests: a fake libibverbs; nullptr: the real library
+  const verbs::Api* api = nullptr;                   // tests: a fake libibverbs; nullptr: the real library
 };
 
 struct SourceReport {
   SourceKind kind{};
   SourceSetup::State state = SourceSetup::State::absent;
-  bool requested = false;  // named on the command line
+  bool requested = false;   // named on the command line
   std::string description;  // when ready
   std::string reason;       // when not ready
   std::string dmabuf_problem;
@@ -58,8 +58,7 @@ struct VerifyReport {
 };
 
 // Checks --device names against the inventory; returns the problem in words.
-std::optional<std::string> check_device_selection(const RdmaInventory& inv,
-                                                  const std::vector<std::string>& selection);
+std::optional<std::string> check_device_selection(const RdmaInventory& inv, const std::vector<std::string>& selection);
 
 // Runs everything. Sources and registrations are released before it returns.
 VerifyReport run_verify(const VerifyOptions& opt, const RdmaInventory& inv);

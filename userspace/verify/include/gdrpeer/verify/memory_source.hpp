@@ -36,7 +36,7 @@ class MemorySource {
   virtual ~MemorySource() = default;
   virtual SourceKind kind() const = 0;
   virtual std::string description() const = 0;  // one line, for the report
-  virtual bool is_device_memory() const = 0;   // PCI BAR / GPU memory, not system RAM
+  virtual bool is_device_memory() const = 0;    // PCI BAR / GPU memory, not system RAM
   size_t size() const { return size_; }
   void* address() const { return address_; }
   // nullopt when this memory cannot be had as a dma-buf here; dmabuf_problem() says why.

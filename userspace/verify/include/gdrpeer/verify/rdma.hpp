@@ -32,8 +32,7 @@ bool gid_is_ipv4_mapped(const RawGid& g);  // ::ffff:0:0/96
 // RoCE v2 over v1, then IPv4-mapped over global IPv6 over link-local; the
 // lowest index wins a tie. Link-local GIDs are fine for a loopback on one port
 // (that is all rxe has when the interface has no IP address).
-std::optional<GidEntry> select_gid(bool ethernet, const std::vector<GidEntry>& gids,
-                                   std::string* why);
+std::optional<GidEntry> select_gid(bool ethernet, const std::vector<GidEntry>& gids, std::string* why);
 
 struct PortInfo {
   uint8_t port = 1;
@@ -58,7 +57,7 @@ struct RdmaDevice {
   int max_qp_rd_atom = 1;       // RDMA READs a QP may have outstanding as initiator
   int max_qp_init_rd_atom = 1;  // ... and as responder
   int atomic_cap = -1;          // ibv_device_attr.atomic_cap (IBV_ATOMIC_NONE 0, HCA 1, GLOB 2); -1 unknown
-  bool software = false;  // rxe, siw: no DMA engine, no peer-to-peer
+  bool software = false;        // rxe, siw: no DMA engine, no peer-to-peer
   std::vector<PortInfo> ports;
   std::string problem;  // could not be opened / queried
 };

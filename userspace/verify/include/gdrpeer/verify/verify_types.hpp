@@ -47,7 +47,7 @@ struct ComboResult {
 };
 
 // Process exit codes of `gdrpeer verify` (documented in docs/verify.md).
-inline constexpr int kExitPass = 0;         // every combination passed
+inline constexpr int kExitPass = 0;  // every combination passed
 // The same meanings as `gdrpeer check` (userspace/cli/exit_codes.hpp, issue 25): 1 works with
 // reservations (check: degraded; here: some combination unsupported), 2 does not work (check:
 // blocked; here: a combination failed), 3 nothing to check. Before issue 25, 1 and 2 were swapped.
