@@ -274,7 +274,12 @@ test-kernels: deps userspace selftests
 # (docs/driver.md, "Reliability campaign"), so it is not part of `make test`.
 DEBUG_KERNEL := 6.1-debug
 DEBUG_TESTS  := tests/test_driver.py tests/test_nvidia.py tests/test_peermem.py tests/test_fuzz.py \
-	tests/test_hotplug.py tests/test_kill.py tests/test_revoke_bounds.py tests/test_revoke_race.py
+	tests/test_hotplug.py tests/test_kill.py tests/test_revoke_race.py
+# The ALLOC/FREE race of test_revoke_bounds needs two vCPUs really running at once: on one TCG
+# thread the racer never got in first (383 ALLOCs in 10 s, 0 lost races: the test refuses to
+# pass without the race), so it runs on multi-threaded TCG, which it survives (the QEMU crash
+# was in the 1,000,000-op fuzz only).
+DEBUG_TESTS_MTTCG := tests/test_revoke_bounds.py
 FUZZ_OPS_DEBUG ?= 1000000
 debug-kernel:
 	$(EMUNODE) fetch --kernel $(DEBUG_KERNEL)
@@ -289,6 +294,8 @@ test-debug: deps userspace selftests debug-kernel
 		GDRPEER_BIN=$(BUILD)/bin/gdrpeer \
 		PYTHONPATH=$(CURDIR)/tests $(PYTHON) -m pytest -ra $(DEBUG_TESTS) -k "not other_kernels" \
 		$(PYTEST_ARGS)
+	VM_KERNEL=$(DEBUG_KERNEL) GDRPEER_BIN=$(BUILD)/bin/gdrpeer PYTHONPATH=$(CURDIR)/tests \
+		$(PYTHON) -m pytest -ra $(DEBUG_TESTS_MTTCG) -k "not other_kernels" $(PYTEST_ARGS)
 	VM_KERNEL=$(DEBUG_KERNEL) PYTHONPATH=$(CURDIR)/tests $(PYTHON) -m pytest -ra \
 		tests/test_rxe_dmabuf.py -k hot_unplug $(PYTEST_ARGS)
 
