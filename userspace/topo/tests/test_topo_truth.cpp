@@ -202,26 +202,38 @@ TEST(TruthClass, SwitchOnOneRootPortDeviceOnAnotherIsPhbBothWays) {
   }
 }
 
+// A switch below a switch: root port 00:01.0 (AMD) -> outer switch 01:00.0 -> its downstream
+// ports 02:00.0 and 02:01.0; 02:00.0 -> inner switch 03:00.0 -> 04:00.0 -> 05:00.0 (the deep
+// endpoint); 02:01.0 -> 06:00.0. The deep endpoint is the GPU (H100) when gpu_deep, else the NIC
+// (ConnectX-6 Dx). DevIds: vendor, device, subsystem device (the subsystem vendor is the
+// vendor).
+struct DevIds {
+  uint16_t vendor, device, subsys_device;
+};
+Topology two_level_switch(DevIds outer, DevIds inner, bool gpu_deep) {
+  Topology t;
+  t.format = "test";
+  const int hb = t.host_bridge_index("0000:00");
+  auto add = [&](const std::string& bdf, int parent, PortType pt, Role role, DevIds id) {
+    return add_device(t, bdf, parent, pt, role, id.vendor, id.device, id.vendor, id.subsys_device, hb);
+  };
+  const int rp = add("0000:00:01.0", -1, PortType::RootPort, Role::None, {0x1022, 1, 0});
+  const int ua = add("0000:01:00.0", rp, PortType::SwitchUpstream, Role::None, outer);
+  const int da = add("0000:02:00.0", ua, PortType::SwitchDownstream, Role::None, outer);
+  const int da2 = add("0000:02:01.0", ua, PortType::SwitchDownstream, Role::None, outer);
+  const int ub = add("0000:03:00.0", da, PortType::SwitchUpstream, Role::None, inner);
+  const int db = add("0000:04:00.0", ub, PortType::SwitchDownstream, Role::None, inner);
+  add("0000:05:00.0", db, PortType::Endpoint, gpu_deep ? Role::GPU : Role::NIC, {0x10de, 0x2330, 0});
+  add("0000:06:00.0", da2, PortType::Endpoint, gpu_deep ? Role::NIC : Role::GPU, {0x15b3, 0x1021, 0});
+  t.finalize();
+  return t;
+}
+
 TEST(TruthClass, TwoLevelBroadcomIsOneSwitchOnlyWhenBothLevelsAreBroadcom) {
   // NCCL flattens Broadcom PEX Gen4/Gen5 two-level switches (both levels of the
   // family); an inner Broadcom switch under a PLX switch stays two switches.
   auto build = [](uint16_t outer_vendor, uint16_t outer_device, uint16_t outer_sd, bool gpu_deep) {
-    Topology t;
-    t.format = "test";
-    int hb = t.host_bridge_index("0000:00");
-    auto add = [&](const std::string& bdf, int parent, PortType pt, Role role, uint16_t v, uint16_t d, uint16_t sd) {
-      return add_device(t, bdf, parent, pt, role, v, d, v, sd, hb);
-    };
-    int rp = add("0000:00:01.0", -1, PortType::RootPort, Role::None, 0x1022, 1, 0);
-    int ua = add("0000:01:00.0", rp, PortType::SwitchUpstream, Role::None, outer_vendor, outer_device, outer_sd);
-    int da = add("0000:02:00.0", ua, PortType::SwitchDownstream, Role::None, outer_vendor, outer_device, outer_sd);
-    int da2 = add("0000:02:01.0", ua, PortType::SwitchDownstream, Role::None, outer_vendor, outer_device, outer_sd);
-    int ub = add("0000:03:00.0", da, PortType::SwitchUpstream, Role::None, 0x1000, 0xc010, 0xa064);
-    int db = add("0000:04:00.0", ub, PortType::SwitchDownstream, Role::None, 0x1000, 0xc010, 0xa064);
-    add("0000:05:00.0", db, PortType::Endpoint, gpu_deep ? Role::GPU : Role::NIC, 0x10de, 0x2330, 0);
-    add("0000:06:00.0", da2, PortType::Endpoint, gpu_deep ? Role::NIC : Role::GPU, 0x15b3, 0x1021, 0);
-    t.finalize();
-    return t;
+    return two_level_switch({outer_vendor, outer_device, outer_sd}, {0x1000, 0xc010, 0xa064}, gpu_deep);
   };
   for (bool gpu_deep : {true, false}) {
     Topology both = build(0x1000, 0xc010, 0xa064, gpu_deep);
@@ -946,23 +958,10 @@ TEST(TruthClass, OneSwitchIsPixWhateverIndexItsPortsHave) {
 // Found by the generated mutants (issue 28): the inner switch's `!k.flattens(usp)` dropped.
 TEST(TruthClass, PlxSwitchBelowABroadcomOneIsNotFlattened) {
   for (bool gpu_deep : {true, false}) {
-    Topology t;
-    t.format = "test";
-    int hb = t.host_bridge_index("0000:00");
-    auto add = [&](const std::string& bdf, int parent, PortType pt, Role role, uint16_t v, uint16_t d, uint16_t sd) {
-      return add_device(t, bdf, parent, pt, role, v, d, v, sd, hb);
-    };
-    int rp = add("0000:00:01.0", -1, PortType::RootPort, Role::None, 0x1022, 1, 0);
-    // outer: Broadcom PEX Gen4 (the family devices.json flatten_switches lists)
-    int ua = add("0000:01:00.0", rp, PortType::SwitchUpstream, Role::None, 0x1000, 0xc010, 0xa064);
-    int da = add("0000:02:00.0", ua, PortType::SwitchDownstream, Role::None, 0x1000, 0xc010, 0xa064);
-    int da2 = add("0000:02:01.0", ua, PortType::SwitchDownstream, Role::None, 0x1000, 0xc010, 0xa064);
-    // inner: PLX PEX 9797
-    int ub = add("0000:03:00.0", da, PortType::SwitchUpstream, Role::None, kPlx, 0x9797, 0x9797);
-    int db = add("0000:04:00.0", ub, PortType::SwitchDownstream, Role::None, kPlx, 0x9797, 0x9797);
-    int deep = add("0000:05:00.0", db, PortType::Endpoint, gpu_deep ? Role::GPU : Role::NIC, 0x10de, 0x2330, 0);
-    int flat = add("0000:06:00.0", da2, PortType::Endpoint, gpu_deep ? Role::NIC : Role::GPU, 0x15b3, 0x1021, 0);
-    t.finalize();
+    // outer: Broadcom PEX Gen4 (the family devices.json flatten_switches lists); inner: PLX PEX 9797
+    Topology t = two_level_switch({0x1000, 0xc010, 0xa064}, {kPlx, 0x9797, 0x9797}, gpu_deep);
+    const int ua = t.find("0000:01:00.0"), ub = t.find("0000:03:00.0");
+    const int deep = t.find("0000:05:00.0"), flat = t.find("0000:06:00.0");
     ASSERT_TRUE(kb().flattens(t.devices[ua]));
     ASSERT_FALSE(kb().flattens(t.devices[ub]));
     EXPECT_EQ(classify(t, deep, flat, kb()).cls, PathClass::PXB);
