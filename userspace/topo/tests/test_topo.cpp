@@ -348,18 +348,8 @@ TEST(Classify, SwitchIsOneBridge) {
 
 TEST(Classify, RootPortsHostBridgesAndNuma) {
   FakeNode n;
-  testing::FakeFn f;
   auto add = [&](const std::string& bdf, const std::string& path, uint16_t v, uint16_t d, uint32_t cc, int pt, int sec, int numa) {
-    f = {};
-    f.bdf = bdf;
-    f.sysfs_path = path;
-    f.vendor = v;
-    f.device = d;
-    f.class_code = cc;
-    f.port_type = pt;
-    f.secondary_bus = sec;
-    f.numa = numa;
-    n.fns.push_back(f);
+    testing::add_fn(n, bdf, path, v, d, cc, pt, sec).numa = numa;
   };
   add("0000:00:01.0", "/sys/devices/pci0000:00/0000:00:01.0", 0x1022, 1, 0x060400, testing::kRootPort, 1, 0);
   add("0000:00:02.0", "/sys/devices/pci0000:00/0000:00:02.0", 0x1022, 1, 0x060400, testing::kRootPort, 2, 0);

@@ -51,18 +51,11 @@ struct Builder {
 
   FakeFn& add(const std::string& bdf, const std::string& parent, uint16_t vendor, uint16_t device, uint32_t cls, int port_type,
               int secondary, int numa) {
-    FakeFn f;
-    f.bdf = bdf;
-    f.sysfs_path = (parent.empty() ? "/sys/devices/pci" + bdf.substr(0, 7) : path.at(parent)) + "/" + bdf;
-    f.vendor = vendor;
-    f.device = device;
-    f.class_code = cls;
-    f.port_type = port_type;
-    f.secondary_bus = secondary;
+    const std::string dir = (parent.empty() ? "/sys/devices/pci" + bdf.substr(0, 7) : path.at(parent)) + "/" + bdf;
+    path[bdf] = dir;
+    FakeFn& f = testing::add_fn(node, bdf, dir, vendor, device, cls, port_type, secondary);
     f.numa = numa;
-    path[bdf] = f.sysfs_path;
-    node.fns.push_back(f);
-    return node.fns.back();
+    return f;
   }
   static std::string addr(int domain, int bus, int dev) {
     char b[32];
