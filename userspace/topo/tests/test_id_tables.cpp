@@ -302,14 +302,7 @@ TEST(PciIds, GeforceRuleNamesWhereTheFamilyCameFrom) {
 
 Role role_of(uint16_t vendor, uint16_t device, uint32_t class_code) {
   Topology t;
-  Device d;
-  d.bdf = "0000:05:00.0";
-  d.ids_known = true;
-  d.vendor = vendor;
-  d.device = device;
-  d.class_known = true;
-  d.class_code = class_code;
-  t.devices.push_back(d);
+  testing::add_pci_function(t, "0000:05:00.0", -1, vendor, device, class_code);
   assign_roles(t, kb());
   return t.devices[0].role;
 }

@@ -215,6 +215,21 @@ inline int add_device(Topology& t, const std::string& bdf, int parent, PortType 
   return static_cast<int>(t.devices.size() - 1);
 }
 
+// A function with its ids and class code known (no port type, no parent), appended to t on host
+// bridge host_bridge (-1: none); the reference, to t's last device, is for setting the rest.
+inline Device& add_pci_function(Topology& t, const std::string& bdf, int host_bridge, uint16_t vendor, uint16_t device,
+                                uint32_t class_code) {
+  Device d;
+  d.bdf = bdf;
+  d.host_bridge = host_bridge;
+  d.ids_known = d.class_known = true;
+  d.vendor = vendor;
+  d.device = device;
+  d.class_code = class_code;
+  t.devices.push_back(d);
+  return t.devices.back();
+}
+
 // The same with ids from its role: a GPU is NVIDIA 10de:gpu_device (H100), a NIC ConnectX-6 Dx
 // 15b3:1021, anything else a PLX PEX 9797 switch port 10b5:9797 (a switch NCCL does not flatten).
 inline int add_tree_device(Topology& t, const std::string& bdf, int parent, PortType pt, Role role, int hb = -1,

@@ -767,15 +767,7 @@ TEST(TruthRoles, RdmaNicsAreNetworkClassFunctionsOfKnownIds) {
   for (const auto& c : cases) {
     Topology t;
     t.format = "test";
-    Device d;
-    d.bdf = "0000:01:00.0";
-    d.host_bridge = t.host_bridge_index("0000:01");
-    d.ids_known = d.class_known = true;
-    d.vendor = c.vendor;
-    d.device = c.device;
-    d.class_code = c.cls;
-    d.rdma_name = c.rdma_name;
-    t.devices.push_back(d);
+    testing::add_pci_function(t, "0000:01:00.0", t.host_bridge_index("0000:01"), c.vendor, c.device, c.cls).rdma_name = c.rdma_name;
     t.finalize();
     assign_roles(t, kb());
     char what[64];
@@ -1133,16 +1125,10 @@ TEST(TruthNvlink, NvswitchOnTheBusByVendorAndClassOrByName) {
   for (const auto& c : cases) {
     SCOPED_TRACE(c.what);
     Topology t;
-    Device d;
-    d.bdf = "0000:05:00.0";
-    d.host_bridge = t.host_bridge_index("0000:00");
+    Device& d = testing::add_pci_function(t, "0000:05:00.0", t.host_bridge_index("0000:00"), c.vendor, c.device, c.class_code);
     d.ids_known = c.ids_known;
     d.class_known = c.class_known;
-    d.vendor = c.vendor;
-    d.device = c.device;
-    d.class_code = c.class_code;
     d.name = c.name;
-    t.devices.push_back(d);
     t.finalize();
     EXPECT_EQ(nvswitch_on_pci_bus(t), c.nvswitch);
   }
