@@ -127,34 +127,10 @@ FakeNode with_gpu(uint16_t device) {
 // GPU and NIC below two different root ports of one host bridge: PHB.
 FakeNode two_root_ports(uint16_t gpu_device) {
   FakeNode n;
-  FakeFn f;
-  f.bdf = "0000:00:01.0";
-  f.sysfs_path = "/sys/devices/pci0000:00/0000:00:01.0";
-  f.port_type = testing::kRootPort;
-  f.secondary_bus = 1;
-  n.fns.push_back(f);
-  f = {};
-  f.bdf = "0000:00:02.0";
-  f.sysfs_path = "/sys/devices/pci0000:00/0000:00:02.0";
-  f.port_type = testing::kRootPort;
-  f.secondary_bus = 2;
-  n.fns.push_back(f);
-  f = {};
-  f.bdf = "0000:01:00.0";
-  f.sysfs_path = "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0";
-  f.vendor = 0x10de;
-  f.device = gpu_device;
-  f.class_code = 0x030200;
-  f.port_type = testing::kEndpoint;
-  n.fns.push_back(f);
-  f = {};
-  f.bdf = "0000:02:00.0";
-  f.sysfs_path = "/sys/devices/pci0000:00/0000:00:02.0/0000:02:00.0";
-  f.vendor = 0x15b3;
-  f.device = 0x1021;
-  f.class_code = 0x020700;
-  f.port_type = testing::kEndpoint;
-  n.fns.push_back(f);
+  testing::add_port(n, "0000:00:01.0", "/sys/devices/pci0000:00/0000:00:01.0", testing::kRootPort, 1);
+  testing::add_port(n, "0000:00:02.0", "/sys/devices/pci0000:00/0000:00:02.0", testing::kRootPort, 2);
+  testing::add_endpoint(n, "0000:01:00.0", "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0", 0x10de, gpu_device, 0x030200);
+  testing::add_endpoint(n, "0000:02:00.0", "/sys/devices/pci0000:00/0000:00:02.0/0000:02:00.0", 0x15b3, 0x1021, 0x020700);
   n.modules = "nvidia 1 0 - Live 0x0\nnvidia_peermem 1 0 - Live 0x0\nib_core 1 0 - Live 0x0\n";
   return n;
 }
@@ -326,14 +302,7 @@ TEST(PciIds, GeforceRuleNamesWhereTheFamilyCameFrom) {
 
 Role role_of(uint16_t vendor, uint16_t device, uint32_t class_code) {
   Topology t;
-  Device d;
-  d.bdf = "0000:05:00.0";
-  d.ids_known = true;
-  d.vendor = vendor;
-  d.device = device;
-  d.class_known = true;
-  d.class_code = class_code;
-  t.devices.push_back(d);
+  testing::add_pci_function(t, "0000:05:00.0", -1, vendor, device, class_code);
   assign_roles(t, kb());
   return t.devices[0].role;
 }
@@ -404,22 +373,9 @@ TEST(Platform, Gb10BlocksGpuDirectRdmaByIdAndByDmi) {
 // A Jetson: the iGPU is not on PCI, the NIC is; the board names itself in the device tree.
 FakeNode jetson_nic_only() {
   FakeNode n;
-  FakeFn f;
-  f.bdf = "0001:00:00.0";
-  f.sysfs_path = "/sys/devices/platform/14180000.pcie/pci0001:00/0001:00:00.0";
-  f.vendor = 0x10de;
-  f.device = 0x229e;
-  f.port_type = testing::kRootPort;
-  f.secondary_bus = 1;
-  n.fns.push_back(f);
-  f = {};
-  f.bdf = "0001:01:00.0";
-  f.sysfs_path = "/sys/devices/platform/14180000.pcie/pci0001:00/0001:00:00.0/0001:01:00.0";
-  f.vendor = 0x15b3;
-  f.device = 0x1021;
-  f.class_code = 0x020000;
-  f.port_type = testing::kEndpoint;
-  n.fns.push_back(f);
+  const std::string rp = "/sys/devices/platform/14180000.pcie/pci0001:00/0001:00:00.0";
+  testing::add_port(n, "0001:00:00.0", rp, testing::kRootPort, 1, 0x10de, 0x229e);
+  testing::add_endpoint(n, "0001:01:00.0", rp + "/0001:01:00.0", 0x15b3, 0x1021, 0x020000);
   n.cpuinfo = kOrinCpuinfo;
   return n;
 }
@@ -543,22 +499,8 @@ TEST(Platform, CloudVmFromDmiVendor) {
   ASSERT_NE(note, nullptr);
   EXPECT_EQ(note->severity, Verdict::Optimal);
   FakeNode flat;
-  FakeFn f;
-  f.bdf = "0000:00:05.0";
-  f.sysfs_path = "/sys/devices/pci0000:00/0000:00:05.0";
-  f.vendor = 0x10de;
-  f.device = 0x2330;
-  f.class_code = 0x030200;
-  f.port_type = testing::kEndpoint;
-  flat.fns.push_back(f);
-  f = {};
-  f.bdf = "0000:00:06.0";
-  f.sysfs_path = "/sys/devices/pci0000:00/0000:00:06.0";
-  f.vendor = 0x1d0f;
-  f.device = 0xefa1;
-  f.class_code = 0x020000;
-  f.port_type = testing::kEndpoint;
-  flat.fns.push_back(f);
+  testing::add_endpoint(flat, "0000:00:05.0", "/sys/devices/pci0000:00/0000:00:05.0", 0x10de, 0x2330, 0x030200);
+  testing::add_endpoint(flat, "0000:00:06.0", "/sys/devices/pci0000:00/0000:00:06.0", 0x1d0f, 0xefa1, 0x020000);
   flat.modules = "nvidia 1 0 - Live 0x0\nnvidia_peermem 1 0 - Live 0x0\n";
   Report vm = check(from_fake(flat, {file("sys/class/dmi/id/sys_vendor", "Amazon EC2\n")}), kb(), CheckOptions{});
   const Finding* bad = finding(*find_pair(vm, "GPU0", "NIC0"), "platform-virtual");

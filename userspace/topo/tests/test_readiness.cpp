@@ -199,20 +199,8 @@ Topology node(const FakeNode& n, const Extra& x) { return fake::from_fake(n, x.e
 // One H200 (10de:2335) behind a root port, no NIC, no NVMe: the real node's software.
 FakeNode h200_alone() {
   FakeNode n;
-  fake::FakeFn f;
-  f.bdf = "0000:00:01.0";
-  f.sysfs_path = "/sys/devices/pci0000:00/0000:00:01.0";
-  f.port_type = fake::kRootPort;
-  f.secondary_bus = 1;
-  n.fns.push_back(f);
-  f = {};
-  f.bdf = "0000:01:00.0";
-  f.sysfs_path = "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0";
-  f.vendor = 0x10de;
-  f.device = 0x2335;
-  f.class_code = 0x030200;
-  f.port_type = fake::kEndpoint;
-  n.fns.push_back(f);
+  fake::add_port(n, "0000:00:01.0", "/sys/devices/pci0000:00/0000:00:01.0", fake::kRootPort, 1);
+  fake::add_endpoint(n, "0000:01:00.0", "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0", 0x10de, 0x2335, 0x030200);
   n.modules = fixture("proc-modules.h200.txt");
   n.osrelease = "6.18.44-fc\n";
   n.nvidia_version = fixture("proc-driver-nvidia-version.h200-580.159.04-open.txt");
@@ -391,22 +379,8 @@ TEST(ReadinessNode, PairsGetOneModeEach) {
 Topology switch_node_with_nvme(const std::string& modules) {
   FakeNode n = fake::switch_node();
   const std::string up = "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0";
-  fake::FakeFn f;
-  f.bdf = "0000:02:02.0";
-  f.sysfs_path = up + "/0000:02:02.0";
-  f.vendor = 0x10b5;
-  f.device = 0x9797;
-  f.port_type = fake::kDownstream;
-  f.secondary_bus = 5;
-  n.fns.push_back(f);
-  f = {};
-  f.bdf = "0000:05:00.0";
-  f.sysfs_path = up + "/0000:02:02.0/0000:05:00.0";
-  f.vendor = 0x144d;
-  f.device = 0xa80a;
-  f.class_code = 0x010802;
-  f.port_type = fake::kEndpoint;
-  n.fns.push_back(f);
+  fake::add_port(n, "0000:02:02.0", up + "/0000:02:02.0", fake::kDownstream, 5, 0x10b5, 0x9797);
+  fake::add_endpoint(n, "0000:05:00.0", up + "/0000:02:02.0/0000:05:00.0", 0x144d, 0xa80a, 0x010802);
   n.modules = modules;
   n.osrelease = "6.12.107+deb12-amd64\n";
   n.nvidia_version = fixture("proc-driver-nvidia-version.h200-580.159.04-open.txt");

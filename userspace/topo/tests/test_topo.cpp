@@ -348,18 +348,8 @@ TEST(Classify, SwitchIsOneBridge) {
 
 TEST(Classify, RootPortsHostBridgesAndNuma) {
   FakeNode n;
-  testing::FakeFn f;
   auto add = [&](const std::string& bdf, const std::string& path, uint16_t v, uint16_t d, uint32_t cc, int pt, int sec, int numa) {
-    f = {};
-    f.bdf = bdf;
-    f.sysfs_path = path;
-    f.vendor = v;
-    f.device = d;
-    f.class_code = cc;
-    f.port_type = pt;
-    f.secondary_bus = sec;
-    f.numa = numa;
-    n.fns.push_back(f);
+    testing::add_fn(n, bdf, path, v, d, cc, pt, sec).numa = numa;
   };
   add("0000:00:01.0", "/sys/devices/pci0000:00/0000:00:01.0", 0x1022, 1, 0x060400, testing::kRootPort, 1, 0);
   add("0000:00:02.0", "/sys/devices/pci0000:00/0000:00:02.0", 0x1022, 1, 0x060400, testing::kRootPort, 2, 0);
@@ -393,30 +383,17 @@ TEST(Classify, BroadcomTwoLevelSwitchIsFlattenedLikeNccl) {
     Topology t;
     t.format = "test";
     int hb = t.host_bridge_index("0000:00");
-    auto add = [&](const std::string& bdf, int parent, PortType pt, bool bridge, Role role) {
-      Device d;
-      d.bdf = bdf;
-      d.parent = parent;
-      d.host_bridge = parent < 0 ? hb : -1;
-      d.port = pt;
-      d.is_bridge = bridge;
-      d.role = role;
-      d.ids_known = true;
-      d.vendor = vendor;
-      d.device = device;
-      d.subsys_vendor = sv;
-      d.subsys_device = sd;
-      t.devices.push_back(d);
-      return static_cast<int>(t.devices.size() - 1);
+    auto add = [&](const std::string& bdf, int parent, PortType pt, Role role) {
+      return testing::add_device(t, bdf, parent, pt, role, vendor, device, sv, sd, hb);
     };
-    int rp = add("0000:00:01.0", -1, PortType::RootPort, true, Role::None);
-    int ua = add("0000:01:00.0", rp, PortType::SwitchUpstream, true, Role::None);
-    int da = add("0000:02:00.0", ua, PortType::SwitchDownstream, true, Role::None);
-    int da2 = add("0000:02:01.0", ua, PortType::SwitchDownstream, true, Role::None);
-    int ub = add("0000:03:00.0", da, PortType::SwitchUpstream, true, Role::None);
-    int db = add("0000:04:00.0", ub, PortType::SwitchDownstream, true, Role::None);
-    add("0000:05:00.0", db, PortType::Endpoint, false, Role::GPU);
-    add("0000:06:00.0", da2, PortType::Endpoint, false, Role::NIC);
+    int rp = add("0000:00:01.0", -1, PortType::RootPort, Role::None);
+    int ua = add("0000:01:00.0", rp, PortType::SwitchUpstream, Role::None);
+    int da = add("0000:02:00.0", ua, PortType::SwitchDownstream, Role::None);
+    int da2 = add("0000:02:01.0", ua, PortType::SwitchDownstream, Role::None);
+    int ub = add("0000:03:00.0", da, PortType::SwitchUpstream, Role::None);
+    int db = add("0000:04:00.0", ub, PortType::SwitchDownstream, Role::None);
+    add("0000:05:00.0", db, PortType::Endpoint, Role::GPU);
+    add("0000:06:00.0", da2, PortType::Endpoint, Role::NIC);
     t.finalize();
     return t;
   };
@@ -538,16 +515,17 @@ TEST(Rules, RoleOverrideMakesStandInsCount) {
 }
 
 TEST(RuleData, RootComplexTable) {
-  CpuInfo genoa;
-  genoa.vendor = "AuthenticAMD";
-  genoa.family = 25;
-  genoa.model = 17;
+  auto cpu = [](const std::string& vendor, int family, int model) {
+    CpuInfo c;
+    c.vendor = vendor;
+    c.family = family;
+    c.model = model;
+    return c;
+  };
+  const CpuInfo genoa = cpu("AuthenticAMD", 25, 17);
   ASSERT_TRUE(kb().root_complex(genoa));
   EXPECT_EQ(kb().root_complex(genoa)->p2p, "good");
-  CpuInfo bdw;
-  bdw.vendor = "GenuineIntel";
-  bdw.family = 6;
-  bdw.model = 79;
+  const CpuInfo bdw = cpu("GenuineIntel", 6, 79);
   ASSERT_TRUE(kb().root_complex(bdw));
   EXPECT_EQ(kb().root_complex(bdw)->cross_socket, "unsupported");
   CpuInfo unknown;

@@ -148,64 +148,95 @@ struct FakeNode {
   }
 };
 
+// A PCI function appended to a fake node; the reference it returns (to the node's last function)
+// lets the caller set what else it has before the next one is added.
+inline FakeFn& add_fn(FakeNode& n, const std::string& bdf, const std::string& sysfs_path, uint16_t vendor, uint16_t device,
+                      uint32_t class_code, int port_type, int secondary_bus = -1) {
+  FakeFn f;
+  f.bdf = bdf;
+  f.sysfs_path = sysfs_path;
+  f.vendor = vendor;
+  f.device = device;
+  f.class_code = class_code;
+  f.port_type = port_type;
+  f.secondary_bus = secondary_bus;
+  n.fns.push_back(f);
+  return n.fns.back();
+}
+
+// A PCIe port (a PCI bridge, class 0604) with its secondary bus; FakeFn's placeholder ids unless given.
+inline FakeFn& add_port(FakeNode& n, const std::string& bdf, const std::string& sysfs_path, int port_type, int secondary_bus,
+                        uint16_t vendor = FakeFn{}.vendor, uint16_t device = FakeFn{}.device) {
+  return add_fn(n, bdf, sysfs_path, vendor, device, FakeFn{}.class_code, port_type, secondary_bus);
+}
+
+// A PCIe endpoint.
+inline FakeFn& add_endpoint(FakeNode& n, const std::string& bdf, const std::string& sysfs_path, uint16_t vendor, uint16_t device,
+                            uint32_t class_code) {
+  return add_fn(n, bdf, sysfs_path, vendor, device, class_code, kEndpoint);
+}
+
 // GPU (NVIDIA, 64 GiB BAR1) and ConnectX NIC under one switch below one root port:
 //   00:01.0 root port -> 01:00.0 upstream -> 02:00.0 / 02:01.0 downstream -> 03:00.0 GPU / 04:00.0 NIC
 inline FakeNode switch_node() {
   FakeNode n;
   const std::string rp = "/sys/devices/pci0000:00/0000:00:01.0";
   const std::string up = rp + "/0000:01:00.0";
-  FakeFn f;
-  f.bdf = "0000:00:01.0";
-  f.sysfs_path = rp;
-  f.port_type = kRootPort;
-  f.secondary_bus = 1;
-  f.acs = true;
-  n.fns.push_back(f);
-  f = {};
-  f.bdf = "0000:01:00.0";
-  f.sysfs_path = up;
-  f.vendor = 0x10b5;
-  f.device = 0x9797;
-  f.port_type = kUpstream;
-  f.secondary_bus = 2;
-  n.fns.push_back(f);
-  f = {};
-  f.bdf = "0000:02:00.0";
-  f.sysfs_path = up + "/0000:02:00.0";
-  f.vendor = 0x10b5;
-  f.device = 0x9797;
-  f.port_type = kDownstream;
-  f.secondary_bus = 3;
-  f.acs = true;
-  n.fns.push_back(f);
-  f = {};
-  f.bdf = "0000:02:01.0";
-  f.sysfs_path = up + "/0000:02:01.0";
-  f.vendor = 0x10b5;
-  f.device = 0x9797;
-  f.port_type = kDownstream;
-  f.secondary_bus = 4;
-  f.acs = true;
-  n.fns.push_back(f);
-  f = {};
-  f.bdf = "0000:03:00.0";
-  f.sysfs_path = up + "/0000:02:00.0/0000:03:00.0";
-  f.vendor = 0x10de;
-  f.device = 0x2330;
-  f.class_code = 0x030200;
-  f.port_type = kEndpoint;
-  f.resource = "0x00000000f8000000 0x00000000f8ffffff 0x0000000000040200\n0x0000100000000000 0x0000100fffffffff 0x000000000014220c\n";
-  n.fns.push_back(f);
-  f = {};
-  f.bdf = "0000:04:00.0";
-  f.sysfs_path = up + "/0000:02:01.0/0000:04:00.0";
-  f.vendor = 0x15b3;
-  f.device = 0x1021;
-  f.class_code = 0x020700;
-  f.port_type = kEndpoint;
-  n.fns.push_back(f);
+  add_port(n, "0000:00:01.0", rp, kRootPort, 1).acs = true;
+  add_port(n, "0000:01:00.0", up, kUpstream, 2, 0x10b5, 0x9797);
+  add_port(n, "0000:02:00.0", up + "/0000:02:00.0", kDownstream, 3, 0x10b5, 0x9797).acs = true;
+  add_port(n, "0000:02:01.0", up + "/0000:02:01.0", kDownstream, 4, 0x10b5, 0x9797).acs = true;
+  add_endpoint(n, "0000:03:00.0", up + "/0000:02:00.0/0000:03:00.0", 0x10de, 0x2330, 0x030200).resource =
+      "0x00000000f8000000 0x00000000f8ffffff 0x0000000000040200\n0x0000100000000000 0x0000100fffffffff 0x000000000014220c\n";
+  add_endpoint(n, "0000:04:00.0", up + "/0000:02:01.0/0000:04:00.0", 0x15b3, 0x1021, 0x020700);
   n.modules = "nvidia 1 0 - Live 0x0\nnvidia_peermem 1 0 - Live 0x0\nib_core 1 0 - Live 0x0\n";
   return n;
+}
+
+// A device of a synthetic tree, appended to t with its ids known: a bridge when its port type is
+// one (PortType::Unknown, as from an input that gives no port type, is none); one without a
+// parent sits on host bridge hb (0000:00 when hb < 0). Returns its index.
+inline int add_device(Topology& t, const std::string& bdf, int parent, PortType pt, Role role, uint16_t vendor, uint16_t device,
+                      uint16_t subsys_vendor = 0, uint16_t subsys_device = 0, int hb = -1) {
+  Device x;
+  x.bdf = bdf;
+  x.parent = parent;
+  x.host_bridge = parent >= 0 ? -1 : hb >= 0 ? hb : t.host_bridge_index("0000:00");
+  x.port = pt;
+  x.is_bridge = pt == PortType::RootPort || pt == PortType::SwitchUpstream || pt == PortType::SwitchDownstream ||
+                pt == PortType::PcieToPciBridge || pt == PortType::PciToPcieBridge;
+  x.role = role;
+  x.ids_known = true;
+  x.vendor = vendor;
+  x.device = device;
+  x.subsys_vendor = subsys_vendor;
+  x.subsys_device = subsys_device;
+  t.devices.push_back(x);
+  return static_cast<int>(t.devices.size() - 1);
+}
+
+// A function with its ids and class code known (no port type, no parent), appended to t on host
+// bridge host_bridge (-1: none); the reference, to t's last device, is for setting the rest.
+inline Device& add_pci_function(Topology& t, const std::string& bdf, int host_bridge, uint16_t vendor, uint16_t device,
+                                uint32_t class_code) {
+  Device d;
+  d.bdf = bdf;
+  d.host_bridge = host_bridge;
+  d.ids_known = d.class_known = true;
+  d.vendor = vendor;
+  d.device = device;
+  d.class_code = class_code;
+  t.devices.push_back(d);
+  return t.devices.back();
+}
+
+// The same with ids from its role: a GPU is NVIDIA 10de:gpu_device (H100), a NIC ConnectX-6 Dx
+// 15b3:1021, anything else a PLX PEX 9797 switch port 10b5:9797 (a switch NCCL does not flatten).
+inline int add_tree_device(Topology& t, const std::string& bdf, int parent, PortType pt, Role role, int hb = -1,
+                           uint16_t gpu_device = 0x2330) {
+  const uint16_t vendor = role == Role::GPU ? 0x10de : role == Role::NIC ? 0x15b3 : 0x10b5;
+  const uint16_t device = role == Role::GPU ? gpu_device : role == Role::NIC ? 0x1021 : 0x9797;
+  return add_device(t, bdf, parent, pt, role, vendor, device, 0, 0, hb);
 }
 
 // The rule data in topology/, loaded once per test program.

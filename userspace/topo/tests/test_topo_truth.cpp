@@ -32,6 +32,8 @@
 namespace gdrpeer::topo {
 namespace {
 
+using testing::add_device;
+using testing::add_tree_device;
 using testing::FakeFn;
 using testing::FakeNode;
 using testing::from_fake;
@@ -49,18 +51,11 @@ struct Builder {
 
   FakeFn& add(const std::string& bdf, const std::string& parent, uint16_t vendor, uint16_t device, uint32_t cls, int port_type,
               int secondary, int numa) {
-    FakeFn f;
-    f.bdf = bdf;
-    f.sysfs_path = (parent.empty() ? "/sys/devices/pci" + bdf.substr(0, 7) : path.at(parent)) + "/" + bdf;
-    f.vendor = vendor;
-    f.device = device;
-    f.class_code = cls;
-    f.port_type = port_type;
-    f.secondary_bus = secondary;
+    const std::string dir = (parent.empty() ? "/sys/devices/pci" + bdf.substr(0, 7) : path.at(parent)) + "/" + bdf;
+    path[bdf] = dir;
+    FakeFn& f = testing::add_fn(node, bdf, dir, vendor, device, cls, port_type, secondary);
     f.numa = numa;
-    path[bdf] = f.sysfs_path;
-    node.fns.push_back(f);
-    return node.fns.back();
+    return f;
   }
   static std::string addr(int domain, int bus, int dev) {
     char b[32];
@@ -200,39 +195,38 @@ TEST(TruthClass, SwitchOnOneRootPortDeviceOnAnotherIsPhbBothWays) {
   }
 }
 
+// A switch below a switch: root port 00:01.0 (AMD) -> outer switch 01:00.0 -> its downstream
+// ports 02:00.0 and 02:01.0; 02:00.0 -> inner switch 03:00.0 -> 04:00.0 -> 05:00.0 (the deep
+// endpoint); 02:01.0 -> 06:00.0. The deep endpoint is the GPU (H100) when gpu_deep, else the NIC
+// (ConnectX-6 Dx). DevIds: vendor, device, subsystem device (the subsystem vendor is the
+// vendor).
+struct DevIds {
+  uint16_t vendor, device, subsys_device;
+};
+Topology two_level_switch(DevIds outer, DevIds inner, bool gpu_deep) {
+  Topology t;
+  t.format = "test";
+  const int hb = t.host_bridge_index("0000:00");
+  auto add = [&](const std::string& bdf, int parent, PortType pt, Role role, DevIds id) {
+    return add_device(t, bdf, parent, pt, role, id.vendor, id.device, id.vendor, id.subsys_device, hb);
+  };
+  const int rp = add("0000:00:01.0", -1, PortType::RootPort, Role::None, {0x1022, 1, 0});
+  const int ua = add("0000:01:00.0", rp, PortType::SwitchUpstream, Role::None, outer);
+  const int da = add("0000:02:00.0", ua, PortType::SwitchDownstream, Role::None, outer);
+  const int da2 = add("0000:02:01.0", ua, PortType::SwitchDownstream, Role::None, outer);
+  const int ub = add("0000:03:00.0", da, PortType::SwitchUpstream, Role::None, inner);
+  const int db = add("0000:04:00.0", ub, PortType::SwitchDownstream, Role::None, inner);
+  add("0000:05:00.0", db, PortType::Endpoint, gpu_deep ? Role::GPU : Role::NIC, {0x10de, 0x2330, 0});
+  add("0000:06:00.0", da2, PortType::Endpoint, gpu_deep ? Role::NIC : Role::GPU, {0x15b3, 0x1021, 0});
+  t.finalize();
+  return t;
+}
+
 TEST(TruthClass, TwoLevelBroadcomIsOneSwitchOnlyWhenBothLevelsAreBroadcom) {
   // NCCL flattens Broadcom PEX Gen4/Gen5 two-level switches (both levels of the
   // family); an inner Broadcom switch under a PLX switch stays two switches.
   auto build = [](uint16_t outer_vendor, uint16_t outer_device, uint16_t outer_sd, bool gpu_deep) {
-    Topology t;
-    t.format = "test";
-    int hb = t.host_bridge_index("0000:00");
-    auto add = [&](const std::string& bdf, int parent, PortType pt, bool bridge, Role role, uint16_t v, uint16_t d, uint16_t sd) {
-      Device x;
-      x.bdf = bdf;
-      x.parent = parent;
-      x.host_bridge = parent < 0 ? hb : -1;
-      x.port = pt;
-      x.is_bridge = bridge;
-      x.role = role;
-      x.ids_known = true;
-      x.vendor = v;
-      x.device = d;
-      x.subsys_vendor = v;
-      x.subsys_device = sd;
-      t.devices.push_back(x);
-      return static_cast<int>(t.devices.size() - 1);
-    };
-    int rp = add("0000:00:01.0", -1, PortType::RootPort, true, Role::None, 0x1022, 1, 0);
-    int ua = add("0000:01:00.0", rp, PortType::SwitchUpstream, true, Role::None, outer_vendor, outer_device, outer_sd);
-    int da = add("0000:02:00.0", ua, PortType::SwitchDownstream, true, Role::None, outer_vendor, outer_device, outer_sd);
-    int da2 = add("0000:02:01.0", ua, PortType::SwitchDownstream, true, Role::None, outer_vendor, outer_device, outer_sd);
-    int ub = add("0000:03:00.0", da, PortType::SwitchUpstream, true, Role::None, 0x1000, 0xc010, 0xa064);
-    int db = add("0000:04:00.0", ub, PortType::SwitchDownstream, true, Role::None, 0x1000, 0xc010, 0xa064);
-    add("0000:05:00.0", db, PortType::Endpoint, false, gpu_deep ? Role::GPU : Role::NIC, 0x10de, 0x2330, 0);
-    add("0000:06:00.0", da2, PortType::Endpoint, false, gpu_deep ? Role::NIC : Role::GPU, 0x15b3, 0x1021, 0);
-    t.finalize();
-    return t;
+    return two_level_switch({outer_vendor, outer_device, outer_sd}, {0x1000, 0xc010, 0xa064}, gpu_deep);
   };
   for (bool gpu_deep : {true, false}) {
     Topology both = build(0x1000, 0xc010, 0xa064, gpu_deep);
@@ -773,15 +767,7 @@ TEST(TruthRoles, RdmaNicsAreNetworkClassFunctionsOfKnownIds) {
   for (const auto& c : cases) {
     Topology t;
     t.format = "test";
-    Device d;
-    d.bdf = "0000:01:00.0";
-    d.host_bridge = t.host_bridge_index("0000:01");
-    d.ids_known = d.class_known = true;
-    d.vendor = c.vendor;
-    d.device = c.device;
-    d.class_code = c.cls;
-    d.rdma_name = c.rdma_name;
-    t.devices.push_back(d);
+    testing::add_pci_function(t, "0000:01:00.0", t.host_bridge_index("0000:01"), c.vendor, c.device, c.cls).rdma_name = c.rdma_name;
     t.finalize();
     assign_roles(t, kb());
     char what[64];
@@ -922,18 +908,7 @@ TEST(TruthRules, GpuGpuAndGpuNvmeThroughTheRootComplexAndAcrossSockets) {
 // Found by the generated mutants (issue 28): `d.parent >= 0` as `> 0` or `>= 1` in unit_of.
 TEST(TruthClass, OneSwitchIsPixWhateverIndexItsPortsHave) {
   auto add = [](Topology& t, const std::string& bdf, int parent, PortType pt, Role role) {
-    Device x;
-    x.bdf = bdf;
-    x.parent = parent;
-    x.host_bridge = parent < 0 ? t.host_bridge_index("0000:00") : -1;
-    x.port = pt;
-    x.is_bridge = pt != PortType::Endpoint;
-    x.role = role;
-    x.ids_known = true;
-    x.vendor = role == Role::GPU ? 0x10de : role == Role::NIC ? 0x15b3 : kPlx;
-    x.device = role == Role::GPU ? 0x2330 : role == Role::NIC ? 0x1021 : 0x9797;
-    t.devices.push_back(x);
-    return static_cast<int>(t.devices.size() - 1);
+    return add_tree_device(t, bdf, parent, pt, role);
   };
   {
     SCOPED_TRACE("upstream port first, no root port listed");
@@ -968,36 +943,10 @@ TEST(TruthClass, OneSwitchIsPixWhateverIndexItsPortsHave) {
 // Found by the generated mutants (issue 28): the inner switch's `!k.flattens(usp)` dropped.
 TEST(TruthClass, PlxSwitchBelowABroadcomOneIsNotFlattened) {
   for (bool gpu_deep : {true, false}) {
-    Topology t;
-    t.format = "test";
-    int hb = t.host_bridge_index("0000:00");
-    auto add = [&](const std::string& bdf, int parent, PortType pt, Role role, uint16_t v, uint16_t d, uint16_t sd) {
-      Device x;
-      x.bdf = bdf;
-      x.parent = parent;
-      x.host_bridge = parent < 0 ? hb : -1;
-      x.port = pt;
-      x.is_bridge = pt != PortType::Endpoint;
-      x.role = role;
-      x.ids_known = true;
-      x.vendor = v;
-      x.device = d;
-      x.subsys_vendor = v;
-      x.subsys_device = sd;
-      t.devices.push_back(x);
-      return static_cast<int>(t.devices.size() - 1);
-    };
-    int rp = add("0000:00:01.0", -1, PortType::RootPort, Role::None, 0x1022, 1, 0);
-    // outer: Broadcom PEX Gen4 (the family devices.json flatten_switches lists)
-    int ua = add("0000:01:00.0", rp, PortType::SwitchUpstream, Role::None, 0x1000, 0xc010, 0xa064);
-    int da = add("0000:02:00.0", ua, PortType::SwitchDownstream, Role::None, 0x1000, 0xc010, 0xa064);
-    int da2 = add("0000:02:01.0", ua, PortType::SwitchDownstream, Role::None, 0x1000, 0xc010, 0xa064);
-    // inner: PLX PEX 9797
-    int ub = add("0000:03:00.0", da, PortType::SwitchUpstream, Role::None, kPlx, 0x9797, 0x9797);
-    int db = add("0000:04:00.0", ub, PortType::SwitchDownstream, Role::None, kPlx, 0x9797, 0x9797);
-    int deep = add("0000:05:00.0", db, PortType::Endpoint, gpu_deep ? Role::GPU : Role::NIC, 0x10de, 0x2330, 0);
-    int flat = add("0000:06:00.0", da2, PortType::Endpoint, gpu_deep ? Role::NIC : Role::GPU, 0x15b3, 0x1021, 0);
-    t.finalize();
+    // outer: Broadcom PEX Gen4 (the family devices.json flatten_switches lists); inner: PLX PEX 9797
+    Topology t = two_level_switch({0x1000, 0xc010, 0xa064}, {kPlx, 0x9797, 0x9797}, gpu_deep);
+    const int ua = t.find("0000:01:00.0"), ub = t.find("0000:03:00.0");
+    const int deep = t.find("0000:05:00.0"), flat = t.find("0000:06:00.0");
     ASSERT_TRUE(kb().flattens(t.devices[ua]));
     ASSERT_FALSE(kb().flattens(t.devices[ub]));
     EXPECT_EQ(classify(t, deep, flat, kb()).cls, PathClass::PXB);
@@ -1013,71 +962,43 @@ TEST(TruthClass, PlxSwitchBelowABroadcomOneIsNotFlattened) {
 TEST(TruthClass, BroadcomTwoLevelFlattensWhereverItsPortsSitInTheList) {
   auto add = [](Topology& t, const std::string& bdf, int parent, PortType pt, Role role) {
     const bool bcm = role == Role::None;
-    Device x;
-    x.bdf = bdf;
-    x.parent = parent;
-    x.host_bridge = parent < 0 ? t.host_bridge_index("0000:00") : -1;
-    x.port = pt;
-    x.is_bridge = pt != PortType::Endpoint;
-    x.role = role;
-    x.ids_known = true;
-    x.vendor = bcm ? 0x1000 : role == Role::GPU ? 0x10de : 0x15b3;
-    x.device = bcm ? 0xc010 : role == Role::GPU ? 0x2330 : 0x1021;
-    x.subsys_vendor = x.vendor;
-    x.subsys_device = bcm ? 0xa064 : 0;
-    t.devices.push_back(x);
-    return static_cast<int>(t.devices.size() - 1);
+    const uint16_t vendor = bcm ? 0x1000 : role == Role::GPU ? 0x10de : 0x15b3;
+    return add_device(t, bdf, parent, pt, role, vendor, bcm ? 0xc010 : role == Role::GPU ? 0x2330 : 0x1021, vendor, bcm ? 0xa064 : 0);
   };
-  auto expect_pix = [](Topology& t, int x, int y) {
+  // Each layout lists its functions in input order (0xBBDD: function 0000:BB:DD.0); a parent is
+  // an index into that list.
+  enum Kind { usp, dsp, gpu, nic };
+  struct Fn {
+    int bus_dev, parent;
+    Kind kind;
+  };
+  const std::pair<const char*, std::vector<Fn>> layouts[] = {
+      {"outer upstream port first, no root port listed",
+       {{0x0100, -1, usp}, {0x0200, 0, dsp}, {0x0201, 0, dsp}, {0x0300, 1, usp}, {0x0400, 3, dsp}, {0x0500, 4, gpu}, {0x0600, 2, nic}}},
+      {"a one-level Broadcom switch whose upstream port has no parent",
+       {{0x0100, -1, usp}, {0x0200, 0, dsp}, {0x0201, 0, dsp}, {0x0300, 1, gpu}, {0x0400, 2, nic}}},
+      {"the outer downstream port first, its upstream port listed after it",
+       {{0x0200, 1, dsp}, {0x0100, -1, usp}, {0x0201, 1, dsp}, {0x0300, 0, usp}, {0x0400, 3, dsp}, {0x0500, 4, gpu}, {0x0600, 2, nic}}},
+      {"the inner switch below a downstream port whose parent is not listed",
+       {{0x0200, -1, dsp}, {0x0300, 0, usp}, {0x0400, 1, dsp}, {0x0401, 1, dsp}, {0x0500, 2, gpu}, {0x0600, 3, nic}}},
+  };
+  for (const auto& [what, fns] : layouts) {
+    SCOPED_TRACE(what);
+    Topology t;
+    int g = -1, n = -1;
+    for (size_t i = 0; i < fns.size(); ++i) {
+      const Fn& f = fns[i];
+      char bdf[16];
+      std::snprintf(bdf, sizeof bdf, "0000:%02x:%02x.0", f.bus_dev >> 8, f.bus_dev & 0xff);
+      const PortType pt = f.kind == usp ? PortType::SwitchUpstream : f.kind == dsp ? PortType::SwitchDownstream : PortType::Endpoint;
+      const Role role = f.kind == gpu ? Role::GPU : f.kind == nic ? Role::NIC : Role::None;
+      ASSERT_EQ(add(t, bdf, f.parent, pt, role), static_cast<int>(i));  // the list order is the table's
+      if (f.kind == gpu) g = static_cast<int>(i);
+      if (f.kind == nic) n = static_cast<int>(i);
+    }
     t.finalize();
-    EXPECT_EQ(classify(t, x, y, kb()).cls, PathClass::PIX);
-    EXPECT_EQ(classify(t, y, x, kb()).cls, PathClass::PIX);
-  };
-  {
-    SCOPED_TRACE("outer upstream port first, no root port listed");
-    Topology t;
-    int ua = add(t, "0000:01:00.0", -1, PortType::SwitchUpstream, Role::None);
-    int da = add(t, "0000:02:00.0", ua, PortType::SwitchDownstream, Role::None);
-    int da2 = add(t, "0000:02:01.0", ua, PortType::SwitchDownstream, Role::None);
-    int ub = add(t, "0000:03:00.0", da, PortType::SwitchUpstream, Role::None);
-    int db = add(t, "0000:04:00.0", ub, PortType::SwitchDownstream, Role::None);
-    int gpu = add(t, "0000:05:00.0", db, PortType::Endpoint, Role::GPU);
-    int nic = add(t, "0000:06:00.0", da2, PortType::Endpoint, Role::NIC);
-    expect_pix(t, gpu, nic);
-  }
-  {
-    SCOPED_TRACE("a one-level Broadcom switch whose upstream port has no parent");
-    Topology t;
-    int ua = add(t, "0000:01:00.0", -1, PortType::SwitchUpstream, Role::None);
-    int d1 = add(t, "0000:02:00.0", ua, PortType::SwitchDownstream, Role::None);
-    int d2 = add(t, "0000:02:01.0", ua, PortType::SwitchDownstream, Role::None);
-    int gpu = add(t, "0000:03:00.0", d1, PortType::Endpoint, Role::GPU);
-    int nic = add(t, "0000:04:00.0", d2, PortType::Endpoint, Role::NIC);
-    expect_pix(t, gpu, nic);
-  }
-  {
-    SCOPED_TRACE("the outer downstream port first, its upstream port listed after it");
-    Topology t;
-    int da = add(t, "0000:02:00.0", 1, PortType::SwitchDownstream, Role::None);
-    int ua = add(t, "0000:01:00.0", -1, PortType::SwitchUpstream, Role::None);
-    ASSERT_EQ(da, 0);
-    int da2 = add(t, "0000:02:01.0", ua, PortType::SwitchDownstream, Role::None);
-    int ub = add(t, "0000:03:00.0", da, PortType::SwitchUpstream, Role::None);
-    int db = add(t, "0000:04:00.0", ub, PortType::SwitchDownstream, Role::None);
-    int gpu = add(t, "0000:05:00.0", db, PortType::Endpoint, Role::GPU);
-    int nic = add(t, "0000:06:00.0", da2, PortType::Endpoint, Role::NIC);
-    expect_pix(t, gpu, nic);
-  }
-  {
-    SCOPED_TRACE("the inner switch below a downstream port whose parent is not listed");
-    Topology t;
-    int da = add(t, "0000:02:00.0", -1, PortType::SwitchDownstream, Role::None);
-    int ub = add(t, "0000:03:00.0", da, PortType::SwitchUpstream, Role::None);
-    int d1 = add(t, "0000:04:00.0", ub, PortType::SwitchDownstream, Role::None);
-    int d2 = add(t, "0000:04:01.0", ub, PortType::SwitchDownstream, Role::None);
-    int gpu = add(t, "0000:05:00.0", d1, PortType::Endpoint, Role::GPU);
-    int nic = add(t, "0000:06:00.0", d2, PortType::Endpoint, Role::NIC);
-    expect_pix(t, gpu, nic);
+    EXPECT_EQ(classify(t, g, n, kb()).cls, PathClass::PIX);
+    EXPECT_EQ(classify(t, n, g, kb()).cls, PathClass::PIX);
   }
 }
 
@@ -1129,20 +1050,7 @@ TEST(TruthNuma, DeviceNodeFirstHostBridgeNodeAsFallback) {
 // meeting point at index 0 to the root port above it (PXB).
 TEST(TruthClass, NearestCommonBridgeWhateverTheListOrder) {
   Topology t;
-  auto add = [&](const std::string& bdf, int parent, PortType pt, Role role) {
-    Device x;
-    x.bdf = bdf;
-    x.parent = parent;
-    x.host_bridge = parent < 0 ? t.host_bridge_index("0000:00") : -1;
-    x.port = pt;
-    x.is_bridge = pt != PortType::Endpoint;
-    x.role = role;
-    x.ids_known = true;
-    x.vendor = role == Role::GPU ? 0x10de : role == Role::NIC ? 0x15b3 : kPlx;
-    x.device = role == Role::GPU ? 0x2330 : role == Role::NIC ? 0x1021 : 0x9797;
-    t.devices.push_back(x);
-    return static_cast<int>(t.devices.size() - 1);
-  };
+  auto add = [&](const std::string& bdf, int parent, PortType pt, Role role) { return add_tree_device(t, bdf, parent, pt, role); };
   int usp = add("0000:01:00.0", 1, PortType::SwitchUpstream, Role::None);  // its root port comes next
   int rp = add("0000:00:01.0", -1, PortType::RootPort, Role::None);
   ASSERT_EQ(usp, 0);
@@ -1217,16 +1125,10 @@ TEST(TruthNvlink, NvswitchOnTheBusByVendorAndClassOrByName) {
   for (const auto& c : cases) {
     SCOPED_TRACE(c.what);
     Topology t;
-    Device d;
-    d.bdf = "0000:05:00.0";
-    d.host_bridge = t.host_bridge_index("0000:00");
+    Device& d = testing::add_pci_function(t, "0000:05:00.0", t.host_bridge_index("0000:00"), c.vendor, c.device, c.class_code);
     d.ids_known = c.ids_known;
     d.class_known = c.class_known;
-    d.vendor = c.vendor;
-    d.device = c.device;
-    d.class_code = c.class_code;
     d.name = c.name;
-    t.devices.push_back(d);
     t.finalize();
     EXPECT_EQ(nvswitch_on_pci_bus(t), c.nvswitch);
   }
@@ -1284,16 +1186,8 @@ TEST(TruthNvlink, SwitchFabricJoinsNvidiaGpusOnly) {
 TEST(TruthNvlink, LinkListGivesNvidiaSmiCounts) {
   Topology t;
   const int hb = t.host_bridge_index("0000:00");
-  for (const char* bdf : {"0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0", "0000:5d:00.0", "0000:9a:00.0"}) {
-    Device d;
-    d.bdf = bdf;
-    d.host_bridge = hb;
-    d.role = Role::GPU;
-    d.ids_known = true;
-    d.vendor = 0x10de;
-    d.device = 0x2335;  // H200 SXM
-    t.devices.push_back(d);
-  }
+  for (const char* bdf : {"0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0", "0000:5d:00.0", "0000:9a:00.0"})
+    add_device(t, bdf, -1, PortType::Unknown, Role::GPU, 0x10de, 0x2335, 0, 0, hb);  // H200 SXM
   auto link = [&](int gpu, int peer, const std::string& peer_bdf, bool sw, int links) {
     NvLink l;
     l.gpu = gpu;
@@ -1366,16 +1260,9 @@ TEST(TruthNvlink, FabricStateFromNvmlDecidesTheNvlinkPair) {
       Topology t;
       const int hb = t.host_bridge_index("0000:00");
       for (const char* bdf : {"0000:18:00.0", "0000:2a:00.0"}) {
-        Device d;
-        d.bdf = bdf;
-        d.host_bridge = hb;
-        d.role = Role::GPU;
-        d.ids_known = true;
-        d.vendor = 0x10de;
-        d.device = 0x2330;  // H100 SXM5
+        Device& d = t.devices[add_device(t, bdf, -1, PortType::Unknown, Role::GPU, 0x10de, 0x2330, 0, 0, hb)];  // H100 SXM5
         d.fabric_state = 3;
         d.fabric_status = 0;
-        t.devices.push_back(d);
       }
       Device& x = t.devices[on_a ? 0 : 1];
       x.fabric_state = c.state;
@@ -1427,16 +1314,8 @@ TEST(TruthNvlink, NvlinkReasonLeavesUnknownCountsOut) {
     SCOPED_TRACE(c.want);
     Topology t;
     const int hb = t.host_bridge_index("0000:00");
-    for (const char* bdf : {"0000:18:00.0", "0000:2a:00.0"}) {
-      Device d;
-      d.bdf = bdf;
-      d.host_bridge = hb;
-      d.role = Role::GPU;
-      d.ids_known = true;
-      d.vendor = 0x10de;
-      d.device = 0x1db1;  // V100 SXM2 (DGX-1: direct NVLinks)
-      t.devices.push_back(d);
-    }
+    for (const char* bdf : {"0000:18:00.0", "0000:2a:00.0"})
+      add_device(t, bdf, -1, PortType::Unknown, Role::GPU, 0x10de, 0x1db1, 0, 0, hb);  // V100 SXM2 (DGX-1: direct NVLinks)
     NvLink l;
     l.gpu = 0;
     l.peer = 1;
@@ -1492,15 +1371,9 @@ TEST(TruthRules, EveryRootComplexEntryGivesItsCrossSocketAndP2pWords) {
     t.host_bridges[h0].numa = 0;
     t.host_bridges[h1].numa = 1;
     auto add = [&](const std::string& bdf, int hb, Role role) {
-      Device d;
-      d.bdf = bdf;
-      d.host_bridge = hb;
-      d.role = role;
-      d.ids_known = true;
-      d.vendor = role == Role::GPU ? 0x10de : 0x15b3;
-      d.device = role == Role::GPU ? 0x2331 : 0x1021;  // H100 PCIe, ConnectX-7
-      t.devices.push_back(d);
-      return static_cast<int>(t.devices.size() - 1);
+      const bool gpu = role == Role::GPU;
+      return add_device(t, bdf, -1, PortType::Unknown, role, gpu ? 0x10de : 0x15b3, gpu ? 0x2331 : 0x1021, 0, 0,
+                        hb);  // H100 PCIe, ConnectX-7
     };
     const int nic0 = add("0000:01:00.0", h0, Role::NIC);
     const int gpu0 = add("0000:02:00.0", h0, Role::GPU);
@@ -1588,18 +1461,7 @@ TEST(TruthIommu, FixNamesTheCpuVendorsKernelParameter) {
 // list separator's branches swapped.
 TEST(TruthAcs, RedirectMattersBelowASwitchOnlyAndUnknownPortsAreListed) {
   auto add = [](Topology& t, const std::string& bdf, int parent, PortType pt, Role role, int hb) {
-    Device x;
-    x.bdf = bdf;
-    x.parent = parent;
-    x.host_bridge = parent < 0 ? hb : -1;
-    x.port = pt;
-    x.is_bridge = pt != PortType::Endpoint;
-    x.role = role;
-    x.ids_known = true;
-    x.vendor = role == Role::GPU ? 0x10de : role == Role::NIC ? 0x15b3 : kPlx;
-    x.device = role == Role::GPU ? 0x2331 : role == Role::NIC ? 0x1021 : 0x9797;
-    t.devices.push_back(x);
-    return static_cast<int>(t.devices.size() - 1);
+    return add_tree_device(t, bdf, parent, pt, role, hb, 0x2331);
   };
   {
     SCOPED_TRACE("PHB: redirect on both root ports");
