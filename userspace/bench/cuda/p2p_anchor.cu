@@ -22,25 +22,39 @@
 
 static char g_bdf[16][32];
 
-// Unidirectional: reps copies src->dst on one stream of the source device, timed with events.
-static double uni_gbps(int src, int dst, void* s, void* d, size_t bytes, int reps) {
+// One non-blocking stream of the source device, with an event recorded where timing starts
+// and the elapsed milliseconds up to now.
+struct Timed {
   cudaStream_t st;
   cudaEvent_t a, b;
-  CK(cudaSetDevice(src));
-  CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  CK(cudaMemcpyPeerAsync(d, dst, s, src, bytes, st));  // warm-up
-  CK(cudaEventRecord(a, st));
-  for (int i = 0; i < reps; i++) CK(cudaMemcpyPeerAsync(d, dst, s, src, bytes, st));
-  CK(cudaEventRecord(b, st));
-  CK(cudaEventSynchronize(b));
-  float ms = 0;
-  CK(cudaEventElapsedTime(&ms, a, b));
-  CK(cudaEventDestroy(a));
-  CK(cudaEventDestroy(b));
-  CK(cudaStreamDestroy(st));
-  return (double)bytes * reps / (ms / 1e3) / 1e9;
+  explicit Timed(int src) {
+    CK(cudaSetDevice(src));
+    CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+  }
+  void start() { CK(cudaEventRecord(a, st)); }
+  float ms() {
+    CK(cudaEventRecord(b, st));
+    CK(cudaEventSynchronize(b));
+    float m = 0;
+    CK(cudaEventElapsedTime(&m, a, b));
+    return m;
+  }
+  ~Timed() {
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    cudaStreamDestroy(st);
+  }
+};
+
+// Unidirectional: reps copies src->dst on one stream of the source device, timed with events.
+static double uni_gbps(int src, int dst, void* s, void* d, size_t bytes, int reps) {
+  Timed t(src);
+  CK(cudaMemcpyPeerAsync(d, dst, s, src, bytes, t.st));  // warm-up
+  t.start();
+  for (int i = 0; i < reps; i++) CK(cudaMemcpyPeerAsync(d, dst, s, src, bytes, t.st));
+  return (double)bytes * reps / (t.ms() / 1e3) / 1e9;
 }
 
 // Bidirectional: both directions at once, one stream on each device; total bytes / wall time.
@@ -76,21 +90,11 @@ static double bidi_gbps(int i, int j, void* bi, void* bj, void* ci, void* cj, si
 
 // Latency of a 4-byte copy src->dst: mean over n, after warm-up, in microseconds.
 static double lat_us(int src, int dst, void* s, void* d, int n) {
-  cudaStream_t st;
-  cudaEvent_t a, b;
-  CK(cudaSetDevice(src));
-  CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  for (int i = 0; i < 100; i++) CK(cudaMemcpyPeerAsync(d, dst, s, src, 4, st));
-  CK(cudaEventRecord(a, st));
-  for (int i = 0; i < n; i++) CK(cudaMemcpyPeerAsync(d, dst, s, src, 4, st));
-  CK(cudaEventRecord(b, st));
-  CK(cudaEventSynchronize(b));
-  float ms = 0;
-  CK(cudaEventElapsedTime(&ms, a, b));
-  cudaStreamDestroy(st);
-  return ms * 1e3 / n;
+  Timed t(src);
+  for (int i = 0; i < 100; i++) CK(cudaMemcpyPeerAsync(d, dst, s, src, 4, t.st));
+  t.start();
+  for (int i = 0; i < n; i++) CK(cudaMemcpyPeerAsync(d, dst, s, src, 4, t.st));
+  return t.ms() * 1e3 / n;
 }
 
 // Byte check: a pattern unique to the pair, copied src->dst, read back and compared.

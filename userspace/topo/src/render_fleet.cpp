@@ -18,19 +18,9 @@ namespace gdrpeer::topo {
 
 namespace {
 
-const char* role_name(Role r) {
-  switch (r) {
-    case Role::GPU: return "gpu";
-    case Role::NIC: return "nic";
-    case Role::NVMe: return "nvme";
-    case Role::None: break;
-  }
-  return "none";
-}
-
 // "gpu-nic", "gpu-gpu", "gpu-nvme": the --pairs kind a pair belongs to.
 std::string pair_kind(const Topology& t, const PairResult& p) {
-  return std::string(role_name(t.devices[static_cast<size_t>(p.a)].role)) + "-" + role_name(t.devices[static_cast<size_t>(p.b)].role);
+  return std::string(to_string(t.devices[static_cast<size_t>(p.a)].role)) + "-" + to_string(t.devices[static_cast<size_t>(p.b)].role);
 }
 
 // A label value: backslash, double quote and newline escaped (exposition format 0.0.4).
@@ -125,7 +115,7 @@ std::string render_prometheus(const Topology& t, const RuleData& k, const Report
   e.family("gdrpeer_check_timestamp_seconds", "When this check ran (seconds since the epoch); a stale value means the refresh stopped.");
   e.sample({}, static_cast<double>(now));
   e.family("gdrpeer_devices", "Devices found, by role.");
-  for (Role role : {Role::GPU, Role::NIC, Role::NVMe}) e.sample({{"role", role_name(role)}}, static_cast<double>(count_role(r, role)));
+  for (Role role : {Role::GPU, Role::NIC, Role::NVMe}) e.sample({{"role", to_string(role)}}, static_cast<double>(count_role(r, role)));
   if (r.node.expect_gpus >= 0 || r.node.expect_nics >= 0) {
     e.family("gdrpeer_devices_expected", "Devices expected (--expect-gpus, --expect-nics), by role.");
     if (r.node.expect_gpus >= 0) e.sample({{"role", "gpu"}}, r.node.expect_gpus);
