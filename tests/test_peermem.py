@@ -41,11 +41,10 @@ import re
 import pytest
 
 from emunode import Node, known_kernels
-from helpers.guest import ALL_KERNELS as ALL
 from helpers.guest import GUEST_MODULES as M
 from helpers.guest import IOMMU_MODES as MODES
 from helpers.guest import NVSTUB_GPU_PAGE as GPU_PAGE
-from helpers.guest import NVSTUB_POISON
+from helpers.guest import NVSTUB_POISON, skip_unless_another_kernel
 from helpers.paths import BIN, REPO
 from helpers.tap import check_all_passed, listed_tests, pattern
 
@@ -222,10 +221,7 @@ def test_peermem_client(run):
 
 @pytest.mark.parametrize("kernel", known_kernels())
 def test_peermem_other_kernels(kernel):
-    if not ALL:
-        pytest.skip("other kernels run in 'make test-kernels' (GDRPEER_ALL_KERNELS=1)")
-    if kernel == os.environ.get("VM_KERNEL", "6.1"):
-        pytest.skip(f"kernel {kernel} is VM_KERNEL: test_peermem_client covers it")
+    skip_unless_another_kernel(kernel, "test_peermem_client covers it")
     res, out = boot(kernel, "translated")
     check_boot(res, out)
 
@@ -345,10 +341,7 @@ def test_peermem_client_name(kernel_name):
 
 @pytest.mark.parametrize("kernel", known_kernels())
 def test_owner_and_name_other_kernels(kernel):
-    if not ALL:
-        pytest.skip("other kernels run in 'make test-kernels' (GDRPEER_ALL_KERNELS=1)")
-    if kernel == os.environ.get("VM_KERNEL", "6.1"):
-        pytest.skip(f"kernel {kernel} is VM_KERNEL: the two tests above cover it")
+    skip_unless_another_kernel(kernel, "the two tests above cover it")
     check_cuda_owner_from_chroot(kernel)
     check_client_name(kernel)
 

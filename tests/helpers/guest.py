@@ -24,3 +24,15 @@ GUEST_MODULES = "/gdrpeer/modules"
 # (NVSTUB_PAGE_SIZE and NVSTUB_POISON_BYTE of selftests/kmod/gdrpeer_nvstub.h).
 NVSTUB_GPU_PAGE = 64 * 1024
 NVSTUB_POISON = 0x6B
+
+
+def skip_unless_another_kernel(kernel, covered_by):
+    """For a test parametrized over every guest kernel: skip unless `make test-kernels` asked for
+    the other kernels (GDRPEER_ALL_KERNELS=1) and KERNEL is not VM_KERNEL, which COVERED_BY
+    (the reason, e.g. "test_x covers it") already boot in `make test`."""
+    import pytest
+
+    if not ALL_KERNELS:
+        pytest.skip("other kernels run in 'make test-kernels' (GDRPEER_ALL_KERNELS=1)")
+    if kernel == os.environ.get("VM_KERNEL", "6.1"):
+        pytest.skip(f"kernel {kernel} is VM_KERNEL: {covered_by}")

@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(REPO / "tests"))
 
 from driver_mutants import MUTANTS, PROGRAMS  # noqa: E402
+from selection import choose, print_list  # noqa: E402
 from emunode import Node, kernels  # noqa: E402
 from emunode.build import CHROOT_TOOLCHAIN, modules_dir  # noqa: E402
 from emunode.errors import GuestError  # noqa: E402
@@ -261,23 +262,14 @@ def main():
     ap.add_argument("--list", action="store_true", help="print the mutants and exit")
     args = ap.parse_args()
 
-    ids = [m.id for m in MUTANTS]
-    dupes = {i for i in ids if ids.count(i) > 1}
-    if dupes:
-        sys.exit(f"driver mutation: duplicate mutant ids {sorted(dupes)}")
     for m in MUTANTS:
         unknown = [p for p in m.tests if p not in PROGRAMS]
         if unknown or not m.tests:
             sys.exit(f"driver mutation: {m.id}: tests {m.tests} must name some of {PROGRAMS}")
-    chosen = MUTANTS
-    if args.only:
-        want = set(args.only.split(","))
-        if want - set(ids):
-            sys.exit(f"driver mutation: unknown mutant ids {sorted(want - set(ids))}")
-        chosen = [m for m in MUTANTS if m.id in want]
+    ids = [m.id for m in MUTANTS]
+    chosen = choose(MUTANTS, args.only, "driver mutation")
     if args.list:
-        for m in MUTANTS:
-            print(f"{m.id:34} {m.file}: {m.why}")
+        print_list(MUTANTS, 34)
         return 0
     if args.kernel in CHROOT_TOOLCHAIN:
         sys.exit(f"driver mutation: kernel {args.kernel} builds in a chroot toolchain; "

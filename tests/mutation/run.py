@@ -23,6 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from mutants import MUTANTS  # noqa: E402
+from selection import choose, print_list  # noqa: E402
 
 # What the scratch copy holds: the userspace sources, the rule data and test fixtures the tests
 # read, the ABI header.
@@ -154,19 +155,9 @@ def main():
     args = ap.parse_args()
 
     ids = [m.id for m in MUTANTS]
-    dupes = {i for i in ids if ids.count(i) > 1}
-    if dupes:
-        sys.exit(f"mutation: duplicate mutant ids {sorted(dupes)}")
-    chosen = MUTANTS
-    if args.only:
-        want = set(args.only.split(","))
-        unknown = want - set(ids)
-        if unknown:
-            sys.exit(f"mutation: unknown mutant ids {sorted(unknown)}")
-        chosen = [m for m in MUTANTS if m.id in want]
+    chosen = choose(MUTANTS, args.only, "mutation")
     if args.list:
-        for m in MUTANTS:
-            print(f"{m.id:32} {m.file}: {m.why}")
+        print_list(MUTANTS, 32)
         return 0
 
     t0 = time.monotonic()
