@@ -20,6 +20,7 @@ NCCL = "userspace/topo/src/parse_nccl.cpp"
 RULE_DATA = "userspace/topo/src/rule_data.cpp"
 RENDER = "userspace/topo/src/render.cpp"
 LOOPBACK = "userspace/verify/loopback.cpp"
+PATTERN = "userspace/verify/pattern.cpp"
 ENGINE = "userspace/verify/engine.cpp"
 LIB = "userspace/lib/gdrpeer.cpp"
 NVML_PROBE = "userspace/topo/src/nvml_probe.cpp"
@@ -141,11 +142,12 @@ MUTANTS = [
            TOPO, "--skip acs (a rule group) silences nothing"),
     # ---- parsers ----------------------------------------------------------------------------
     Mutant("sysfs-dma-fq-not-translating", SYSFS,
-           'else if (ty.rfind("DMA", 0) == 0) translating = true;', 'else if (ty == "DMA") translating = true;',
+           'else if (ty.rfind("DMA", 0) == 0)\n        translating = true;',
+           'else if (ty == "DMA")\n        translating = true;',
            TOPO, "IOMMU mode: DMA-FQ groups not counted as translating"),
     Mutant("sysfs-mixed-called-translating", SYSFS,
-           "t.iommu = translating && identity ? IommuMode::Mixed :",
-           "t.iommu = translating && identity ? IommuMode::Translating :",
+           "t.iommu = translating && identity ? IommuMode::Mixed\n",
+           "t.iommu = translating && identity ? IommuMode::Translating\n",
            TOPO, "IOMMU mode: DMA + identity groups labelled translating"),
     Mutant("sysfs-first-extended-cap-only", SYSFS_PCI,
            "off = (h >> 20) & 0xffc;", "off = 0;",
@@ -221,7 +223,7 @@ MUTANTS = [
            'res.transfers.push_back(compare("RDMA WRITE", scratch.data(), pattern.data(), n));',
            'res.transfers.push_back(compare("RDMA WRITE", src, pattern.data(), n));',
            VERIFY, "RDMA WRITE checks the source buffer, not the target"),
-    Mutant("verify-compare-skips-last-byte", LOOPBACK,
+    Mutant("verify-compare-skips-last-byte", PATTERN,
            "for (size_t i = 0; i < n; ++i)\n    if (got[i] != want[i]) {",
            "for (size_t i = 0; i + 1 < n; ++i)\n    if (got[i] != want[i]) {",
            VERIFY, "the last byte of every transfer is not compared"),
@@ -274,7 +276,7 @@ MUTANTS = [
            '"%04x:%02x:%02x.%x"', '"%04x:%02x:%02x.%02x"',
            LIBT, "PCI addresses printed as 0000:01:00.00"),
     Mutant("lib-provider-names-swapped", LIB,
-           'case GDRPEER_PROVIDER_PCIBAR:\n      return "pcibar";', 'case GDRPEER_PROVIDER_PCIBAR:\n      return "nvidia";',
+           'case GDRPEER_PROVIDER_PCIBAR: return "pcibar";', 'case GDRPEER_PROVIDER_PCIBAR: return "nvidia";',
            LIBT, "the pcibar provider is called nvidia"),
     Mutant("lib-mmap-cap-is-dmabuf", LIB,
            "return (caps & GDRPEER_CAP_MMAP) != 0;", "return (caps & GDRPEER_CAP_DMABUF) != 0;",
