@@ -277,7 +277,9 @@ class Parsed:
                 skip_until = max(skip_until, j)
             if tx == "{":
                 kind, name = self._brace_kind(stmt_start, i, in_func)
-                if kind == "func" and any(toks[k].text in ("constexpr", "consteval")
+                # a constexpr function's body, or a constexpr variable's initializer (a lambda
+                # called at compile time): the schemata calls are not constant expressions
+                if kind in ("func", "init") and any(toks[k].text in ("constexpr", "consteval")
                                           for k in range(stmt_start, i)):
                     kind = "cfunc"
                 scope.append((kind, name))
