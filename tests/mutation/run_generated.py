@@ -10,7 +10,7 @@
 3. Each mutant: a site no command reaches is "not reached" (a survivor nobody tests); otherwise
    the commands that reach it run in order with GDRPEER_MUTANT=<number>, each under a timeout,
    until one fails ("killed"), hangs ("timeout") or all pass ("survived").
-4. Survivors named in tests/mutation/equivalent.txt are counted "equivalent" (argued there).
+4. Survivors named in tests/mutation/equivalent/<source>.txt are counted "equivalent" (argued there).
    The result goes to <build>/results.json and a table per file and kind is printed (the one in
    docs/tests.md comes from it).
 
@@ -40,7 +40,7 @@ import run as handpicked  # noqa: E402  (its scratch-tree helpers)
 REPO = generate.REPO
 COPIED = handpicked.COPIED
 HEADER = HERE / "schemata.hpp"
-EQUIVALENT = HERE / "equivalent.txt"
+EQUIVALENT = HERE / "equivalent"  # one <source>.txt per mutated file
 TEST_TIMEOUT_S = 60
 PYTHON = os.environ.get("PYTHON", "/usr/bin/python3")  # Debian's, with pytest (make deps)
 
@@ -129,6 +129,9 @@ def main():
     ap.add_argument("--no-build", action="store_true",
                     help="use the scratch build as it is (a second run beside one in progress)")
     ap.add_argument("--results", default="results.json", help="file name in the build directory")
+    ap.add_argument("--update-survivors", action="store_true",
+                    help="write each judged mutant's verdict into tests/mutation/survivors/<source>.txt "
+                         "(a survivor or unreached one added, a killed or equivalent one removed)")
     ap.add_argument("--pytests", default=",".join(PYTESTS),
                     help="comma-separated pytest files of the set (the slow part of a survivor)")
     args = ap.parse_args()
@@ -247,8 +250,8 @@ def main():
         return m, "survived", "", time.monotonic() - t1
 
     equivalent = {}
-    if EQUIVALENT.exists():
-        for line in EQUIVALENT.read_text().splitlines():
+    for listed in sorted(EQUIVALENT.glob("*.txt")):
+        for line in listed.read_text().splitlines():
             if line.strip() and not line.startswith("#"):
                 mid, _, why = line.partition("\t")
                 equivalent[mid.strip()] = why.strip()
@@ -272,12 +275,49 @@ def main():
                "planted": len(allm) + len(dropped), "chosen": len(chosen), "results": results,
                "stale_equivalents": stale}
     json.dump(summary, open(scratch.build / args.results, "w"), indent=1)
+    if args.update_survivors:
+        update_survivors(results)
     print_table(results)
     log(f"mutation: {total:.0f} s in all ({t_build:.0f} s build, {t_cov:.0f} s coverage)")
     for s in stale:
-        log(f"  equivalent.txt names a mutant that no longer exists: {s}")
+        log(f"  equivalent/ names a mutant that no longer exists: {s}")
     bad = [r for r in results if r["verdict"] in ("survived", "not reached", "timeout")]
     return 1 if bad or stale else 0
+
+
+SURVIVORS = HERE / "survivors"  # one <source>.txt per mutated file: what is left to kill or argue
+
+
+def update_survivors(results):
+    """Merges this run's verdicts into the per-file survivor lists (mutants not judged now keep
+    the line they had), so a partial run (--only, --files) never drops what it did not judge."""
+    by_file = {}
+    for r in results:
+        if r["verdict"] in ("not run", "not built"):
+            continue
+        by_file.setdefault(Path(r["file"]).name, {})[r["id"]] = r["verdict"]
+    for name, verdicts in by_file.items():
+        path = SURVIVORS / f"{name}.txt"
+        head, rows = [], {}
+        if path.exists():
+            for line in path.read_text().splitlines():
+                if line.startswith("#") or not line.strip():
+                    head.append(line)
+                else:
+                    verdict, _, mid = line.partition("\t")
+                    rows[mid] = verdict
+        else:
+            head = [f"# Generated mutants of {name} that no test kills yet and nobody has argued equivalent",
+                    "# (docs/tests.md, \"Generated operator mutants\"): <verdict><TAB><id> as",
+                    "# `python3 tests/mutation/generate.py --list` prints it. Kill one with a test against",
+                    f"# independent truth, or move it to ../equivalent/{name}.txt with its reason."]
+        for mid, verdict in verdicts.items():
+            if verdict in ("survived", "not reached"):
+                rows[mid] = verdict
+            else:
+                rows.pop(mid, None)
+        if rows or path.exists():
+            path.write_text("\n".join(head + [f"{v}\t{i}" for i, v in rows.items()]) + "\n")
 
 
 VERDICTS = ["killed", "timeout", "survived", "not reached", "equivalent", "not built", "not run"]
