@@ -6,13 +6,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 
 #include "builtin_data.hpp"
 #include "gdrpeer/topo/errors.hpp"
 #include "gdrpeer/topo/inputs.hpp"
 #include "hex.hpp"
-#include "json_data.hpp"
 
 namespace gdrpeer::topo {
 
@@ -23,14 +23,46 @@ bool is_dir(const std::string& p) {
   return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-// Typed access to the rule data with errors naming the file and the key.
-using detail::JsonValue;
-using Kind = JsonValue::Kind;
+// The rule data is read by nlohmann_json (strict RFC 8259; its parser keeps its own stack, so
+// no nesting depth can overflow ours). ordered_json: members stay in file order, which
+// vendor_names' tie-breaking relies on.
+using Json = nlohmann::ordered_json;
 
+// A syntax error as every input error of the project is given: NAME:LINE:COL first. nlohmann's
+// parse_error carries the 1-based offset of the byte it stopped at.
+[[noreturn]] void syntax_error(std::string_view text, const std::string& name, const Json::parse_error& e) {
+  const size_t at = std::min<size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
+  const size_t line_start = text.rfind('\n', at == 0 ? 0 : at - 1);
+  const size_t line = 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + static_cast<long>(at), '\n'));
+  const size_t col = at - (line_start == std::string_view::npos || at == 0 ? 0 : line_start + 1) + 1;
+  // what() is "[json.exception.parse_error.101] parse error at line L, column C: <reason>"
+  std::string why = e.what();
+  if (size_t c = why.find(": "); c != std::string::npos) why = why.substr(c + 2);
+  throw DataError(name + ":" + std::to_string(line) + ":" + std::to_string(col) + ": " + why);
+}
+
+Json parse_rule_file(std::string_view text, const std::string& name) {
+  try {
+    return Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    syntax_error(text, name, e);
+  } catch (const Json::exception& e) {  // out_of_range: a number beyond a double
+    throw DataError(name + ": " + e.what());
+  }
+}
+
+// Typed access to the rule data with errors naming the file and the key.
 struct Doc {
   std::string path;
-  JsonValue root;
+  Json root;
 };
+
+// The member named key of an object, or nullptr (also when not an object).
+const Json* member(const Json& obj, const char* key) {
+  if (!obj.is_object()) return nullptr;
+  auto it = obj.find(key);
+  return it == obj.end() ? nullptr : &*it;
+}
 
 // dir "": the data built into the binary, named "built-in:FILE" in errors.
 Doc load_file(const std::string& dir, const std::string& file) {
@@ -39,7 +71,7 @@ Doc load_file(const std::string& dir, const std::string& file) {
     const auto& files = detail::builtin_rule_files();
     auto f = std::find_if(files.begin(), files.end(), [&](const detail::BuiltinFile& b) { return b.name == file; });
     if (f == files.end()) throw DataError(d.path + ": not built into this binary (set --data-dir or GDRPEER_DATA_DIR)");
-    d.root = detail::parse_json(f->text, d.path);
+    d.root = parse_rule_file(f->text, d.path);
   } else {
     std::optional<InputFile> in;
     try {
@@ -47,10 +79,10 @@ Doc load_file(const std::string& dir, const std::string& file) {
     } catch (const MissingInput&) {
       throw DataError(d.path + ": cannot open rule data (set --data-dir or GDRPEER_DATA_DIR)");
     }
-    d.root = detail::parse_json(in->bytes(), d.path);
+    d.root = parse_rule_file(in->bytes(), d.path);
   }
-  const JsonValue* schema = d.root.find("schema");
-  if (d.root.kind != Kind::Object || !schema || schema->kind != Kind::Number || schema->number != 1)
+  const Json* schema = member(d.root, "schema");
+  if (!schema || !schema->is_number() || schema->get<double>() != 1)
     throw DataError(d.path + ": expected a JSON object with \"schema\": 1");
   return d;
 }
@@ -65,75 +97,70 @@ struct Where {
 
 [[noreturn]] void bad(const Where& where, const std::string& what) { throw DataError(where.str() + ": " + what); }
 
-const JsonValue& at(const JsonValue& obj, const char* key, const Where& where) {
-  const JsonValue* v = obj.find(key);
+const Json& at(const Json& obj, const char* key, const Where& where) {
+  const Json* v = member(obj, key);
   if (!v) bad(where, std::string("missing \"") + key + "\"");
   return *v;
 }
 
-const std::vector<JsonValue>& list_at(const JsonValue& obj, const char* key, const Where& where) {
-  const JsonValue& v = at(obj, key, where);
-  if (v.kind != Kind::Array) bad(where, std::string("\"") + key + "\" must be a list");
-  return v.items;
+const Json& list_at(const Json& obj, const char* key, const Where& where) {
+  const Json& v = at(obj, key, where);
+  if (!v.is_array()) bad(where, std::string("\"") + key + "\" must be a list");
+  return v;
 }
 
-std::string str(const JsonValue& v, const Where& where) {
-  if (v.kind != Kind::String) bad(where, "expected a string");
-  return v.text;
+const std::string& str(const Json& v, const Where& where) {
+  if (!v.is_string()) bad(where, "expected a string");
+  return v.get_ref<const std::string&>();
 }
 
-std::string str_or(const JsonValue& obj, const char* key, const std::string& def, const Where& where) {
-  const JsonValue* v = obj.find(key);
+std::string str_or(const Json& obj, const char* key, const std::string& def, const Where& where) {
+  const Json* v = member(obj, key);
   return v ? str(*v, {where.file, key}) : def;
 }
 
-long integer(const JsonValue& v, const Where& where) {
-  // Range first: converting a double beyond long's range is undefined behaviour.
-  if (v.kind != Kind::Number || !(v.number >= -1e15 && v.number <= 1e15) || v.number != static_cast<double>(static_cast<long>(v.number)))
-    bad(where, "expected an integer");
-  return static_cast<long>(v.number);
+long integer(const Json& v, const Where& where) {
+  // As a double, as RFC 8259 numbers are (1.0 is the integer 1). Range first: converting a
+  // double beyond long's range is undefined behaviour.
+  const double x = v.is_number() ? v.get<double>() : 0.5;
+  if (!v.is_number() || !(x >= -1e15 && x <= 1e15) || x != static_cast<double>(static_cast<long>(x))) bad(where, "expected an integer");
+  return static_cast<long>(x);
 }
 
-long int_or(const JsonValue& obj, const char* key, long def, const Where& where) {
-  const JsonValue* v = obj.find(key);
+long int_or(const Json& obj, const char* key, long def, const Where& where) {
+  const Json* v = member(obj, key);
   return v ? integer(*v, {where.file, key}) : def;
 }
 
-uint16_t hex16(const JsonValue& v, const Where& where) {
-  if (v.kind != Kind::String) bad(where, "expected a hex string");
-  const std::string& s = v.text;
+uint16_t hex16(const Json& v, const Where& where) {
+  if (!v.is_string()) bad(where, "expected a hex string");
+  const std::string& s = v.get_ref<const std::string&>();
   char* e = nullptr;
   unsigned long x = std::strtoul(s.c_str(), &e, 16);
   if (s.empty() || *e || x > 0xffff) bad(where, "expected a 16-bit hex id, found \"" + s + "\"");
   return static_cast<uint16_t>(x);
 }
 
-std::vector<std::string> strings(const JsonValue& j, const char* key, const Where& where) {
+std::vector<std::string> strings(const Json& j, const char* key, const Where& where) {
   std::vector<std::string> out;
-  const JsonValue* v = j.find(key);
+  const Json* v = member(j, key);
   if (!v) return out;
-  if (v->kind != Kind::Array) bad(where, std::string("\"") + key + "\" must be a list of strings");
-  for (const auto& x : v->items) {
-    if (x.kind != Kind::String) bad(where, std::string("\"") + key + "\" must be a list of strings");
-    out.push_back(x.text);
+  if (!v->is_array()) bad(where, std::string("\"") + key + "\" must be a list of strings");
+  for (const auto& x : *v) {
+    if (!x.is_string()) bad(where, std::string("\"") + key + "\" must be a list of strings");
+    out.push_back(x.get<std::string>());
   }
   return out;
 }
 
 // "ids": ["vvvv", "vvvv:dddd", ...]
-std::vector<std::pair<uint16_t, std::optional<uint16_t>>> id_list(const JsonValue& j, const Where& where) {
+std::vector<std::pair<uint16_t, std::optional<uint16_t>>> id_list(const Json& j, const Where& where) {
   std::vector<std::pair<uint16_t, std::optional<uint16_t>>> out;
   for (const auto& id : strings(j, "ids", where)) {
     const size_t colon = id.find(':');
-    JsonValue v;
-    v.kind = Kind::String;
-    v.text = id.substr(0, colon);
-    const uint16_t vendor = hex16(v, where);
+    const uint16_t vendor = hex16(Json(id.substr(0, colon)), where);
     std::optional<uint16_t> device;
-    if (colon != std::string::npos) {
-      v.text = id.substr(colon + 1);
-      device = hex16(v, where);
-    }
+    if (colon != std::string::npos) device = hex16(Json(id.substr(colon + 1)), where);
     out.emplace_back(vendor, device);
   }
   return out;
@@ -196,20 +223,15 @@ RuleData RuleData::load(const std::string& dir) {
   k.data_dir = dir.empty() ? "built-in" : dir;
 
   Doc devf = load_file(dir, "devices.json");
-  const JsonValue& dev = devf.root;
+  const Json& dev = devf.root;
   std::string w = devf.path;
   for (const auto& v : list_at(dev, "gpu_vendors", Where{w})) k.gpu_vendors.push_back(hex16(v, Where{w, "gpu_vendors"}));
-  const JsonValue& vn = at(dev, "vendor_names", Where{w});
-  if (vn.kind != Kind::Object) bad(Where{w}, "\"vendor_names\" must be an object of id: [names]");
-  for (size_t m = 0; m < vn.names.size(); ++m) {
-    const std::string& id = vn.names[m];
-    const JsonValue& names = vn.items[m];
-    JsonValue idv;
-    idv.kind = Kind::String;
-    idv.text = id;
-    uint16_t vid = hex16(idv, Where{w, "vendor_names"});
-    if (names.kind != Kind::Array) bad(Where{w}, "vendor_names." + id + " must be a list of strings");
-    for (const auto& n : names.items) k.vendor_names.emplace_back(str(n, Where{w, "vendor_names"}), vid);
+  const Json& vn = at(dev, "vendor_names", Where{w});
+  if (!vn.is_object()) bad(Where{w}, "\"vendor_names\" must be an object of id: [names]");
+  for (const auto& [id, names] : vn.items()) {
+    uint16_t vid = hex16(Json(id), Where{w, "vendor_names"});
+    if (!names.is_array()) bad(Where{w}, "vendor_names." + id + " must be a list of strings");
+    for (const auto& n : names) k.vendor_names.emplace_back(str(n, Where{w, "vendor_names"}), vid);
   }
   // Longest names first so "Advanced Micro Devices, Inc. [AMD/ATI]" wins over "[AMD]".
   std::stable_sort(k.vendor_names.begin(), k.vendor_names.end(),
@@ -217,31 +239,31 @@ RuleData RuleData::load(const std::string& dir) {
   for (const auto& r : list_at(dev, "rdma_nics", Where{w})) {
     NicRule n;
     n.id.vendor = hex16(at(r, "vendor", Where{w, "rdma_nics"}), Where{w, "rdma_nics.vendor"});
-    if (const JsonValue* v = r.find("device")) n.id.device = hex16(*v, Where{w, "rdma_nics.device"});
-    if (const JsonValue* v = r.find("device_mask")) n.id.device_mask = hex16(*v, Where{w, "rdma_nics.device_mask"});
-    if (const JsonValue* v = r.find("base_class")) n.base_class = static_cast<uint8_t>(hex16(*v, Where{w, "rdma_nics.base_class"}));
+    if (const Json* v = member(r, "device")) n.id.device = hex16(*v, Where{w, "rdma_nics.device"});
+    if (const Json* v = member(r, "device_mask")) n.id.device_mask = hex16(*v, Where{w, "rdma_nics.device_mask"});
+    if (const Json* v = member(r, "base_class")) n.base_class = static_cast<uint8_t>(hex16(*v, Where{w, "rdma_nics.base_class"}));
     n.family = str_or(r, "family", "", Where{w, "rdma_nics"});
-    if (const JsonValue* v = r.find("devices")) {
-      if (v->kind != Kind::Array) bad(Where{w}, "\"devices\" must be a list of strings");
-      for (const auto& d : v->items) n.devices.push_back(hex16(d, Where{w, "rdma_nics.devices"}));
+    if (const Json* v = member(r, "devices")) {
+      if (!v->is_array()) bad(Where{w}, "\"devices\" must be a list of strings");
+      for (const auto& d : *v) n.devices.push_back(hex16(d, Where{w, "rdma_nics.devices"}));
     }
     k.nics.push_back(n);
   }
   k.rdma_name_patterns = strings(dev, "rdma_name_patterns", Where{w});
-  if (const JsonValue* g = dev.find("gpu_name_patterns")) {
+  if (const Json* g = member(dev, "gpu_name_patterns")) {
     k.gpu_name_include = strings(*g, "include", Where{w});
     k.gpu_name_exclude = strings(*g, "exclude", Where{w});
   }
-  if (const JsonValue* g = dev.find("bmc_vga")) {
+  if (const Json* g = member(dev, "bmc_vga")) {
     k.bmc_vga_ids = id_list(*g, Where{w, "bmc_vga"});
     k.bmc_vga_name_patterns = strings(*g, "name_patterns", Where{w, "bmc_vga"});
   }
-  if (const JsonValue* g = dev.find("virtual_hardware")) {
+  if (const Json* g = member(dev, "virtual_hardware")) {
     k.virtual_ids = id_list(*g, Where{w, "virtual_hardware"});
     k.virtual_name_patterns = strings(*g, "name_patterns", Where{w, "virtual_hardware"});
   }
   k.not_rdma_name_patterns = strings(dev, "not_rdma_name_patterns", Where{w});
-  if (const JsonValue* g = dev.find("nvme_name_patterns")) {
+  if (const Json* g = member(dev, "nvme_name_patterns")) {
     k.nvme_name_include = strings(*g, "include", Where{w});
     k.nvme_name_exclude = strings(*g, "exclude", Where{w});
   }
@@ -249,14 +271,14 @@ RuleData RuleData::load(const std::string& dir) {
     IdMatch m;
     m.vendor = hex16(at(sw, "vendor", Where{w, "flatten_switches"}), Where{w, "flatten_switches"});
     m.device = hex16(at(sw, "device", Where{w, "flatten_switches"}), Where{w, "flatten_switches"});
-    if (const JsonValue* v = sw.find("subsys_vendor")) m.subsys_vendor = hex16(*v, Where{w});
-    if (const JsonValue* v = sw.find("subsys_device")) m.subsys_device = hex16(*v, Where{w});
-    if (const JsonValue* v = sw.find("subsys_device_mask")) m.subsys_device_mask = hex16(*v, Where{w});
+    if (const Json* v = member(sw, "subsys_vendor")) m.subsys_vendor = hex16(*v, Where{w});
+    if (const Json* v = member(sw, "subsys_device")) m.subsys_device = hex16(*v, Where{w});
+    if (const Json* v = member(sw, "subsys_device_mask")) m.subsys_device_mask = hex16(*v, Where{w});
     k.flatten_switches.push_back(m);
   }
 
   Doc gpuf = load_file(dir, "gpus.json");
-  const JsonValue& gpus = gpuf.root;
+  const Json& gpus = gpuf.root;
   w = gpuf.path;
   long bar1 = int_or(gpus, "bar1_min_mib", 0, Where{w});
   if (bar1 < 0 || bar1 > (1L << 30)) bad(Where{w}, "bar1_min_mib must be 0 .. 2^30");
@@ -265,15 +287,15 @@ RuleData RuleData::load(const std::string& dir) {
     GpuFamily g;
     g.family = str(at(f, "family", Where{w, "families"}), Where{w, "families.family"});
     g.name = str_or(f, "name", g.family, Where{w, "families"});
-    if (const JsonValue* v = f.find("devices")) {
-      if (v->kind != Kind::Array) bad(Where{w}, "\"devices\" must be a list of strings");
-      for (const auto& d : v->items) g.devices.push_back(hex16(d, Where{w, "devices"}));
+    if (const Json* v = member(f, "devices")) {
+      if (!v->is_array()) bad(Where{w}, "\"devices\" must be a list of strings");
+      for (const auto& d : *v) g.devices.push_back(hex16(d, Where{w, "devices"}));
     }
     g.name_patterns = strings(f, "name_patterns", Where{w});
     k.gpu_families.push_back(g);
   }
   k.pci_ids_paths = strings(gpus, "pci_ids_paths", Where{w});
-  if (const JsonValue* nb = gpus.find("nvlink_baseboards")) {
+  if (const Json* nb = member(gpus, "nvlink_baseboards")) {
     const Where bw{w, "nvlink_baseboards"};
     const std::string common_source = str_or(*nb, "source", "", bw);
     for (const auto& e : list_at(*nb, "devices", bw)) {
@@ -293,14 +315,14 @@ RuleData RuleData::load(const std::string& dir) {
     const Where rw{w, "root_complexes"};
     rc.vendor = str_or(r, "vendor", "", rw);
     rc.family = static_cast<int>(int_or(r, "family", -1, rw));
-    if (r.find("models"))
+    if (member(r, "models"))
       for (const auto& m : list_at(r, "models", rw)) rc.models.push_back(static_cast<int>(integer(m, Where{w, "root_complexes.models"})));
     rc.arch = str_or(r, "arch", "", rw);
     rc.model_patterns = strings(r, "model_patterns", Where{w});
     rc.p2p = str_or(r, "p2p", "", rw);
     rc.cross_socket = str_or(r, "cross_socket", "", rw);
     rc.note = str_or(r, "note", "", rw);
-    if (const JsonValue* v = r.find("arm_implementer"))
+    if (const Json* v = member(r, "arm_implementer"))
       rc.models = {static_cast<int>(integer(*v, Where{w, "root_complexes.arm_implementer"})),
                    static_cast<int>(int_or(r, "arm_part", -1, rw))};
     if (rc.p2p != "good" && rc.p2p != "poor" && rc.p2p != "unsupported")
@@ -309,7 +331,7 @@ RuleData RuleData::load(const std::string& dir) {
   }
 
   Doc platf = load_file(dir, "platforms.json");
-  const JsonValue& plats = platf.root;
+  const Json& plats = platf.root;
   w = platf.path;
   k.cloud_dmi_vendors = strings(plats, "cloud_dmi_vendors", Where{w});
   for (const auto& r : list_at(plats, "rules", Where{w})) {
