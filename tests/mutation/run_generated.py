@@ -295,7 +295,7 @@ def main():
                "stale_equivalents": stale}
     json.dump(summary, open(scratch.build / args.results, "w"), indent=1)
     if args.update_survivors:
-        update_survivors(results)
+        update_survivors(results, catalogue)
     print_table(results)
     log(f"mutation: {total:.0f} s in all ({t_build:.0f} s build, {t_cov:.0f} s coverage)")
     for s in stale:
@@ -307,9 +307,13 @@ def main():
 SURVIVORS = HERE / "survivors"  # one <source>.txt per mutated file: what is left to kill or argue
 
 
-def update_survivors(results):
+def update_survivors(results, catalogue):
     """Merges this run's verdicts into the per-file survivor lists (mutants not judged now keep
-    the line they had), so a partial run (--only, --files) never drops what it did not judge."""
+    the line they had), so a partial run (--only, --files) never drops what it did not judge.
+    A run that judged every mutant of a file marks its list so (score.py counts its kills)."""
+    planted = {}
+    for m in catalogue.values():
+        planted.setdefault(Path(m.file).name, set()).add(m.id)
     by_file = {}
     for r in results:
         if r["verdict"] in ("not run", "not built"):
@@ -335,6 +339,9 @@ def update_survivors(results):
                 rows[mid] = verdict
             else:
                 rows.pop(mid, None)
+        if set(verdicts) >= planted.get(name, set()):
+            head = [h for h in head if not h.startswith("# every mutant judged:")]
+            head.append(f"# every mutant judged: {time.strftime('%Y-%m-%d')} (run_generated.py, all commands)")
         if rows or path.exists():
             path.write_text("\n".join(head + [f"{v}\t{i}" for i, v in rows.items()]) + "\n")
 
