@@ -130,7 +130,7 @@ TEST(TruthLspciLines, CrLfTreeWithoutNamesReadsAsTheLfOne) {
 TEST(TruthLspciLines, DetailsIndentedWithTabsOrSpacesAlike) {
   // lspci indents details with a tab; a paste often has the tab expanded to 8 spaces, or the
   // whole block indented by a document (4 spaces of its own).
-  for (const std::string ind : {"\t", "        ", "\t  "}) {
+  for (const std::string ind : {"\t", "        ", "\t  ", " "}) {
     SCOPED_TRACE("indent \"" + ind + "\"");
     Topology t = parse(kGpuHeader + "\n" + ind + "NUMA node: 3\n" + ind + "Kernel driver in use: nvidia\n");
     EXPECT_EQ(dev(t, "0000:01:00.0").numa, 3);
@@ -201,9 +201,9 @@ TEST(TruthLspciTranscript, EveryShellPromptFormStartsTheCommandsOutput) {
   // The prompts shells print before a command: bash's default "\s-\v\$ ", Debian's
   // "\u@\h:\w\$ ", Fedora's "[\u@\h \W]\$ ", a bare "$ ", root's "#" forms; the line of prose
   // before the prompt is no lspci output.
-  for (const std::string prompt :
-       {"$ lspci -tv", "$ sudo lspci -tv", "bash-5.1$ lspci -tv", "user@gpu-node:~$ lspci -tv", "[user@gpu-node ~]$ sudo lspci -tv",
-        "$ sonata@coyote2:~$ lspci -tv", "root@gpu-node:~# lspci -tv", "# lspci -tv", "gpu-node:~# lspci -tv"}) {
+  for (const std::string prompt : {"$ lspci -tv", "$ sudo lspci -tv", "bash-5.1$ lspci -tv", "user@gpu-node:~$ lspci -tv",
+                                   "[user@gpu-node ~]$ sudo lspci -tv", "$ sonata@coyote2:~$ lspci -tv", "root@gpu-node:~# lspci -tv",
+                                   "# lspci -tv", "gpu-node:~# lspci -tv", "root@gpu-node# lspci -tv", "(base) gpu node $$ lspci -tv"}) {
     SCOPED_TRACE(prompt);
     Topology t = parse("Taken on the node after the reboot:\n" + prompt + "\n" + kTree);
     expect_small_tree(t);
@@ -217,13 +217,17 @@ TEST(TruthLspciTranscript, ProseWithDollarOrHashIsNoPrompt) {
       "# GPU node report\n"
       "## lspci -tv of the node\n"
       "It costs 3 $ per hour.\n"
-      "Run it as root # lspci -vvv for more.\n"
+      " $ 2 per hour with a reservation.\n"
+      "Note: as root # lspci -vvv shows more.\n"
+      "gpu-admin@example.com\n"
+      "./lspci# is the wrapper's comment marker.\n"
+      "\n"
       "Note:# marks a comment in the config.\n"
       "```\n" +
       kTree + "```\n";
   Topology t = parse(doc);
   expect_small_tree(t);
-  EXPECT_TRUE(has_note(t, "in.txt:1: 5 line(s) outside the markdown code fences")) << ::testing::PrintToString(t.notes);
+  EXPECT_TRUE(has_note(t, "in.txt:1: 8 line(s) outside the markdown code fences")) << ::testing::PrintToString(t.notes);
 }
 
 TEST(TruthLspciTranscript, TheOptionsDecideTreeOrVerbose) {
@@ -235,11 +239,14 @@ TEST(TruthLspciTranscript, TheOptionsDecideTreeOrVerbose) {
   }
   const std::string vvv = kGpuHeader + "\n\tNUMA node: 1\n";
   for (const std::string cmd : {"lspci -vvv", "lspci -nnvvv -s 01:00.0", "lspci -vvv -s 01:00.0", "lspci --verbose-tree -vvv", "lspci",
-                                "sudo lspci -vv -d 10de:"}) {
+                                "sudo lspci -vv -d 10de:", "lspci -vvv -i /usr/share/hwdata/pci.ids", "lspci -vvv -"}) {
     SCOPED_TRACE(cmd);
     Topology t = parse("$ " + cmd + "\n" + vvv);
     EXPECT_EQ(dev(t, "0000:01:00.0").numa, 1);
   }
+  // oc debug prints "Starting pod/..." right after the command line: not part of the command.
+  Topology oc = parse("$ oc debug node/gpu-1 -- chroot /host lspci -vvv\nStarting pod/gpu-1-debug-5q8ms ...\n" + vvv);
+  EXPECT_EQ(dev(oc, "0000:01:00.0").numa, 1);
   // A "-t" that is no option of lspci (inside a word or a path) does not make a tree.
   for (const std::string cmd : {"lspci-t -vvv", "lspci -vvv -s 01:00.0 x-t", "lspci --tree-like -vvv"}) {
     SCOPED_TRACE(cmd);
@@ -287,9 +294,12 @@ TEST(TruthLspciTranscript, NumactlAndLscpuOutputsGiveNodesAndCpu) {
     EXPECT_TRUE(t.cpu.hypervisor);
   }
   // numactl's other modes, lscpu -e (a table) and lscpu without a hypervisor line.
-  Topology t = parse("$ lspci -tv\n" + kTree +
-                     "$ numactl --show\navailable: 7 nodes (0-6)\n$ lscpu -e\nCPU NODE SOCKET\nModel: 99\n"
-                     "$ lscpu\nArchitecture: aarch64\nVendor ID: ARM\nModel: 1\nModel name: Neoverse-V2\nNUMA node(s): 1\n");
+  Topology t =
+      parse("$ lspci -tv\n" + kTree +
+            "$ numactl --show\navailable: 7 nodes (0-6)\n$ grep -H available: /tmp/notes\navailable: 5 nodes\n"
+            "$ lscpu\nArchitecture:aarch64\nVendor ID: ARM\nModel: 1\nModel name: Neoverse-V2\nNUMA node(s): 1\nHypervisor vendor\n"
+            "$ lscpu -e\nCPU NODE SOCKET\nModel: 99\n"
+            "$ hostnamectl\n Static hostname: gpu-1\n  Virtualization: kvm\n    Architecture: x86-64\n");
   EXPECT_EQ(t.numa_nodes, 0);
   EXPECT_EQ(t.cpu.arch, "aarch64");
   EXPECT_EQ(t.cpu.vendor, "ARM");
@@ -331,6 +341,22 @@ TEST(TruthLspciTranscript, FencesElisionsSudoAndToolLinesAroundTheOutput) {
   EXPECT_EQ(dev(parse(fenced), "0000:01:00.0").numa, -1);
 }
 
+TEST(TruthLspciTranscript, SudosPromptAndBlankLinesNeedNoNote) {
+  // sudo's password prompt is the shell's, not lspci's: skipped without a note, in the tree's
+  // output and in the listing's; blank lines (spaces, a tab) are no tree lines; a line of only the
+  // continuation bars of a cut tree carries no device.
+  const std::string first = kTree.substr(0, kTree.find('\n') + 1), rest = kTree.substr(kTree.find('\n') + 1);
+  Topology t = parse("$ sudo lspci -tv\n[sudo] password for user: \n\t\n   \n" + first + "           |\n" + rest);
+  expect_small_tree(t);
+  EXPECT_TRUE(t.notes.empty()) << ::testing::PrintToString(t.notes);
+  Topology v = parse("$ sudo lspci -vvv\n[sudo] password for user: \n \t \n" + kGpuHeader + "\n\tNUMA node: 1\n\n" +
+                     "02:00.0 Ethernet controller: Mellanox Technologies MT2910 Family [ConnectX-7]\n\tNUMA node: 0\n");
+  EXPECT_EQ(dev(v, "0000:01:00.0").numa, 1);
+  EXPECT_EQ(dev(v, "0000:02:00.0").numa, 0);
+  EXPECT_TRUE(v.notes.empty()) << ::testing::PrintToString(v.notes);
+  expect_small_tree(parse(first + "           |\n" + rest));
+}
+
 TEST(TruthLspciTranscript, ToolNoiseOnlyInsideLspciOutput) {
   // "word: text" lines are lspci's neighbours' only inside its output; in numactl's or lscpu's
   // they are theirs ("Model name: ..." is lscpu's own line, "available: ..." numactl's).
@@ -338,6 +364,57 @@ TEST(TruthLspciTranscript, ToolNoiseOnlyInsideLspciOutput) {
   EXPECT_EQ(t.cpu.arch, "x86_64");
   EXPECT_EQ(t.numa_nodes, 4);
   EXPECT_TRUE(t.notes.empty()) << ::testing::PrintToString(t.notes);
+}
+
+TEST(TruthLspciPlain, ToolLinesAreSkippedWithANoteAndOtherTextIsAnError) {
+  // "word: text" (a tool's message: apt's "W: ", su's "Password: ", daemons with '-' or '_' in
+  // their names) is skipped with a note naming the line; text of no such shape is an error, as is
+  // a header whose address is hex-looking but broken.
+  for (const std::string l :
+       {"W: Some index files failed to download.", "Password: ", "nvidia-persistenced: device 0000:01:00.0 - persistence mode enabled.",
+        "nv_peer_mem: peer memory client registered", "pcilib: Cannot open /proc/bus/pci"}) {
+    SCOPED_TRACE(l);
+    Topology t = parse(l + "\n" + kTree);
+    expect_small_tree(t);
+    const std::string shown = l.back() == ' ' ? l.substr(0, l.size() - 1) : l;
+    EXPECT_TRUE(has_note(t, "in.txt:1: not lspci output, skipped: " + shown)) << ::testing::PrintToString(t.notes);
+  }
+  for (const std::string l : {"Done, rebooting now", "ab: Ethernet controller: Intel Corporation I350",
+                              "gg:00.0 Ethernet controller: Intel Corporation I350", "Warning:"}) {
+    SCOPED_TRACE(l);
+    const std::string e = error_of(kTree + l + "\n");
+    EXPECT_NE(e.find("in.txt:3: expected"), std::string::npos) << e;
+  }
+  // Only tool lines: no device, and the error says so.
+  const std::string e = error_of("pcilib: Cannot open /proc/bus/pci\n");
+  EXPECT_NE(e.find("in.txt: expected lspci -tv or lspci -vvv output, found no PCI device"), std::string::npos) << e;
+}
+
+TEST(TruthLspciPlain, AnIndentedBlockLosesTheIndentationItsLinesShare) {
+  // A listing pasted into a document indented by 4 spaces: elisions, fences, blank lines and tool
+  // lines at the margin do not count for the shared indentation.
+  const std::string body = "    " + kGpuHeader + "\n            NUMA node: 2\n";
+  for (const std::string extra : {"...\n", "[...]\n", "(...)\n", "\xe2\x80\xa6\n", "\n", "pcilib: Cannot open /proc/bus/pci\n"}) {
+    SCOPED_TRACE(extra);
+    Topology t = parse(extra + body + extra);
+    EXPECT_EQ(dev(t, "0000:01:00.0").numa, 2);
+  }
+  Topology f = parse("```\n" + body + "```\n");
+  EXPECT_EQ(dev(f, "0000:01:00.0").numa, 2);
+  // A tree in plain text with elisions at the margin.
+  for (const std::string el : {"...", "[...]", "(...)", "\xe2\x80\xa6"}) {
+    SCOPED_TRACE(el);
+    expect_small_tree(parse(kTree.substr(0, kTree.find('\n') + 1) + el + "\n" + kTree.substr(kTree.find('\n') + 1)));
+  }
+}
+
+TEST(TruthLspciPlain, ProseAroundFencesIsCountedOnceFromItsFirstLine) {
+  // Lines outside the fences are prose: counted (blank ones not), the note names the first.
+  Topology t = parse("\nSome notes on the node.\n\nMore notes.\n```\n" + kTree + "```\n\nThe end.\n");
+  expect_small_tree(t);
+  EXPECT_TRUE(has_note(t, "in.txt:2: 3 line(s) outside the markdown code fences")) << ::testing::PrintToString(t.notes);
+  Topology clean = parse("```\n" + kTree + "```\n");
+  EXPECT_TRUE(clean.notes.empty()) << ::testing::PrintToString(clean.notes);
 }
 
 TEST(TruthLspciTranscript, KubectlAndOcDebugPodLinesAreSkipped) {
@@ -447,6 +524,15 @@ TEST(TruthLspciTree, MalformedTreeLinesAreErrorsWithTheirLine) {
       {"           +-01", "expected a device \"dd.f\""},
       {"           +-01.", "expected a device \"dd.f\""},
       {"           +-0g.0  X", "expected a device \"dd.f\""},
+      {"           +-g1.0  X", "expected a device \"dd.f\""},
+      {"           +-", "expected a device \"dd.f\""},
+      {"           +-01.0-[01]--x-00.0  X", "expected a child device, \"+-\" or the end of the line"},
+      {"           +-01.0-[01]--+-", "expected a device \"dd.f\""},
+      {"-", "expected a tree connector"},
+      {"+[0000:00]-", "expected a tree connector"},
+      {"-[", "expected [dddd:bb] (PCI domain and root bus)"},
+      {"-+-", "expected [domain:bus] at the top of the tree"},
+      {"-+-x", "expected [domain:bus] at the top of the tree"},
       {"           +-01:0  X", "expected a device \"dd.f\""},
       {"           +-01.8  X", "expected a device \"dd.f\""},
       {"           +-01./  X", "expected a device \"dd.f\""},
@@ -555,7 +641,8 @@ TEST(TruthLspciTree, NnIdsAfterTheNameAndNamesThatOnlyLookLikeThem) {
       "           +-05.0-[05]----00.0  [1af4:1041]\n"
       "           +-06.0-[06]----00.0  Vendor Z 1af4:1041]\n"
       "           +-07.0-[07]----00.0  Vendor W [1af4-1041]\n"
-      "           \\-08.0-[08]----00.0  Vendor V [1af4:1041)\n";
+      "           +-08.0-[08]----00.0  Vendor V [1af4:1041)\n"
+      "           \\-09.0-[09]----00.0  X [a:1234]\n";
   Topology t = parse(tree);
   const Device& intel = dev(t, "0000:00:00.0");
   EXPECT_TRUE(intel.ids_known);
@@ -566,7 +653,7 @@ TEST(TruthLspciTree, NnIdsAfterTheNameAndNamesThatOnlyLookLikeThem) {
   EXPECT_EQ(gpu.vendor, 0x10de);
   EXPECT_EQ(gpu.device, 0x2331);
   EXPECT_EQ(gpu.name, "NVIDIA Corporation GH100 [H100 PCIe]");
-  for (const char* b : {"0000:02:00.0", "0000:03:00.0", "0000:04:00.0", "0000:06:00.0", "0000:07:00.0", "0000:08:00.0"}) {
+  for (const char* b : {"0000:02:00.0", "0000:03:00.0", "0000:04:00.0", "0000:06:00.0", "0000:07:00.0", "0000:08:00.0", "0000:09:00.0"}) {
     SCOPED_TRACE(b);
     EXPECT_FALSE(dev(t, b).ids_known);
     EXPECT_EQ(dev(t, b).vendor, 0);
@@ -737,11 +824,21 @@ TEST(TruthLspciVerbose, AcsAndAtsCapabilitiesAndTheirBits) {
 
 TEST(TruthLspciVerbose, MalformedAcsFlagsAreErrors) {
   const std::string hdr = "00:01.0 PCI bridge: Intel Corporation Device 09a2\n";
-  for (const std::string flags : {"SrcValid", "SrcValid+ TransBlk", "+", "SrcValid+ Bogus+", "SrcValid* TransBlk-", "srcvalid+", ""}) {
+  const std::pair<const char*, const char*> rows[] = {
+      {"SrcValid", "expected ACS flags like ReqRedir+ or ReqRedir-, found \"SrcValid\""},
+      {"SrcValid+ TransBlk", "expected ACS flags like ReqRedir+ or ReqRedir-, found \"TransBlk\""},
+      {"+", "expected ACS flags like ReqRedir+ or ReqRedir-, found \"+\""},
+      {"SrcValid* TransBlk-", "expected ACS flags like ReqRedir+ or ReqRedir-, found \"SrcValid*\""},
+      {"SrcValid+ Bogus+", "unknown ACS flag \"Bogus\""},
+      {"X+", "unknown ACS flag \"X\""},
+      {"Xy-", "unknown ACS flag \"Xy\""},
+      {"srcvalid+", "unknown ACS flag \"srcvalid\""},
+      {"", "expected ACS flags after the colon"},
+  };
+  for (const auto& [flags, why] : rows) {
     SCOPED_TRACE(flags);
     const std::string e = error_of(hdr + "\t\tACSCtl:\t" + flags + "\n");
-    EXPECT_NE(e.find("in.txt:2: "), std::string::npos) << e;
-    EXPECT_NE(e.find("ACS flag"), std::string::npos) << e;
+    EXPECT_NE(e.find(std::string("in.txt:2: ") + why), std::string::npos) << e;
   }
   // Flags separated by several blanks are still flags.
   Topology t = parse(hdr + "\t\tACSCtl:  SrcValid-   ReqRedir+\n");
@@ -778,13 +875,19 @@ TEST(TruthLspciVerbose, RegionSizesInEveryUnit) {
 }
 
 TEST(TruthLspciVerbose, MalformedRegionsAreErrors) {
-  for (const std::string r :
-       {"Region 6: Memory at 0 (64-bit, prefetchable) [size=1M]", "Region -1: Memory at 0 (64-bit, prefetchable) [size=1M]",
-        "Region x: Memory at 0 (64-bit, prefetchable) [size=1M]", "Region 1 Memory at 0 (64-bit, prefetchable) [size=1M]",
-        "Region 1: Memory at 0 (64-bit, prefetchable) [size=1P]", "Region 1: Memory at 0 (64-bit, prefetchable) [size=M]"}) {
+  const std::pair<const char*, const char*> rows[] = {
+      {"Region 6: Memory at 0 (64-bit, prefetchable) [size=1M]", "expected \"Region <0-5>: ...\""},
+      {"Region -1: Memory at 0 (64-bit, prefetchable) [size=1M]", "expected \"Region <0-5>: ...\""},
+      {"Region x: Memory at 0 (64-bit, prefetchable) [size=1M]", "expected \"Region <0-5>: ...\""},
+      {"Region : Memory at 0 (64-bit, prefetchable) [size=1M]", "expected \"Region <0-5>: ...\""},
+      {"Region 1 Memory at 0 (64-bit, prefetchable) [size=1M]", "expected \"Region <0-5>: ...\""},
+      {"Region 1: Memory at 0 (64-bit, prefetchable) [size=1P]", "expected a size unit K, M, G or T"},
+      {"Region 1: Memory at 0 (64-bit, prefetchable) [size=M]", "expected a region size like [size=64G]"},
+  };
+  for (const auto& [r, why] : rows) {
     SCOPED_TRACE(r);
     const std::string e = error_of(kGpuHeader + "\n\t" + r + "\n");
-    EXPECT_NE(e.find("in.txt:2: expected"), std::string::npos) << e;
+    EXPECT_NE(e.find(std::string("in.txt:2: ") + why), std::string::npos) << e;
   }
 }
 
@@ -821,12 +924,14 @@ TEST(TruthLspciVerbose, DeviceLevelLinesSitAtTheBlocksFirstIndentation) {
     EXPECT_EQ(n.bars[1].size, 2ull << 20);
   }
   // A tab counts to the next multiple of 8 columns: "\t" and 8 spaces are one level.
-  Topology m = parse(
-      block("21:00.0 Ethernet controller: X",
-            {"        Region 0: Memory at 0 (64-bit, prefetchable) [size=32M]", "\tRegion 2: Memory at 0 (64-bit, prefetchable) [size=2M]",
-             "  \tRegion 4: Memory at 0 (64-bit, prefetchable) [size=4M]", "\t\tRegion 5: Memory at 0 (64-bit, prefetchable) [size=8M]"}));
-  ASSERT_EQ(m.devices[0].bars.size(), 3u);
+  Topology m = parse(block(
+      "21:00.0 Ethernet controller: X",
+      {"        Region 0: Memory at 0 (64-bit, prefetchable) [size=32M]", "\tRegion 2: Memory at 0 (64-bit, prefetchable) [size=2M]",
+       "  \tRegion 4: Memory at 0 (64-bit, prefetchable) [size=4M]", "       \tRegion 3: Memory at 0 (64-bit, prefetchable) [size=1M]",
+       "\t\tRegion 5: Memory at 0 (64-bit, prefetchable) [size=8M]"}));
+  ASSERT_EQ(m.devices[0].bars.size(), 4u);
   EXPECT_EQ(m.devices[0].bars[2].index, 4);
+  EXPECT_EQ(m.devices[0].bars[3].index, 3);
   // Each block has its own first indentation.
   const std::string deep =
       block("21:00.0 Ethernet controller: X", {"\t\tNUMA node: 0", "\t\tRegion 0: Memory at 0 (64-bit, prefetchable) [size=32M]"});
@@ -865,12 +970,22 @@ TEST(TruthLspciVerbose, PayloadAndReadRequestFromDevCapAndDevCtl) {
   // A DevCap line without MaxPayload leaves it unknown.
   Topology u = parse(block(kGpuHeader, {"\t\tDevCap:\tPhantFunc 0"}));
   EXPECT_EQ(u.devices[0].mps_cap, 0);
-  for (const std::string bad :
-       {"\t\tDevCap:\tMaxPayload x bytes", "\t\tDevCap:\tMaxPayload 256 byte", "\t\t\tMaxPayload 256 bytes, MaxReadReq 512"}) {
-    SCOPED_TRACE(bad);
-    const std::string e = error_of(kGpuHeader + "\n" + bad + "\n");
-    EXPECT_NE(e.find("in.txt:2: expected \"Max"), std::string::npos) << e;
+  const std::pair<const char*, const char*> bad[] = {
+      {"\t\tDevCap:\tMaxPayload x bytes", "expected \"MaxPayload <n> bytes\""},
+      {"\t\tDevCap:\tMaxPayload  bytes, PhantFunc 0", "expected \"MaxPayload <n> bytes\""},
+      {"\t\tDevCap:\tMaxPayload 256 byte", "expected \"MaxPayload <n> bytes\""},
+      {"\t\t\tMaxPayload 256 bytes, MaxReadReq 512", "expected \"MaxReadReq <n> bytes\""},
+  };
+  for (const auto& [line, why] : bad) {
+    SCOPED_TRACE(line);
+    const std::string e = error_of(kGpuHeader + "\n" + line + "\n");
+    EXPECT_NE(e.find(std::string("in.txt:2: ") + why), std::string::npos) << e;
   }
+  // "MaxReadReq" elsewhere (a VPD text) is not DevCtl's line.
+  Topology v = parse(block(
+      kGpuHeader, {"\t\t\tMaxPayload 256 bytes, MaxReadReq 4096 bytes", "\t\t\t[V1] Vendor specific: MaxReadReq 512 bytes recommended"}));
+  EXPECT_EQ(v.devices[0].mps, 256);
+  EXPECT_EQ(v.devices[0].mrrs, 4096);
 }
 
 TEST(TruthLspciVerbose, LinkSpeedsAndWidths) {
@@ -892,12 +1007,25 @@ TEST(TruthLspciVerbose, LinkSpeedsAndWidths) {
     EXPECT_EQ(t.devices[0].link_sta.speed_gts, speed);
     EXPECT_EQ(t.devices[0].link_sta.width, width);
   }
-  for (const std::string bad :
-       {"LnkSta:\tSpeed 16GT/s", "LnkSta:\tWidth x16", "LnkSta:\tSpeed fast, Width x16", "LnkSta:\tSpeed 16Gb/s, Width x16",
-        "LnkSta:\tSpeed 16GT/s, Width x0", "LnkSta:\tSpeed 16GT/s, Width x33", "LnkSta:\tSpeed 16GT/s, Width xx"}) {
-    SCOPED_TRACE(bad);
-    const std::string e = error_of(kGpuHeader + "\n\t\t" + bad + "\n");
-    EXPECT_NE(e.find("in.txt:2: expected"), std::string::npos) << e;
+  const char* kBoth = "expected \"Speed <n>GT/s\" and \"Width x<n>\" in the link line";
+  const char* kSpeed = "expected a link speed like 16GT/s";
+  const char* kWidth = "expected a link width like x16";
+  const std::pair<const char*, const char*> bad[] = {
+      {"LnkSta:\tSpeed 16GT/s", kBoth},
+      {"LnkSta:\tWidth x16", kBoth},
+      {"LnkCap:\tPort #0, ASPM L1", kBoth},
+      {"LnkSta:\tSpeed fast, Width x16", kSpeed},
+      {"LnkSta:\tSpeed GT/s, Width x16", kSpeed},
+      {"LnkSta:\tSpeed 16Gb/s, Width x16", kSpeed},
+      {"LnkSta:\tSpeed 16GT/s, Width x0", kWidth},
+      {"LnkSta:\tSpeed 16GT/s, Width x33", kWidth},
+      {"LnkSta:\tSpeed 16GT/s, Width xx", kWidth},
+      {"LnkSta:\tSpeed 16GT/s, Width x-4", kWidth},
+  };
+  for (const auto& [line, why] : bad) {
+    SCOPED_TRACE(line);
+    const std::string e = error_of(kGpuHeader + "\n\t\t" + line + "\n");
+    EXPECT_NE(e.find(std::string("in.txt:2: ") + why), std::string::npos) << e;
   }
 }
 
@@ -930,6 +1058,244 @@ TEST(TruthLspciVerbose, DetailsBeforeAnyHeaderAreErrors) {
   // An empty line ends a block: details after it have no device.
   const std::string e2 = error_of(kGpuHeader + "\n\tNUMA node: 0\n\n\tIOMMU group: 3\n");
   EXPECT_NE(e2.find("in.txt:4: expected"), std::string::npos) << e2;
+}
+
+// ---- headers (lspci.c show_terse, lib/names.c) ----------------------------------------------
+
+TEST(TruthLspciHeader, ClassFromTheNnCodeOrFromTheName) {
+  // -nn: "class name [cccc]" (names.c format_name "%s [%s]"); pciutils also prints the code when
+  // only the base class is known ("Memory controller [0504]"); "Class [ff00]" when none is. Only
+  // 06/04 (PCI-to-PCI bridge) is a bridge.
+  const std::tuple<const char*, uint32_t, const char*, bool> rows[] = {
+      {"PCI bridge [0604]", 0x060400, "PCI bridge", true},
+      {"Host bridge [0600]", 0x060000, "Host bridge", false},
+      {"ISA bridge [0601]", 0x060100, "ISA bridge", false},
+      {"MicroChannel bridge [0603]", 0x060300, "MicroChannel bridge", false},
+      {"PCMCIA bridge [0605]", 0x060500, "PCMCIA bridge", false},
+      {"Fibre Channel [0c04]", 0x0c0400, "Fibre Channel", false},
+      {"Memory controller [0504]", 0x050400, "Memory controller", false},
+      {"Modem [0704]", 0x070400, "Modem", false},
+      {"Class [ff00]", 0xff0000, "Class", false},
+      {"A [0604]", 0x060400, "A", true},
+      {"Bridge[0680]", 0x068000, "Bridge", false},
+      {"PCI bridge", 0x060400, "PCI bridge", true},
+      {"Host bridge", 0x060000, "Host bridge", false},
+      {"3D controller", 0x030200, "3D controller", false},
+  };
+  for (const auto& [cls, code, name, bridge] : rows) {
+    SCOPED_TRACE(cls);
+    Topology t = parse(std::string("00:01.0 ") + cls + ": Intel Corporation Device 09a2\n");
+    EXPECT_TRUE(t.devices[0].class_known);
+    EXPECT_EQ(t.devices[0].class_code, code);
+    EXPECT_EQ(t.devices[0].class_name, name);
+    EXPECT_EQ(t.devices[0].is_bridge, bridge);
+  }
+  // Names that are no pci.ids class and no " [cccc]" suffix: the class is unknown, its code 0.
+  for (const char* cls : {"Class ff00", "Bad]", "a[0604]", "Class [0604x", "Class 0604]", "Unknown device class"}) {
+    SCOPED_TRACE(cls);
+    Topology t = parse(std::string("00:01.0 ") + cls + ": Intel Corporation Device 09a2 (prog-if 01)\n");
+    EXPECT_FALSE(t.devices[0].class_known);
+    EXPECT_EQ(t.devices[0].class_code, 0u);
+    EXPECT_EQ(t.devices[0].class_name, cls);
+    EXPECT_FALSE(t.devices[0].is_bridge);
+  }
+  const std::string e = error_of("00:01.0 PCI bridge [06z4]: Intel Corporation Device 09a2\n");
+  EXPECT_NE(e.find("in.txt:1: expected a hex class code [cccc]"), std::string::npos) << e;
+}
+
+TEST(TruthLspciHeader, ProgIfAndRevisionAreNoPartOfTheName) {
+  // show_terse: " (rev %02x)" only when the revision is not 0, then with -v " (prog-if %02x [name])".
+  Topology t = parse(
+      "00:14.0 USB controller: Intel Corporation Alder Lake-S PCH USB 3.2 Gen 2x2 XHCI Controller (rev 11) (prog-if 30 [XHCI])\n"
+      "01:00.0 Non-Volatile memory controller: Samsung Electronics Co Ltd NVMe SSD Controller PM9A1/PM9A3/980PRO (prog-if 02 [NVM "
+      "Express])\n"
+      "02:00.0 USB controller [0c03]: Renesas Technology Corp. uPD720201 USB 3.0 Host Controller [1912:0014] (prog-if 30 [XHCI])\n"
+      "03:00.0 Serial bus controller: Foo Corp. Bar (prog-if 10 [OHCI])\n");
+  EXPECT_EQ(dev(t, "0000:00:14.0").class_code, 0x0c0330u);
+  EXPECT_EQ(dev(t, "0000:00:14.0").name, "Intel Corporation Alder Lake-S PCH USB 3.2 Gen 2x2 XHCI Controller");
+  EXPECT_EQ(dev(t, "0000:01:00.0").class_code, 0x010802u);
+  EXPECT_EQ(dev(t, "0000:01:00.0").name, "Samsung Electronics Co Ltd NVMe SSD Controller PM9A1/PM9A3/980PRO");
+  EXPECT_EQ(dev(t, "0000:02:00.0").class_code, 0x0c0330u);
+  EXPECT_EQ(dev(t, "0000:02:00.0").vendor, 0x1912);
+  EXPECT_EQ(dev(t, "0000:02:00.0").name, "Renesas Technology Corp. uPD720201 USB 3.0 Host Controller");
+  EXPECT_EQ(dev(t, "0000:03:00.0").class_code, 0x0c8010u);
+}
+
+TEST(TruthLspciHeader, MalformedHeadersAreErrorsWithTheirLine) {
+  struct Case {
+    std::string line, why;
+  };
+  const Case cases[] = {
+      {"01:00.0", "expected a device header \"[dddd:]bb:dd.f class: name\""},
+      {"0g:00.0 Ethernet controller: Intel Corporation I350", "expected a device header \"[dddd:]bb:dd.f class: name\""},
+      {"01:20.0 Ethernet controller: Intel Corporation I350", "expected a device header \"[dddd:]bb:dd.f class: name\""},
+      {"01:00.0 Ethernet controller Intel Corporation I350", "expected \"class: name\" after the device address"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.line);
+    const std::string e = error_of(kGpuHeader + "\n" + c.line + "\n");
+    EXPECT_NE(e.find("in.txt:2: " + c.why), std::string::npos) << e;
+  }
+}
+
+// ---- placement of devices only the listing names (finish) ---------------------------------
+
+TEST(TruthLspciPlacement, ListingOnlyDevicesHangUnderTheBridgeOfTheirBus) {
+  // Without a tree, a device sits under the bridge whose secondary bus is the device's bus, in
+  // the same PCI domain (lspci -D), whichever comes first in the listing; a device under no
+  // bridge is on its own root bus ("dddd:bb", ls-tree.c's "[dddd:bb]").
+  const std::string vvv =
+      block("0001:01:00.0 3D controller [0302]: NVIDIA Corporation GH100 [H100 SXM5 80GB] [10de:2330]", {"\tNUMA node: 1"}) +
+      block("0000:01:00.0 Ethernet controller [0200]: Mellanox Technologies MT2910 Family [ConnectX-7] [15b3:1021]", {}) +
+      block("0000:00:01.0 PCI bridge [0604]: Intel Corporation Device 09a9",
+            {"\tBus: primary=00, secondary=01, subordinate=01, sec-latency=0"}) +
+      block("0000:00:03.0 PCI bridge [0604]: Intel Corporation Device 09a9",
+            {"\tBus: primary=00, secondary=02, subordinate=02, sec-latency=0"}) +
+      block("0001:00:01.0 PCI bridge [0604]: Intel Corporation Device 09a9",
+            {"\tBus: primary=00, secondary=01, subordinate=01, sec-latency=0"}) +
+      block("0000:80:00.0 Non-Volatile memory controller [0108]: Samsung Electronics Co Ltd Device [144d:a80a]", {});
+  Topology t = parse(vvv);
+  EXPECT_EQ(parent_of(t, "0001:01:00.0"), t.find("0001:00:01.0"));
+  EXPECT_EQ(parent_of(t, "0000:01:00.0"), t.find("0000:00:01.0"));
+  EXPECT_EQ(parent_of(t, "0000:00:01.0"), -1);
+  EXPECT_EQ(parent_of(t, "0000:80:00.0"), -1);
+  EXPECT_TRUE(dev(t, "0000:00:03.0").children.empty());
+  auto root = [&](const std::string& bdf) { return t.host_bridges[dev(t, bdf).host_bridge].name; };
+  EXPECT_EQ(root("0000:00:01.0"), "0000:00");
+  EXPECT_EQ(root("0001:00:01.0"), "0001:00");
+  EXPECT_EQ(root("0001:01:00.0"), "0001:00");
+  EXPECT_EQ(root("0000:80:00.0"), "0000:80");
+  std::vector<std::string> roots;
+  for (const auto& h : t.host_bridges) roots.push_back(h.name);
+  std::sort(roots.begin(), roots.end());
+  EXPECT_EQ(roots, (std::vector<std::string>{"0000:00", "0000:80", "0001:00"}));
+  // The bridge first, its device after it: one root bus, nothing named after the device's bus.
+  Topology b = parse(block("00:01.0 PCI bridge [0604]: Intel Corporation Device 09a9",
+                           {"\tBus: primary=00, secondary=01, subordinate=01, sec-latency=0"}) +
+                     block("01:00.0 3D controller [0302]: NVIDIA Corporation GH100 [H100 PCIe] [10de:2331]", {}));
+  ASSERT_EQ(b.host_bridges.size(), 1u);
+  EXPECT_EQ(b.host_bridges[0].name, "0000:00");
+  EXPECT_EQ(parent_of(b, "0000:01:00.0"), 0);
+}
+
+TEST(TruthLspciPlacement, TheTreesPlacementStandsAndTheListingFillsIn) {
+  // A device the tree drew stays where it drew it; the listing's device the tree lacks (a VF
+  // enabled later) is placed by its bus.
+  const std::string tree =
+      "-[0000:00]-+-00.0  Intel Corporation Device 09a2\n"
+      "           \\-01.0-[01]----00.0  Mellanox Technologies MT2910 Family [ConnectX-7]\n";
+  const std::string vvv =
+      block("01:00.1 Ethernet controller: Mellanox Technologies ConnectX Family mlx5Gen Virtual Function", {"\tNUMA node: 0"});
+  Topology t = parse_lspci({{"tree", tree}, {"vvv", vvv}});
+  EXPECT_EQ(parent_of(t, "0000:01:00.1"), t.find("0000:00:01.0"));
+  EXPECT_EQ(parent_of(t, "0000:01:00.0"), t.find("0000:00:01.0"));
+  EXPECT_EQ(t.host_bridges.size(), 1u);
+  // A listing taken after a rescan renumbered the buses does not move what the tree drew.
+  const std::string later =
+      block("00:01.0 PCI bridge: Intel Corporation Device 09a9", {"\tBus: primary=00, secondary=05, subordinate=05, sec-latency=0"}) +
+      block("00:05.0 PCI bridge: Intel Corporation Device 09aa", {"\tBus: primary=00, secondary=01, subordinate=01, sec-latency=0"});
+  Topology r = parse_lspci({{"tree", tree}, {"vvv", later}});
+  EXPECT_EQ(parent_of(r, "0000:01:00.0"), r.find("0000:00:01.0"));
+}
+
+TEST(TruthLspciPlacement, VmdDomainsHaveFiveDigits) {
+  // Intel VMD puts its NVMe drives in PCI domains from 0x10000 (Linux, drivers/pci/controller/
+  // vmd.c), which lspci -D prints with "%04x" as five digits: "10000:e1:00.0".
+  Topology t = parse(block("10000:e0:00.0 PCI bridge [0604]: Intel Corporation Device 09ab",
+                           {"\tBus: primary=e0, secondary=e1, subordinate=e1, sec-latency=0"}) +
+                     block("10000:e1:00.0 Non-Volatile memory controller [0108]: Samsung Electronics Co Ltd Device [144d:a80a]", {}) +
+                     block("0000:e1:00.0 Non-Volatile memory controller [0108]: Samsung Electronics Co Ltd Device [144d:a80a]", {}));
+  EXPECT_EQ(parent_of(t, "10000:e1:00.0"), t.find("10000:e0:00.0"));
+  EXPECT_EQ(parent_of(t, "0000:e1:00.0"), -1);
+  EXPECT_EQ(t.host_bridges[dev(t, "10000:e1:00.0").host_bridge].name, "10000:e0");
+  EXPECT_EQ(t.host_bridges[dev(t, "0000:e1:00.0").host_bridge].name, "0000:e1");
+}
+
+TEST(TruthLspciTree, OneBlankBeforeTheNameAsWhenAPageCollapsesBlanks) {
+  // ls-tree.c prints "  %s"; a web page outside a code block shows the two blanks as one.
+  std::string tree = kTree;
+  for (size_t at; (at = tree.find(".0  ")) != std::string::npos;) tree.replace(at, 4, ".0 ");
+  Topology t = parse(tree);
+  expect_small_tree(t);
+  EXPECT_EQ(dev(t, "0000:00:00.0").name, "Intel Corporation Device 09a2");
+}
+
+// ---- bugs the mutants showed --------------------------------------------------------------
+
+TEST(TruthLspciFixes, AnUnconfiguredBridgeHasNothingBehindIt) {
+  // "Bus: primary=00, secondary=00" is a bridge the firmware left unconfigured: Linux rejects a
+  // secondary bus not above the bridge's own (drivers/pci/probe.c pci_scan_bridge_extend,
+  // "bridge configuration invalid"), so bus 00's devices are on the root bus, not behind it.
+  const std::string vvv = block("00:1c.0 PCI bridge [0604]: Intel Corporation Device 7a38",
+                                {"\tBus: primary=00, secondary=00, subordinate=00, sec-latency=0"}) +
+                          block("00:1c.4 PCI bridge [0604]: Intel Corporation Device 7a3c",
+                                {"\tBus: primary=00, secondary=00, subordinate=00, sec-latency=0"}) +
+                          block("00:01.0 PCI bridge [0604]: Intel Corporation Device 7a04",
+                                {"\tBus: primary=00, secondary=01, subordinate=01, sec-latency=0"}) +
+                          block("00:02.0 VGA compatible controller [0300]: Intel Corporation Device a780", {}) +
+                          block("01:00.0 3D controller [0302]: NVIDIA Corporation GH100 [H100 PCIe] [10de:2331]", {});
+  Topology t = parse(vvv);
+  for (const char* b : {"0000:00:1c.0", "0000:00:1c.4", "0000:00:01.0", "0000:00:02.0"}) {
+    SCOPED_TRACE(b);
+    EXPECT_EQ(parent_of(t, b), -1);
+    EXPECT_EQ(t.host_bridges[dev(t, b).host_bridge].name, "0000:00");
+  }
+  EXPECT_TRUE(dev(t, "0000:00:1c.0").children.empty());
+  EXPECT_EQ(parent_of(t, "0000:01:00.0"), t.find("0000:00:01.0"));
+}
+
+TEST(TruthLspciFixes, RootPromptsCommandIsWhatFollowsItsHash) {
+  // For "user@host:~# cmd" the command is what follows "# ": a host name with "-e" or "-H" in it
+  // (gpu-eu1, node-H100) is no option of lscpu or numactl.
+  Topology t = parse(
+      "root@gpu-eu1:~# lscpu\nArchitecture:        x86_64\nVendor ID:           GenuineIntel\n"
+      "root@gpu-eu1:~# lspci -tv\n" +
+      kTree);
+  expect_small_tree(t);
+  EXPECT_EQ(t.cpu.arch, "x86_64");
+  EXPECT_EQ(t.cpu.vendor, "GenuineIntel");
+  Topology n = parse("root@node-H100:~# numactl --show\navailable: 9 nodes\nroot@node-H100:~# lspci -tv\n" + kTree);
+  EXPECT_EQ(n.numa_nodes, 0);
+}
+
+TEST(TruthLspciFixes, ARegionWhoseSizeLspciDoesNotKnowIsNoBar) {
+  // lspci.c show_bases passes 0 to show_size when the access method gives no sizes, and
+  // show_size then prints no "[size=...]": such a region is read, its size unknown.
+  Topology t = parse(block(kGpuHeader, {"\tRegion 0: Memory at f8000000 (32-bit, non-prefetchable) [size=16M]",
+                                        "\tRegion 1: Memory at 3f000000000 (64-bit, prefetchable)",
+                                        "\tRegion 3: Memory at 40000000000 (64-bit, prefetchable) [size=32M]"}));
+  const Device& g = t.devices[0];
+  ASSERT_EQ(g.bars.size(), 2u);
+  EXPECT_EQ(g.bars[0].index, 0);
+  EXPECT_EQ(g.bars[1].index, 3);
+  EXPECT_EQ(g.bars[1].size, 32ull << 20);
+}
+
+TEST(TruthLspciPlain, AListingAndATreeIndentedOnItsOwnInOneFile) {
+  // A report with a listing at the margin and a tree indented by two blanks (a list item): the
+  // tree's lines, root line included ("-[dddd:bb]-" or, with several root buses, "-+-[dddd:bb]-"),
+  // are tree lines; the listing's tab-indented lines are details whatever their text.
+  const std::string listing = block(kGpuHeader, {"\tNUMA node: 1", "\t+-- see also 00:01.0"});
+  auto indent = [](const std::string& text) {
+    std::string out;
+    size_t b = 0;
+    for (size_t e; (e = text.find('\n', b)) != std::string::npos; b = e + 1) out += "  " + text.substr(b, e - b + 1);
+    return out;
+  };
+  for (const std::string sep : {"", "\n"}) {
+    SCOPED_TRACE(sep.empty() ? "no blank line" : "blank line");
+    Topology t = parse(listing + sep + indent(kTree));
+    expect_small_tree(t);
+    EXPECT_EQ(dev(t, "0000:01:00.0").numa, 1);
+    const std::string multi =
+        "-+-[0001:00]---00.0-[01]----00.0  Mellanox Technologies MT2910 Family [ConnectX-7]\n"
+        "\\-[0000:00]-+-00.0  Intel Corporation Device 09a2\n"
+        "            \\-01.0-[01]----00.0  NVIDIA Corporation GH100 [H100 PCIe]\n";
+    Topology m = parse(listing + sep + indent(multi));
+    EXPECT_EQ(parent_of(m, "0001:01:00.0"), m.find("0001:00:00.0"));
+    EXPECT_EQ(parent_of(m, "0000:01:00.0"), m.find("0000:00:01.0"));
+    EXPECT_EQ(dev(m, "0000:01:00.0").numa, 1);
+  }
 }
 
 }  // namespace
