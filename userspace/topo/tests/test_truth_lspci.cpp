@@ -1298,5 +1298,15 @@ TEST(TruthLspciPlain, AListingAndATreeIndentedOnItsOwnInOneFile) {
   }
 }
 
+TEST(TruthLspciHeader, TheNameIsAllTextBeforeTheSuffixes) {
+  // show_terse prints "class: name", then " (rev %02x)" and " (prog-if %02x [...])": the name is
+  // whatever pci.ids says (lspci -i takes any ids file), even a name that starts like a suffix.
+  Topology t =
+      parse("01:00.0 Ethernet controller: (rev b) Lab NIC (rev 02)\n02:00.0 USB controller: (prog-if x) Lab USB (prog-if 30 [XHCI])\n");
+  EXPECT_EQ(dev(t, "0000:01:00.0").name, "(rev b) Lab NIC");
+  EXPECT_EQ(dev(t, "0000:02:00.0").name, "(prog-if x) Lab USB");
+  EXPECT_EQ(dev(t, "0000:02:00.0").class_code, 0x0c0330u);
+}
+
 }  // namespace
 }  // namespace gdrpeer::topo
