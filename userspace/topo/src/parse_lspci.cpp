@@ -101,23 +101,27 @@ class LspciParser {
   }
 
   void finish() {
-    // Devices only the verbose listing named: hang them under the bridge whose
-    // secondary bus they sit on, else on their root bus.
+    // Devices only the verbose listing named: hang them under the bridge whose secondary bus
+    // they sit on, else on their root bus. A bridge forwards only to buses above its own (Linux,
+    // drivers/pci/probe.c pci_scan_bridge_extend: "secondary <= bus->number" is "bridge
+    // configuration invalid"): one showing "secondary=00", left unconfigured, has nothing behind
+    // it. Addresses are "dddd:bb:dd.f", or "ddddd:bb:dd.f" in a VMD domain (0x10000 and up), so
+    // the bus is counted from the end.
+    auto bus_of = [](const std::string& bdf) { return static_cast<int>(std::strtol(bdf.substr(bdf.size() - 7, 2).c_str(), nullptr, 16)); };
+    auto domain_of = [](const std::string& bdf) { return bdf.substr(0, bdf.size() - 8); };
     for (size_t i = 0; i < t.devices.size(); ++i) {
       Device& d = t.devices[i];
       if (placed_.count(d.bdf)) continue;
-      std::string bus = d.bdf.substr(0, 7);
       int parent = -1;
       for (size_t j = 0; j < t.devices.size(); ++j) {
         const Device& p = t.devices[j];
-        if (j != i && p.is_bridge && p.secondary_bus >= 0 && p.bdf.substr(0, 4) == d.bdf.substr(0, 4) &&
-            std::strtol(d.bdf.substr(5, 2).c_str(), nullptr, 16) == p.secondary_bus) {
+        if (p.secondary_bus > bus_of(p.bdf) && p.secondary_bus == bus_of(d.bdf) && domain_of(p.bdf) == domain_of(d.bdf)) {
           parent = static_cast<int>(j);
           break;
         }
       }
       d.parent = parent;
-      if (parent < 0) d.host_bridge = t.host_bridge_index(bus);
+      if (parent < 0) d.host_bridge = t.host_bridge_index(d.bdf.substr(0, d.bdf.size() - 5));
     }
     t.finalize();
   }
@@ -183,7 +187,9 @@ class LspciParser {
     for (const auto& l : lines) {
       std::string_view s = l.text;
       if (is_prompt(s)) {
-        std::string_view cmd = s.substr(s.find("$ ") + 2);
+        // The command follows the prompt's "$ " or, for root's prompts, its "# ".
+        const size_t dollar = s.find("$ ");
+        std::string_view cmd = s.substr((dollar != std::string_view::npos ? dollar : s.find("# ")) + 2);
         sec = Sec::None;
         current_ = -1;
         if (cmd.find('|') != std::string_view::npos || cmd.find('>') != std::string_view::npos) continue;  // filtered output: unknown shape
@@ -652,7 +658,9 @@ class LspciParser {
     if (e == v.c_str() || *e != ':' || idx < 0 || idx > 5) fail(no, "expected \"Region <0-5>: ...\"");
     if (ts.find("Memory at") == std::string_view::npos) return;  // I/O ports
     size_t sz = ts.find("[size=");
-    if (sz == std::string_view::npos) fail(no, "expected [size=...] in the memory region line");
+    // lspci.c show_size prints nothing for a size it does not know (an access method without
+    // sizes, a dump read with -F): the BAR's size is unknown, so it is not recorded.
+    if (sz == std::string_view::npos) return;
     std::string szs(ts.substr(sz + 6));
     char* se = nullptr;
     unsigned long long n = std::strtoull(szs.c_str(), &se, 10);
