@@ -27,6 +27,9 @@ size_t name_end(std::string_view s, size_t p) {
   while (p < s.size() && is_name_char(s[p])) ++p;
   return p;
 }
+[[noreturn]] void no_xml_char(const XmlReader& r, std::string_view ent) {
+  r.fail("numeric character entity &" + std::string(ent) + "; names no XML character");
+}
 }  // namespace
 
 long XmlReader::line_of(size_t pos) const {
@@ -35,10 +38,6 @@ long XmlReader::line_of(size_t pos) const {
 }
 
 void XmlReader::fail_at(size_t pos, const std::string& what) const { throw InputError(name_, line_of(pos), what); }
-
-void XmlReader::skip_ws() {
-  while (pos_ < s_.size() && is_ws(s_[pos_])) ++pos_;
-}
 
 bool XmlReader::attr(std::string_view name, std::string_view& out) const {
   for (const auto& [k, v] : attrs_)
@@ -73,6 +72,14 @@ XmlReader::Event XmlReader::next() {
   for (;;) {
     // Skip text up to the next markup.
     const size_t start = s_.find('<', pos_);
+    if (stack_.empty()) {
+      // Outside the root element only whitespace may stand between the markup (XML 1.0 [1]
+      // document, [22] prolog, [27] Misc); a UTF-8 byte order mark may open the file (4.3.3).
+      size_t i = pos_ == 0 && s_.starts_with("\xEF\xBB\xBF") ? 3 : pos_;
+      for (const size_t e = std::min(start, s_.size()); i < e; ++i)
+        if (!is_ws(s_[i]))
+          fail_at(i, seen_root_ ? "expected end of document after the root element" : "expected an XML element, found text");
+    }
     if (start == std::string_view::npos) {
       if (!stack_.empty() && lenient_) {
         truncated_ = true;
@@ -83,11 +90,6 @@ XmlReader::Event XmlReader::next() {
       if (!stack_.empty()) fail_at(s_.size(), "unexpected end of file: expected </" + std::string(stack_.back()) + ">");
       if (!seen_root_) fail_at(s_.size(), "expected an XML element, found none");
       return Event::Eof;
-    }
-    if (stack_.empty() && seen_root_) {
-      // Only comments/whitespace may follow the root element.
-      for (size_t i = pos_; i < start; ++i)
-        if (!is_ws(s_[i])) fail_at(i, "expected end of document after the root element");
     }
     pos_ = start;
     tag_pos_ = start;
@@ -100,14 +102,30 @@ XmlReader::Event XmlReader::next() {
       continue;
     }
     if (second == '?') {
-      size_t e = s_.find("?>", pos_ + 2);
+      // [16] PI ::= '<?' PITarget (S (Char* - (Char* '?>' Char*)))? '?>': a name first.
+      const size_t target = name_end(s_, pos_ + 2);
+      if (target == pos_ + 2) fail_at(pos_, "expected a name after <? (a processing instruction)");
+      size_t e = s_.find("?>", target);
       if (e == std::string_view::npos) fail_at(pos_, "unterminated processing instruction: expected ?>");
       pos_ = e + 2;
       continue;
     }
     if (second == '!') {
       if (seen_root_) fail_at(pos_, "unexpected <! declaration inside the document");
-      size_t e = s_.find('>', pos_ + 2);
+      // [28] doctypedecl ::= '<!DOCTYPE' S Name (S ExternalID)? S? ('[' intSubset ']' S?)? '>'
+      // is the only <! markup before the root element but comments.
+      size_t p = pos_ + 9;
+      if (rest.substr(0, 9) != "<!DOCTYPE" || p >= s_.size() || !is_ws(s_[p])) fail_at(pos_, "expected <!-- or <!DOCTYPE");
+      while (p < s_.size() && is_ws(s_[p])) ++p;
+      const size_t name = name_end(s_, p);
+      if (name == p) fail_at(pos_, "expected a name after <!DOCTYPE");
+      size_t e = s_.find('>', name);
+      // The internal subset holds '>'s of its own: the declaration ends at the first '>' after
+      // its ']' (the declarations in it are skipped).
+      if (const size_t subset = s_.find('[', name); subset < e) {
+        const size_t close = s_.find(']', subset);
+        e = close == std::string_view::npos ? close : s_.find('>', close);
+      }
       if (e == std::string_view::npos) fail_at(pos_, "unterminated declaration: expected >");
       pos_ = e + 1;
       continue;
@@ -186,8 +204,13 @@ std::string xml_decode(std::string_view raw, const XmlReader& r) {
       out += c;
       continue;
     }
-    size_t semi = raw.find(';', i);
-    if (semi == std::string_view::npos || semi - i > 10) r.fail("expected ; to end a character entity");
+    // XML 1.0 [67] Reference: '&' Name ';' (EntityRef, [68]) or '&#' digits ';' / '&#x' hex
+    // digits ';' (CharRef, [66]); digits and 'x' are name characters, so one scan finds the ';'.
+    const bool numeric = i + 1 < raw.size() && raw[i + 1] == '#';
+    const size_t name = numeric ? i + 2 : i + 1;
+    const size_t semi = name_end(raw, name);
+    if (semi == name) r.fail(numeric ? "expected digits in a numeric character entity" : "expected a name after & (an entity reference)");
+    if (semi >= raw.size() || raw[semi] != ';') r.fail("expected ; to end a character entity");
     std::string_view ent = raw.substr(i + 1, semi - i - 1);
     if (ent == "lt")
       out += '<';
@@ -199,16 +222,21 @@ std::string xml_decode(std::string_view raw, const XmlReader& r) {
       out += '"';
     else if (ent == "apos")
       out += '\'';
-    else if (!ent.empty() && ent[0] == '#') {
+    else if (numeric) {
       unsigned long v = 0;
-      bool hex = ent.size() > 1 && (ent[1] == 'x' || ent[1] == 'X');
+      const bool hex = ent[1] == 'x';  // [66]: '&#x', lower case only (ent is '#' and 1+ more)
       std::string_view digits = ent.substr(hex ? 2 : 1);
       if (digits.empty()) r.fail("expected digits in a numeric character entity");
       for (char d : digits) {
         const int dv = hex ? hex_digit(d) : (d >= '0' && d <= '9') ? d - '0' : -1;
-        if (dv < 0 || v > 0x10ffff) r.fail("malformed numeric character entity");
+        if (dv < 0) r.fail("malformed numeric character entity");
+        if (v > 0x10ffff) no_xml_char(r, ent);  // before v * 16 could overflow
         v = v * (hex ? 16 : 10) + static_cast<unsigned long>(dv);
       }
+      // WFC Legal Character: the reference must name a Char of [2].
+      const bool is_char =
+          v == 0x9 || v == 0xa || v == 0xd || (v >= 0x20 && v <= 0xd7ff) || (v >= 0xe000 && v <= 0xfffd) || (v >= 0x10000 && v <= 0x10ffff);
+      if (!is_char) no_xml_char(r, ent);
       if (v < 0x80)
         out += static_cast<char>(v);
       else

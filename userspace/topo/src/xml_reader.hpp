@@ -42,7 +42,6 @@ class XmlReader {
   std::string_view cut_inside() const { return cut_inside_; }
 
  private:
-  void skip_ws();
   std::string_view s_;
   std::string name_;
   size_t pos_ = 0;
