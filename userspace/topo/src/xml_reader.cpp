@@ -27,9 +27,6 @@ size_t name_end(std::string_view s, size_t p) {
   while (p < s.size() && is_name_char(s[p])) ++p;
   return p;
 }
-[[noreturn]] void no_xml_char(const XmlReader& r, std::string_view ent) {
-  r.fail("numeric character entity &" + std::string(ent) + "; names no XML character");
-}
 }  // namespace
 
 long XmlReader::line_of(size_t pos) const {
@@ -230,13 +227,14 @@ std::string xml_decode(std::string_view raw, const XmlReader& r) {
       for (char d : digits) {
         const int dv = hex ? hex_digit(d) : (d >= '0' && d <= '9') ? d - '0' : -1;
         if (dv < 0) r.fail("malformed numeric character entity");
-        if (v > 0x10ffff) no_xml_char(r, ent);  // before v * 16 could overflow
-        v = v * (hex ? 16 : 10) + static_cast<unsigned long>(dv);
+        // Past U+10FFFF it names no Char whatever follows: stop adding before v overflows (the
+        // digits are still checked: a malformed reference is refused as malformed).
+        if (v <= 0x10ffff) v = v * (hex ? 16 : 10) + static_cast<unsigned long>(dv);
       }
       // WFC Legal Character: the reference must name a Char of [2].
       const bool is_char =
           v == 0x9 || v == 0xa || v == 0xd || (v >= 0x20 && v <= 0xd7ff) || (v >= 0xe000 && v <= 0xfffd) || (v >= 0x10000 && v <= 0x10ffff);
-      if (!is_char) no_xml_char(r, ent);
+      if (!is_char) r.fail("numeric character entity &" + std::string(ent) + "; names no XML character");
       if (v < 0x80)
         out += static_cast<char>(v);
       else
