@@ -27,6 +27,13 @@ size_t name_end(std::string_view s, size_t p) {
   while (p < s.size() && is_name_char(s[p])) ++p;
   return p;
 }
+
+// End of the Name ([5]) that starts at p, or p when none does: a digit, '-' or '.' may go on
+// a name but not start one ([4] NameStartChar).
+size_t name_at(std::string_view s, size_t p) {
+  if (p >= s.size() || !is_name_char(s[p]) || (s[p] >= '0' && s[p] <= '9') || s[p] == '-' || s[p] == '.') return p;
+  return name_end(s, p + 1);
+}
 }  // namespace
 
 long XmlReader::line_of(size_t pos) const {
@@ -93,14 +100,16 @@ XmlReader::Event XmlReader::next() {
     std::string_view rest = s_.substr(pos_);
     const char second = rest.size() > 1 ? rest[1] : '\0';
     if (second == '!' && rest.substr(0, 4) == "<!--") {
-      size_t e = s_.find("-->", pos_ + 4);
-      if (e == std::string_view::npos) fail_at(pos_, "unterminated comment: expected -->");
+      // [15] Comment: no "--" inside, so the first "--" must be that of "-->".
+      size_t e = s_.find("--", pos_ + 4);
+      if (e == std::string_view::npos || e + 2 >= s_.size()) fail_at(pos_, "unterminated comment: expected -->");
+      if (s_[e + 2] != '>') fail_at(e, "'--' inside a comment");
       pos_ = e + 3;
       continue;
     }
     if (second == '?') {
       // [16] PI ::= '<?' PITarget (S (Char* - (Char* '?>' Char*)))? '?>': a name first.
-      const size_t target = name_end(s_, pos_ + 2);
+      const size_t target = name_at(s_, pos_ + 2);
       if (target == pos_ + 2) fail_at(pos_, "expected a name after <? (a processing instruction)");
       size_t e = s_.find("?>", target);
       if (e == std::string_view::npos) fail_at(pos_, "unterminated processing instruction: expected ?>");
@@ -109,13 +118,15 @@ XmlReader::Event XmlReader::next() {
     }
     if (second == '!') {
       if (seen_root_) fail_at(pos_, "unexpected <! declaration inside the document");
+      if (seen_doctype_) fail_at(pos_, "expected one <!DOCTYPE, found a second");
       // [28] doctypedecl ::= '<!DOCTYPE' S Name (S ExternalID)? S? ('[' intSubset ']' S?)? '>'
       // is the only <! markup before the root element but comments.
       size_t p = pos_ + 9;
       if (rest.substr(0, 9) != "<!DOCTYPE" || p >= s_.size() || !is_ws(s_[p])) fail_at(pos_, "expected <!-- or <!DOCTYPE");
       while (p < s_.size() && is_ws(s_[p])) ++p;
-      const size_t name = name_end(s_, p);
+      const size_t name = name_at(s_, p);
       if (name == p) fail_at(pos_, "expected a name after <!DOCTYPE");
+      seen_doctype_ = true;
       size_t e = s_.find('>', name);
       // The internal subset holds '>'s of its own: the declaration ends at the first '>' after
       // its ']' (the declarations in it are skipped).
@@ -143,7 +154,7 @@ XmlReader::Event XmlReader::next() {
     // Start tag.
     if (stack_.empty() && seen_root_) fail_at(pos_, "expected end of document, found a second root element");
     const size_t b = pos_ + 1;
-    size_t p = name_end(s_, b);
+    size_t p = name_at(s_, b);
     if (p == b) fail_at(pos_, "expected an element name after <");
     tag_ = s_.substr(b, p - b);
     attrs_.clear();
@@ -167,7 +178,7 @@ XmlReader::Event XmlReader::next() {
       }
       if (ws == p) fail_at(p, "expected whitespace before attribute in <" + std::string(tag_) + ">");
       const size_t nb = p;
-      p = name_end(s_, p);
+      p = name_at(s_, p);
       if (p == nb) fail_at(p, "expected an attribute name in <" + std::string(tag_) + ">");
       const std::string_view an = s_.substr(nb, p - nb);
       while (p < s_.size() && is_ws(s_[p])) ++p;
