@@ -172,6 +172,7 @@ const std::vector<XmlDoc> kXmlValid = {
      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n<topology version=\"2.0\">\n</topology>\n"},
     {"[27]", "<!-- before -->\n<?pi before?>\n<a>\n</a>\n<!-- after -->\n<?pi after?>\n \t\r\n"},
     {"[27]", "<a/> \t\r\n <!--x-->\t<?p?>\r\n"},
+    {"[27]", "<a/><!-- the file ends with the comment -->"},
     {"[3]", "\n\n\n<a\n\nb='1'\n\n/>"},
     {"[3]", " \t\r\n<a/>"},
     // 4.3.3: a UTF-8 entity may begin with the byte order mark (then F.1's autodetection).
