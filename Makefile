@@ -37,12 +37,12 @@ DEBS := build-essential make cmake pkg-config clang clang-format libclang-rt-14-
 	dwarves bc flex bison libelf-dev sparse debootstrap \
 	qemu-system-x86 busybox-static pciutils iproute2 \
 	rdma-core ibverbs-utils ibverbs-providers libibverbs-dev perftest \
-	libpci-dev libbz2-dev libarchive-dev libzstd-dev liblzma-dev zlib1g-dev libcli11-dev nlohmann-json3-dev googletest libgtest-dev libgmock-dev \
+	libpci-dev libbz2-dev libarchive-dev libzstd-dev liblzma-dev zlib1g-dev libcli11-dev nlohmann-json3-dev libexpat1-dev googletest libgtest-dev libgmock-dev \
 	libbenchmark-dev hwloc libhwloc-dev graphviz python3 python3-pytest \
 	prometheus bash-completion dkms \
 	dpkg-dev patch meson ninja-build libglib2.0-dev libpixman-1-dev libfdt-dev
 # (libarchive-dev and the -dev packages of its compression libraries: their .a files link the CLI
-# statically, userspace/topo/cmake/libarchive.cmake; prometheus: promtool for tests/test_fleet_outputs.py; bash-completion, dkms: tests/test_install.py,
+# statically, userspace/topo/cmake/libarchive.cmake; libexpat1-dev: test_truth_readers' oracle, never linked into the product; prometheus: promtool for tests/test_fleet_outputs.py; bash-completion, dkms: tests/test_install.py,
 # tests/test_dkms.py; the last line builds tests/emunode's "acs" QEMU: switch downstream ports with ACS)
 
 .DEFAULT_GOAL := all

@@ -27,6 +27,13 @@ size_t name_end(std::string_view s, size_t p) {
   while (p < s.size() && is_name_char(s[p])) ++p;
   return p;
 }
+
+// End of the Name ([5]) that starts at p, or p when none does: a digit, '-' or '.' may go on
+// a name but not start one ([4] NameStartChar).
+size_t name_at(std::string_view s, size_t p) {
+  if (p >= s.size() || !is_name_char(s[p]) || (s[p] >= '0' && s[p] <= '9') || s[p] == '-' || s[p] == '.') return p;
+  return name_end(s, p + 1);
+}
 }  // namespace
 
 long XmlReader::line_of(size_t pos) const {
@@ -35,10 +42,6 @@ long XmlReader::line_of(size_t pos) const {
 }
 
 void XmlReader::fail_at(size_t pos, const std::string& what) const { throw InputError(name_, line_of(pos), what); }
-
-void XmlReader::skip_ws() {
-  while (pos_ < s_.size() && is_ws(s_[pos_])) ++pos_;
-}
 
 bool XmlReader::attr(std::string_view name, std::string_view& out) const {
   for (const auto& [k, v] : attrs_)
@@ -73,6 +76,14 @@ XmlReader::Event XmlReader::next() {
   for (;;) {
     // Skip text up to the next markup.
     const size_t start = s_.find('<', pos_);
+    if (stack_.empty()) {
+      // Outside the root element only whitespace may stand between the markup (XML 1.0 [1]
+      // document, [22] prolog, [27] Misc); a UTF-8 byte order mark may open the file (4.3.3).
+      size_t i = pos_ == 0 && s_.starts_with("\xEF\xBB\xBF") ? 3 : pos_;
+      for (const size_t e = std::min(start, s_.size()); i < e; ++i)
+        if (!is_ws(s_[i]))
+          fail_at(i, seen_root_ ? "expected end of document after the root element" : "expected an XML element, found text");
+    }
     if (start == std::string_view::npos) {
       if (!stack_.empty() && lenient_) {
         truncated_ = true;
@@ -84,30 +95,45 @@ XmlReader::Event XmlReader::next() {
       if (!seen_root_) fail_at(s_.size(), "expected an XML element, found none");
       return Event::Eof;
     }
-    if (stack_.empty() && seen_root_) {
-      // Only comments/whitespace may follow the root element.
-      for (size_t i = pos_; i < start; ++i)
-        if (!is_ws(s_[i])) fail_at(i, "expected end of document after the root element");
-    }
     pos_ = start;
     tag_pos_ = start;
     std::string_view rest = s_.substr(pos_);
     const char second = rest.size() > 1 ? rest[1] : '\0';
     if (second == '!' && rest.substr(0, 4) == "<!--") {
-      size_t e = s_.find("-->", pos_ + 4);
-      if (e == std::string_view::npos) fail_at(pos_, "unterminated comment: expected -->");
+      // [15] Comment: no "--" inside, so the first "--" must be that of "-->".
+      size_t e = s_.find("--", pos_ + 4);
+      if (e == std::string_view::npos || e + 2 >= s_.size()) fail_at(pos_, "unterminated comment: expected -->");
+      if (s_[e + 2] != '>') fail_at(e, "'--' inside a comment");
       pos_ = e + 3;
       continue;
     }
     if (second == '?') {
-      size_t e = s_.find("?>", pos_ + 2);
+      // [16] PI ::= '<?' PITarget (S (Char* - (Char* '?>' Char*)))? '?>': a name first.
+      const size_t target = name_at(s_, pos_ + 2);
+      if (target == pos_ + 2) fail_at(pos_, "expected a name after <? (a processing instruction)");
+      size_t e = s_.find("?>", target);
       if (e == std::string_view::npos) fail_at(pos_, "unterminated processing instruction: expected ?>");
       pos_ = e + 2;
       continue;
     }
     if (second == '!') {
       if (seen_root_) fail_at(pos_, "unexpected <! declaration inside the document");
-      size_t e = s_.find('>', pos_ + 2);
+      if (seen_doctype_) fail_at(pos_, "expected one <!DOCTYPE, found a second");
+      // [28] doctypedecl ::= '<!DOCTYPE' S Name (S ExternalID)? S? ('[' intSubset ']' S?)? '>'
+      // is the only <! markup before the root element but comments.
+      size_t p = pos_ + 9;
+      if (rest.substr(0, 9) != "<!DOCTYPE" || p >= s_.size() || !is_ws(s_[p])) fail_at(pos_, "expected <!-- or <!DOCTYPE");
+      while (p < s_.size() && is_ws(s_[p])) ++p;
+      const size_t name = name_at(s_, p);
+      if (name == p) fail_at(pos_, "expected a name after <!DOCTYPE");
+      seen_doctype_ = true;
+      size_t e = s_.find('>', name);
+      // The internal subset holds '>'s of its own: the declaration ends at the first '>' after
+      // its ']' (the declarations in it are skipped).
+      if (const size_t subset = s_.find('[', name); subset < e) {
+        const size_t close = s_.find(']', subset);
+        e = close == std::string_view::npos ? close : s_.find('>', close);
+      }
       if (e == std::string_view::npos) fail_at(pos_, "unterminated declaration: expected >");
       pos_ = e + 1;
       continue;
@@ -128,7 +154,7 @@ XmlReader::Event XmlReader::next() {
     // Start tag.
     if (stack_.empty() && seen_root_) fail_at(pos_, "expected end of document, found a second root element");
     const size_t b = pos_ + 1;
-    size_t p = name_end(s_, b);
+    size_t p = name_at(s_, b);
     if (p == b) fail_at(pos_, "expected an element name after <");
     tag_ = s_.substr(b, p - b);
     attrs_.clear();
@@ -152,7 +178,7 @@ XmlReader::Event XmlReader::next() {
       }
       if (ws == p) fail_at(p, "expected whitespace before attribute in <" + std::string(tag_) + ">");
       const size_t nb = p;
-      p = name_end(s_, p);
+      p = name_at(s_, p);
       if (p == nb) fail_at(p, "expected an attribute name in <" + std::string(tag_) + ">");
       const std::string_view an = s_.substr(nb, p - nb);
       while (p < s_.size() && is_ws(s_[p])) ++p;
@@ -186,8 +212,13 @@ std::string xml_decode(std::string_view raw, const XmlReader& r) {
       out += c;
       continue;
     }
-    size_t semi = raw.find(';', i);
-    if (semi == std::string_view::npos || semi - i > 10) r.fail("expected ; to end a character entity");
+    // XML 1.0 [67] Reference: '&' Name ';' (EntityRef, [68]) or '&#' digits ';' / '&#x' hex
+    // digits ';' (CharRef, [66]); digits and 'x' are name characters, so one scan finds the ';'.
+    const bool numeric = i + 1 < raw.size() && raw[i + 1] == '#';
+    const size_t name = numeric ? i + 2 : i + 1;
+    const size_t semi = name_end(raw, name);
+    if (semi == name) r.fail(numeric ? "expected digits in a numeric character entity" : "expected a name after & (an entity reference)");
+    if (semi >= raw.size() || raw[semi] != ';') r.fail("expected ; to end a character entity");
     std::string_view ent = raw.substr(i + 1, semi - i - 1);
     if (ent == "lt")
       out += '<';
@@ -199,16 +230,22 @@ std::string xml_decode(std::string_view raw, const XmlReader& r) {
       out += '"';
     else if (ent == "apos")
       out += '\'';
-    else if (!ent.empty() && ent[0] == '#') {
+    else if (numeric) {
       unsigned long v = 0;
-      bool hex = ent.size() > 1 && (ent[1] == 'x' || ent[1] == 'X');
+      const bool hex = ent[1] == 'x';  // [66]: '&#x', lower case only (ent is '#' and 1+ more)
       std::string_view digits = ent.substr(hex ? 2 : 1);
       if (digits.empty()) r.fail("expected digits in a numeric character entity");
       for (char d : digits) {
         const int dv = hex ? hex_digit(d) : (d >= '0' && d <= '9') ? d - '0' : -1;
-        if (dv < 0 || v > 0x10ffff) r.fail("malformed numeric character entity");
-        v = v * (hex ? 16 : 10) + static_cast<unsigned long>(dv);
+        if (dv < 0) r.fail("malformed numeric character entity");
+        // Past U+10FFFF it names no Char whatever follows: stop adding before v overflows (the
+        // digits are still checked: a malformed reference is refused as malformed).
+        if (v <= 0x10ffff) v = v * (hex ? 16 : 10) + static_cast<unsigned long>(dv);
       }
+      // WFC Legal Character: the reference must name a Char of [2].
+      const bool is_char =
+          v == 0x9 || v == 0xa || v == 0xd || (v >= 0x20 && v <= 0xd7ff) || (v >= 0xe000 && v <= 0xfffd) || (v >= 0x10000 && v <= 0x10ffff);
+      if (!is_char) r.fail("numeric character entity &" + std::string(ent) + "; names no XML character");
       if (v < 0x80)
         out += static_cast<char>(v);
       else

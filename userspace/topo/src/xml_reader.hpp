@@ -42,7 +42,6 @@ class XmlReader {
   std::string_view cut_inside() const { return cut_inside_; }
 
  private:
-  void skip_ws();
   std::string_view s_;
   std::string name_;
   size_t pos_ = 0;
@@ -50,6 +49,7 @@ class XmlReader {
   std::string_view tag_;
   bool pending_end_ = false;
   bool seen_root_ = false;
+  bool seen_doctype_ = false;
   bool lenient_ = false, truncated_ = false;
   std::string_view cut_inside_;
   std::vector<std::string_view> stack_;
