@@ -231,7 +231,7 @@ void on_values(HwlocRead& s, const Walk& w, Frame&) {
   const std::string_view tag = r.tag();
   std::string_view body = r.text();
   size_t p = 0;
-  while (p < body.size()) {
+  for (;;) {  // ends at the first empty token: the end of the body
     while (p < body.size() && (body[p] == ' ' || body[p] == '\n' || body[p] == '\t' || body[p] == '\r')) ++p;
     size_t e = p;
     while (e < body.size() && body[e] != ' ' && body[e] != '\n' && body[e] != '\t' && body[e] != '\r') ++e;
@@ -254,17 +254,17 @@ void on_values(HwlocRead& s, const Walk& w, Frame&) {
   }
 }
 
-// What an object finds above it: the nearest enclosing bridge (host bridge or PCI
-// bridge) and its NUMA locality.
+// What an object finds above it: the nearest enclosing PCI object or host bridge, and its
+// NUMA locality.
 struct Enclosing {
   int dev = -1, hb = -1, numa = -1;
 };
-Enclosing enclosing(const Topology& t, const Walk& w) {
+Enclosing enclosing(const Walk& w) {
   Enclosing e;
   for (auto o = w.stack().rbegin(); o != w.stack().rend(); ++o) {
     const Frame& f = o->frame;
     if (e.dev < 0 && e.hb < 0) {
-      if (f.device >= 0 && t.devices[f.device].is_bridge)
+      if (f.device >= 0)
         e.dev = f.device;
       else if (f.host_bridge >= 0)
         e.hb = f.host_bridge;
@@ -326,6 +326,9 @@ void add_pci_device(HwlocRead& s, const Walk& w, Frame& f, Enclosing up) {
     if (fresh) list->second = cpuset_list(cs);
     d.cpu_affinity = list->second;
   }
+  // A PCI device sits on a bus, which only a bridge (or a host bridge) provides.
+  if (up.dev >= 0 && !t.devices[up.dev].is_bridge)
+    r.fail("expected a PCI object below a bridge, a host bridge or a CPU-side object, not below PCIDev " + t.devices[up.dev].bdf);
   d.parent = up.dev;
   if (up.dev < 0) {
     // A PCI object outside any host bridge (hwloc without bridges kept).
@@ -399,7 +402,7 @@ void on_object(HwlocRead& s, const Walk& w, Frame& f) {
     std::string_view os;
     if (r.attr("os_index", os)) f.numa = std::atoi(std::string(os).c_str());
   }
-  const Enclosing up = enclosing(s.t, w);
+  const Enclosing up = enclosing(w);
   if (type == "Bridge" || type == "PCIDev") {
     std::string_view bt;
     if (type == "Bridge" && r.attr("bridge_type", bt) && bt.substr(0, 2) == "0-")

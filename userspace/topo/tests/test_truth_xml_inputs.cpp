@@ -302,7 +302,7 @@ TEST(TruthHwlocPci, BridgePciGivesRootAndSecondaryBus) {
 }
 
 TEST(TruthHwlocPci, MalformedBridgePciOrBusidIsAnErrorAtItsLine) {
-  for (const char* bad : {"0000:[17]", "0000-[17-17]", "0000:[17-17", "0000:17-17]", "00g0:[17-17]", "0000:[1g-17]", "0000:[-17]"}) {
+  for (const char* bad : {"", "0000:[17]", "0000-[17-17]", "0000:[17-17", "0000:17-17]", "00g0:[17-17]", "0000:[1g-17]", "0000:[-17]"}) {
     EXPECT_EQ(
         hwloc_error_line(hwloc_doc(std::string("<object type=\"Bridge\" bridge_type=\"0-1\" bridge_pci=\"") + bad + "\">\n</object>\n")), 3)
         << bad;
@@ -332,6 +332,56 @@ TEST(TruthHwlocPci, BridgeTypeZeroUpstreamIsAHostBridge) {
   EXPECT_TRUE(dev(t, "0000:17:01.0").is_bridge);
   EXPECT_EQ(dev(t, "0000:18:00.0").parent, t.find("0000:17:01.0"));
   EXPECT_FALSE(dev(t, "0000:18:00.0").is_bridge);
+}
+
+// A PCI device's parent is the nearest bridge above it (its secondary bus): in a switch, the
+// downstream port, not the upstream one. A host bridge (bridge_type "0-1": upstream side the
+// host, hwloc_obj_bridge_type_e HWLOC_OBJ_BRIDGE_HOST) starts a root bus wherever it is written.
+TEST(TruthHwlocPci, ParentIsTheNearestBridge) {
+  const std::string bridge_up = "<object type=\"Bridge\" pci_busid=\"0000:17:00.0\" bridge_type=\"1-1\" bridge_pci=\"0000:[18-1a]\">\n";
+  const std::string bridge_down = "<object type=\"Bridge\" pci_busid=\"0000:18:00.0\" bridge_type=\"1-1\" bridge_pci=\"0000:[19-19]\">\n";
+  const Topology t = parse_hwloc_xml(
+      hwloc_doc(host_bridge("16", bridge_up + bridge_down + pcidev("0000:19:00.0", kH100) + "</object>\n</object>\n")), "t.xml");
+  EXPECT_EQ(dev(t, "0000:19:00.0").parent, t.find("0000:18:00.0"));
+  EXPECT_EQ(dev(t, "0000:18:00.0").parent, t.find("0000:17:00.0"));
+  EXPECT_EQ(dev(t, "0000:17:00.0").parent, -1);
+  // A host bridge written inside a PCI bridge is still a root (here one the file named before).
+  const Topology nested =
+      parse_hwloc_xml(hwloc_doc(pcidev("0000:40:00.1", kCx7) +
+                                host_bridge("16", bridge_up + host_bridge("40", pcidev("0000:40:00.0", kH100)) + "</object>\n")),
+                      "t.xml");
+  EXPECT_EQ(dev(nested, "0000:40:00.0").parent, -1);
+  EXPECT_EQ(nested.host_bridges[static_cast<size_t>(dev(nested, "0000:40:00.0").host_bridge)].name, "0000:40");
+  // A bridge given twice: what is below the second is below the first (the first stands), not
+  // below the bridge the second was written in.
+  const Topology dup = parse_hwloc_xml(
+      hwloc_doc(
+          host_bridge("16", bridge_up + "</object>\n" +
+                                "<object type=\"Bridge\" pci_busid=\"0000:16:01.0\" bridge_type=\"1-1\" bridge_pci=\"0000:[20-20]\">\n" +
+                                bridge_up + pcidev("0000:18:00.0", kH100) + "</object>\n</object>\n")),
+      "t.xml");
+  EXPECT_EQ(dev(dup, "0000:18:00.0").parent, dup.find("0000:17:00.0"));
+  EXPECT_EQ(dev(dup, "0000:17:00.0").parent, -1);
+  // Only a bridge has a bus below it: a PCI object inside a PCIDev is an error at its line.
+  std::string what;
+  EXPECT_EQ(hwloc_error_line(hwloc_doc(host_bridge("16", pcidev("0000:16:00.0", kH100, pcidev("0000:16:00.1", kCx7)))), &what), 5);
+  EXPECT_NE(what.find("not below PCIDev 0000:16:00.0"), std::string::npos) << what;
+}
+
+// The XML nesting is hwloc's tree (hwloc__xml_import_object inserts each object below the one
+// it is written in): a device directly inside a host bridge is on that host bridge's root bus,
+// whatever bus number its address carries; a host bridge written twice keeps the node the first
+// one's place gave it when the second's place names none.
+TEST(TruthHwlocPci, NestingDecidesTheHostBridge) {
+  const Topology t = parse_hwloc_xml(hwloc_doc("<object type=\"Package\" os_index=\"0\" cpuset=\"0x000000ff\" nodeset=\"0x00000001\">\n" +
+                                               host_bridge("16", pcidev("0000:17:00.0", kH100)) +
+                                               "</object>\n<object type=\"Group\" cpuset=\"0x0000ff00\" nodeset=\"0x00000006\">\n" +
+                                               host_bridge("16", pcidev("0000:16:00.0", kCx7)) + "</object>\n"),
+                                     "t.xml");
+  ASSERT_EQ(t.host_bridges.size(), 1u);
+  EXPECT_EQ(dev(t, "0000:17:00.0").host_bridge, 0);
+  EXPECT_EQ(dev(t, "0000:16:00.0").host_bridge, 0);
+  EXPECT_EQ(t.host_bridges[0].numa, 0);
 }
 
 // hwloc may keep no bridges at all (I/O filter "important"): a PCI object straight below a
