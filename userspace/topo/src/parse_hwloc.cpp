@@ -388,10 +388,10 @@ void on_object(HwlocRead& s, const Walk& w, Frame& f) {
     if (n == -3) r.fail("expected a hex bitmap in nodeset=\"" + std::string(ns) + "\"");
     f.numa = n;
   }
-  // Only objects I/O can hang below (hwloc 1 and 2) carry the cpuset wanted here; the many
-  // PU, core and cache objects are not looked at (fleet speed).
-  if (type == "Machine" || type == "Package" || type == "Socket" || type == "Group" || type == "NUMANode" || type == "Die")
-    r.attr("cpuset", f.cpuset);
+  // hwloc 2 hangs I/O below the highest object whose cpuset is the device's locality
+  // (pci-common.c hwloc__pci_find_insert_io_parent_by_cpuset), which can be an L3Cache (AMD's
+  // LLC-as-NUMA) or a Core: any normal object's cpuset may be the one wanted (I/O has none, above).
+  r.attr("cpuset", f.cpuset);
   if (type == "Machine") f.is_machine = true;
   if (type == "Package") {
     f.is_package = true;

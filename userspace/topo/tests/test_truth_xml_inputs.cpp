@@ -138,6 +138,31 @@ TEST(TruthHwlocCpuset, FromTheNearestNormalObjectAbove) {
   EXPECT_EQ(dev(t, "0000:97:00.0").cpu_affinity, "8-15");
 }
 
+// hwloc 2 hangs I/O below the highest object whose cpuset is the device's locality
+// (pci-common.c hwloc__pci_find_insert_io_parent_by_cpuset): with one NUMA node per L3 (AMD's
+// LLC-as-NUMA), an L3Cache, or a Core. hwloc-calc 2.9 on this layout (as a complete topology):
+// pci=0000:17:00.0 --po -I pu gives 0,1 and -I numa 0; pci=0000:97:00.0 gives 2 and 1.
+TEST(TruthHwlocCpuset, IoBelowACacheHasTheCachesCpus) {
+  const std::string l3 =
+      "<object type=\"L3Cache\" cpuset=\"0x00000003\" nodeset=\"0x00000001\" cache_size=\"33554432\" depth=\"3\" cache_type=\"0\">\n"
+      "<object type=\"NUMANode\" os_index=\"0\" cpuset=\"0x00000003\" nodeset=\"0x00000001\"/>\n"
+      "<object type=\"Core\" os_index=\"0\" cpuset=\"0x00000001\" nodeset=\"0x00000001\">\n"
+      "<object type=\"PU\" os_index=\"0\" cpuset=\"0x00000001\" nodeset=\"0x00000001\"/>\n</object>\n";
+  const Topology t = parse_hwloc_xml(
+      hwloc_doc(
+          "<object type=\"Machine\" cpuset=\"0x0000000f\" nodeset=\"0x00000003\">\n"
+          "<object type=\"Package\" os_index=\"0\" cpuset=\"0x0000000f\" nodeset=\"0x00000003\">\n" +
+          l3 + host_bridge("17", pcidev("0000:17:00.0", kH100)) + "</object>\n" +
+          "<object type=\"L3Cache\" cpuset=\"0x0000000c\" nodeset=\"0x00000002\" cache_size=\"33554432\" depth=\"3\" cache_type=\"0\">\n"
+          "<object type=\"Core\" os_index=\"2\" cpuset=\"0x00000004\" nodeset=\"0x00000002\">\n" +
+          host_bridge("97", pcidev("0000:97:00.0", kH100)) + "</object>\n</object>\n</object>\n</object>\n"),
+      "t.xml");
+  EXPECT_EQ(dev(t, "0000:17:00.0").cpu_affinity, "0-1");
+  EXPECT_EQ(host_bridge_numa(t, "0000:17"), 0);
+  EXPECT_EQ(dev(t, "0000:97:00.0").cpu_affinity, "2");  // below a Core: that core's
+  EXPECT_EQ(host_bridge_numa(t, "0000:97"), 1);
+}
+
 // A document without any cpuset (an excerpt) leaves every device's CPUs unknown.
 TEST(TruthHwlocCpuset, NoCpusetAnywhereIsUnknown) {
   const Topology t = parse_hwloc_xml(hwloc_doc(host_bridge("17", pcidev("0000:17:00.0", kH100))), "t.xml");
@@ -317,6 +342,7 @@ TEST(TruthHwlocPci, MalformedBridgePciOrBusidIsAnErrorAtItsLine) {
   EXPECT_EQ(hwloc_error_line(hwloc_doc(host_bridge("17", "<object type=\"PCIDev\"/>\n"))), 4);
   EXPECT_EQ(hwloc_error_line(hwloc_doc(host_bridge("17", "<object type=\"PCIDev\" pci_busid=\"0000:17:00\"/>\n"))), 4);
   EXPECT_EQ(hwloc_error_line(hwloc_doc("<object os_index=\"0\">\n</object>\n")), 3);
+  EXPECT_EQ(hwloc_error_line(hwloc_doc("<object type=\"\" os_index=\"0\">\n</object>\n")), 3);
 }
 
 // bridge_type "%u-%u" is upstream-downstream (hwloc_obj_bridge_type_e: 0 host, 1 PCI): "0-1" is
@@ -571,7 +597,8 @@ TEST(TruthHwlocPci, PackagesNumaNodesAndLinkSpeed) {
 // over GPU OS devices and NVSwitch PCI devices, named by gp_index ("OSDev:13", distances2hetero,
 // or plain numbers with indexing="gp"); row i holds the values from object i
 // (hwloc__xml_import_distances). A GPU's non-zero value to another GPU is an NVLink, to an
-// NVSwitch a link into the fabric; an object hwloc cannot find by type and gp_index is dropped
+// NVSwitch (a PCIDev of subtype "NVSwitch", topology-nvml.c; any other subtype is none) a link into
+// the fabric; an object hwloc cannot find by type and gp_index is dropped
 // from the matrix (distances.c hwloc_internal_distances_refresh_one).
 std::string nv_gpus(const std::string& matrix) {
   return hwloc_doc(
@@ -579,7 +606,7 @@ std::string nv_gpus(const std::string& matrix) {
       host_bridge("17", pcidev("0000:17:00.0", kH100, "<object type=\"OSDev\" gp_index=\"13\" name=\"nvml0\" osdev_type=\"1\"/>\n",
                                " gp_index=\"12\"")) +
       host_bridge("2a", pcidev("0000:2a:00.0", kH100, "<object type=\"OSDev\" gp_index=\"23\" name=\"nvml1\" osdev_type=\"1\"/>\n",
-                               " gp_index=\"22\"")) +
+                               " gp_index=\"22\" subtype=\"GPU\"")) +
       host_bridge("05", pcidev("0000:05:00.0", "0680 [10de:22a3] [0000:0000] a1", "", " gp_index=\"52\" subtype=\"NVSwitch\"")) +
       "</object>\n" + matrix);
 }
