@@ -136,7 +136,7 @@ void on_pci(NcclRead& s, const Walk& w, Frame& f) {
   if (r.attr("link_speed", a)) d.link_sta.speed_gts = std::atof(std::string(a).c_str());
   if (r.attr("link_width", a)) d.link_sta.width = std::atoi(std::string(a).c_str());
   d.parent = up.dev;
-  d.host_bridge = up.dev < 0 ? up.hb : -1;
+  d.host_bridge = up.hb;  // -1 below a <pci>: enclosing() stops at the nearest of the two
   // Below <system> and its <cpu> (on_cpu allows <cpu> there only, and up says there is one).
   const int cpu = w.stack()[1].frame.host_bridge;
   if (auto it = s.cpu_affinity.find(cpu); it != s.cpu_affinity.end()) d.cpu_affinity = it->second;
@@ -219,8 +219,9 @@ Topology parse_nccl_xml(std::string_view text, const std::string& name, std::vec
   const int cpus = s.cpus;
   // NCCL files list only the GPUs and NICs NCCL uses: the class says the role
   // even where vendor ids are missing (cloud files with synthetic ids).
+  // (An unknown class is 0 and a bridge's is 0x0604 here: neither base class matches.)
   for (auto& d : t.devices) {
-    if (d.role != Role::None || !d.class_known || d.is_bridge) continue;
+    if (d.role != Role::None) continue;
     if (d.base_class() == 0x03)
       d.role = Role::GPU;
     else if (d.base_class() == 0x02)
@@ -233,14 +234,14 @@ Topology parse_nccl_xml(std::string_view text, const std::string& name, std::vec
   t.nvlink_known = !t.nvlinks.empty();
   t.numa_nodes = cpus;
   t.cpu.sockets = 0;
-  // NCCL nodes are whole switches: their port type stays unknown, so that each is its own unit
-  // in the path classification (an unknown-type bridge is one bridge), whatever finalize() infers.
+  // NCCL gives no port types, and its switch nodes are whole switches: every port type stays
+  // unknown, so that each switch is its own unit in the path classification (an unknown-type
+  // bridge is one bridge), whatever finalize() infers from depth.
   t.finalize();
-  for (auto& d : t.devices)
-    if (d.is_bridge && d.port_inferred) {
-      d.port = PortType::Unknown;
-      d.port_inferred = false;
-    }
+  for (auto& d : t.devices) {
+    d.port = PortType::Unknown;
+    d.port_inferred = false;
+  }
   if (r.truncated()) {
     t.cut_off = name + ":" + std::to_string(r.line_of(text.size())) + " inside <" + std::string(r.cut_inside()) + ">";
     t.notes.push_back(t.cut_off +

@@ -410,6 +410,20 @@ TEST(TruthHwlocPci, NestingDecidesTheHostBridge) {
   EXPECT_EQ(t.host_bridges[0].numa, 0);
 }
 
+// bridge_type and osdev_type mean something on a Bridge and an OSDev only; hwloc ignores them
+// elsewhere (hwloc__xml_import_object_attr: "ignoring bridge_type attribute for non-bridge
+// object", "... osdev_type attribute for non-osdev object").
+TEST(TruthHwlocPci, TypeAttributesOnOtherObjectsAreIgnored) {
+  const Topology t =
+      parse_hwloc_xml(hwloc_doc(host_bridge("17", pcidev("0000:17:00.0", kCx7, "<object type=\"Misc\" name=\"mlx5_9\" osdev_type=\"3\"/>\n",
+                                                         " bridge_type=\"0-1\" bridge_pci=\"0000:[30-30]\""))),
+                      "t.xml");
+  ASSERT_EQ(t.host_bridges.size(), 1u);
+  EXPECT_EQ(t.host_bridges[0].name, "0000:17");
+  EXPECT_FALSE(dev(t, "0000:17:00.0").is_bridge);
+  EXPECT_EQ(dev(t, "0000:17:00.0").rdma_name, "");
+}
+
 // hwloc may keep no bridges at all (I/O filter "important"): a PCI object straight below a
 // normal object is on the root bus of its own domain:bus.
 TEST(TruthHwlocPci, PciObjectOutsideAnyBridgeIsOnItsOwnRootBus) {
@@ -799,14 +813,16 @@ TEST(TruthNcclCpu, BadNumaidOrPlacementIsAnErrorAtItsLine) {
 // class, vendor, device and subsystem ids: hex as sysfs writes them ("0x030200", "0x10de");
 // class 0x0604 is a PCI bridge (NCCL's PCI switch node), anything else is not.
 TEST(TruthNcclPci, IdsAndClassAsSysfsWritesThem) {
-  const Topology t = parse_nccl_xml(nccl_doc("<cpu numaid=\"0\">\n" +
-                                             npci("0000:16:00.0", "0x060400", "0x1000",
-                                                  npci("0000:17:00.0", "0x030200", "0x10de") +
-                                                      "<pci busid=\"0000:18:00.0\" class=\"0x020700\" vendor=\"0X15B3\" device=\"0x1021\" "
-                                                      "subsystem_vendor=\"0x15b3\" subsystem_device=\"0x0041\"/>\n"
-                                                      "<pci busid=\"0000:19:00.0\" class=\"0x068000\" device=\"0x22a3\"/>\n") +
-                                             "</cpu>\n"),
-                                    "t.xml");
+  const Topology t =
+      parse_nccl_xml(nccl_doc("<cpu numaid=\"0\">\n" +
+                              npci("0000:16:00.0", "0x060400", "0x1000",
+                                   npci("0000:17:00.0", "0x030200", "0x10de") +
+                                       "<pci busid=\"0000:18:00.0\" class=\"0x020700\" vendor=\"0X15B3\" device=\"0x1021\" "
+                                       "subsystem_vendor=\"0x15b3\" subsystem_device=\"0x0041\"/>\n"
+                                       "<pci busid=\"0000:19:00.0\" class=\"0x068000\" device=\"0x22a3\"/>\n"
+                                       "<pci busid=\"0000:1a:00.0\" class=\"0x010400\" vendor=\"0x1000\" device=\"0x10e2\"/>\n") +
+                              "</cpu>\n"),
+                     "t.xml");
   const Device& sw = dev(t, "0000:16:00.0");
   EXPECT_TRUE(sw.is_bridge);
   EXPECT_EQ(sw.class_code, 0x060400u);
@@ -834,6 +850,7 @@ TEST(TruthNcclPci, IdsAndClassAsSysfsWritesThem) {
   EXPECT_FALSE(nvs.ids_known);  // no vendor: the ids are not known
   EXPECT_EQ(nvs.device, 0x22a3);
   EXPECT_EQ(nvs.role, Role::None);
+  EXPECT_FALSE(dev(t, "0000:1a:00.0").is_bridge);  // 0x0104: a RAID controller (sub class 04 of another base class)
   // link_speed and link_width as sysfs current_link_speed/current_link_width; either may be absent.
   EXPECT_DOUBLE_EQ(g.link_sta.speed_gts, 32.0);
   EXPECT_EQ(g.link_sta.width, 16);
@@ -936,6 +953,18 @@ TEST(TruthNcclEndpoint, RolesGdrAndNames) {
   EXPECT_EQ(t.sw.stack.nccl_net_gdr.at(nic), 0);
   EXPECT_EQ(t.sw.stack.nccl_gpu_gdr.size(), 1u);
   EXPECT_EQ(t.sw.stack.nccl_net_gdr.size(), 1u);
+  // The first device of the file is no exception; gdr belongs to <gpu> and <net> (NCCL reads it
+  // there), a name to <net>: a <nic gdr> or a <gpu name> says neither.
+  const Topology first = parse_nccl_xml(
+      nccl_doc("<cpu numaid=\"0\">\n" + npci("0000:17:00.0", "0x010802", "0x10de", "<gpu dev=\"0\" name=\"GPU0\" gdr=\"1\"/>\n") +
+               npci("0000:18:00.0", "0x010802", "0x15b3", "<nic gdr=\"1\"/>\n") + "</cpu>\n"),
+      "t.xml");
+  EXPECT_EQ(first.devices[0].role, Role::GPU);
+  EXPECT_EQ(first.devices[0].rdma_name, "");
+  ASSERT_EQ(first.sw.stack.nccl_gpu_gdr.count(0), 1u);
+  EXPECT_EQ(first.sw.stack.nccl_gpu_gdr.at(0), 1);
+  EXPECT_EQ(first.devices[1].role, Role::NIC);
+  EXPECT_TRUE(first.sw.stack.nccl_net_gdr.empty());
 }
 
 // <nvlink target count tclass> inside <gpu> (ncclTopoGetXmlFromGpu; ncclTopoAddNvLinks reads
@@ -1019,6 +1048,8 @@ TEST(TruthNcclCut, CutOffDumpIsReadUpToItsLastTag) {
   // A file that ends in </system> is whole: an element it leaves open is an error, not a cut.
   EXPECT_EQ(nccl_error_line("<system version=\"1\">\n<system>\n</system>\n"), 4);
   EXPECT_EQ(nccl_error_line(""), 1);
+  // Not one complete tag: the error is where the text ends, not at its start.
+  EXPECT_EQ(nccl_error_line("\n\n<system version=\"1\""), 3);
 }
 
 }  // namespace
