@@ -655,7 +655,7 @@ TEST(TruthHwlocNvlink, MatrixRowsAreFromEachGpu) {
 TEST(TruthHwlocNvlink, PlainGpIndexesAndAnyXmlWhitespace) {
   const Topology t =
       parse_hwloc_xml(nv_gpus("<distances2 type=\"OSDev\" nbobjs=\"2\" indexing=\"gp\" kind=\"25\" name=\"NVLinkBandwidth\">\n"
-                              "<indexes length=\"0\">\t13\r\n23\t</indexes>\n"
+                              "<indexes length=\"0\">\t13\n23\r\n</indexes>\n"
                               "<u64values length=\"0\">\n0\t50000\r\n0 0</u64values>\n</distances2>\n"),
                       "t.xml");
   ASSERT_EQ(t.nvlinks.size(), 1u);
