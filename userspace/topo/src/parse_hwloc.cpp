@@ -66,9 +66,8 @@ int single_node(std::string_view ns) {
     b = c + 1;
     if (word.substr(0, 2) == "0x") word.remove_prefix(2);
     if (word.empty()) continue;  // hwloc writes ",," for all-zero words
-    unsigned long v;
-    if (!parse_hex(word, v)) return -3;
-    v &= 0xffffffffu;  // a word is 32 bits; the bit loop this replaces looked at no more
+    unsigned long v = 0;
+    if (word.size() > 8 || !parse_hex(word, v)) return -3;  // a word is 32 bits (bitmap.c), as in cpuset_list
     if (v == 0) continue;
     count += std::popcount(v);
     found = static_cast<int>((words - 1 - w) * 32) + std::countr_zero(v);

@@ -207,6 +207,9 @@ TEST(TruthHwlocNodeset, MalformedNodesetIsAnErrorAtItsLine) {
             4);
   EXPECT_NE(what.find("nodeset=\"0x0000000g\""), std::string::npos) << what;
   EXPECT_EQ(hwloc_error_line(hwloc_doc("<object type=\"Machine\" nodeset=\"0x1,0xzz\">\n</object>\n")), 3);
+  // A word wider than 32 bits is not hwloc's (hwloc_bitmap_snprintf writes 8 digits at most), and
+  // would name other nodes than it seems to: an error, not a guess.
+  EXPECT_EQ(hwloc_error_line(hwloc_doc("<object type=\"Machine\" nodeset=\"0x100000002\">\n</object>\n")), 3);
 }
 
 // The nearest object with a nodeset decides, even when an outer one names another node or
