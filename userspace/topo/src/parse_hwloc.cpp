@@ -34,9 +34,8 @@ bool parse_hex(std::string_view s, unsigned long& out) { return detail::parse_he
 
 // A cpuset as hwloc writes it ("0x000000ff,0xffffffff": 32-bit words, most significant
 // first, an empty word is zero) as a CPU list ("0-39"); "" for an infinite set
-// ("0xf...f,...") or a malformed one.
+// ("0xf...f,...", whose first word is no hex number) or a malformed one.
 std::string cpuset_list(std::string_view cs) {
-  if (cs.empty() || cs.substr(0, 5) == "0xf..") return "";
   const size_t words = static_cast<size_t>(std::count(cs.begin(), cs.end(), ',')) + 1;
   std::vector<bool> set(words * 32);
   size_t b = 0;
@@ -67,9 +66,8 @@ int single_node(std::string_view ns) {
     b = c + 1;
     if (word.substr(0, 2) == "0x") word.remove_prefix(2);
     if (word.empty()) continue;  // hwloc writes ",," for all-zero words
-    unsigned long v;
-    if (!parse_hex(word, v)) return -3;
-    v &= 0xffffffffu;  // a word is 32 bits; the bit loop this replaces looked at no more
+    unsigned long v = 0;
+    if (word.size() > 8 || !parse_hex(word, v)) return -3;  // a word is 32 bits (bitmap.c), as in cpuset_list
     if (v == 0) continue;
     count += std::popcount(v);
     found = static_cast<int>((words - 1 - w) * 32) + std::countr_zero(v);
@@ -77,22 +75,16 @@ int single_node(std::string_view ns) {
   return count == 1 ? found : -1;
 }
 
-// Whether <info name=key> on this object is one parse_hwloc_xml uses.
-bool wanted_info(std::string_view key, const Frame& f, int packages) {
-  if (f.device >= 0) return key == "PCIVendor" || key == "PCIDevice";
-  if (f.is_machine) return key == "DMIProductName" || key == "DMISysVendor" || key == "Architecture" || key == "OSRelease";
-  if (f.is_package && packages == 1) return key == "CPUVendor" || key == "CPUModel" || key == "CPUFamilyNumber" || key == "CPUModelNumber";
-  return false;
-}
-
+// pci_type as hwloc writes it (topology-xml.c, "%04x [%04x:%04x] [%04x:%04x] %02x", hwloc 3
+// adding " %02x", the prog-if): class, vendor:device, subsystem vendor:device, revision.
 // "0302 [10de:20b0] [10de:134f] a1"
 bool parse_pci_type(std::string_view s, Device& d) {
-  unsigned long cls, v, dv, sv = 0, sd = 0;
-  if (s.size() < 16 || !parse_hex(s.substr(0, 4), cls) || s[4] != ' ' || s[5] != '[') return false;
-  if (!parse_hex(s.substr(6, 4), v) || s[10] != ':' || !parse_hex(s.substr(11, 4), dv) || s[15] != ']') return false;
-  if (s.size() >= 27 && s[16] == ' ' && s[17] == '[') {
-    if (!parse_hex(s.substr(18, 4), sv) || !parse_hex(s.substr(23, 4), sd)) return false;
-  }
+  unsigned long cls, v, dv, sv, sd, rev;
+  if (s.size() < 31 || s.substr(4, 2) != " [" || s[10] != ':' || s.substr(15, 3) != "] [" || s[22] != ':' || s.substr(27, 2) != "] ")
+    return false;
+  if (!parse_hex(s.substr(0, 4), cls) || !parse_hex(s.substr(6, 4), v) || !parse_hex(s.substr(11, 4), dv) ||
+      !parse_hex(s.substr(18, 4), sv) || !parse_hex(s.substr(23, 4), sd) || !parse_hex(s.substr(29, 2), rev))
+    return false;
   d.class_code = static_cast<uint32_t>(cls << 8);
   d.class_known = true;
   d.vendor = static_cast<uint16_t>(v);
@@ -184,46 +176,37 @@ void on_topology(HwlocRead& s, const Walk& w, Frame& f) {
   f.is_machine = true;
 }
 
-// <info name=.. value=..> annotates the enclosing object.
+// <info name=.. value=..> annotates the element it is in (hwloc__xml_import_info): an object or
+// the root; the infos of other elements (a <cpukind>'s, a <distances2>'s) are not the node's.
 // The value is decoded only when it is used: most of the ~1,000 infos are not.
 void on_info(HwlocRead& s, const Walk& w, Frame&) {
   const XmlReader& r = w.reader();
   Topology& t = s.t;
+  // Never empty: the walk's first element is <topology>, and the reader refuses elements after it.
+  const Frame& f = w.stack().back().frame;
   std::string_view key;
   std::string key_decoded;
   if (r.attr("name", key) && key.find('&') != std::string_view::npos) key = key_decoded = r.attr_str("name");
-  for (auto o = w.stack().rbegin(); o != w.stack().rend(); ++o) {
-    const Frame& f = o->frame;
-    if (f.type.empty()) continue;
-    if (!wanted_info(key, f, s.packages)) break;
-    const std::string value = r.attr_str("value");
-    if (f.device >= 0) {
-      Device& d = t.devices[f.device];
-      if (key == "PCIVendor")
-        d.name = value + (d.name.empty() ? "" : " " + d.name);
-      else if (key == "PCIDevice")
-        d.name = d.name.empty() ? value : d.name + " " + value;
-    } else if (f.is_machine) {
-      if (key == "DMIProductName")
-        t.dmi_product = value;
-      else if (key == "DMISysVendor")
-        t.dmi_vendor = value;
-      else if (key == "Architecture")
-        t.cpu.arch = value;
-      else if (key == "OSRelease")
-        t.sw.kernel_release = value;
-    } else if (f.is_package && s.packages == 1) {
-      if (key == "CPUVendor")
-        t.cpu.vendor = value;
-      else if (key == "CPUModel")
-        t.cpu.model_name = value;
-      else if (key == "CPUFamilyNumber")
-        t.cpu.family = std::atoi(value.c_str());
-      else if (key == "CPUModelNumber")
-        t.cpu.model = std::atoi(value.c_str());
-    }
-    break;
+  if (f.device >= 0) {
+    Device& d = t.devices[f.device];
+    if (key == "PCIVendor") d.name = r.attr_str("value") + (d.name.empty() ? "" : " " + d.name);
+    if (key == "PCIDevice") d.name = d.name.empty() ? r.attr_str("value") : d.name + " " + r.attr_str("value");
+    return;
   }
+  std::string* text = nullptr;
+  int* number = nullptr;
+  if (f.is_machine) {
+    text = key == "DMIProductName" ? &t.dmi_product
+           : key == "DMISysVendor" ? &t.dmi_vendor
+           : key == "Architecture" ? &t.cpu.arch
+           : key == "OSRelease"    ? &t.sw.kernel_release
+                                   : nullptr;
+  } else if (f.is_package && s.packages == 1) {  // the first package's: a second one's come when packages is 2
+    text = key == "CPUVendor" ? &t.cpu.vendor : key == "CPUModel" ? &t.cpu.model_name : nullptr;
+    number = key == "CPUFamilyNumber" ? &t.cpu.family : key == "CPUModelNumber" ? &t.cpu.model : nullptr;
+  }
+  if (text) *text = r.attr_str("value");
+  if (number) *number = std::atoi(r.attr_str("value").c_str());
 }
 
 void on_distances(HwlocRead& s, const Walk& w, Frame&) {
@@ -235,15 +218,19 @@ void on_distances(HwlocRead& s, const Walk& w, Frame&) {
 }
 void on_distances_end(HwlocRead& s) { s.in_nv = false; }
 
+// A bound on what garbage can make this parser hold; hwloc refuses a matrix with more values
+// than nbobjs x nbobjs.
+constexpr size_t kMaxNvValues = size_t{1} << 20;
+
 // <indexes> and <u64values> of an NVLinkBandwidth matrix: "35 36 ..." (distances2, gp
 // indexing) or "OSDev:35 PCIDev:12 ..." (distances2hetero).
 void on_values(HwlocRead& s, const Walk& w, Frame&) {
-  if (!s.in_nv || w.stack().size() < 2) return;
+  if (!s.in_nv) return;  // in_nv: inside an NVLinkBandwidth matrix, which on_distances opened in s.nv
   const XmlReader& r = w.reader();
   const std::string_view tag = r.tag();
   std::string_view body = r.text();
   size_t p = 0;
-  while (p < body.size()) {
+  for (;;) {  // ends at the first empty token: the end of the body
     while (p < body.size() && (body[p] == ' ' || body[p] == '\n' || body[p] == '\t' || body[p] == '\r')) ++p;
     size_t e = p;
     while (e < body.size() && body[e] != ' ' && body[e] != '\n' && body[e] != '\t' && body[e] != '\r') ++e;
@@ -259,27 +246,29 @@ void on_values(HwlocRead& s, const Walk& w, Frame&) {
     if (tag == "indexes")
       s.nv.back().objs.emplace_back(v,
                                     colon == std::string_view::npos || tok.substr(0, colon) == "OSDev" || tok.substr(0, colon) == "PCIDev");
-    else if (s.nv.back().values.size() < (1u << 20))
+    else if (s.nv.back().values.size() == kMaxNvValues)
+      r.fail("expected at most " + std::to_string(kMaxNvValues) + " values in an NVLinkBandwidth matrix (1024 objects)");
+    else
       s.nv.back().values.push_back(v);
   }
 }
 
-// What an object finds above it: the nearest enclosing bridge (host bridge or PCI
-// bridge) and its NUMA locality.
+// What an object finds above it: the nearest enclosing PCI object or host bridge, and its
+// NUMA locality.
 struct Enclosing {
   int dev = -1, hb = -1, numa = -1;
 };
-Enclosing enclosing(const Topology& t, const Walk& w) {
+Enclosing enclosing(const Walk& w) {
   Enclosing e;
   for (auto o = w.stack().rbegin(); o != w.stack().rend(); ++o) {
     const Frame& f = o->frame;
     if (e.dev < 0 && e.hb < 0) {
-      if (f.device >= 0 && t.devices[f.device].is_bridge)
+      if (f.device >= 0)
         e.dev = f.device;
       else if (f.host_bridge >= 0)
         e.hb = f.host_bridge;
     }
-    if (f.numa != -2 && !f.type.empty() && f.device < 0 && f.host_bridge < 0) {
+    if (f.numa != -2) {  // only normal and memory objects carry a nodeset (on_object)
       e.numa = f.numa;
       break;
     }
@@ -326,16 +315,19 @@ void add_pci_device(HwlocRead& s, const Walk& w, Frame& f, Enclosing up) {
   const XmlReader& r = w.reader();
   Topology& t = s.t;
   Device d = read_pci_object(r, f.type);
-  // I/O objects carry no cpuset (hwloc 2); the object they hang below (package,
-  // group, NUMA node, machine) does, as nvidia-smi's CPU Affinity is the device's node's.
+  // I/O objects carry no cpuset; the object they hang below (package, group, NUMA node,
+  // machine) does, as nvidia-smi's CPU Affinity is the device's node's.
   // Converted once per cpuset (hundreds of devices share a few packages): fleet speed.
-  std::string_view cs = f.cpuset;
+  std::string_view cs;
   for (auto o = w.stack().rbegin(); o != w.stack().rend() && cs.empty(); ++o) cs = o->frame.cpuset;
   if (!cs.empty()) {
     auto [list, fresh] = s.cpu_lists.try_emplace(cs.data());
     if (fresh) list->second = cpuset_list(cs);
     d.cpu_affinity = list->second;
   }
+  // A PCI device sits on a bus, which only a bridge (or a host bridge) provides.
+  if (up.dev >= 0 && !t.devices[up.dev].is_bridge)
+    r.fail("expected a PCI object below a bridge, a host bridge or a CPU-side object, not below PCIDev " + t.devices[up.dev].bdf);
   d.parent = up.dev;
   if (up.dev < 0) {
     // A PCI object outside any host bridge (hwloc without bridges kept).
@@ -370,7 +362,9 @@ void add_osdev(HwlocRead& s, const Walk& w) {
     Device& d = s.t.devices[o->frame.device];
     const long types = std::atol(std::string(ot).c_str());
     const bool rdma = s.osdev_mask ? (types & (1 << 5)) != 0 : ot == "3";
-    const bool net = s.osdev_mask ? (types & (1 << 4)) != 0 : ot == "2";
+    // An hwloc 3 RDMA device is network and OpenFabrics; the interface is network only
+    // (topology-xml.c writes the first "3" for hwloc 2, the second "2").
+    const bool net = s.osdev_mask ? (types & (1 << 4)) != 0 && !rdma : ot == "2";
     if (rdma) d.rdma_name = std::string(nm);
     if (net && d.net_name.empty()) d.net_name = std::string(nm);
     break;
@@ -380,19 +374,23 @@ void add_osdev(HwlocRead& s, const Walk& w) {
 void on_object(HwlocRead& s, const Walk& w, Frame& f) {
   const XmlReader& r = w.reader();
   std::string_view type;
-  if (!r.attr("type", type)) r.fail("expected a type attribute on <object>");
+  if (!r.attr("type", type) || type.empty()) r.fail("expected a type attribute on <object>");
   f.type = type;
+  const bool io = type == "Bridge" || type == "PCIDev" || type == "OSDev";
   std::string_view ns;
+  // hwloc refuses these (hwloc__xml_import_object: "invalid special object with cpuset or
+  // nodeset"; hwloc.h: I/O objects have NULL CPU and node sets): no locality is taken from them.
+  if (io && (r.attr("cpuset", ns) || r.attr("nodeset", ns)))
+    r.fail("expected no cpuset or nodeset on an I/O object (" + std::string(type) + ")");
   if (r.attr("nodeset", ns)) {
     const int n = single_node(ns);
     if (n == -3) r.fail("expected a hex bitmap in nodeset=\"" + std::string(ns) + "\"");
     f.numa = n;
   }
-  // Only objects I/O can hang below (hwloc 1 and 2) carry the cpuset wanted here; the many
-  // PU, core and cache objects are not looked at (fleet speed).
-  if (type == "Machine" || type == "Package" || type == "Socket" || type == "Group" || type == "NUMANode" || type == "Die" ||
-      type == "Bridge" || type == "PCIDev")
-    r.attr("cpuset", f.cpuset);
+  // hwloc 2 hangs I/O below the highest object whose cpuset is the device's locality
+  // (pci-common.c hwloc__pci_find_insert_io_parent_by_cpuset), which can be an L3Cache (AMD's
+  // LLC-as-NUMA) or a Core: any normal object's cpuset may be the one wanted (I/O has none, above).
+  r.attr("cpuset", f.cpuset);
   if (type == "Machine") f.is_machine = true;
   if (type == "Package") {
     f.is_package = true;
@@ -403,7 +401,7 @@ void on_object(HwlocRead& s, const Walk& w, Frame& f) {
     std::string_view os;
     if (r.attr("os_index", os)) f.numa = std::atoi(std::string(os).c_str());
   }
-  const Enclosing up = enclosing(s.t, w);
+  const Enclosing up = enclosing(w);
   if (type == "Bridge" || type == "PCIDev") {
     std::string_view bt;
     if (type == "Bridge" && r.attr("bridge_type", bt) && bt.substr(0, 2) == "0-")

@@ -60,8 +60,8 @@ Enclosing enclosing(const Walk& w) {
 
 // The GPU a <nvlink> or <c2c> belongs to: its parent <gpu>'s PCI device, else -1.
 int enclosing_gpu(const Walk& w) {
-  const auto& st = w.stack();
-  return st.size() >= 2 && st.back().tag == "gpu" ? enclosing(w).dev : -1;
+  // The stack holds <system> at least: handlers run only for elements below the document element.
+  return w.stack().back().tag == "gpu" ? enclosing(w).dev : -1;
 }
 
 void on_cpu(NcclRead& s, const Walk& w, Frame& f) {
@@ -72,7 +72,8 @@ void on_cpu(NcclRead& s, const Walk& w, Frame& f) {
   std::string numaid = r.attr_str("numaid");
   char* end = nullptr;
   long n = numaid.empty() ? cpus : std::strtol(numaid.c_str(), &end, 10);
-  if (!numaid.empty() && (end == numaid.c_str() || *end)) r.fail("expected a number in numaid=\"" + numaid + "\"");
+  // strtol leaves `end` at the first byte it did not use: a non-empty numaid is a number when that is its end.
+  if (!numaid.empty() && *end) r.fail("expected a number in numaid=\"" + numaid + "\"");
   f.host_bridge = t.host_bridge_index("cpu" + std::to_string(cpus));
   t.host_bridges[f.host_bridge].numa = static_cast<int>(n);
   // affinity="00000000,00ffffff": the node's cpumap as sysfs writes it (NCCL reads it there).
@@ -127,7 +128,7 @@ void on_pci(NcclRead& s, const Walk& w, Frame& f) {
   Device d;
   d.bdf = *bdf;
   read_pci_ids(r, d);
-  if (d.bdf.rfind("ffff:ff:", 0) == 0 || (d.ids_known && d.vendor == 0xffff)) {
+  if (d.bdf.rfind("ffff:ff:", 0) == 0 || d.vendor == 0xffff) {  // a vendor of 0xffff was read (0: none given)
     t.placeholder_switches = true;
     d.ids_known = false;  // placeholder IDs say nothing about the hardware
   }
@@ -135,19 +136,19 @@ void on_pci(NcclRead& s, const Walk& w, Frame& f) {
   if (r.attr("link_speed", a)) d.link_sta.speed_gts = std::atof(std::string(a).c_str());
   if (r.attr("link_width", a)) d.link_sta.width = std::atoi(std::string(a).c_str());
   d.parent = up.dev;
-  d.host_bridge = up.dev < 0 ? up.hb : -1;
-  const auto& st = w.stack();
-  if (auto it = s.cpu_affinity.find(st.size() > 1 ? st[1].frame.host_bridge : -1); it != s.cpu_affinity.end()) d.cpu_affinity = it->second;
+  d.host_bridge = up.hb;  // -1 below a <pci>: enclosing() stops at the nearest of the two
+  // Below <system> and its <cpu> (on_cpu allows <cpu> there only, and up says there is one).
+  const int cpu = w.stack()[1].frame.host_bridge;
+  if (auto it = s.cpu_affinity.find(cpu); it != s.cpu_affinity.end()) d.cpu_affinity = it->second;
   if (t.find(d.bdf) >= 0) r.fail("duplicate PCI device " + d.bdf);
-  // NCCL nodes are whole switches: give them their own unit in the path
-  // classification (an unknown-type bridge is one bridge).
-  if (d.is_bridge) d.port = PortType::Unknown;
   t.devices.push_back(std::move(d));
   f.device = static_cast<int>(t.devices.size() - 1);
 }
 
 // <nvlink target="BDF" count="N" tclass="0x068000"> inside <gpu>: to another GPU, to an
-// NVSwitch (class 0x0680, "other bridge"), or to a CPU (POWER9), which is not a GPU peer path.
+// NVSwitch (class 0x0680, "other bridge"), or to a CPU (POWER9, 0x068001), which is not a GPU
+// peer path (NCCL src/graph/topo.cc kvDictPciClass: 0x068000 NVS, 0x068001 CPU).
+constexpr unsigned long kNvlinkToCpu = 0x068001;
 void on_nvlink(NcclRead& s, const Walk& w, Frame&) {
   const XmlReader& r = w.reader();
   const int gpu = enclosing_gpu(w);
@@ -157,7 +158,7 @@ void on_nvlink(NcclRead& s, const Walk& w, Frame&) {
     NvLink l;
     l.gpu = gpu;
     l.peer_bdf = r.attr_str("target");
-    l.peer_is_switch = (tclass >> 8) == 0x0680;
+    l.peer_is_switch = (tclass >> 8) == 0x0680 && tclass != kNvlinkToCpu;
     l.links = std::atoi(r.attr_str("count").c_str());
     const bool to_gpu = tclass == 0 || (tclass >> 16) == 0x03;
     if (l.peer_is_switch || to_gpu) s.t.nvlinks.push_back(std::move(l));
@@ -218,8 +219,9 @@ Topology parse_nccl_xml(std::string_view text, const std::string& name, std::vec
   const int cpus = s.cpus;
   // NCCL files list only the GPUs and NICs NCCL uses: the class says the role
   // even where vendor ids are missing (cloud files with synthetic ids).
+  // (An unknown class is 0 and a bridge's is 0x0604 here: neither base class matches.)
   for (auto& d : t.devices) {
-    if (d.role != Role::None || !d.class_known || d.is_bridge) continue;
+    if (d.role != Role::None) continue;
     if (d.base_class() == 0x03)
       d.role = Role::GPU;
     else if (d.base_class() == 0x02)
@@ -232,13 +234,14 @@ Topology parse_nccl_xml(std::string_view text, const std::string& name, std::vec
   t.nvlink_known = !t.nvlinks.empty();
   t.numa_nodes = cpus;
   t.cpu.sockets = 0;
-  // NCCL switch nodes stay "unknown" so finalize() does not re-type them.
+  // NCCL gives no port types, and its switch nodes are whole switches: every port type stays
+  // unknown, so that each switch is its own unit in the path classification (an unknown-type
+  // bridge is one bridge), whatever finalize() infers from depth.
   t.finalize();
-  for (auto& d : t.devices)
-    if (d.is_bridge && d.port_inferred) {
-      d.port = PortType::Unknown;
-      d.port_inferred = false;
-    }
+  for (auto& d : t.devices) {
+    d.port = PortType::Unknown;
+    d.port_inferred = false;
+  }
   if (r.truncated()) {
     t.cut_off = name + ":" + std::to_string(r.line_of(text.size())) + " inside <" + std::string(r.cut_inside()) + ">";
     t.notes.push_back(t.cut_off +
