@@ -379,13 +379,19 @@ TEST(TruthKernelLog, KmsgHeaderFieldsAsTheKernelPrintsThem) {
           "4,2001,x;" + msg + "\n" +        // no timestamp
           "4,2001,5000000;" + msg + "\n" +  // no flag
           "12345\n" +                       // digits only
-          "1,2,3,- " + msg + "\n",          // no ';'
+          "1,2,3,- " + msg + "\n" +         // no ';'
+          // rsyslog's RFC 3339 time (kern.log): numbers, but no commas between them
+          "2026-09-08T17:16:02.123456+00:00 gpu01 kernel: " + msg + "; again\n",
       s);
   ASSERT_FALSE(s.log_causes.empty());
   EXPECT_EQ(s.log_causes[0].kind, "unknown-symbol");
   EXPECT_EQ(s.log_causes[0].module, "nvidia_peermem");
-  const std::vector<std::string> kept = {"nvidia_peermem: Unknown symbol ib_register_peer_memory_client (err 0)", "4,,5000000,-;" + msg,
-                                         "4,2001,x;" + msg, "4,2001,5000000;" + msg, "1,2,3,- " + msg};
+  const std::vector<std::string> kept = {"nvidia_peermem: Unknown symbol ib_register_peer_memory_client (err 0)",
+                                         "4,,5000000,-;" + msg,
+                                         "4,2001,x;" + msg,
+                                         "4,2001,5000000;" + msg,
+                                         "1,2,3,- " + msg,
+                                         "2026-09-08T17:16:02.123456+00:00 gpu01 kernel: " + msg + "; again"};
   EXPECT_EQ(s.kernel_log, kept);
 }
 
