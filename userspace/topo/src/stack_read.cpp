@@ -239,16 +239,21 @@ void read_stack(InputFs& fs, Software& sw) {
   if (auto p = fs.read("/proc/driver/nvidia/params", 1 << 16)) parse_nvidia_params(*p, s);
   if (!sw.nvidia_version.empty()) parse_nvidia_version(sw.nvidia_version, s);
   // modprobe.d(5): these directories, *.conf files; kmod skips hidden files and a name that is
-  // only ".conf" (libkmod-config.c conf_files_filter_out(): fn[0] == '.', len < 6).
+  // only ".conf" (libkmod-config.c conf_files_filter_out(): fn[0] == '.', len < 6), reads the
+  // files of all directories in the order of their names, and of two files with one name only
+  // the earlier directory's (conf_files_insert_sorted(): "Ignoring duplicate config file"), so
+  // /etc/modprobe.d/x.conf masks /usr/lib/modprobe.d/x.conf.
+  std::map<std::string, std::string> conf_files;  // name -> path
   for (const char* dir : {"/etc/modprobe.d", "/run/modprobe.d", "/usr/lib/modprobe.d", "/lib/modprobe.d"})
     if (auto names = fs.list(dir)) {
       s.modprobe_read = true;
       for (const auto& n : *names) {
         if (n.size() < 6 || n[0] == '.' || n.compare(n.size() - 5, 5, ".conf") != 0) continue;
-        const std::string path = std::string(dir) + "/" + n;
-        if (auto text = fs.read(path, 1 << 16)) parse_modprobe_conf(*text, path, s);
+        conf_files.emplace(n, std::string(dir) + "/" + n);
       }
     }
+  for (const auto& [name, path] : conf_files)
+    if (auto text = fs.read(path, 1 << 16)) parse_modprobe_conf(*text, path, s);
   if (auto clients = fs.list("/sys/kernel/mm/memory_peers")) {
     for (const auto& name : *clients) {
       PeerClient c;

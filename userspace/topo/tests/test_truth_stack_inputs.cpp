@@ -259,6 +259,24 @@ TEST(TruthModprobe, ContinuedLinesAndModulesOutsideTheStack) {
   EXPECT_EQ(s.modprobe[2].value, "3");
 }
 
+// kmod (libkmod-config.c kmod_config_new(), conf_files_insert_sorted()): the files of all four
+// directories in the order of their names; of two with one name, the earlier directory's only.
+TEST(TruthModprobe, OneNameInTwoDirectoriesIsReadOnceInNameOrder) {
+  Tree t;
+  t.file("/etc/modprobe.d/nvidia.conf", "options nvidia NVreg_A=1\n");
+  t.file("/usr/lib/modprobe.d/nvidia.conf", "options nvidia NVreg_A=2\n");  // masked by /etc's
+  t.file("/lib/modprobe.d/nvidia.conf", "options nvidia NVreg_A=3\n");      // masked by /etc's
+  t.file("/usr/lib/modprobe.d/a.conf", "options nvidia NVreg_B=1\n");
+  t.file("/etc/modprobe.d/z.conf", "options nvidia NVreg_B=2\n");
+  Software sw;
+  sysfs::read_stack(*t.fs(), sw);
+  std::vector<std::string> got;
+  for (const auto& o : sw.stack.modprobe) got.push_back(o.file + " " + o.key + "=" + o.value);
+  const std::vector<std::string> want = {"/usr/lib/modprobe.d/a.conf NVreg_B=1", "/etc/modprobe.d/nvidia.conf NVreg_A=1",
+                                         "/etc/modprobe.d/z.conf NVreg_B=2"};
+  EXPECT_EQ(got, want);
+}
+
 // kmod's freadline_wrapped(): a backslash before the newline joins the next line directly.
 TEST(TruthModprobe, BackslashNewlineJoinsWithNothingBetween) {
   StackState s;
@@ -288,8 +306,9 @@ TEST(TruthModprobe, ReadStackReadsTheFourDirectoriesConfFilesOnly) {
   EXPECT_TRUE(sw.stack.modprobe_read);
   std::vector<std::string> got;
   for (const auto& o : sw.stack.modprobe) got.push_back(o.file + " " + o.key + "=" + o.value);
-  const std::vector<std::string> want = {"/etc/modprobe.d/nvidia.conf NVreg_A=1", "/run/modprobe.d/b.conf NVreg_B=2",
-                                         "/usr/lib/modprobe.d/c.conf NVreg_C=3", "/lib/modprobe.d/d.conf NVreg_D=4"};
+  // kmod's order: by file name across the directories; nvidia.conf last.
+  const std::vector<std::string> want = {"/run/modprobe.d/b.conf NVreg_B=2", "/usr/lib/modprobe.d/c.conf NVreg_C=3",
+                                         "/lib/modprobe.d/d.conf NVreg_D=4", "/etc/modprobe.d/nvidia.conf NVreg_A=1"};
   EXPECT_EQ(got, want);
   // None of the directories: not read (unknown), not "no options".
   Software none;
