@@ -19,6 +19,7 @@
 //    (conf_write_symbol: "CONFIG_X=y", "# CONFIG_X is not set"; conf_read_simple skips a
 //    "CONFIG_" line without '='), /proc/config.gz being gzip (kernel/configs.c, IKCONFIG_PROC).
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -448,6 +449,40 @@ TEST(TruthKernelLog, LiveNodeReadsDevKmsg) {
   ::close(saved);
   EXPECT_TRUE(sw.stack.kernel_log_read);
   for (const auto& l : sw.stack.kernel_log) EXPECT_EQ(l.find("ib_unregister_peer_memory_client (err 0)"), std::string::npos) << l;
+}
+
+// An unreadable /dev/kmsg (no CAP_SYSLOG with kernel.dmesg_restrict=1: kernel/printk/printk.c
+// check_syslog_permissions() refuses devkmsg_open()) leaves the kernel log unknown, not read and
+// empty. As root the check runs in a child that drops to nobody.
+TEST(TruthKernelLog, UnreadableDevKmsgLeavesTheLogUnknown) {
+  const auto unknown_after_read = [] {
+    LiveView live(Tree{}.fs());
+    Software sw;
+    sysfs::read_stack(live, sw);
+    return !sw.stack.kernel_log_read;
+  };
+  const int probe = ::open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (probe < 0) {
+    EXPECT_TRUE(unknown_after_read());
+    return;
+  }
+  ::close(probe);
+  if (::geteuid() != 0) GTEST_SKIP() << "/dev/kmsg is readable without root here: no unreadable case to try";
+  if (slurp("/proc/sys/kernel/dmesg_restrict") != "1\n") GTEST_SKIP() << "kernel.dmesg_restrict is 0: everyone may read /dev/kmsg";
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(2);
+    const int fd = ::open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd >= 0) ::_exit(3);
+    ::_exit(unknown_after_read() ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 2) GTEST_SKIP() << "could not drop to uid 65534 here";
+  if (WEXITSTATUS(status) == 3) GTEST_SKIP() << "uid 65534 may read /dev/kmsg here";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "read_stack said the kernel log was read though /dev/kmsg could not be opened";
 }
 
 // ---------------------------------------------------------------------------------------
