@@ -298,6 +298,7 @@ TEST(TruthModprobe, ReadStackReadsTheFourDirectoriesConfFilesOnly) {
   t.file("/etc/modprobe.d/a.con", "options nvidia NVreg_Wrong=1\n");
   t.file("/etc/modprobe.d/conf", "options nvidia NVreg_Wrong=2\n");
   t.file("/etc/modprobe.d/nvidia.conf.dpkg-old", "options nvidia NVreg_Wrong=3\n");
+  t.file("/etc/modprobe.d/nvidia-conf", "options nvidia NVreg_Wrong=6\n");
   t.file("/run/modprobe.d/b.conf", "options nvidia NVreg_B=2\n");
   t.file("/usr/lib/modprobe.d/c.conf", "options nvidia NVreg_C=3\n");
   t.file("/lib/modprobe.d/d.conf", "options nvidia NVreg_D=4\n");
