@@ -209,7 +209,8 @@ TEST(TruthModprobe, OptionsSplitAsTheKernelSplitsThem) {
       "options nvidia NVreg_EnableGpuFirmware=0\tNVreg_RegistryDwords=\"PeerMappingOverride=1;RMForceStaticBar1=1\" "
       "NVreg_OpenRmEnableUnsupportedGpus=1   \n"
       "options\tnvidia-peermem\tpersistent_api_support\tpeerdirect_support=1 dummy\n"
-      "options nvidia NVreg_X= NVreg_Y=\"\" NVreg_Z=\"a b\n",
+      "options nvidia NVreg_X= NVreg_Y=\"\" NVreg_Z=\"a b\n"
+      "options nvidia NVreg_Flag NVreg_W=2\n",
       "/etc/modprobe.d/nvidia.conf", s);
   struct Want {
     int line;
@@ -225,6 +226,8 @@ TEST(TruthModprobe, OptionsSplitAsTheKernelSplitsThem) {
       {3, "nvidia", "NVreg_X", ""},
       {3, "nvidia", "NVreg_Y", ""},
       {3, "nvidia", "NVreg_Z", "a b"},  // next_arg: an unclosed quote runs to the end
+      {4, "nvidia", "NVreg_Flag", ""},  // next_arg: no '=', no value
+      {4, "nvidia", "NVreg_W", "2"},
   };
   ASSERT_EQ(s.modprobe.size(), std::size(want));
   for (size_t i = 0; i < std::size(want); ++i) {
