@@ -240,6 +240,16 @@ TEST(TruthModprobe, OptionsSplitAsTheKernelSplitsThem) {
   }
 }
 
+// next_arg() never yields an empty name: a blank-only tail or a token "=5" (equals at index 0
+// counts as no '=') gives no option named "".
+TEST(TruthModprobe, NoOptionHasAnEmptyName) {
+  StackState s;
+  parse_modprobe_conf("options nvidia =5\noptions nvidia NVreg_A=1 \\\n \n", "/etc/modprobe.d/x.conf", s);
+  for (const auto& o : s.modprobe) EXPECT_FALSE(o.key.empty()) << o.file << ":" << o.line << " value " << o.value;
+  ASSERT_FALSE(s.modprobe.empty());
+  EXPECT_EQ(s.modprobe.back().key, "NVreg_A");
+}
+
 TEST(TruthModprobe, ContinuedLinesAndModulesOutsideTheStack) {
   StackState s;
   parse_modprobe_conf(
@@ -416,6 +426,21 @@ TEST(TruthKernelLog, KmsgHeaderFieldsAsTheKernelPrintsThem) {
                                          "4,2001,5000000;" + msg,
                                          "1,2,3,- " + msg,
                                          "2026-09-08T17:16:02.123456+00:00 gpu01 kernel: " + msg + "; again"};
+  EXPECT_EQ(s.kernel_log, kept);
+}
+
+// Only dmesg's leading "[time] " is a prefix; brackets later in a record's text are text
+// (Documentation/ABI/testing/dev-kmsg: the text follows the ';' as printed), and a '[' without
+// a closing "] " opens no timestamp.
+TEST(TruthKernelLog, BracketsInsideTheTextAreText) {
+  StackState s;
+  parse_kernel_log(
+      "3,9,0,-;nvidia-peermem nv_mem_acquire:281 ERROR nv_mem_acquire -- error -22 [pid 4242] while calling nvidia_p2p_put_pages()\n"
+      "[nvidia-peermem nv_mem_client_init:603 ERROR nv_mem_client_init -- error while registering nc client\n",
+      s);
+  const std::vector<std::string> kept = {
+      "nvidia-peermem nv_mem_acquire:281 ERROR nv_mem_acquire -- error -22 [pid 4242] while calling nvidia_p2p_put_pages()",
+      "[nvidia-peermem nv_mem_client_init:603 ERROR nv_mem_client_init -- error while registering nc client"};
   EXPECT_EQ(s.kernel_log, kept);
 }
 
