@@ -19,6 +19,8 @@
 //    (conf_write_symbol: "CONFIG_X=y", "# CONFIG_X is not set"; conf_read_simple skips a
 //    "CONFIG_" line without '='), /proc/config.gz being gzip (kernel/configs.c, IKCONFIG_PROC).
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -478,6 +480,37 @@ TEST(TruthKernelLog, LiveNodeReadsDevKmsg) {
   ::close(saved);
   EXPECT_TRUE(sw.stack.kernel_log_read);
   for (const auto& l : sw.stack.kernel_log) EXPECT_EQ(l.find("ib_unregister_peer_memory_client (err 0)"), std::string::npos) << l;
+}
+
+// What the live reader keeps of /dev/kmsg: its record's text. This machine's own log holds no
+// peer-memory line, so a child bind-mounts a file holding one record in the ABI's form
+// (Documentation/ABI/testing/dev-kmsg) over /dev/kmsg in a mount namespace of its own.
+TEST(TruthKernelLog, LiveReaderKeepsTheRecordsText) {
+  if (::geteuid() != 0) GTEST_SKIP() << "a private mount namespace needs root";
+  char path[] = "/tmp/gdrpeer-kmsg-XXXXXX";
+  const int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string record = "3,9,0,-;nv_peer_mem: Unknown symbol ib_register_peer_memory_client (err 0)\n SUBSYSTEM=module\n";
+  ASSERT_EQ(::write(fd, record.data(), record.size()), static_cast<ssize_t>(record.size()));
+  ::close(fd);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mount(path, "/dev/kmsg", nullptr, MS_BIND, nullptr) != 0)
+      ::_exit(2);
+    LiveView live(Tree{}.fs());
+    Software sw;
+    sysfs::read_stack(live, sw);
+    const std::vector<std::string> want = {"nv_peer_mem: Unknown symbol ib_register_peer_memory_client (err 0)"};
+    ::_exit(sw.stack.kernel_log_read && sw.stack.kernel_log == want ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ::unlink(path);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 2) GTEST_SKIP() << "no private mount namespace here (unshare/mount refused)";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the live reader did not keep the record's text";
 }
 
 // An unreadable /dev/kmsg (no CAP_SYSLOG with kernel.dmesg_restrict=1: kernel/printk/printk.c
