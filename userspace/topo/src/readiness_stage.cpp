@@ -36,12 +36,13 @@ bool on_p2pdma_list(uint16_t id) {
 }
 
 // A registry key as the driver runs with it for this GPU: RegistryDwordsPerDevice for its
-// BDF (or for all devices), else RegistryDwords. -1 when the params are not in the input,
-// 0 when unset.
+// BDF, else RegistryDwords. Keys before the first "pci=" apply to no GPU: the driver skips them
+// (open-gpu-kernel-modules 580.142 os-registry.c nv_parse_per_device_option_string(): no GPU
+// selected yet, `if (!nv) continue`). -1 when the params are not in the input, 0 when unset.
 long registry_key(const StackState& s, const std::string& gpu_bdf, const std::string& key) {
   if (!s.params_known) return -1;
   for (const auto& [bdf, keys] : s.registry_per_device)
-    if (bdf.empty() || parse_bdf(bdf).value_or("") == gpu_bdf)  // "pci=03:00.0" or "pci=0000:03:00.0"
+    if (!bdf.empty() && parse_bdf(bdf).value_or("") == gpu_bdf)  // "pci=03:00.0" or "pci=0000:03:00.0"
       if (auto it = keys.find(key); it != keys.end()) return std::strtol(it->second.c_str(), nullptr, 0);
   if (auto it = s.registry_dwords.find(key); it != s.registry_dwords.end()) return std::strtol(it->second.c_str(), nullptr, 0);
   return 0;

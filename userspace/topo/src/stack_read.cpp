@@ -38,6 +38,21 @@ void split_dwords(const std::string& s, std::map<std::string, std::string>& out)
 
 bool contains(const std::string& s, const char* what) { return s.find(what) != std::string::npos; }
 
+// Where the text of a /dev/kmsg record starts: after "prio,seq,usec,flag;"
+// (Documentation/ABI/testing/dev-kmsg), or after the fields later kernels add before the ';'
+// ("Unknown fields and values should be gracefully ignored"; CONFIG_PRINTK_CALLER adds
+// ",caller=T123": kernel/printk/printk.c info_print_ext_header()). 0 for any other line
+// (dmesg's text, a snapshot's kept lines); a line without ';' gives npos + 1, also 0.
+size_t kmsg_text_at(const std::string& line) {
+  size_t at = 0;
+  for (int field = 0; field < 3; ++field) {  // prio, seq and usec: decimal, each before a ','
+    const size_t end = line.find_first_not_of("0123456789", at);
+    if (end == at || end == std::string::npos || line[end] != ',') return 0;
+    at = end + 1;
+  }
+  return line.find(';', at) + 1;
+}
+
 // The module a kernel-log line is about: "nvidia_peermem: Unknown symbol ..." or
 // "nvidia-peermem nv_mem_client_init:..." -> the leading word without its colon.
 std::string module_of(const std::string& line) {
@@ -103,9 +118,10 @@ void parse_modprobe_conf(const std::string& text, const std::string& file, Stack
   while (std::getline(ss, raw)) {
     ++lineno;
     if (line.empty()) start = lineno;
-    // A trailing backslash continues the line (modprobe.d(5)).
+    // A trailing backslash continues the line (modprobe.d(5)); kmod drops the backslash and the
+    // newline and adds nothing (shared/util.c freadline_wrapped()).
     if (!raw.empty() && raw.back() == '\\') {
-      line += raw.substr(0, raw.size() - 1) + " ";
+      line += raw.substr(0, raw.size() - 1);
       continue;
     }
     line += raw;
@@ -162,8 +178,7 @@ void parse_kernel_log(const std::string& text, StackState& s) {
   while (std::getline(ss, line)) {
     // /dev/kmsg records are "prio,seq,usec,flags;message"; dmesg lines "[  12.3] message".
     if (!line.empty() && line[0] == ' ') continue;  // /dev/kmsg key=value continuation
-    size_t semi = line.find(';');
-    if (semi != std::string::npos && line.find_first_not_of("0123456789,-c+") == semi) line = line.substr(semi + 1);
+    line = line.substr(kmsg_text_at(line));
     if (!line.empty() && line[0] == '[') {
       size_t e = line.find("] ");
       if (e != std::string::npos) line = line.substr(e + 2);
@@ -223,16 +238,22 @@ void read_stack(InputFs& fs, Software& sw) {
   StackState& s = sw.stack;
   if (auto p = fs.read("/proc/driver/nvidia/params", 1 << 16)) parse_nvidia_params(*p, s);
   if (!sw.nvidia_version.empty()) parse_nvidia_version(sw.nvidia_version, s);
-  // modprobe.d(5): these directories, *.conf files.
+  // modprobe.d(5): these directories, *.conf files; kmod skips hidden files and a name that is
+  // only ".conf" (libkmod-config.c conf_files_filter_out(): fn[0] == '.', len < 6), reads the
+  // files of all directories in the order of their names, and of two files with one name only
+  // the earlier directory's (conf_files_insert_sorted(): "Ignoring duplicate config file"), so
+  // /etc/modprobe.d/x.conf masks /usr/lib/modprobe.d/x.conf.
+  std::map<std::string, std::string> conf_files;  // name -> path
   for (const char* dir : {"/etc/modprobe.d", "/run/modprobe.d", "/usr/lib/modprobe.d", "/lib/modprobe.d"})
     if (auto names = fs.list(dir)) {
       s.modprobe_read = true;
       for (const auto& n : *names) {
-        if (n.size() < 5 || n.compare(n.size() - 5, 5, ".conf") != 0) continue;
-        const std::string path = std::string(dir) + "/" + n;
-        if (auto text = fs.read(path, 1 << 16)) parse_modprobe_conf(*text, path, s);
+        if (n.size() < 6 || n[0] == '.' || n.compare(n.size() - 5, 5, ".conf") != 0) continue;
+        conf_files.emplace(n, std::string(dir) + "/" + n);
       }
     }
+  for (const auto& [name, path] : conf_files)
+    if (auto text = fs.read(path, 1 << 16)) parse_modprobe_conf(*text, path, s);
   if (auto clients = fs.list("/sys/kernel/mm/memory_peers")) {
     for (const auto& name : *clients) {
       PeerClient c;

@@ -430,6 +430,12 @@ TEST(ReadinessNode, RegistryDwordsPerDeviceAppliesToItsGpuOnly) {
   other.replace(other.find(empty), empty.size(), "RegistryDwordsPerDevice: \"pci=0000:81:00.0;PeerMappingOverride=1\"");
   Report r = check(switch_node_with(other), kb(), CheckOptions{});
   EXPECT_EQ(entry(r, "ibgda", r.gpus[0], r.nics[0])->m.mode, "cpu-assisted");
+  // Keys before any pci= select no GPU: os-registry.c nv_parse_per_device_option_string() skips
+  // them (`if (!nv) continue`), so they set nothing.
+  std::string none = params;
+  none.replace(none.find(empty), empty.size(), "RegistryDwordsPerDevice: \"PeerMappingOverride=1\"");
+  Report n = check(switch_node_with(none), kb(), CheckOptions{});
+  EXPECT_EQ(entry(n, "ibgda", n.gpus[0], n.nics[0])->m.mode, "cpu-assisted");
 }
 
 TEST(ReadinessNode, RealH100SnapshotSaysWhatItLacks) {
