@@ -25,6 +25,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -48,7 +49,7 @@ PYTHON = os.environ.get("PYTHON", "/usr/bin/python3")  # Debian's, with pytest (
 # files that run the CLI on the reference inputs (tests/reference). (name, build target or
 # None, command; {bin} is the target's path, {gdrpeer} the CLI's.)
 GTESTS = ["test_topo_truth", "test_topo", "test_stack", "test_readiness", "test_id_tables",
-          "test_nvlink_nvml", "test_node_capture", "test_topo_fastpaths"]
+          "test_nvlink_nvml", "test_node_capture", "test_topo_fastpaths", "test_truth_sysfs"]
 PYTESTS = ["tests/test_check.py", "tests/test_check_stack.py", "tests/test_check_readiness.py",
            "tests/test_check_inputs.py", "tests/test_check_sysfs.py"]
 
@@ -66,6 +67,26 @@ def commands(scratch, pytests=PYTESTS):
         out.append((Path(f).stem, [PYTHON, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
                                    "-p", "no:randomly", str(REPO / f)], {"GDRPEER_BIN": gdrpeer}))
     return out
+
+
+def run_in_group(cmd, env, timeout):
+    """subprocess.run in a process group of its own, the whole group killed at the timeout: a
+    pytest file's CLI child that a mutant sends into a loop must not outlive its pytest (it
+    would run on, orphaned, taking a core from every later mutant). None on a timeout."""
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
+                          env=env, cwd=REPO, start_new_session=True) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            return None
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # anything the command left running
+            except ProcessLookupError:
+                pass
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def sync_with_overrides(src: Path, dst: Path, overrides: dict):
@@ -238,10 +259,8 @@ def main():
         for name, cmd, env in runs:
             e = dict(os.environ, **env, GDRPEER_MUTANT=str(m.number))
             e.pop("GDRPEER_MUTANT_TRACE", None)
-            try:
-                p = subprocess.run(["nice", *cmd], capture_output=True, text=True, errors="replace",
-                                   env=e, cwd=REPO, timeout=args.timeout)
-            except subprocess.TimeoutExpired:
+            p = run_in_group(["nice", *cmd], env=e, timeout=args.timeout)
+            if p is None:
                 return m, "timeout", name, time.monotonic() - t1
             if p.returncode:
                 what = handpicked.first_failure(p.stdout) or (
