@@ -98,19 +98,19 @@ void parse_config(ConfigSpace& c, Device& d) {
       if (id == 0x10) {
         pcie = true;
         uint32_t flags = c.u16le(ptr + 2);
-        static const PortType kTypes[] = {PortType::Endpoint,
-                                          PortType::LegacyEndpoint,
-                                          PortType::Unknown,
-                                          PortType::Unknown,
-                                          PortType::RootPort,
-                                          PortType::SwitchUpstream,
-                                          PortType::SwitchDownstream,
-                                          PortType::PcieToPciBridge,
-                                          PortType::PciToPcieBridge,
-                                          PortType::RootComplexEndpoint,
-                                          PortType::RootComplexEventCollector};
+        static const std::array<PortType, 11> kTypes = {PortType::Endpoint,
+                                                        PortType::LegacyEndpoint,
+                                                        PortType::Unknown,
+                                                        PortType::Unknown,
+                                                        PortType::RootPort,
+                                                        PortType::SwitchUpstream,
+                                                        PortType::SwitchDownstream,
+                                                        PortType::PcieToPciBridge,
+                                                        PortType::PciToPcieBridge,
+                                                        PortType::RootComplexEndpoint,
+                                                        PortType::RootComplexEventCollector};
         uint32_t pt = (flags >> 4) & 0xf;
-        if (pt < sizeof kTypes / sizeof kTypes[0]) d.port = kTypes[pt];
+        if (pt < kTypes.size()) d.port = kTypes[pt];
         uint32_t devcap = c.u32le(ptr + 4), devctl = c.u16le(ptr + 8);
         d.mps_cap = 128 << (devcap & 7);
         d.mps = 128 << ((devctl >> 5) & 7);

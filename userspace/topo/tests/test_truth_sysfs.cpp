@@ -264,6 +264,15 @@ TEST(TruthSysfsLinks, DotsDoubledSlashesAndAbsoluteTargetsResolveLikeTheFileSyst
   EXPECT_EQ(nic.parent, t.find("0000:00:01.0"));
 }
 
+// Without /sys/bus/pci/devices the input is not a sysfs tree: said so, not read as an empty node.
+TEST(TruthSysfsLinks, NoPciDevicesFolderIsMissingInput) {
+  // Mutants: read_pci_functions if (!entries) -> if (false).
+  Node n;
+  n.e.clear();
+  n.file("proc/cpuinfo", "processor\t: 0\n");
+  EXPECT_THROW(n.read(), MissingInput);
+}
+
 // A copy whose /sys/bus/pci/devices holds directories (no links) and a stray non-address name;
 // a function whose parent bridge is missing from the copy: its root bus is still pci0000:00.
 TEST(TruthSysfsLinks, HostBridgeFromThePathOrTheAddressAndStrayNames) {
@@ -418,7 +427,19 @@ TEST(TruthSysfsConfig, LinkAttributesFirstConfigSpaceForWhatTheyLeaveUnknown) {
   n.file(d + "/max_link_width", "16\n");
   n.file(d + "/current_link_speed", "Unknown\n");  // pci_speed_string(PCI_SPEED_UNKNOWN)
   n.file(d + "/current_link_width", "4\n");
+  // PCIe 7.0: 128 GT/s, Supported/Current Link Speed encoding 0111b, which the config-space
+  // table does not know (it reads 0) and the kernel's attribute names.
+  Config gen7;
+  gen7.cap_list(0x40);
+  gen7.pcie(0x40, 0, 0, 7, 16);
+  n.fn("0000:00:03.0", "pci0000:00/0000:00:03.0", gen7.b);
+  const std::string d7 = "sys/devices/pci0000:00/0000:00:03.0";
+  n.file(d7 + "/max_link_speed", "128.0 GT/s PCIe\n");
+  n.file(d7 + "/current_link_speed", "128.0 GT/s PCIe\n");
   const Topology t = n.read();
+  EXPECT_EQ(dev(t, "0000:00:03.0").link_cap.speed_gts, 128.0);
+  EXPECT_EQ(dev(t, "0000:00:03.0").link_sta.speed_gts, 128.0);
+  EXPECT_EQ(dev(t, "0000:00:03.0").link_sta.width, 16);
   const Device& x = dev(t, "0000:00:02.0");
   EXPECT_EQ(x.link_cap.speed_gts, 64.0);
   EXPECT_EQ(x.link_cap.width, 16);
@@ -596,18 +617,26 @@ TEST(TruthSysfsConfig, ConfigSpaceReadADwordAtATimeEachOnce) {
 }
 
 // A config file shorter than any the kernel writes (64, 128 for CardBus, 256 or 4096 bytes) is
-// a damaged copy: with the standard space incomplete its capability list is not read.
+// a damaged copy: with the standard space incomplete its capability list is not read, with the
+// header incomplete nothing is.
 TEST(TruthSysfsConfig, DamagedStandardSpaceGivesNoCapabilities) {
-  // Mutants: ConfigSpace::has load(last / 4) > last % 4 -> >=, n - 1 -> n - 2 / n.
+  // Mutants: ConfigSpace::has load(last / 4) > last % 4 -> >=, n - 1 -> n - 2 / n; if (!c.has(64)) -> if (false).
   Node n;
   Config c;
   c.cap_list(0x40);
   c.pcie(0x40, 4);
   c.b.resize(255);
   n.fn("0000:00:02.0", "pci0000:00/0000:00:02.0", c.b, 0x060400);
+  Config header;  // cut inside the 64-byte header: not even the header type is taken from it
+  header.u8(0x0e, 1);
+  header.u8(0x19, 5);
+  header.b.resize(32);
+  n.fn("0000:00:03.0", "pci0000:00/0000:00:03.0", header.b, 0x060400);
   const Topology t = n.read();
   EXPECT_EQ(dev(t, "0000:00:02.0").port, PortType::Unknown);
   EXPECT_EQ(dev(t, "0000:00:02.0").mps, 0);
+  EXPECT_FALSE(dev(t, "0000:00:03.0").is_bridge);
+  EXPECT_EQ(dev(t, "0000:00:03.0").secondary_bus, -1);
 }
 
 // ---- attributes ----
@@ -708,7 +737,8 @@ TEST(TruthCpuLists, ListFormatAsTheKernelPrintsIt) {
   EXPECT_EQ(format_cpulist(CpuSet(8, false)), "");
 }
 
-// bitmap_parselist: "a", "a-b" (b >= a), comma-separated; anything else is not a list.
+// bitmap_parselist: "a", "a-b" (b >= a; a reversed range is -EINVAL), comma-separated in any
+// order; anything else is not a list.
 TEST(TruthCpuLists, ListParseAcceptsTheKernelsFormOnly) {
   // Mutants: parse_cpulist's strtoul checks, '-', hi < lo, the size bound, c <= hi.
   EXPECT_EQ(parse_cpulist("0-3,8-11"), cpus({0, 1, 2, 3, 8, 9, 10, 11}));
@@ -716,7 +746,8 @@ TEST(TruthCpuLists, ListParseAcceptsTheKernelsFormOnly) {
   EXPECT_EQ(parse_cpulist("2-2"), cpus({2}));
   EXPECT_EQ(parse_cpulist("0,2-3"), cpus({0, 2, 3}));
   EXPECT_EQ(parse_cpulist("65535").size(), 65536u);
-  for (const char* bad : {"3-1", "x", "1-", "1-x", "1,,2", "1 2", "65536", "0-65536", "-1", "4a"})
+  EXPECT_EQ(parse_cpulist("5,2"), cpus({2, 5}));  // any order
+  for (const char* bad : {"3-1", "0,3-1", "x", "0-", "1-", "1-x", "1,,2", "1 2", "65536", "0-65536", "-1", "4a"})
     EXPECT_TRUE(parse_cpulist(bad).empty()) << bad;
 }
 
@@ -749,21 +780,28 @@ Node numa_node_tree(int nodes, const std::vector<std::string>& cpulists) {
     if (static_cast<size_t>(i) < cpulists.size())
       n.file("sys/devices/system/node/node" + std::to_string(i) + "/cpulist", cpulists[static_cast<size_t>(i)] + "\n");
   }
-  // The node directory's other entries are not nodes.
-  for (const char* f : {"has_cpu", "has_memory", "has_normal_memory", "online", "possible"})
+  // The node directory's other entries are not nodes: the kernel's (has_*, online, possible,
+  // power, uevent), and any other name that is not node<N>.
+  for (const char* f : {"has_cpu", "has_memory", "has_normal_memory", "online", "possible", "misc0", "nodemask"})
     n.file(std::string("sys/devices/system/node/") + f, "0-1\n");
   n.dir("sys/devices/system/node/power");
   return n;
 }
 
 TEST(TruthNumaNodes, NodeFoldersCountAndGiveTheirCpusToTheirFunctions) {
-  // Mutants: read_cpus' "node" prefix/size/digit tests and e.c_str() + 4, node_cpus lookup.
+  // Mutants: read_cpus' "node" prefix/size/digit tests and e.c_str() + 4, node_cpus lookup;
+  // locality_from_cpus placed > 0 -> > 1 (one function placed).
   Node n = numa_node_tree(2, {"0-15", "16-31"});
   n.fn("0000:20:00.0", "pci0000:20/0000:20:00.0", Config().b);
   n.file("sys/devices/pci0000:20/0000:20:00.0/numa_node", "1\n");
   n.fn("0000:30:00.0", "pci0000:30/0000:30:00.0", Config().b);  // on a root bus of its own
   n.file("sys/devices/pci0000:30/0000:30:00.0/numa_node", "-1\n");
+  n.fn("0000:40:00.0", "pci0000:40/0000:40:00.0", Config().b);  // no numa_node: its CPUs say node 0
+  n.file("sys/devices/pci0000:40/0000:40:00.0/local_cpulist", "0-15\n");
   const Topology t = n.read();
+  EXPECT_EQ(dev(t, "0000:40:00.0").numa, 0);
+  ASSERT_EQ(t.notes.size(), 1u);
+  EXPECT_NE(t.notes[0].find("numa_node missing for 1 device(s): NUMA node of 1 taken"), std::string::npos) << t.notes[0];
   EXPECT_EQ(t.numa_nodes, 2);
   EXPECT_EQ(dev(t, "0000:20:00.0").numa, 1);
   EXPECT_EQ(dev(t, "0000:20:00.0").cpu_affinity, "16-31");
@@ -804,7 +842,7 @@ TEST(TruthNumaNodes, NodeFromLocalCpusWhereNumaNodeIsMissing) {
 // nothing. Nothing placed, no note.
 TEST(TruthNumaNodes, WithoutNodeFoldersOnlyDisjointSetsAreNodes) {
   // Mutants: locality_from_cpus' no-folder branch: empty_set, *d == cpus, intersects, seen,
-  // disjoint && distinct.size() > 1, numbering, t.numa_nodes == 0.
+  // disjoint && distinct.size() > 1, numbering, t.numa_nodes == 0 (node folders without cpulist).
   auto tree = [](const std::vector<std::string>& lists) {
     Node n;
     for (size_t i = 0; i < lists.size(); ++i) {
@@ -823,6 +861,16 @@ TEST(TruthNumaNodes, WithoutNodeFoldersOnlyDisjointSetsAreNodes) {
   ASSERT_EQ(two.notes.size(), 1u);
   EXPECT_NE(two.notes[0].find("numa_node missing for 3 device(s): NUMA node of 3 taken"), std::string::npos);
   EXPECT_NE(two.notes[0].find("numbered by first appearance"), std::string::npos);
+  // Node folders without cpulist files: the folders still count the nodes.
+  Node folders = numa_node_tree(2, {});
+  for (const char* bus : {"20", "30", "40"}) {
+    const std::string path = std::string("pci0000:") + bus + "/0000:" + bus + ":00.0";
+    folders.fn(std::string("0000:") + bus + ":00.0", path, Config().b);
+    folders.file("sys/devices/" + path + "/local_cpulist", std::string(bus) + "\n");
+  }
+  const Topology f = folders.read();
+  EXPECT_EQ(f.numa_nodes, 2);
+  EXPECT_EQ(f.devices[1].numa, 1);
   for (const auto& lists : std::vector<std::vector<std::string>>{{"0-31", "16-47"}, {"0-31", "0-31"}, {"0-31"}, {"0-31", "x"}}) {
     const Topology t = tree(lists);
     for (const auto& d : t.devices) EXPECT_EQ(d.numa, -1) << lists[0] << " " << lists.back();
@@ -861,19 +909,45 @@ TEST(TruthCpuinfo, X86TwoSocketsBareMetal) {
   EXPECT_EQ(t.cpu.sockets, 2);
   EXPECT_FALSE(t.cpu.hypervisor);
   EXPECT_EQ(t.cpu.arm_implementer, -1);
+  // As on arm64, the first block (CPU 0) names the CPU when blocks differ.
+  std::string second = x86_block(1, 0, " fpu");
+  for (const auto& [from, to] :
+       std::vector<std::pair<std::string, std::string>>{{"AuthenticAMD", "GenuineIntel"},
+                                                        {"family\t: 25", "family\t: 6"},
+                                                        {"model\t\t: 17", "model\t\t: 143"},
+                                                        {"AMD EPYC 9654 96-Core Processor", "Intel(R) Xeon(R) Platinum 8480+"}})
+    second.replace(second.find(from), from.size(), to);
+  const Topology first = with_cpuinfo(x86_block(0, 0, " fpu") + second);
+  EXPECT_EQ(first.cpu.vendor, "AuthenticAMD");
+  EXPECT_EQ(first.cpu.family, 25);
+  EXPECT_EQ(first.cpu.model, 17);
+  EXPECT_EQ(first.cpu.model_name, "AMD EPYC 9654 96-Core Processor");
   // X86_FEATURE_HYPERVISOR prints " hypervisor" among the flags of a guest.
   EXPECT_TRUE(with_cpuinfo(x86_block(0, 0, " fpu hypervisor lahf_lm")).cpu.hypervisor);
-  EXPECT_FALSE(with_cpuinfo(x86_block(0, 0, " fpu") + "power management: hypervisor\n").cpu.hypervisor);
+  // Only the flags line says so, and lines without a colon are no fields.
+  EXPECT_FALSE(with_cpuinfo(x86_block(0, 0, " fpu") + "bugs\t\t: spectre_v1 hypervisor_leak\n").cpu.hypervisor);
+  const Topology bare = with_cpuinfo("vendor_id\nmodel name\nflags hypervisor\nmachine\t\t: POWER9 system\n");
+  EXPECT_EQ(bare.cpu.vendor, "");
+  EXPECT_EQ(bare.cpu.model_name, "");
+  EXPECT_FALSE(bare.cpu.hypervisor);
+  EXPECT_EQ(bare.cpu.arch, "");
 }
 
 // arch/arm64/kernel/cpuinfo.c c_show: "CPU implementer\t: 0x%02x", "CPU part\t: 0x%03x" per
 // CPU (NVIDIA Grace: implementer 0x41 Arm, part 0xd4f Neoverse V2); no vendor_id line.
+// A heterogeneous SoC prints each core's own MIDR; the CPU is named by the first block's
+// (CPU 0, lscpu's first line).
 TEST(TruthCpuinfo, Arm64ImplementerAndPart) {
-  std::string ci;
-  for (int i = 0; i < 2; ++i)
-    ci += "processor\t: " + std::to_string(i) +
-          "\nBogoMIPS\t: 2000.00\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics\n"
-          "CPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd4f\nCPU revision\t: 0\n\n";
+  auto block = [](int cpu, const char* impl, const char* part) {
+    return "processor\t: " + std::to_string(cpu) +
+           "\nBogoMIPS\t: 2000.00\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics\n"
+           "CPU implementer\t: " +
+           impl + "\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: " + part + "\nCPU revision\t: 0\n\n";
+  };
+  const std::string ci = block(0, "0x41", "0xd4f") + block(1, "0x41", "0xd4f");
+  const Topology hetero = with_cpuinfo(block(0, "0x41", "0xd05") + block(1, "0x51", "0x802"));
+  EXPECT_EQ(hetero.cpu.arm_implementer, 0x41);
+  EXPECT_EQ(hetero.cpu.arm_part, 0xd05);
   const Topology t = with_cpuinfo(ci);
   EXPECT_EQ(t.cpu.arch, "aarch64");
   EXPECT_EQ(t.cpu.arm_implementer, 0x41);
@@ -896,7 +970,8 @@ TEST(TruthCpuinfo, PowerCpuLine) {
 }
 
 // One NUMA node without cpulist files (an older snapshot): its CPUs are the online ones, which
-// /proc/cpuinfo lists a block each (c_start/c_next walk cpu_online_mask): CPUs 4-6 offline here.
+// /proc/cpuinfo lists a block each (c_start/c_next walk cpu_online_mask): CPUs 0 and 4-6 offline
+// here, whatever order the blocks come in.
 TEST(TruthCpuinfo, OneNodeTakesTheOnlineCpusOfCpuinfo) {
   // Mutants: read_cpus "processor" parsing (digit test, n < kMaxCpus, resize), the one-node
   // fallback's conditions and node_cpus[0].
@@ -904,13 +979,13 @@ TEST(TruthCpuinfo, OneNodeTakesTheOnlineCpusOfCpuinfo) {
   n.fn("0000:00:02.0", "pci0000:00/0000:00:02.0", Config().b);
   n.file("sys/devices/pci0000:00/0000:00:02.0/numa_node", "-1\n");
   std::string ci;
-  for (int c : {0, 1, 2, 3, 7}) ci += x86_block(c, 0, " fpu");
-  ci += "processor\t: \nprocessor\t: x\n";  // not CPU numbers
+  for (int c : {7, 1, 2, 3}) ci += x86_block(c, 0, " fpu");     // CPU 0 offline (cpu0 hotplug)
+  ci += "processor\t: \nprocessor\t: x\nprocessor\t: 65536\n";  // not CPU numbers (65536: beyond any list)
   n.file("proc/cpuinfo", ci);
   const Topology t = n.read();
   EXPECT_EQ(t.numa_nodes, 1);
   EXPECT_EQ(dev(t, "0000:00:02.0").numa, 0);
-  EXPECT_EQ(dev(t, "0000:00:02.0").cpu_affinity, "0-3,7");
+  EXPECT_EQ(dev(t, "0000:00:02.0").cpu_affinity, "1-3,7");
   // Two nodes: the online CPUs are not any one node's.
   Node two = numa_node_tree(2, {});
   two.fn("0000:00:02.0", "pci0000:00/0000:00:02.0", Config().b);
