@@ -961,10 +961,10 @@ TEST(TruthCpuinfo, Arm64ImplementerAndPart) {
 TEST(TruthCpuinfo, PowerCpuLine) {
   const Topology t = with_cpuinfo(
       "processor\t: 0\ncpu\t\t: POWER9 (raw), altivec supported\nclock\t\t: 3800.000000MHz\nrevision\t: 2.2 (pvr 004e 1202)\n\n"
-      "processor\t: 1\ncpu\t\t: POWER9 (raw), altivec supported\n\ntimebase\t: 512000000\nplatform\t: PowerNV\n");
+      "processor\t: 1\ncpu\t\t: POWER10 (raw), altivec supported\n\ntimebase\t: 512000000\nplatform\t: PowerNV\n");
   EXPECT_EQ(t.cpu.arch, "ppc64le");
   EXPECT_EQ(t.cpu.vendor, "IBM");
-  EXPECT_EQ(t.cpu.model_name, "POWER9 (raw), altivec supported");
+  EXPECT_EQ(t.cpu.model_name, "POWER9 (raw), altivec supported");  // the first block's, as elsewhere
   // An x86 "cpu" key that is not a POWER name (none exists, but a crafted one) names nothing.
   EXPECT_EQ(with_cpuinfo("cpu\t\t: Cortex\n").cpu.model_name, "");
 }
@@ -986,6 +986,12 @@ TEST(TruthCpuinfo, OneNodeTakesTheOnlineCpusOfCpuinfo) {
   EXPECT_EQ(t.numa_nodes, 1);
   EXPECT_EQ(dev(t, "0000:00:02.0").numa, 0);
   EXPECT_EQ(dev(t, "0000:00:02.0").cpu_affinity, "1-3,7");
+  // node0's own cpulist, where the snapshot has it, is the node's CPUs (not cpuinfo's blocks).
+  Node listed = numa_node_tree(1, {"0-7"});
+  listed.fn("0000:00:02.0", "pci0000:00/0000:00:02.0", Config().b);
+  listed.file("sys/devices/pci0000:00/0000:00:02.0/numa_node", "-1\n");
+  listed.file("proc/cpuinfo", ci);
+  EXPECT_EQ(dev(listed.read(), "0000:00:02.0").cpu_affinity, "0-7");
   // Two nodes: the online CPUs are not any one node's.
   Node two = numa_node_tree(2, {});
   two.fn("0000:00:02.0", "pci0000:00/0000:00:02.0", Config().b);
