@@ -933,6 +933,22 @@ TEST(TruthCpuinfo, X86TwoSocketsBareMetal) {
   EXPECT_EQ(bare.cpu.arch, "");
 }
 
+// The first block's values are kept whatever they are, 0 included (x86 "model : 0", as the
+// Pentium 4 "Willamette" prints; MIDR fields of 0), not replaced by a later block's.
+TEST(TruthCpuinfo, FirstBlockKeptEvenWhereItsValuesAreZero) {
+  // Mutants: read_cpus family/model/arm_implementer/arm_part < 0 -> <= 0, < 1.
+  const Topology x86 = with_cpuinfo(
+      "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 0\nmodel\t\t: 0\n\n"
+      "processor\t: 1\nvendor_id\t: GenuineIntel\ncpu family\t: 15\nmodel\t\t: 2\n\n");
+  EXPECT_EQ(x86.cpu.family, 0);
+  EXPECT_EQ(x86.cpu.model, 0);
+  const Topology arm = with_cpuinfo(
+      "processor\t: 0\nCPU implementer\t: 0x00\nCPU part\t: 0x000\n\n"
+      "processor\t: 1\nCPU implementer\t: 0x41\nCPU part\t: 0xd4f\n\n");
+  EXPECT_EQ(arm.cpu.arm_implementer, 0);
+  EXPECT_EQ(arm.cpu.arm_part, 0);
+}
+
 // arch/arm64/kernel/cpuinfo.c c_show: "CPU implementer\t: 0x%02x", "CPU part\t: 0x%03x" per
 // CPU (NVIDIA Grace: implementer 0x41 Arm, part 0xd4f Neoverse V2); no vendor_id line.
 // A heterogeneous SoC prints each core's own MIDR; the CPU is named by the first block's
