@@ -91,24 +91,26 @@ void parse_config(ConfigSpace& c, Device& d) {
   bool pcie = false;
   if (c.has(256) && (c.u16le(0x06) & 0x10)) {
     uint32_t ptr = c.u8(0x34) & 0xfc;
+    // As drivers/pci/pci.c __pci_find_next_cap_ttl walks it: pointers from 0x40, at most 48
+    // hops (PCI_FIND_CAP_TTL), the first PCI Express capability is the one (pci_find_capability).
     for (int guard = 0; ptr >= 0x40 && c.has(ptr + 0x14) && guard < 48; ++guard) {
       uint32_t id = c.u8(ptr);
       if (id == 0x10) {
         pcie = true;
         uint32_t flags = c.u16le(ptr + 2);
-        static const PortType kTypes[] = {PortType::Endpoint,
-                                          PortType::LegacyEndpoint,
-                                          PortType::Unknown,
-                                          PortType::Unknown,
-                                          PortType::RootPort,
-                                          PortType::SwitchUpstream,
-                                          PortType::SwitchDownstream,
-                                          PortType::PcieToPciBridge,
-                                          PortType::PciToPcieBridge,
-                                          PortType::RootComplexEndpoint,
-                                          PortType::RootComplexEventCollector};
+        static const std::array<PortType, 11> kTypes = {PortType::Endpoint,
+                                                        PortType::LegacyEndpoint,
+                                                        PortType::Unknown,
+                                                        PortType::Unknown,
+                                                        PortType::RootPort,
+                                                        PortType::SwitchUpstream,
+                                                        PortType::SwitchDownstream,
+                                                        PortType::PcieToPciBridge,
+                                                        PortType::PciToPcieBridge,
+                                                        PortType::RootComplexEndpoint,
+                                                        PortType::RootComplexEventCollector};
         uint32_t pt = (flags >> 4) & 0xf;
-        if (pt < sizeof kTypes / sizeof kTypes[0]) d.port = kTypes[pt];
+        if (pt < kTypes.size()) d.port = kTypes[pt];
         uint32_t devcap = c.u32le(ptr + 4), devctl = c.u16le(ptr + 8);
         d.mps_cap = 128 << (devcap & 7);
         d.mps = 128 << ((devctl >> 5) & 7);
@@ -120,6 +122,7 @@ void parse_config(ConfigSpace& c, Device& d) {
           if (d.link_sta.speed_gts == 0) d.link_sta.speed_gts = speed_from_code(lnksta & 0xf);
           if (d.link_sta.width == 0) d.link_sta.width = static_cast<int>((lnksta >> 4) & 0x3f);
         }
+        break;
       }
       ptr = c.u8(ptr + 1) & 0xfc;
     }
@@ -128,7 +131,9 @@ void parse_config(ConfigSpace& c, Device& d) {
   if (pcie && c.has(4096)) {
     d.acs_known = true;
     uint32_t off = 0x100;
-    for (int guard = 0; off >= 0x100 && c.has(off + 8) && guard < 512; ++guard) {
+    // pci_find_next_ext_capability: from 0x100, a next pointer below 0x100 ends the list, and
+    // at most (4096 - 256) / 8 = 480 hops (a capability takes 8 bytes at least).
+    for (int guard = 0; off >= 0x100 && c.has(off + 8) && guard < 480; ++guard) {
       uint32_t h = c.u32le(off);
       if (h == 0 || h == 0xffffffff) break;
       uint32_t id = h & 0xffff;
