@@ -1290,6 +1290,38 @@ TEST(TruthRootPort, AcsRedirectOnTheRootPortsOfARootComplexPath) {
   EXPECT_FALSE(finding(q, "acs-root-port"));
 }
 
+// The same across two host bridges of one NUMA node (NODE: the pair crosses both root ports too),
+// and never for GPUs whose peer traffic takes NVLink (two H100 SXM: NVLink inferred from their
+// model) rather than the root ports.
+TEST(TruthRootPort, NodePathsToo_NvlinkPairsNever) {
+  FakeNode node;
+  node.modules = testing::switch_node().modules;
+  FakeFn& rp1 = testing::add_port(node, "0000:00:01.0", "/sys/devices/pci0000:00/0000:00:01.0", testing::kRootPort, 1);
+  rp1.acs = true;
+  rp1.acs_ctl = 0x001d;
+  FakeFn& rp2 = testing::add_port(node, "0000:80:01.0", "/sys/devices/pci0000:80/0000:80:01.0", testing::kRootPort, 0x81);
+  rp2.acs = true;
+  testing::add_endpoint(node, "0000:01:00.0", "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0", 0x10de, 0x2331, 0x030200).resource =
+      testing::switch_node().fns[4].resource;
+  testing::add_endpoint(node, "0000:81:00.0", "/sys/devices/pci0000:80/0000:80:01.0/0000:81:00.0", 0x15b3, 0x1021, 0x020700);
+  node.numa_nodes = 1;
+  const PairResult p = only_pair(check(from_fake(node), kb(), CheckOptions{}));
+  ASSERT_EQ(p.path.cls, PathClass::NODE);
+  const Finding* f = finding(p, "acs-root-port");
+  ASSERT_TRUE(f);
+  EXPECT_NE(f->reason.find("0000:00:01.0 (ACSCtl 0x001d)"), std::string::npos) << f->reason;
+  FakeNode sxm = two_root_ports(0x001d, 0x001d);
+  FakeFn& nic = fn(sxm, "0000:02:00.0");
+  nic.vendor = 0x10de;
+  nic.device = 0x2330;
+  nic.class_code = 0x030200;
+  nic.resource = testing::switch_node().fns[4].resource;
+  fn(sxm, "0000:01:00.0").device = 0x2330;
+  const PairResult q = only_pair(check(from_fake(sxm), kb(), CheckOptions{}));
+  ASSERT_TRUE(q.nvlink.linked);
+  EXPECT_FALSE(finding(q, "acs-root-port"));
+}
+
 // The NIC's ATS capability (extended capability 0x000f; ATS Control bit 15 enables it; PCIe base
 // spec) written into its config space.
 std::vector<TarEntry> with_ats(const FakeNode& n, const std::string& bdf, bool enabled) {
@@ -1351,6 +1383,49 @@ TEST(TruthRootPort, AtsWhereTheIommuTranslates) {
     }
     EXPECT_EQ(finding(p, "ats-vm") != nullptr, c.ats_vm);
   }
+  // --skip by id; a PXB path (the NIC below a second switch) is judged as PIX is; a port whose
+  // ACS cannot do Direct Translated P2P (capability bit 6 clear) routes translated requests by the
+  // redirect bits, so it is not "off"; ATS on a GPU is not the NIC's (ats-* judge the NIC).
+  auto ats_node = [](bool vm, uint16_t dsp_cap, bool pxb) {
+    FakeNode n = testing::switch_node();
+    if (vm) n.cpuinfo += "flags\t\t: fpu hypervisor\n";
+    if (pxb) {
+      const std::string dsp = "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:01.0";
+      n.fns.erase(std::remove_if(n.fns.begin(), n.fns.end(), [](const FakeFn& f) { return f.bdf == kNic; }), n.fns.end());
+      testing::add_port(n, "0000:04:00.0", dsp + "/0000:04:00.0", testing::kUpstream, 5, 0x10b5, 0x9797);
+      testing::add_port(n, "0000:05:00.0", dsp + "/0000:04:00.0/0000:05:00.0", testing::kDownstream, 6, 0x10b5, 0x9797).acs = true;
+      testing::add_endpoint(n, "0000:06:00.0", dsp + "/0000:04:00.0/0000:05:00.0/0000:06:00.0", 0x15b3, 0x1021, 0x020700);
+    }
+    const std::string nic = pxb ? "0000:06:00.0" : kNic;
+    for (auto& f : n.fns) {
+      f.iommu_group = static_cast<int>(&f - &n.fns[0]);
+      n.groups.push_back({f.iommu_group, f.bdf == nic ? "DMA" : "identity"});
+      if (f.port_type == testing::kDownstream) f.acs_cap = dsp_cap;
+    }
+    return testing::from_entries(with_ats(n, nic, true));
+  };
+  for (const char* skip : {"ats-vm", "ats-translated", "ats"}) {
+    SCOPED_TRACE(skip);
+    CheckOptions o;
+    o.skip = {skip};
+    const PairResult p = only_pair(check(ats_node(true, 0x7f, false), kb(), o));
+    EXPECT_EQ(finding(p, "ats-vm") != nullptr, std::string(skip) == "ats-translated");
+    EXPECT_EQ(finding(p, "ats-translated") != nullptr, std::string(skip) == "ats-vm");
+  }
+  const PairResult pxb = only_pair(check(ats_node(false, 0x7f, true), kb(), CheckOptions{}));
+  ASSERT_EQ(pxb.path.cls, PathClass::PXB);
+  const Finding* f = finding(pxb, "ats-translated");
+  ASSERT_TRUE(f);
+  EXPECT_NE(f->reason.find("but ACS Direct Translated P2P is off on "), std::string::npos) << f->reason;
+  for (const char* port : {"0000:02:00.0", "0000:02:01.0", "0000:05:00.0"}) EXPECT_NE(f->reason.find(port), std::string::npos) << port;
+  const PairResult nodt = only_pair(check(ats_node(false, 0x3f, false), kb(), CheckOptions{}));
+  const Finding* g = finding(nodt, "ats-translated");
+  ASSERT_TRUE(g);
+  EXPECT_NE(g->reason.find("translated peer requests can stay below the switch"), std::string::npos) << g->reason;
+  FakeNode gpus = gpu_pair(0x2331, 0x2331, false);
+  gpus.cpuinfo += "flags\t\t: fpu hypervisor\n";
+  const PairResult gg = only_pair(check(testing::from_entries(with_ats(gpus, kNic, true)), kb(), CheckOptions{}));
+  EXPECT_FALSE(finding(gg, "ats-vm"));
 }
 
 }  // namespace
