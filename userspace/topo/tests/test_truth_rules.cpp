@@ -668,6 +668,21 @@ TEST(TruthNotes, NvlinkUnknownOnlyWhereNvidiaGpuPairsAreJudgedOnPcie) {
   EXPECT_FALSE(has_note(nic, "nvlink-nvml"));  // NVML not asked: no note at all
 }
 
+// The same from lspci -tv text without ids: NVIDIA known by the vendor name lspci prints; two H100
+// PCIe on two root ports of a CPU the input does not name (no lscpu): unverified root complex.
+TEST(TruthNotes, NvlinkUnknownForNvidiaGpusNamedOnly) {
+  const std::string text =
+      "-[0000:00]-+-01.0-[01]----00.0  NVIDIA Corporation GH100 [H100 PCIe]\n"
+      "           \\-02.0-[02]----00.0  NVIDIA Corporation GH100 [H100 PCIe]\n";
+  Topology t = parse_lspci({{"two.txt", text}});
+  assign_roles(t, kb());
+  const Report r = check(t, kb(), CheckOptions{});
+  ASSERT_EQ(r.gpus.size(), 2u);
+  ASSERT_FALSE(t.devices[r.gpus[0]].ids_known);
+  ASSERT_NE(only_pair(r).verdict, Verdict::Optimal);
+  EXPECT_TRUE(has_note(r, "nvlink-unknown", "NVLink is not in this input (lspci)"));
+}
+
 // What gives a virtual machine away (docs/check.md, platform-virtual): the CPU's hypervisor flag,
 // a cloud DMI vendor (Amazon EC2's sys_vendor), an emulated PCI function (virtio-blk 1af4:1042);
 // each alone is enough, and a bare-metal node has none.
