@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gdrpeer/topo/inputs.hpp"
@@ -247,6 +248,23 @@ TEST(TruthLinks, EachPortKindAndWhatIsNotATrainedLink) {
     std::sort(got.begin(), got.end());
     EXPECT_EQ(got, c.want);
   }
+  // Two functions of one device below a root port (00:01.0, the first device): the pair meets at
+  // the root port, whose link to them trained x8 of x16 at both ends.
+  FakeNode mf;
+  mf.modules = testing::switch_node().modules;
+  FakeFn& rport = testing::add_port(mf, "0000:00:01.0", "/sys/devices/pci0000:00/0000:00:01.0", testing::kRootPort, 1);
+  rport.sta_width = 8;
+  for (const auto& [bdf, vendor, device, cls] :
+       {std::tuple{"0000:01:00.0", 0x10de, 0x2331, 0x030200}, std::tuple{"0000:01:00.1", 0x15b3, 0x1021, 0x020700}}) {
+    FakeFn& f = testing::add_endpoint(mf, bdf, std::string("/sys/devices/pci0000:00/0000:00:01.0/") + bdf, static_cast<uint16_t>(vendor),
+                                      static_cast<uint16_t>(device), static_cast<uint32_t>(cls));
+    f.sta_width = 8;
+  }
+  const PairResult m = only_pair(check(from_fake(mf), kb(), CheckOptions{}));
+  ASSERT_GE(m.path.lca, 0);
+  bool port_named = false;
+  for (const auto& f : m.findings) port_named = port_named || (f.rule == "link-width" && f.reason.find("link of 0000:00:01.0 ") == 0);
+  EXPECT_TRUE(port_named);
   // "Unknown" current_link_speed on the NIC and its port: no speed reading, no speed finding.
   FakeNode n = testing::switch_node();
   std::vector<TarEntry> e = n.entries();
