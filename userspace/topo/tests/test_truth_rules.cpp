@@ -1326,7 +1326,7 @@ TEST(TruthRootPort, AcsRedirectOnTheRootPortsOfARootComplexPath) {
 // The same across two host bridges of one NUMA node (NODE: the pair crosses both root ports too),
 // and never for GPUs whose peer traffic takes NVLink (two H100 SXM: NVLink inferred from their
 // model) rather than the root ports.
-TEST(TruthRootPort, NodePathsToo_NvlinkPairsNever) {
+TEST(TruthRootPort, NodePathsTooNvlinkPairsNever) {
   FakeNode node;
   node.modules = testing::switch_node().modules;
   FakeFn& rp1 = testing::add_port(node, "0000:00:01.0", "/sys/devices/pci0000:00/0000:00:01.0", testing::kRootPort, 1);
