@@ -265,15 +265,16 @@ TEST(TruthLinks, EachPortKindAndWhatIsNotATrainedLink) {
   bool port_named = false;
   for (const auto& f : m.findings) port_named = port_named || (f.rule == "link-width" && f.reason.find("link of 0000:00:01.0 ") == 0);
   EXPECT_TRUE(port_named);
-  // "Unknown" current_link_speed on the NIC and its port: no speed reading, no speed finding.
+  // "Unknown" current_link_speed on the NIC and its port, and Current Link Speed 0 in their Link
+  // Status registers (a reserved encoding): no speed reading, no speed finding.
   FakeNode n = testing::switch_node();
+  for (auto& f : n.fns)
+    if (f.bdf == kNic || f.bdf == "0000:02:01.0") f.sta_speed = 0;
   std::vector<TarEntry> e = n.entries();
   for (auto& x : e)
     if (x.path.find("0000:04:00.0/current_link_speed") != std::string::npos ||
         x.path.find("0000:02:01.0/current_link_speed") != std::string::npos)
       x.data = "Unknown\n";
-  for (auto& f : n.fns)
-    if (f.bdf == kNic || f.bdf == "0000:02:01.0") f.sta_speed = 4;
   const PairResult q = only_pair(check(testing::from_entries(e), kb(), CheckOptions{}));
   EXPECT_FALSE(finding(q, "link-speed"));
   // Root ports on a root-complex path: an x8 NIC in an x16 root port at x8 is not downtrained.
