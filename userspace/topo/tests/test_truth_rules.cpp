@@ -383,6 +383,17 @@ TEST(TruthSoftware, DriverPeerClientAndDmabufPerGpuVendor) {
       {sc("open module, 5.12", 0x10de, nv, {}, false, "5.12.0", kOpen),
        {"software-peer-memory", Verdict::Optimal, "the dma-buf path is available"}},
       // Kernel version not in the input: the dma-buf path is unknown, not absent (a note).
+      // A registered client needs no dma-buf path, whatever the kernel.
+      {sc("peer client, open module, kernel unknown", 0x10de, nv + "nvidia_peermem 1 0 - Live 0x0\n", {}, false, "unknown", kOpen),
+       {"", Verdict::Optimal, ""}},
+      // gdrpeer gives a dma-buf path only on Linux >= 5.12 too, also where CUDA says DMA_BUF_SUPPORTED=0.
+      {sc("gdrpeer, CUDA dmabuf=0, 5.4", 0x10de, nv + "gdrpeer 1 0 - Live 0x0\n", {}, false, "5.4.0", kProprietary,
+          "0000:03:00.0 gdr=1 dmabuf=0\n"),
+       {"software-peer-memory", Verdict::Blocked, "kernel 5.4.0 < 5.12"}},
+      // The fix loads what the GPU's vendor needs.
+      {sc("NVIDIA blocked: the fix", 0x10de, nv, {}, false, "6.8.0"),
+       {"software-peer-memory", Verdict::Blocked, "| modprobe nvidia_peermem"}},
+      {sc("AMD blocked: the fix", 0x1002, "ib_core 1 0 - Live 0x0\n"), {"software-peer-memory", Verdict::Blocked, "| modprobe gdrpeer"}},
       {sc("open module, kernel unknown", 0x10de, nv, {}, false, "unknown", kOpen),
        {"software-peer-memory", Verdict::Optimal, "whether the dma-buf path (Linux >= 5.12) is there is unknown"}},
       {sc("proprietary, kernel unknown", 0x10de, nv, {}, false, "unknown", kProprietary),
@@ -1036,8 +1047,14 @@ TEST(TruthVirtual, FlatBusHidesThePathExceptWhereNvlinkMayCarryIt) {
   const std::string nvml_none =
       "nvml driver=580.159.04 library=libnvidia-ml.so.1\ngpu 00000000:00:06.0 device=0x233110de\n"
       "gpu 00000000:00:07.0 device=0x233110de\n";
+  FakeNode amd_first = vm(false, false, 0x10de, 0x2331, 0x030200);
+  fn(amd_first, "0000:00:06.0").vendor = 0x1002;
+  fn(amd_first, "0000:00:06.0").device = 0x74a1;
+  fn(amd_first, "0000:00:06.0").class_code = 0x038000;
   const Case cases[] = {
       {"GPU and NIC on the root bus", vm(false, false, 0x15b3, 0x1021, 0x020700), {}, Verdict::Unreliable, "flat virtual PCIe topology"},
+      {"AMD then NVIDIA GPU on the root bus", amd_first, {}, Verdict::Unreliable, "flat virtual PCIe topology"},
+      {"two NVIDIA GPUs behind root ports", vm(true, true, 0x10de, 0x2331, 0x030200), {}, Verdict::Optimal, "the classes reflect"},
       {"GPU and NIC behind root ports",
        vm(true, true, 0x15b3, 0x1021, 0x020700),
        {},
