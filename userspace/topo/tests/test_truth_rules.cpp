@@ -154,6 +154,7 @@ TEST(TruthDriverVersion, TheDottedNumberAfterTheModuleWords) {
 }
 
 FakeNode two_root_ports(uint16_t acs_ctl_1, uint16_t acs_ctl_2);
+FakeNode gpu_pair(uint16_t first, uint16_t second, bool nvswitch);
 
 // ---- links -------------------------------------------------------------------
 
@@ -466,7 +467,9 @@ FakeNode without(const std::vector<std::string>& bdfs) {
 // has one entry per two distinct labelled devices (nvidia-smi topo -m's diagonal is X, not a class).
 TEST(TruthNotes, WhatTheNodeHoldsAndWhatWasAsked) {
   {
-    Report r = check(from_fake(without({kGpu})), kb(), CheckOptions{});
+    FakeNode nic_only = without({kGpu});
+    nic_only.cpuinfo = "vendor_id\t: HygonGenuine\ncpu family\t: 24\nmodel\t\t: 1\nmodel name\t: Hygon C86 7285 32-core Processor\n";
+    Report r = check(from_fake(nic_only), kb(), CheckOptions{});
     EXPECT_TRUE(r.pairs.empty());
     EXPECT_TRUE(has_note(r, "no-gpu", "no GPU found in fake.tar"));
     EXPECT_FALSE(has_note(r, "no-nic"));
@@ -585,6 +588,21 @@ TEST(TruthNotes, CudaProbeAndDriverNotes) {
   const Report a = check(from_fake(amd), kb(), CheckOptions{});
   ASSERT_EQ(a.gpus.size(), 1u);
   EXPECT_FALSE(has_note(a, "software-cuda"));
+  // An NVIDIA GPU beside an AMD one (the AMD one last): the note is there.
+  FakeNode mixed = n;
+  fn(mixed, kNic).vendor = 0x1002;
+  fn(mixed, kNic).device = 0x74a1;
+  fn(mixed, kNic).class_code = 0x038000;
+  const Report m = check(from_fake(mixed), kb(), CheckOptions{});
+  ASSERT_EQ(m.gpus.size(), 2u);
+  EXPECT_TRUE(has_note(m, "software-cuda", "not asked (gdrpeer check --cuda asks"));
+  // An hwloc dump (AWS p4d.24xlarge, 8 A100 by id) is no live node: nothing about CUDA or the driver.
+  Topology h = parse_hwloc_xml(testing::slurp(testing::reference("aws-p4d.24xlarge.xml")), "aws-p4d.24xlarge.xml");
+  assign_roles(h, kb());
+  const Report hr = check(h, kb(), CheckOptions{});
+  ASSERT_FALSE(hr.gpus.empty());
+  ASSERT_TRUE(h.devices[hr.gpus[0]].ids_known);
+  EXPECT_FALSE(has_note(hr, "software-cuda"));
 }
 
 // root-complex-unknown names the CPU the input gives (Hygon C86 7285: vendor HygonGenuine, family
@@ -607,6 +625,8 @@ TEST(TruthNotes, UnknownRootComplexNamesTheCpuTheInputGives) {
        "CPU Hygon C86 7285 32-core Processor is not in topology/root_complexes.json", "root complex of Hygon C86 7285 32-core Processor"},
       {"vendor_id\t: HygonGenuine\ncpu family\t: 24\nmodel\t\t: 1\nphysical id\t: 0\n", "CPU HygonGenuine family 24 model 1 is not in",
        "root complex of this CPU"},
+      {"model name\t: Hygon C86 7285 32-core Processor\nphysical id\t: 0\n", "CPU Hygon C86 7285 32-core Processor is not in",
+       "root complex of Hygon C86 7285 32-core Processor"},
       {"", "CPU identity is not in this input", "root complex of this CPU"},
   };
   for (const auto& c : cases) {
@@ -696,6 +716,14 @@ TEST(TruthNotes, NvlinkUnknownOnlyWhereNvidiaGpuPairsAreJudgedOnPcie) {
   ASSERT_NE(nic.worst, Verdict::Optimal);
   EXPECT_FALSE(has_note(nic, "nvlink-unknown"));
   EXPECT_FALSE(has_note(nic, "nvlink-nvml"));  // NVML not asked: no note at all
+  // Two H100 SXM (NVLink inferred from the model) with a GPU link at x8 of x16: degraded, but
+  // their peer traffic is judged on NVLink, not on PCIe.
+  FakeNode sxm = gpu_pair(0x2330, 0x2330, false);
+  fn(sxm, kGpu).sta_width = 8;
+  const Report sr = check(from_fake(sxm), kb(), CheckOptions{});
+  ASSERT_TRUE(only_pair(sr).nvlink.linked);
+  ASSERT_NE(only_pair(sr).verdict, Verdict::Optimal);
+  EXPECT_FALSE(has_note(sr, "nvlink-unknown"));
 }
 
 // The same from lspci -tv text without ids: NVIDIA known by the vendor name lspci prints; two H100
