@@ -339,6 +339,14 @@ class Checker {
       if (up->link_cap.width > 0) want_w = std::min(want_w, up->link_cap.width);
       if (up->link_cap.speed_gts > 0) want_s = std::min(want_s, up->link_cap.speed_gts);
     }
+    // A root or downstream port's link is the one to the device below it: an x8 NIC in an x16
+    // slot trains at x8, and so does the port (issue 28: it was called downtrained).
+    if (d.port == PortType::RootPort || d.port == PortType::SwitchDownstream)
+      for (int c : d.children) {
+        const Link& below = t_.devices[c].link_cap;
+        if (below.width > 0) want_w = std::min(want_w, below.width);
+        if (below.speed_gts > 0) want_s = std::min(want_s, below.speed_gts);
+      }
     if (want_w > 0 && d.link_sta.width < want_w) {
       add(r.findings, "link-width", Verdict::Degraded,
           "link of " + d.bdf + " trained at x" + std::to_string(d.link_sta.width) + " below its x" + std::to_string(want_w) + " capability",
@@ -570,7 +578,9 @@ Report check(const Topology& t, const RuleData& k, const CheckOptions& opt) {
       rep.classes.emplace(std::minmax(a, b), path.cls);
     }
   Checker c(t, k, opt, rep);
-  const bool nvswitch_on_bus = opt.gpu_gpu && rep.gpus.size() > 1 && t.nvlinks.empty() && nvswitch_on_pci_bus(t);
+  // NVSwitches on the bus stand in for a link list only where no input said which links there
+  // are: NVML answering with no active link (nvlink_known) means peer traffic takes PCIe.
+  const bool nvswitch_on_bus = opt.gpu_gpu && rep.gpus.size() > 1 && t.nvlinks.empty() && !t.nvlink_known && nvswitch_on_pci_bus(t);
   // No link data at all (NVML not asked or failing, lspci, sysfs copies): GPUs that ship
   // only on NVLink baseboards are NVLink-connected to each other.
   const bool model_inference = opt.gpu_gpu && rep.gpus.size() > 1 && t.nvlinks.empty() && !t.nvlink_known;
