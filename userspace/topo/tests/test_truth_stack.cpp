@@ -165,6 +165,49 @@ TEST(TruthGate, AnUnknownThatDecidesStaysUnknown) {
   EXPECT_EQ(b.nvidia_p2p.allowed, 1);
 }
 
+// Where the override is what is unknown, the answer says what the driver's default (0) decides
+// for this topology, from the oracle with the override fixed at 0.
+TEST(TruthGate, AnUnknownOverrideSaysWhatTheDefaultDecides) {
+  const char* verb[] = {"refuses", "allows"};
+  for (bool vm : {false, true})
+    for (bool chipset : {false, true})
+      for (int bridge : {-1, 0, 1}) {
+        GateInput in;
+        in.flavour = 1;
+        in.coherent = 0;
+        in.override_value = -1;
+        in.passthrough_vm = vm;
+        in.unsupported_chipset = chipset;
+        in.common_bridge = bridge;
+        in.same_iommu_group = 1;
+        SCOPED_TRACE(describe(in));
+        GateInput zero = in;
+        zero.override_value = 0;
+        const int by_default = decided(completions(zero), nvidia_p2p);
+        const std::string want = std::string("(default 0 ") + (by_default == -1 ? "leaves open" : verb[by_default]) + " this topology)";
+        const GateResult g = exporter_gate(in);
+        EXPECT_EQ(g.nvidia_p2p.allowed, -1);
+        EXPECT_NE(g.nvidia_p2p.why.find("NVreg_GrdmaPciTopoCheckOverride not in this input " + want), std::string::npos)
+            << g.nvidia_p2p.why;
+      }
+  for (int group : {0, 1}) {
+    GateInput in;
+    in.flavour = 1;
+    in.coherent = 1;
+    in.override_value = -1;
+    in.same_iommu_group = group;
+    SCOPED_TRACE(describe(in));
+    GateInput zero = in;
+    zero.override_value = 0;
+    const int by_default = decided(completions(zero), dmabuf_pcie);
+    const GateResult g = exporter_gate(in);
+    EXPECT_EQ(g.dmabuf_pcie.allowed, -1);
+    const std::string want = std::string("(default 0 ") + verb[by_default] + " the PCIe mapping type: GPU and NIC in " +
+                             (group ? "one IOMMU group)" : "different IOMMU groups)");
+    EXPECT_NE(g.dmabuf_pcie.why.find(want), std::string::npos) << g.dmabuf_pcie.why;
+  }
+}
+
 // ---- the stage on a synthetic node ---------------------------------------------------------
 
 using testing::FakeNode;
@@ -264,6 +307,283 @@ TEST(TruthPeerClients, DmaBufNeedsLinux512) {
     for (const char* c : {"nccl", "nvshmem", "ucx"})
       EXPECT_EQ(consumer(p, c).path, dmabuf ? "dma-buf" : "none") << c << ": " << consumer(p, c).why;
   }
+}
+
+// The consumers' decisions are about a NIC registering GPU memory (NCCL's net transport,
+// NVSHMEM's and UCX's IB transports): a GPU x GPU pair (NCCL's p2p transport) gets none of them,
+// nor does a GPU of another vendor (AMD's MI300X, 1002:74a1: its memory is not NVIDIA's to gate).
+TEST(TruthPairs, OnlyNvidiaGpuAndNicPairsGetTheStack) {
+  FakeNode n = stack_node(kProprietary);  // no peer client, no dma-buf: every consumer has something to say
+  const std::string up = "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0";
+  testing::add_port(n, "0000:02:02.0", up + "/0000:02:02.0", testing::kDownstream, 5, 0x10b5, 0x9797).acs = true;
+  testing::add_endpoint(n, "0000:05:00.0", up + "/0000:02:02.0/0000:05:00.0", 0x10de, 0x2330, 0x030200);
+  testing::add_port(n, "0000:02:03.0", up + "/0000:02:03.0", testing::kDownstream, 6, 0x10b5, 0x9797).acs = true;
+  testing::add_endpoint(n, "0000:06:00.0", up + "/0000:02:03.0/0000:06:00.0", 0x1002, 0x74a1, 0x038000);
+  const Topology t = from_fake(n);
+  const Report r = check(t, kb(), CheckOptions{});
+  int nvidia_nic = 0;
+  for (const auto& p : r.pairs) {
+    const Device& a = t.devices[p.a];
+    const Device& b = t.devices[p.b];
+    SCOPED_TRACE(a.bdf + " - " + b.bdf);
+    const bool judged = a.vendor == 0x10de && b.role == Role::NIC;
+    EXPECT_EQ(p.stack != nullptr, judged);
+    bool consumer_finding = false;
+    for (const auto& f : p.findings) consumer_finding = consumer_finding || f.rule.rfind("consumer-", 0) == 0 || f.rule == "exporter-gate";
+    EXPECT_EQ(consumer_finding, judged);
+    nvidia_nic += judged;
+  }
+  EXPECT_EQ(nvidia_nic, 2);       // 03:00.0 and 05:00.0 with the NIC
+  EXPECT_GE(r.pairs.size(), 4u);  // and the GPU pairs, the AMD GPU's with the NIC
+}
+
+// ---- what the consumers' access(2) calls find, from the files of the input ----------------
+
+TarEntry dir(const std::string& path) { return {TarEntry::Type::Directory, path.substr(1), ""}; }
+TarEntry file(const std::string& path, const std::string& data) { return {TarEntry::Type::File, path.substr(1), data}; }
+
+Topology read_as(const FakeNode& n, const std::vector<TarEntry>& extra, const std::string& source) {
+  std::vector<TarEntry> e = n.entries();
+  e.insert(e.end(), extra.begin(), extra.end());
+  auto fs = make_tar_fs(write_tar(e), source);
+  Topology t = parse_sysfs(*fs, source);
+  assign_roles(t, kb());
+  return t;
+}
+
+// They test /sys/kernel/mm/memory_peers/<name>/version: a client directory without its version
+// file is no client to any of them.
+TEST(TruthFacts, AClientWithoutItsVersionFileIsNone) {
+  const Report r = run_check(stack_node(kProprietary), {dir("/sys/kernel/mm/memory_peers/nv_mem")});
+  const PairResult& p = gpu_nic(r);
+  EXPECT_EQ(consumer(p, "nccl").gdr, 0) << consumer(p, "nccl").why;
+  EXPECT_EQ(consumer(p, "nvshmem").path, "none");
+  EXPECT_EQ(consumer(p, "ucx").path, "none");
+}
+
+// /sys/module/nvidia_peermem/version is what NCCL, NVSHMEM and UCX test for the module, whatever
+// /proc/modules lists.
+TEST(TruthFacts, NvidiaPeermemBySysModule) {
+  const Report r = run_check(stack_node(kProprietary), {file("/sys/module/nvidia_peermem/version", "580.159.04\n")});
+  const PairResult& p = gpu_nic(r);
+  EXPECT_EQ(consumer(p, "nccl").gdr, 1) << consumer(p, "nccl").why;
+  EXPECT_EQ(consumer(p, "nvshmem").path, "peer-memory");
+  EXPECT_EQ(consumer(p, "ucx").path, "peer-memory");
+}
+
+// A copy of sysfs without /sys/kernel/mm/memory_peers cannot tell whether a loaded peer module
+// registered nv_mem there (the directory may just not have been copied): unknown. On the live
+// node the directory's absence is the answer (ib_core is the kernel's own): no client. Without a
+// peer module loaded there is none either way. UCX also tests /sys/module/nv_peer_mem/version.
+TEST(TruthFacts, MemoryPeersNotInTheInput) {
+  FakeNode n = stack_node(kProprietary);
+  n.memory_peers_dir = false;
+  n.modules = "nvidia 1 0 - Live 0x0\nnv_peer_mem 1 0 - Live 0x0\nib_core 1 0 - Live 0x0\n";
+  const std::vector<TarEntry> module = {file("/sys/module/nv_peer_mem/version", "1.3-0\n")};
+  {
+    const Topology t = read_as(n, module, "node.tar");
+    const Report r = check(t, kb(), CheckOptions{});
+    const PairResult& p = gpu_nic(r);
+    EXPECT_EQ(consumer(p, "nccl").gdr, -1) << consumer(p, "nccl").why;
+    EXPECT_EQ(consumer(p, "nvshmem").path, "unknown") << consumer(p, "nvshmem").why;
+    EXPECT_EQ(consumer(p, "ucx").path, "peer-memory") << consumer(p, "ucx").why;
+  }
+  {
+    const Topology t = read_as(n, module, "live sysfs");
+    const Report r = check(t, kb(), CheckOptions{});
+    const PairResult& p = gpu_nic(r);
+    EXPECT_EQ(consumer(p, "nccl").gdr, 0) << consumer(p, "nccl").why;
+    EXPECT_EQ(consumer(p, "nvshmem").path, "none") << consumer(p, "nvshmem").why;
+    EXPECT_EQ(consumer(p, "ucx").path, "peer-memory") << consumer(p, "ucx").why;
+  }
+  n.modules = "nvidia 1 0 - Live 0x0\nib_core 1 0 - Live 0x0\n";
+  const Topology t = read_as(n, {}, "node.tar");
+  const Report r = check(t, kb(), CheckOptions{});
+  const PairResult& p = gpu_nic(r);
+  EXPECT_EQ(consumer(p, "nccl").gdr, 0) << consumer(p, "nccl").why;
+  EXPECT_EQ(consumer(p, "nvshmem").path, "none");
+  EXPECT_EQ(consumer(p, "ucx").path, "none");
+}
+
+// A kernel release the input does not give (or that is not "major.minor...") leaves RDMA dma-buf
+// unknown, and with it the consumers' GPUDirect RDMA through the open module.
+TEST(TruthFacts, KernelReleaseNotReadLeavesDmaBufUnknown) {
+  for (const char* kernel : {"", "6", "linux"}) {
+    SCOPED_TRACE(kernel);
+    const Report r = run_check(stack_node(kOpen, kernel));
+    const PairResult& p = gpu_nic(r);
+    EXPECT_EQ(consumer(p, "nccl").gdr, -1) << consumer(p, "nccl").why;
+    for (const char* c : {"nvshmem", "ucx"}) EXPECT_NE(consumer(p, c).path, "dma-buf") << c;
+    for (const char* c : {"nvshmem", "ucx"}) EXPECT_NE(consumer(p, c).path, "none") << c;
+  }
+}
+
+// ---- a translating IOMMU with the NVIDIA driver's DmaRemapPeerMmio --------------------------
+
+// The real params file of the project's H200 node (tests/reference/stack: DmaRemapPeerMmio: 1).
+std::string h200_params() { return testing::slurp(testing::reference("stack/h200-580.159.04-open-params.txt")); }
+
+FakeNode translated(const std::string& modules) {
+  FakeNode n = stack_node(kOpen);
+  n.modules = modules;
+  n.groups = {{3, "DMA"}};
+  for (auto& f : n.fns) f.iommu_group = 3;
+  return n;
+}
+
+const Finding* iommu_finding(const PairResult& p) {
+  for (const auto& f : p.findings)
+    if (f.rule == "iommu-translating") return &f;
+  return nullptr;
+}
+
+// open-gpu-kernel-modules 580.142 nv-reg.h / nv-dma.c nv_dma_map_peer: with DmaRemapPeerMmio=1
+// (the default) the driver maps the GPU's BAR for the peer with dma_map_resource(), creating the
+// IOMMU mappings, for nvidia_p2p_dma_map_pages (nvidia_peermem) and dma-buf; with 0 it hands out
+// CPU physical addresses and creates none. The legacy nv_peer_mem takes nvidia_p2p_get_pages'
+// physical pages, never mapped for the NIC. Where the PCIe rules block a translating IOMMU, only
+// the mapped paths make it work (at a cost: degraded).
+TEST(TruthIommu, DmaRemapPeerMmioDecidesWhetherTheIommuBlocks) {
+  const std::string params = h200_params();
+  ASSERT_NE(params.find("DmaRemapPeerMmio: 1"), std::string::npos);
+  struct Case {
+    const char* what;
+    std::string modules, params;
+    bool params_file;
+    Verdict want;
+  };
+  const std::string base = "nvidia 1 0 - Live 0x0\nib_core 1 0 - Live 0x0\n";
+  const std::string legacy = base + "nv_peer_mem 1 0 - Live 0x0\n";
+  const std::string both = legacy + "nvidia_peermem 1 0 - Live 0x0\n";
+  std::string remap0 = params;
+  remap0.replace(remap0.find("DmaRemapPeerMmio: 1"), 19, "DmaRemapPeerMmio: 0");
+  std::string unset = params;
+  unset.erase(unset.find("DmaRemapPeerMmio: 1"), 20);
+  const Case cases[] = {
+      {"remap 1, dma-buf / nvidia_peermem", base, params, true, Verdict::Degraded},
+      {"remap 1, legacy nv_peer_mem alone", legacy, params, true, Verdict::Blocked},
+      {"remap 1, nvidia_peermem beside nv_peer_mem", both, params, true, Verdict::Degraded},
+      {"remap 0", base, remap0, true, Verdict::Blocked},
+      {"remap not listed", base, unset, true, Verdict::Blocked},
+      {"no params file", base, "", false, Verdict::Blocked},
+  };
+  std::string plain_reason;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    std::vector<TarEntry> extra;
+    if (c.params_file) extra.push_back(file("/proc/driver/nvidia/params", c.params));
+    const Report r = run_check(translated(c.modules), extra);
+    const PairResult& p = gpu_nic(r);
+    const Finding* f = iommu_finding(p);
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->severity, c.want) << f->reason;
+    EXPECT_EQ(p.verdict, std::max(c.want, p.verdict));
+    if (c.want == Verdict::Degraded) {
+      EXPECT_EQ(f->fix.rfind("gdrpeer verify", 0), 0u) << f->fix;
+      EXPECT_NE(f->fix.find("iommu=pt"), std::string::npos) << f->fix;  // the PCIe rule's own fix follows
+      EXPECT_NE(f->reason.find("NVreg_DmaRemapPeerMmio=1"), std::string::npos) << f->reason;
+    } else {
+      EXPECT_EQ(f->fix.find("gdrpeer verify"), std::string::npos) << f->fix;
+      EXPECT_EQ(f->reason.find("NVreg_DmaRemapPeerMmio=0") != std::string::npos, c.params == remap0) << f->reason;
+    }
+    if (!c.params_file) plain_reason = f->reason;
+  }
+  // Without the parameter the PCIe rule's finding stands as it is.
+  const Report r = run_check(translated(base), {file("/proc/driver/nvidia/params", unset)});
+  EXPECT_EQ(iommu_finding(gpu_nic(r))->reason, plain_reason);
+}
+
+// ---- --skip and the fixes of a refused registration -----------------------------------------
+
+// A Grace CPU (ARM's implementer 0x41, Neoverse V2 0xd4f: TH500, on RM's list of chipsets without
+// PCIe P2P, osinit.c) with the GPU and the NIC each under a root port of its own: no bridge in
+// common, so nv_grdma_pci_topology_supported refuses dma-buf and nvidia_p2p alike.
+FakeNode grace_two_root_ports(const std::string& version) {
+  FakeNode n;
+  const std::string r1 = "/sys/devices/pci0000:00/0000:00:01.0", r2 = "/sys/devices/pci0000:00/0000:00:02.0";
+  testing::add_port(n, "0000:00:01.0", r1, testing::kRootPort, 1, 0x10de, 0x22b2);
+  testing::add_port(n, "0000:00:02.0", r2, testing::kRootPort, 2, 0x10de, 0x22b2);
+  testing::add_endpoint(n, "0000:01:00.0", r1 + "/0000:01:00.0", 0x10de, 0x2330, 0x030200);
+  testing::add_endpoint(n, "0000:02:00.0", r2 + "/0000:02:00.0", 0x15b3, 0x1021, 0x020700);
+  n.modules = "nvidia 1 0 - Live 0x0\nib_core 1 0 - Live 0x0\n";
+  n.cpuinfo = "processor\t: 0\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd4f\n";
+  n.nvidia_version = version;
+  n.memory_peers_dir = true;
+  return n;
+}
+
+const Finding* pair_finding(const PairResult& p, const std::string& rule) {
+  for (const auto& f : p.findings)
+    if (f.rule == rule) return &f;
+  return nullptr;
+}
+
+std::vector<TarEntry> params_with_override(const std::string& v) {
+  std::string params = h200_params();
+  params.replace(params.find("GrdmaPciTopoCheckOverride: 0"), 28, "GrdmaPciTopoCheckOverride: " + v);
+  return {file("/proc/driver/nvidia/params", params)};
+}
+
+// The fix says what lifts the refusal the driver's condition names: override 2 is removed; a
+// topology the driver does not vouch for needs override 1 (whose security cost it says); the
+// proprietary module (which has no dma-buf export) is replaced by the open one.
+TEST(TruthGateFix, TheFixLiftsTheConditionThatRefused) {
+  {
+    const Report r = run_check(grace_two_root_ports(kOpen), params_with_override("0"));
+    const Finding* f = pair_finding(gpu_nic(r), "exporter-gate");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->severity, Verdict::Blocked);
+    EXPECT_NE(f->fix.find("NVreg_GrdmaPciTopoCheckOverride=1"), std::string::npos) << f->fix;
+    EXPECT_NE(f->fix.find("security trade-off"), std::string::npos) << f->fix;
+  }
+  {
+    const Report r = run_check(stack_node(kOpen), params_with_override("2"));
+    const Finding* f = pair_finding(gpu_nic(r), "exporter-gate");
+    ASSERT_TRUE(f);
+    EXPECT_NE(f->fix.find("remove NVreg_GrdmaPciTopoCheckOverride=2"), std::string::npos) << f->fix;
+    EXPECT_EQ(f->fix.find("=1"), std::string::npos) << f->fix;
+  }
+  {
+    // A snapshot whose CUDA probe says DMA_BUF_SUPPORTED=1 while the version file names the
+    // proprietary module: the consumers take dma-buf and the driver has none to export.
+    const Report r = run_check(stack_node(kProprietary), {file("/gdrpeer-snapshot/cuda-probe", "0000:03:00.0 gdr=1 dmabuf=1\n")});
+    const PairResult& p = gpu_nic(r);
+    EXPECT_EQ(consumer(p, "nccl").path, "dma-buf");
+    const Finding* f = pair_finding(p, "exporter-gate");
+    ASSERT_TRUE(f);
+    EXPECT_NE(f->fix.find("install the open NVIDIA kernel module"), std::string::npos) << f->fix;
+  }
+}
+
+// --skip takes a rule id or its group (the id's part before the first dash; docs/check.md).
+TEST(TruthSkip, ARuleOrItsGroup) {
+  auto skipping = [](const FakeNode& n, std::set<std::string> skip, const std::vector<TarEntry>& extra = {}) {
+    CheckOptions o;
+    o.skip = std::move(skip);
+    return check(from_fake(n, extra), kb(), o);
+  };
+  auto rules_of = [](const Report& r) {
+    std::set<std::string> out;
+    for (const auto& p : r.pairs)
+      for (const auto& f : p.findings) out.insert(f.rule);
+    for (const auto& f : r.node_findings) out.insert(f.rule);
+    return out;
+  };
+  const FakeNode grace = grace_two_root_ports(kOpen);
+  const std::vector<TarEntry> params = params_with_override("0");
+  ASSERT_TRUE(rules_of(skipping(grace, {}, params)).count("exporter-gate"));
+  EXPECT_FALSE(rules_of(skipping(grace, {"exporter-gate"}, params)).count("exporter-gate"));
+  EXPECT_FALSE(rules_of(skipping(grace, {"exporter"}, params)).count("exporter-gate"));
+  const FakeNode none = stack_node(kProprietary);  // no client, no dma-buf: consumer-nccl, -nvshmem, -ucx
+  const std::set<std::string> all = rules_of(skipping(none, {}));
+  for (const char* c : {"consumer-nccl", "consumer-nvshmem", "consumer-ucx", "nvidia-driver"}) ASSERT_TRUE(all.count(c)) << c;
+  const std::set<std::string> group = rules_of(skipping(none, {"consumer"}));
+  for (const char* c : {"consumer-nccl", "consumer-nvshmem", "consumer-ucx"}) EXPECT_FALSE(group.count(c)) << c;
+  EXPECT_TRUE(group.count("nvidia-driver"));
+  const std::set<std::string> one = rules_of(skipping(none, {"consumer-ucx"}));
+  EXPECT_TRUE(one.count("consumer-nccl") && one.count("consumer-nvshmem") && !one.count("consumer-ucx"));
+  EXPECT_FALSE(rules_of(skipping(none, {"nvidia-driver"})).count("nvidia-driver"));
+  EXPECT_FALSE(rules_of(skipping(none, {"nvidia"})).count("nvidia-driver"));
 }
 
 }  // namespace
