@@ -22,6 +22,7 @@
 
 #include <map>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -584,6 +585,119 @@ TEST(TruthSkip, ARuleOrItsGroup) {
   EXPECT_TRUE(one.count("consumer-nccl") && one.count("consumer-nvshmem") && !one.count("consumer-ucx"));
   EXPECT_FALSE(rules_of(skipping(none, {"nvidia-driver"})).count("nvidia-driver"));
   EXPECT_FALSE(rules_of(skipping(none, {"nvidia"})).count("nvidia-driver"));
+}
+
+// ---- the node notes: the driver as its files give it -------------------------------------
+
+// "Name: value" lines of a params file, as the driver prints them (nv-procfs.c: "%s: %u" / "%s: \"%s\"").
+std::map<std::string, std::string> params_of(const std::string& text) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    const size_t colon = line.find(": ");
+    if (colon == std::string::npos) continue;
+    std::string v = line.substr(colon + 2);
+    if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+    out[line.substr(0, colon)] = v;
+  }
+  return out;
+}
+
+// text with its one `from` replaced by `to` (the test fails where `from` is not there).
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
+}
+
+std::string only_note(const Report& r, const std::string& rule) {
+  const auto n = notes(r, rule);
+  EXPECT_EQ(n.size(), 1u) << rule;
+  return n.empty() ? "" : n[0]->reason;
+}
+
+// The driver note: the version and flavour /proc/driver/nvidia/version names, the GPUDirect
+// parameters as the real H200 params file gives them ("(unset)" where it has none or ""), the
+// RegistryDwords keys (nv-reg.h: they override the static option), and what is not in the input.
+TEST(TruthNotes, TheDriverAsItsFilesSayIt) {
+  const std::string text = h200_params();
+  const auto file_params = params_of(text);
+  ASSERT_EQ(file_params.size(), 42u);
+  std::string want_params = "; GPUDirect parameters:";
+  for (const char* p : {"GrdmaPciTopoCheckOverride", "DmaRemapPeerMmio", "EnableStreamMemOPs", "PeerMappingOverride", "RMForceStaticBar1",
+                        "EnableResizableBar", "CoherentGPUMemoryMode"}) {
+    auto it = file_params.find(p);
+    want_params += std::string(" ") + p + "=" + (it == file_params.end() || it->second.empty() ? "(unset)" : it->second);
+  }
+  const std::vector<TarEntry> params = {file("/proc/driver/nvidia/params", text)};
+  EXPECT_EQ(only_note(run_check(stack_node(kOpen), params), "nvidia-driver"),
+            "NVIDIA driver 580.159.04 (open kernel module: exports dma-buf)" + want_params);
+  EXPECT_EQ(only_note(run_check(stack_node(kProprietary)), "nvidia-driver"),
+            "NVIDIA driver 580.159.04 (proprietary kernel module: no dma-buf export); /proc/driver/nvidia/params not in this input");
+  EXPECT_EQ(only_note(run_check(stack_node(""), params), "nvidia-driver"),
+            "NVIDIA driver (version not read) (flavour not read)" + want_params);
+  EXPECT_TRUE(notes(run_check(stack_node("")), "nvidia-driver").empty());
+  // RegistryDwords: its keys, and per device by pci= ("" when a key comes before any pci=).
+  const std::string dwords =
+      replaced(replaced(text, "RegistryDwords: \"\"", "RegistryDwords: \"PeerMappingOverride=1;RMForceStaticBar1=1\""),
+               "RegistryDwordsPerDevice: \"\"", "RegistryDwordsPerDevice: \"RMPcieP2PType=1;pci=0000:03:00.0;RMPcieP2PType=2\"");
+  const std::string note = only_note(run_check(stack_node(kOpen), {file("/proc/driver/nvidia/params", dwords)}), "nvidia-driver");
+  EXPECT_NE(note.find(" PeerMappingOverride=1 RMForceStaticBar1=1 EnableResizableBar="), std::string::npos) << note;
+  EXPECT_NE(note.find("; RegistryDwords keys: PeerMappingOverride=1 RMForceStaticBar1=1"), std::string::npos) << note;
+  EXPECT_NE(note.find("; RegistryDwordsPerDevice (no pci=): RMPcieP2PType=1"), std::string::npos) << note;
+  EXPECT_NE(note.find("; RegistryDwordsPerDevice 0000:03:00.0: RMPcieP2PType=2"), std::string::npos) << note;
+}
+
+// The override note appears while GrdmaPciTopoCheckOverride=1 is active, as the option or as a
+// RegistryDwords key (which overrides the option, nv-reg.h), and not for 0 or 2.
+TEST(TruthNotes, ActiveOverrideOne) {
+  const std::string text = h200_params();
+  auto with = [&](const std::string& option, const std::string& dwords) {
+    const std::string t = replaced(replaced(text, "GrdmaPciTopoCheckOverride: 0", "GrdmaPciTopoCheckOverride: " + option),
+                                   "RegistryDwords: \"\"", "RegistryDwords: \"" + dwords + "\"");
+    const Report r = run_check(stack_node(kOpen), {file("/proc/driver/nvidia/params", t)});
+    return notes(r, "nvidia-override").size();
+  };
+  EXPECT_EQ(with("1", ""), 1u);
+  EXPECT_EQ(with("0", ""), 0u);
+  EXPECT_EQ(with("2", ""), 0u);
+  EXPECT_EQ(with("0", "GrdmaPciTopoCheckOverride=1"), 1u);
+  EXPECT_EQ(with("1", "GrdmaPciTopoCheckOverride=0"), 0u);
+}
+
+// modprobe.d(5): `options nvidia NVreg_X=v`; repeated, the later one is what the kernel applies
+// (parse_args() assigns each in turn). A configured value other than the running one applies at
+// the next load; options of other modules, blacklists and keys the driver does not list are no
+// pending parameter.
+TEST(TruthNotes, ConfiguredButNotActive) {
+  const std::vector<TarEntry> params = {file("/proc/driver/nvidia/params", h200_params())};  // Override 0, DmaRemapPeerMmio 1
+  auto pending = [&](const std::string& conf, bool with_params = true) {
+    std::vector<TarEntry> e = {file("/etc/modprobe.d/nvidia.conf", conf)};
+    if (with_params) e.insert(e.end(), params.begin(), params.end());
+    const Report r = run_check(stack_node(kOpen), e);
+    std::vector<std::string> out;
+    for (const Finding* f : notes(r, "nvidia-params-pending")) out.push_back(f->reason.substr(0, f->reason.find(" is configured")));
+    return out;
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(pending("options nvidia NVreg_GrdmaPciTopoCheckOverride=1\n"), V{"NVreg_GrdmaPciTopoCheckOverride=1"});
+  EXPECT_EQ(pending("options nvidia NVreg_GrdmaPciTopoCheckOverride=1\noptions nvidia NVreg_GrdmaPciTopoCheckOverride=0\n"), V{});
+  EXPECT_EQ(pending("options nvidia NVreg_GrdmaPciTopoCheckOverride=0\noptions nvidia NVreg_GrdmaPciTopoCheckOverride=1\n"),
+            V{"NVreg_GrdmaPciTopoCheckOverride=1"});
+  EXPECT_EQ(pending("options nvidia NVreg_DmaRemapPeerMmio=1 NVreg_GrdmaPciTopoCheckOverride=0\n"), V{});
+  EXPECT_EQ(pending("options nvidia_drm NVreg_GrdmaPciTopoCheckOverride=1\noptions nvidia GrdmaPciTopoCheckOverride=1\n"), V{});
+  EXPECT_EQ(pending("options nvidia NVreg_NoSuchParameter=1\nblacklist nvidia\n"), V{});
+  EXPECT_EQ(pending("options nvidia NVreg_GrdmaPciTopoCheckOverride=1\n", false), V{});  // the running value is not in the input
+  // RegistryDwords keys against the running ones ("(unset)" when it has none).
+  EXPECT_EQ(pending("options nvidia NVreg_RegistryDwords=\"PeerMappingOverride=1\"\n"), V{"NVreg_RegistryDwords PeerMappingOverride=1"});
+  const Report r =
+      run_check(stack_node(kOpen),
+                {file("/etc/modprobe.d/nvidia.conf", "options nvidia NVreg_RegistryDwords=\"PeerMappingOverride=1\"\n"), params[0]});
+  const auto n = notes(r, "nvidia-params-pending");
+  ASSERT_EQ(n.size(), 1u);
+  EXPECT_NE(n[0]->reason.find("runs with RegistryDwords PeerMappingOverride=(unset)"), std::string::npos) << n[0]->reason;
+  EXPECT_NE(n[0]->reason.find("(/etc/modprobe.d/nvidia.conf:1)"), std::string::npos) << n[0]->reason;
 }
 
 }  // namespace
