@@ -700,5 +700,156 @@ TEST(TruthNotes, ConfiguredButNotActive) {
   EXPECT_NE(n[0]->reason.find("(/etc/modprobe.d/nvidia.conf:1)"), std::string::npos) << n[0]->reason;
 }
 
+// ---- peer-memory clients as MOFED's ib_core lists them ------------------------------------
+
+// A client directory as ib_core's peer_mem.c makes it: version and counters (values from the
+// memory_peers listing in NVIDIA's GDS troubleshooting guide, as tests/reference/stack/README.md).
+std::vector<TarEntry> client_dir(const std::string& name, bool version, bool counters) {
+  const std::string d = "/sys/kernel/mm/memory_peers/" + name;
+  std::vector<TarEntry> e = {dir(d)};
+  if (version) e.push_back(file(d + "/version", "580.159.04\n"));
+  if (counters)
+    for (const auto& [k, v] :
+         {std::pair<const char*, const char*>{"num_alloc_mrs", "1288"}, {"num_reg_bytes", "1350565888"}, {"num_free_callbacks", "0"}})
+      e.push_back(file(d + "/" + k, std::string(v) + "\n"));
+  return e;
+}
+
+TEST(TruthPeerClients, TheNoteListsEachClientWithItsCounters) {
+  std::vector<TarEntry> e = client_dir("nv_mem", true, true);
+  for (const auto& x : client_dir("nvidia-fs", false, false)) e.push_back(x);
+  const Report r = run_check(stack_node(kOpen), e);
+  EXPECT_EQ(only_note(r, "peer-clients"),
+            "peer-memory clients registered in /sys/kernel/mm/memory_peers: nv_mem 580.159.04, 1288 MRs, 1350565888 bytes registered, "
+            "seen by NCCL, NVSHMEM, UCX; nvidia-fs (no version file), seen by none of NCCL, NVSHMEM, UCX (they look for nv_mem, nv_mem_nc, "
+            "nvidia-peermem)");
+  // nvidia-fs is GPUDirect Storage's client (the GDS guide's listing): not one the RDMA consumers are meant to see.
+  EXPECT_TRUE(notes(r, "peer-client-invisible").empty());
+  EXPECT_TRUE(notes(run_check(stack_node(kOpen)), "peer-clients").empty());  // no client: no note
+}
+
+// An unseen client's note: gdrpeer's own says how to register it under nv_mem; another has no fix.
+TEST(TruthPeerClients, InvisibleClientFix) {
+  for (const std::string name : {"gdrpeer", "amdgpu"}) {
+    FakeNode n = stack_node(kOpen);
+    n.memory_peers = {name};
+    const Report r = run_check(n);
+    const auto inv = notes(r, "peer-client-invisible");
+    ASSERT_EQ(inv.size(), 1u) << name;
+    EXPECT_EQ(inv[0]->fix.find("peermem_name=nv_mem") != std::string::npos, name == "gdrpeer") << inv[0]->fix;
+    EXPECT_EQ(inv[0]->fix.empty(), name != "gdrpeer") << inv[0]->fix;
+  }
+}
+
+// gdrpeer's client is named in the note with its CUDA line only under the name it registered.
+TEST(TruthPeerClients, GdrpeerClientLine) {
+  FakeNode n = stack_node(kOpen);
+  n.memory_peers = {"gdrpeer", "nv_mem"};
+  const std::string line = "claimed through the nvidia provider, callback pins (peermem_cuda=auto, nvidia_peermem not loaded)";
+  const std::vector<TarEntry> e = {file("/sys/module/gdrpeer/parameters/peermem_name", "gdrpeer\n"),
+                                   file("/sys/class/gdrpeer/gdrpeer/providers/peermem/cuda", line + "\n")};
+  const std::string note = only_note(run_check(n, e), "peer-clients");
+  EXPECT_NE(note.find("gdrpeer 1.0, seen by none of NCCL, NVSHMEM, UCX (they look for nv_mem, nv_mem_nc, nvidia-peermem) (gdrpeer's "
+                      "client; CUDA addresses: " +
+                      line + ")"),
+            std::string::npos)
+      << note;
+  EXPECT_EQ(note.find("seen by NCCL, NVSHMEM, UCX (gdrpeer's"), std::string::npos) << note;  // not on nv_mem's entry
+  // Without the cuda line, no such remark.
+  const std::string bare = only_note(run_check(n, {e[0]}), "peer-clients");
+  EXPECT_EQ(bare.find("gdrpeer's client"), std::string::npos) << bare;
+}
+
+// nvidia-peermem.c registers its client as "nv_mem" (DRV_NAME), and with
+// persistent_api_support=0 also "nv_mem_nc"; nv_peer_mem registers nv_mem. A loaded module with
+// neither registered is a module whose ib_register_peer_memory_client found no PeerDirect
+// ib_core. A copy of sysfs without memory_peers cannot say; the live node can.
+TEST(TruthPeerClients, LoadedButUnregistered) {
+  struct Case {
+    const char* what;
+    std::string modules;
+    std::vector<std::string> clients;
+    bool dir;
+    std::string source;
+    int want;  // 0 none, 1 the note naming nvidia_peermem, 2 naming nv_peer_mem
+  };
+  const std::string base = "nvidia 1 0 - Live 0x0\nib_core 1 0 - Live 0x0\n";
+  const std::string peermem = base + "nvidia_peermem 1 0 - Live 0x0\n", legacy = base + "nv_peer_mem 1 0 - Live 0x0\n";
+  const Case cases[] = {
+      {"nvidia_peermem, none registered", peermem, {}, true, "node.tar", 1},
+      {"nv_peer_mem, none registered", legacy, {}, true, "node.tar", 2},
+      {"nvidia_peermem, nv_mem", peermem, {"nv_mem"}, true, "node.tar", 0},
+      {"nvidia_peermem, nv_mem_nc", peermem, {"nv_mem_nc"}, true, "node.tar", 0},
+      {"nvidia_peermem, another client only", peermem, {"gdrpeer"}, true, "node.tar", 1},
+      {"no peer module", base, {}, true, "node.tar", 0},
+      {"nvidia_peermem, memory_peers not in the copy", peermem, {}, false, "node.tar", 0},
+      {"nvidia_peermem, live node without memory_peers", peermem, {}, false, "live sysfs", 1},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    FakeNode n = stack_node(kOpen);
+    n.modules = c.modules;
+    n.memory_peers = c.clients;
+    n.memory_peers_dir = c.dir;
+    const Topology t = read_as(n, {}, c.source);
+    const Report r = check(t, kb(), CheckOptions{});
+    const auto u = notes(r, "peermem-unregistered");
+    ASSERT_EQ(u.size(), c.want ? 1u : 0u);
+    if (!c.want) continue;
+    EXPECT_EQ(u[0]->reason.rfind(c.want == 1 ? "nvidia_peermem is loaded" : "nv_peer_mem is loaded", 0), 0u) << u[0]->reason;
+    EXPECT_EQ(u[0]->reason.find("(the directory is absent") != std::string::npos, !c.dir) << u[0]->reason;
+  }
+}
+
+// /sys/module/nvidia_peermem/parameters: the note says which clients persistent_api_support gives.
+TEST(TruthPeerClients, PeermemParameters) {
+  auto note_for = [](const std::vector<TarEntry>& e) {
+    const Report r = run_check(stack_node(kOpen), e);
+    const auto n = notes(r, "peermem-params");
+    return n.empty() ? std::string() : n[0]->reason;
+  };
+  const std::string d = "/sys/module/nvidia_peermem/";
+  EXPECT_EQ(note_for({file(d + "version", "580.159.04\n"), file(d + "parameters/peerdirect_support", "0\n"),
+                      file(d + "parameters/persistent_api_support", "0\n")}),
+            "nvidia_peermem parameters: peerdirect_support=0 persistent_api_support=0 (legacy: clients nv_mem and nv_mem_nc)");
+  EXPECT_EQ(note_for({file(d + "version", "580.159.04\n"), file(d + "parameters/persistent_api_support", "1\n")}),
+            "nvidia_peermem parameters: persistent_api_support=1 (client nv_mem, persistent pages)");
+  EXPECT_EQ(note_for({file(d + "version", "580.159.04\n")}), "");  // no parameters directory: no note
+}
+
+// ---- kernel-log causes -------------------------------------------------------------------
+
+// Each kind of line says its cause; the lines are the kernel's and the modules' own messages:
+// nvidia-peermem.c peer_err() ("nvidia-peermem %s:%d ERROR "), nv-dmabuf.c's attach refusal,
+// kernel/module's "disagrees about version of symbol" / "Unknown symbol" (see README there).
+TEST(TruthLog, EachKindNamesItsCause) {
+  struct Case {
+    const char* line;
+    const char* why;  // part of the note
+    const char* fix;  // part of its fix
+  };
+  const Case cases[] = {
+      {"[   9.1] nvidia_peermem: disagrees about version of symbol ib_register_peer_memory_client", "another ib_core than the one running",
+       "against the running OFED"},
+      {"[   9.1] nv_peer_mem: disagrees about version of symbol nvidia_p2p_get_pages", "another NVIDIA driver than the one running",
+       "against the running NVIDIA driver"},
+      {"[   9.2] nvidia_peermem: Unknown symbol ib_register_peer_memory_client (err -2)", "needs the PeerDirect API", "openibd"},
+      {"[   9.3] failing symbol_get of non-GPLONLY symbol ib_register_peer_memory_client.", "EXPORT_SYMBOL_GPL",
+       "links ib_register_peer_memory_client directly"},
+      {"[   9.4] nvidia-peermem nv_mem_param_peerdirect_conf_check:619 ERROR invalid peerdirect_support param value 2",
+       "nvidia-peermem's init failed", "peerdirect_support 0|1"},
+      {"[   9.5] NVRM: dma-buf attach failed: PCI topology not supported for dma-buf", "refused a dma-buf attach",
+       "exporter-gate findings"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.line);
+    const Report r = run_check(stack_node(kOpen), {file("/gdrpeer-snapshot/kernel-log", std::string(c.line) + "\n")});
+    const auto n = notes(r, "peermem-load-failed");
+    ASSERT_EQ(n.size(), 1u);
+    EXPECT_NE(n[0]->reason.find(c.why), std::string::npos) << n[0]->reason;
+    EXPECT_NE(n[0]->fix.find(c.fix), std::string::npos) << n[0]->fix;
+  }
+}
+
 }  // namespace
 }  // namespace gdrpeer::topo
