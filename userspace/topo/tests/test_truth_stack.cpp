@@ -851,5 +851,104 @@ TEST(TruthLog, EachKindNamesItsCause) {
   }
 }
 
+// ---- the gate's node inputs: the chipset list, a passthrough VM, the override ---------------
+
+// GPU and NIC under root ports of their own (no bridge in common) on the CPU `cpuinfo` names,
+// with the DMI strings given and the params file with GrdmaPciTopoCheckOverride=`ov` ("" none).
+GateResult gate_on(const std::string& cpuinfo, const std::string& dmi_vendor, const std::string& dmi_product, const std::string& ov) {
+  FakeNode n = grace_two_root_ports(kOpen);
+  n.cpuinfo = cpuinfo;
+  std::vector<TarEntry> e;
+  if (!ov.empty()) e = params_with_override(ov);
+  if (!dmi_vendor.empty()) e.push_back(file("/sys/class/dmi/id/sys_vendor", dmi_vendor + "\n"));
+  if (!dmi_product.empty()) e.push_back(file("/sys/class/dmi/id/product_name", dmi_product + "\n"));
+  const Report r = run_check(n, e);
+  return gpu_nic(r).stack->gate;
+}
+
+// osinit.c _checkP2pChipsetSupport: CS_NVIDIA_TH500 (Grace), CS_AMPERE_ALTRA, CS_AMPERE_AMPEREONE160
+// have no PCIe P2P: without a common bridge nv_grdma_pci_topology_supported refuses, unless the
+// GPU runs passed through to a VM (NV_FLAG_PASSTHRU, set from RM's IS_PASSTHRU: the hypervisor the
+// guest sees, not the DMI vendor of a cloud's bare-metal machine) or the override says 1; with no
+// params file the override is not known.
+TEST(TruthPlatform, ChipsetListPassthroughAndOverride) {
+  const std::string grace = "processor\t: 0\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd4f\n";
+  const std::string ampere_one = "processor\t: 0\nCPU implementer\t: 0xc0\nCPU part\t: 0xac3\n";
+  const std::string neoverse_n1 = "processor\t: 0\nCPU implementer\t: 0x41\nCPU part\t: 0xd0c\n";
+  const std::string no_ids = "processor\t: 0\nBogoMIPS\t: 50.00\n";
+  struct Case {
+    const char* what;
+    std::string cpu, vendor, product, ov;
+    int want;  // dma-buf default type and nvidia_p2p
+  };
+  const Case cases[] = {
+      {"Grace", grace, "", "", "0", 0},
+      {"Grace, override 1", grace, "", "", "1", 1},
+      {"Grace, override 2", grace, "", "", "2", 0},
+      {"Grace, no params file", grace, "", "", "", -1},
+      {"Grace guest (hypervisor flag)", grace + "flags\t\t: fp asimd hypervisor\n", "", "", "0", 1},
+      {"Grace on a cloud's bare metal (DMI, no hypervisor flag)", grace, "Amazon EC2", "", "0", 0},
+      {"AmpereOne by its implementer", ampere_one, "", "", "0", 0},
+      {"AmpereOne by DMI", no_ids, "Ampere Computing", "AmpereOne A192-32X", "0", 0},
+      {"Altra by DMI", neoverse_n1, "Ampere Computing", "Mt.Jade Ampere Altra", "0", 0},
+      {"Neoverse N1 elsewhere (Graviton2)", neoverse_n1, "", "", "0", 1},
+      {"x86", "vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC 9374F\n", "", "", "0", 1},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    const GateResult g = gate_on(c.cpu, c.vendor, c.product, c.ov);
+    EXPECT_EQ(g.dmabuf_default.allowed, c.want) << g.dmabuf_default.why;
+    EXPECT_EQ(g.nvidia_p2p.allowed, c.want) << g.nvidia_p2p.why;
+    EXPECT_EQ(g.dmabuf_pcie.allowed, 0) << g.dmabuf_pcie.why;  // none of them is coherent
+  }
+}
+
+// nv_grdma_pci_topology_supported on a Grace CPU with a PCIe GPU: a PCIe switch above both is
+// the common bridge nv_pci_has_common_pci_switch finds.
+TEST(TruthPlatform, GraceWithACommonSwitchIsAllowed) {
+  FakeNode n = testing::switch_node();
+  n.modules = "nvidia 1 0 - Live 0x0\nib_core 1 0 - Live 0x0\n";
+  n.nvidia_version = kOpen;
+  n.cpuinfo = "processor\t: 0\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd4f\n";
+  const Report r = run_check(n, params_with_override("0"));
+  const GateResult& g = gpu_nic(r).stack->gate;
+  EXPECT_EQ(g.dmabuf_default.allowed, 1) << g.dmabuf_default.why;
+  EXPECT_EQ(g.nvidia_p2p.allowed, 1) << g.nvidia_p2p.why;
+}
+
+// GH200's GPU (10de:2342, the grace-c2c family) is coherent: the PCIe topology is not checked for
+// the default type and nvidia_p2p, and the PCIe mapping type (FORCE_PCIE) needs the GPU and the NIC
+// in one IOMMU group; without an IOMMU both devices' groups are NULL and compare equal
+// (nv_pci_is_valid_topology_for_direct_pci).
+TEST(TruthPlatform, Gh200PcieMappingTypeByIommuGroup) {
+  struct Case {
+    const char* what;
+    std::vector<std::pair<int, std::string>> groups;
+    int gpu_group, nic_group;
+    int want_pcie;
+  };
+  const Case cases[] = {
+      {"no IOMMU", {}, -1, -1, 1},
+      {"one group", {{3, "identity"}}, 3, 3, 1},
+      {"two groups", {{3, "identity"}, {4, "identity"}}, 3, 4, 0},
+      {"the NIC's group not in the input", {{3, "identity"}}, 3, -1, -1},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    FakeNode n = stack_node(kOpen);
+    n.cpuinfo = "processor\t: 0\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd4f\n";
+    n.groups = c.groups;
+    for (auto& f : n.fns) {
+      if (f.bdf == "0000:03:00.0") f.device = 0x2342;
+      f.iommu_group = f.bdf == "0000:04:00.0" ? c.nic_group : c.gpu_group;
+    }
+    const Report r = run_check(n, params_with_override("0"));
+    const GateResult& g = gpu_nic(r).stack->gate;
+    EXPECT_EQ(g.dmabuf_default.allowed, 1) << g.dmabuf_default.why;
+    EXPECT_EQ(g.nvidia_p2p.allowed, 1) << g.nvidia_p2p.why;
+    EXPECT_EQ(g.dmabuf_pcie.allowed, c.want_pcie) << g.dmabuf_pcie.why;
+  }
+}
+
 }  // namespace
 }  // namespace gdrpeer::topo
