@@ -950,5 +950,68 @@ TEST(TruthPlatform, Gh200PcieMappingTypeByIommuGroup) {
   }
 }
 
+// ---- per pair: CUDA's answers by GPU, NVLink-C2C, another blocked finding ---------------
+
+// NCCL reads CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED per CUDA device (src/init.cc dmaBufSupported):
+// a snapshot's CUDA probe answers per GPU by its bus id, and decides over what the driver's flavour
+// suggests; a GPU the probe does not list falls back to the flavour.
+TEST(TruthPairs, CudaAnswersPerGpuByBusId) {
+  FakeNode n = stack_node(kOpen);
+  const std::string up = "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0";
+  testing::add_port(n, "0000:02:02.0", up + "/0000:02:02.0", testing::kDownstream, 5, 0x10b5, 0x9797).acs = true;
+  testing::add_endpoint(n, "0000:05:00.0", up + "/0000:02:02.0/0000:05:00.0", 0x10de, 0x2330, 0x030200);
+  testing::add_port(n, "0000:02:03.0", up + "/0000:02:03.0", testing::kDownstream, 6, 0x10b5, 0x9797).acs = true;
+  testing::add_endpoint(n, "0000:06:00.0", up + "/0000:02:03.0/0000:06:00.0", 0x10de, 0x2330, 0x030200);
+  const Topology t = from_fake(n, {file("/gdrpeer-snapshot/cuda-probe", "0000:03:00.0 gdr=1 dmabuf=0\n0000:05:00.0 gdr=1 dmabuf=1\n")});
+  const Report r = check(t, kb(), CheckOptions{});
+  std::map<std::string, std::string> nccl_path;
+  for (const auto& p : r.pairs)
+    if (p.stack) nccl_path[t.devices[p.a].bdf] = consumer(p, "nccl").path;
+  EXPECT_EQ(nccl_path["0000:03:00.0"], "none");     // CUDA says no dma-buf, and no peer client
+  EXPECT_EQ(nccl_path["0000:05:00.0"], "dma-buf");  // CUDA says yes
+  EXPECT_EQ(nccl_path["0000:06:00.0"], "dma-buf");  // not probed: the open module exports dma-buf
+}
+
+// A GPU on NVLink-C2C (GH200, 10de:2342): NCCL's level is P2C by default (NCCL_NET_GDR_C2C=1), so
+// a NIC that meets it only at the CPU still gets GDR (paths.cc ncclTopoCheckGdr), and a NIC off
+// the P2C path is reached with the PCIe mapping type (net.cc). An H100 PCIe GPU (10de:2330) there
+// is PHB, beyond NCCL's default level.
+TEST(TruthPairs, C2cGpuGetsP2cAndThePcieMappingType) {
+  const std::string grace = "processor\t: 0\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd4f\n";
+  for (const uint16_t device : {uint16_t{0x2342}, uint16_t{0x2330}}) {
+    SCOPED_TRACE(device);
+    const bool c2c = device == 0x2342;
+    FakeNode two = grace_two_root_ports(kOpen);
+    for (auto& f : two.fns)
+      if (f.bdf == "0000:01:00.0") f.device = device;
+    const Report r = run_check(two, params_with_override("0"));
+    const PairResult& p = gpu_nic(r);
+    EXPECT_EQ(p.path.nccl_gdr, c2c);
+    EXPECT_EQ(consumer(p, "nccl").gdr, c2c ? 1 : 0) << consumer(p, "nccl").why;
+    FakeNode sw = stack_node(kOpen);
+    sw.cpuinfo = grace;
+    for (auto& f : sw.fns)
+      if (f.bdf == "0000:03:00.0") f.device = device;
+    const Report q = run_check(sw, params_with_override("0"));
+    EXPECT_EQ(consumer(gpu_nic(q), "nccl").mapping, c2c ? "pcie" : "default");
+  }
+}
+
+// The NVIDIA driver's DmaRemapPeerMmio changes what the IOMMU does to peer mappings only: another
+// blocked finding of the pair (no peer client and no dma-buf) stays as it is.
+TEST(TruthIommu, OtherBlockedFindingsStay) {
+  FakeNode n = translated("nvidia 1 0 - Live 0x0\nib_core 1 0 - Live 0x0\n");
+  n.nvidia_version = kProprietary;
+  const Report r = run_check(n, {file("/proc/driver/nvidia/params", h200_params())});
+  const PairResult& p = gpu_nic(r);
+  const Finding* sw = pair_finding(p, "software-peer-memory");
+  ASSERT_TRUE(sw);
+  EXPECT_EQ(sw->severity, Verdict::Blocked);
+  EXPECT_EQ(sw->reason.find("DmaRemapPeerMmio"), std::string::npos) << sw->reason;
+  EXPECT_EQ(sw->fix.find("gdrpeer verify"), std::string::npos) << sw->fix;
+  EXPECT_EQ(p.verdict, Verdict::Blocked);
+  EXPECT_EQ(iommu_finding(p)->severity, Verdict::Degraded);
+}
+
 }  // namespace
 }  // namespace gdrpeer::topo
