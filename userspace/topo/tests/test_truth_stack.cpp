@@ -1013,5 +1013,86 @@ TEST(TruthIommu, OtherBlockedFindingsStay) {
   EXPECT_EQ(iommu_finding(p)->severity, Verdict::Degraded);
 }
 
+// ---- the consumers' findings: severity by what the job meets, the fix by the cause ----------
+
+// GPUDirect RDMA on with a registration that will fail stops the job (blocked); GPUDirect RDMA
+// off stages through host memory (degraded). The fix lifts the cause the consumer's why names.
+TEST(TruthConsumerFindings, SeverityAndFixByCause) {
+  const std::string peermem = "nvidia 1 0 - Live 0x0\nnvidia_peermem 1 0 - Live 0x0\nib_core 1 0 - Live 0x0\n";
+  {  // nvidia_peermem loaded, no nv_mem registered: NCCL says Enabled (it tests /sys/module) and fails
+    FakeNode n = stack_node(kProprietary);
+    n.modules = peermem;
+    const Report r = run_check(n, {file("/sys/module/nvidia_peermem/version", "580.159.04\n")});
+    const Finding* f = pair_finding(gpu_nic(r), "consumer-nccl");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->severity, Verdict::Blocked);
+    EXPECT_EQ(f->reason.rfind("nccl: GPUDirect RDMA on, but ", 0), 0u) << f->reason;
+    EXPECT_NE(f->fix.find("install MLNX_OFED / DOCA-OFED and reload nvidia_peermem"), std::string::npos) << f->fix;
+  }
+  {  // no client, proprietary module: off for every consumer, the fix names the open module
+    const Report r = run_check(stack_node(kProprietary));
+    for (const char* rule : {"consumer-nccl", "consumer-nvshmem", "consumer-ucx"}) {
+      const Finding* f = pair_finding(gpu_nic(r), rule);
+      ASSERT_TRUE(f) << rule;
+      EXPECT_EQ(f->severity, Verdict::Degraded) << rule;
+      EXPECT_NE(f->reason.find(": GPUDirect RDMA off for this pair: "), std::string::npos) << f->reason;
+      EXPECT_EQ(f->fix, "modprobe nvidia_peermem   # needs MLNX_OFED / DOCA-OFED; or install the open NVIDIA module for dma-buf") << rule;
+    }
+  }
+  {  // no client, open module on Linux 5.4 (no RDMA dma-buf): the fix names the kernel too
+    const Report r = run_check(stack_node(kOpen, "5.4.0"));
+    const Finding* f = pair_finding(gpu_nic(r), "consumer-nccl");
+    ASSERT_TRUE(f);
+    EXPECT_NE(f->fix.find("Linux >= 5.12"), std::string::npos) << f->fix;
+  }
+  {  // CUDA says the GPU has no GPUDirect RDMA (GeForce): no peer module helps
+    const Report r = run_check(stack_node(kOpen), {file("/gdrpeer-snapshot/cuda-probe", "0000:03:00.0 gdr=0 dmabuf=1\n")});
+    const Finding* f = pair_finding(gpu_nic(r), "consumer-nccl");
+    ASSERT_TRUE(f);
+    EXPECT_NE(f->fix.find("datacenter or professional GPU"), std::string::npos) << f->fix;
+  }
+  {  // gdrpeer's client under nv_mem serving no CUDA addresses (docs/driver.md): GDR on, registration fails
+    FakeNode n = stack_node(kProprietary);
+    n.modules = "nvidia 1 0 - Live 0x0\ngdrpeer 1 0 - Live 0x0\nib_core 1 0 - Live 0x0\n";
+    n.memory_peers = {"nv_mem"};
+    const Report r = run_check(n, {file("/sys/module/gdrpeer/parameters/peermem_name", "nv_mem\n"),
+                                   file("/sys/class/gdrpeer/gdrpeer/providers/peermem/cuda", "not claimed (peermem_cuda=off)\n")});
+    for (const char* rule : {"consumer-nccl", "consumer-nvshmem", "consumer-ucx"}) {
+      const Finding* f = pair_finding(gpu_nic(r), rule);
+      ASSERT_TRUE(f) << rule;
+      EXPECT_EQ(f->severity, Verdict::Blocked) << rule;
+      EXPECT_EQ(f->fix.rfind("echo auto > /sys/module/gdrpeer/parameters/peermem_cuda", 0), 0u) << f->fix;
+    }
+  }
+}
+
+// A refused registration names every consumer that takes the refused path, and the PCIe mapping
+// type where NCCL takes it.
+TEST(TruthConsumerFindings, ExporterGateNamesTheConsumers) {
+  {
+    const Report r = run_check(grace_two_root_ports(kOpen), params_with_override("0"));
+    const Finding* f = pair_finding(gpu_nic(r), "exporter-gate");
+    ASSERT_TRUE(f);
+    EXPECT_NE(f->reason.find("registration nvshmem (dma-buf), ucx (dma-buf) take: chipset the driver distrusts"), std::string::npos)
+        << f->reason;  // NCCL: PHB is beyond its default level, it takes no path
+  }
+  {
+    FakeNode n = stack_node(kOpen);
+    n.cpuinfo = "processor\t: 0\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd4f\n";
+    n.groups = {{3, "identity"}, {4, "identity"}};
+    for (auto& f : n.fns) {
+      if (f.bdf == "0000:03:00.0") f.device = 0x2342;
+      f.iommu_group = f.bdf == "0000:04:00.0" ? 4 : 3;
+    }
+    const Report r = run_check(n, params_with_override("0"));
+    const Finding* f = pair_finding(gpu_nic(r), "exporter-gate");
+    ASSERT_TRUE(f);
+    EXPECT_NE(f->reason.find("registration nccl (dma-buf, PCIe mapping type) take: GPU and NIC are in different IOMMU groups"),
+              std::string::npos)
+        << f->reason;
+    EXPECT_NE(f->fix.find("NVreg_GrdmaPciTopoCheckOverride=1"), std::string::npos) << f->fix;
+  }
+}
+
 }  // namespace
 }  // namespace gdrpeer::topo
