@@ -689,6 +689,7 @@ TEST(TruthNotes, ConfiguredButNotActive) {
   EXPECT_EQ(pending("options nvidia_drm NVreg_GrdmaPciTopoCheckOverride=1\noptions nvidia GrdmaPciTopoCheckOverride=1\n"), V{});
   EXPECT_EQ(pending("options nvidia NVreg_NoSuchParameter=1\nblacklist nvidia\n"), V{});
   EXPECT_EQ(pending("options nvidia NVreg_GrdmaPciTopoCheckOverride=1\n", false), V{});  // the running value is not in the input
+  EXPECT_EQ(pending("options nvidia NVreg_RegistryDwords=\"PeerMappingOverride=1\"\n", false), V{});
   // RegistryDwords keys against the running ones ("(unset)" when it has none).
   EXPECT_EQ(pending("options nvidia NVreg_RegistryDwords=\"PeerMappingOverride=1\"\n"), V{"NVreg_RegistryDwords PeerMappingOverride=1"});
   const Report r =
@@ -1091,6 +1092,9 @@ TEST(TruthConsumerFindings, ExporterGateNamesTheConsumers) {
               std::string::npos)
         << f->reason;
     EXPECT_NE(f->fix.find("NVreg_GrdmaPciTopoCheckOverride=1"), std::string::npos) << f->fix;
+    int gate_findings = 0;
+    for (const auto& x : gpu_nic(r).findings) gate_findings += x.rule == "exporter-gate";
+    EXPECT_EQ(gate_findings, 1);  // one finding for the refusal, not one more per consumer
   }
 }
 
