@@ -1098,5 +1098,31 @@ TEST(TruthConsumerFindings, ExporterGateNamesTheConsumers) {
   }
 }
 
+// A GPU whose ids the input leaves out (NCCL topology files of clouds: AWS p5, NVIDIA/nccl PR 1226,
+// tests/reference) takes coherence from the CPU: an x86 CPU (by NCCL's arch or by its vendor,
+// Intel or AMD) has no NVLink-C2C, so the PCIe mapping type (FORCE_PCIE) is refused; a CPU the file
+// does not name leaves coherence, and with it the answer, unknown.
+TEST(TruthPlatform, CoherenceFromTheCpuWhereTheGpuIdsAreMissing) {
+  const std::string text = testing::slurp(testing::reference("aws-p5.48xl-topo-pr1226.xml"));
+  const std::string cpu = "arch=\"x86_64\" vendor=\"AuthenticAMD\"";
+  ASSERT_NE(text.find(cpu), std::string::npos);
+  const std::pair<std::string, int> cases[] = {
+      {cpu, 0}, {"vendor=\"AuthenticAMD\"", 0}, {"vendor=\"GenuineIntel\"", 0}, {"arch=\"x86_64\"", 0}, {"", -1}};
+  for (const auto& [attrs, want] : cases) {
+    SCOPED_TRACE(attrs);
+    Topology t = parse_nccl_xml(replaced(text, cpu, attrs), "p5.xml");
+    assign_roles(t, kb());
+    const Report r = check(t, kb(), CheckOptions{});
+    int judged = 0;
+    for (const auto& p : r.pairs) {
+      if (!p.stack) continue;
+      ++judged;
+      EXPECT_FALSE(t.devices[p.a].ids_known);
+      EXPECT_EQ(p.stack->gate.dmabuf_pcie.allowed, want) << p.stack->gate.dmabuf_pcie.why;
+    }
+    EXPECT_GT(judged, 0);
+  }
+}
+
 }  // namespace
 }  // namespace gdrpeer::topo
