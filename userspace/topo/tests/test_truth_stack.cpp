@@ -1124,5 +1124,45 @@ TEST(TruthPlatform, CoherenceFromTheCpuWhereTheGpuIdsAreMissing) {
   }
 }
 
+// nvidia-peermem.c has MODULE_VERSION, so a loaded nvidia_peermem has /sys/module/nvidia_peermem/version,
+// which NCCL, NVSHMEM and UCX test: listed in /proc/modules, it counts even where the copy of sysfs
+// left /sys/module out. Where neither /proc/modules nor /sys/module is in the input, whether
+// it is loaded is unknown, and so is NCCL's peer path.
+TEST(TruthFacts, LoadedNvidiaPeermemByProcModules) {
+  FakeNode n = stack_node(kProprietary);
+  n.modules = "nvidia 1 0 - Live 0x0\nnvidia_peermem 1 0 - Live 0x0\nib_core 1 0 - Live 0x0\n";
+  {
+    const Report r = run_check(n);  // memory_peers without nv_mem: NCCL turns GDR on and registration fails
+    const PairResult& p = gpu_nic(r);
+    EXPECT_EQ(consumer(p, "nccl").gdr, 1) << consumer(p, "nccl").why;
+    EXPECT_EQ(consumer(p, "ucx").path, "peer-memory") << consumer(p, "ucx").why;
+  }
+  FakeNode none = stack_node(kProprietary);
+  none.memory_peers_dir = false;
+  std::vector<TarEntry> e;
+  for (const auto& x : none.entries())
+    if (x.path != "proc/modules") e.push_back(x);
+  const Topology t = testing::from_entries(e);
+  ASSERT_FALSE(t.sw.modules_known);
+  const Report r = check(t, kb(), CheckOptions{});
+  EXPECT_EQ(consumer(gpu_nic(r), "nccl").gdr, -1) << consumer(gpu_nic(r), "nccl").why;
+}
+
+// gdrpeer's client serving no CUDA addresses matters only under the name it registered: named
+// nvidia-peermem by peermem_name but not registered (memory_peers has another client's nv_mem),
+// NVSHMEM registers through nv_mem and meets no gdrpeer client.
+TEST(TruthPeerClients, AnUnregisteredGdrpeerNameIsNoConsumersConcern) {
+  FakeNode n = stack_node(kProprietary);
+  n.modules = "nvidia 1 0 - Live 0x0\ngdrpeer 1 0 - Live 0x0\nib_core 1 0 - Live 0x0\n";
+  n.memory_peers = {"nv_mem"};
+  const std::vector<TarEntry> e = {file("/sys/module/gdrpeer/parameters/peermem_name", "nvidia-peermem\n"),
+                                   file("/sys/class/gdrpeer/gdrpeer/providers/peermem/cuda", "not claimed (peermem_cuda=off)\n")};
+  const Report r = run_check(n, e);
+  const PairResult& p = gpu_nic(r);
+  EXPECT_EQ(consumer(p, "nvshmem").path, "peer-memory");
+  EXPECT_EQ(consumer(p, "nvshmem").rule, "") << consumer(p, "nvshmem").why;
+  EXPECT_EQ(pair_finding(p, "consumer-nvshmem"), nullptr);
+}
+
 }  // namespace
 }  // namespace gdrpeer::topo
