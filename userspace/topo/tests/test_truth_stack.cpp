@@ -1164,5 +1164,23 @@ TEST(TruthPeerClients, AnUnregisteredGdrpeerNameIsNoConsumersConcern) {
   EXPECT_EQ(pair_finding(p, "consumer-nvshmem"), nullptr);
 }
 
+// modprobe.d(5): `options MODULE key=value` applies to that module only. nvidia_peermem's running
+// parameters are compared with its own options, not with another module's option of the same name.
+TEST(TruthNotes, PeermemOptionsOfItsOwn) {
+  FakeNode n = stack_node(kOpen);
+  n.modules = "nvidia 1 0 - Live 0x0\nnvidia_peermem 1 0 - Live 0x0\nib_core 1 0 - Live 0x0\n";
+  n.memory_peers = {"nv_mem"};
+  const std::string d = "/sys/module/nvidia_peermem/";
+  auto pending = [&](const std::string& conf) {
+    const Report r = run_check(n, {file(d + "version", "580.159.04\n"), file(d + "parameters/persistent_api_support", "1\n"),
+                                   file("/etc/modprobe.d/x.conf", conf)});
+    return notes(r, "nvidia-params-pending").size();
+  };
+  EXPECT_EQ(pending("options nvidia-peermem persistent_api_support=0\n"), 1u);
+  EXPECT_EQ(pending("options nvidia-peermem persistent_api_support=1\n"), 0u);
+  EXPECT_EQ(pending("options mlx5_core persistent_api_support=0\n"), 0u);
+  EXPECT_EQ(pending("blacklist nvidia_peermem\n"), 0u);
+}
+
 }  // namespace
 }  // namespace gdrpeer::topo
