@@ -690,6 +690,18 @@ TEST(TruthNotes, ConfiguredButNotActive) {
   EXPECT_EQ(pending("options nvidia NVreg_NoSuchParameter=1\nblacklist nvidia\n"), V{});
   EXPECT_EQ(pending("options nvidia NVreg_GrdmaPciTopoCheckOverride=1\n", false), V{});  // the running value is not in the input
   EXPECT_EQ(pending("options nvidia NVreg_RegistryDwords=\"PeerMappingOverride=1\"\n", false), V{});
+  // Parameter names are case-sensitive (the kernel's parse_args): nvreg_ is not the driver's option.
+  EXPECT_EQ(pending("options nvidia nvreg_GrdmaPciTopoCheckOverride=1 NVREG_EnableStreamMemOPs=1\n"), V{});
+  // A value against an empty running one (CoherentGPUMemoryMode: "" in the H200 file) is pending.
+  EXPECT_EQ(pending("options nvidia NVreg_CoherentGPUMemoryMode=driver\n"), V{"NVreg_CoherentGPUMemoryMode=driver"});
+  // A RegistryDwords key configured as it runs is not pending.
+  {
+    const std::string running = replaced(h200_params(), "RegistryDwords: \"\"", "RegistryDwords: \"PeerMappingOverride=1\"");
+    const Report r = run_check(stack_node(kOpen),
+                               {file("/etc/modprobe.d/nvidia.conf", "options nvidia NVreg_RegistryDwords=\"PeerMappingOverride=1\"\n"),
+                                file("/proc/driver/nvidia/params", running)});
+    EXPECT_TRUE(notes(r, "nvidia-params-pending").empty());
+  }
   // RegistryDwords keys against the running ones ("(unset)" when it has none).
   EXPECT_EQ(pending("options nvidia NVreg_RegistryDwords=\"PeerMappingOverride=1\"\n"), V{"NVreg_RegistryDwords PeerMappingOverride=1"});
   const Report r =
@@ -1180,6 +1192,7 @@ TEST(TruthNotes, PeermemOptionsOfItsOwn) {
   EXPECT_EQ(pending("options nvidia-peermem persistent_api_support=1\n"), 0u);
   EXPECT_EQ(pending("options mlx5_core persistent_api_support=0\n"), 0u);
   EXPECT_EQ(pending("blacklist nvidia_peermem\n"), 0u);
+  EXPECT_EQ(pending("options nvidia-peermem no_such_parameter=1\n"), 0u);  // not one it runs with
 }
 
 }  // namespace
