@@ -296,6 +296,11 @@ class StackStage {
               " against the running OFED: reinstall the NVIDIA driver's DKMS package (or the GPU operator's driver container) after "
               "MLNX_OFED/DOCA-OFED, "
               "and check that /usr/src/ofa_kernel/default points at $(uname -r)";
+      } else if (c.kind == "unknown-symbol" && c.line.find("nvidia_p2p") != std::string::npos) {
+        // The loader found no module exporting the NVIDIA driver's nvidia_p2p_* symbols.
+        why = c.module + " found no nvidia_p2p_* symbols: the nvidia module was not loaded before it";
+        fix = "modprobe nvidia && modprobe " + c.module +
+              "   # or load it through the driver's own service (nvidia-persistenced, the GPU operator)";
       } else if (c.kind == "unknown-symbol") {
         why = c.module +
               " needs the PeerDirect API (ib_register_peer_memory_client), which only MLNX_OFED / DOCA-OFED's ib_core exports: OFED's "

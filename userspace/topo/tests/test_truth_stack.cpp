@@ -481,7 +481,8 @@ TEST(TruthIommu, DmaRemapPeerMmioDecidesWhetherTheIommuBlocks) {
     EXPECT_EQ(p.verdict, std::max(c.want, p.verdict));
     if (c.want == Verdict::Degraded) {
       EXPECT_EQ(f->fix.rfind("gdrpeer verify", 0), 0u) << f->fix;
-      EXPECT_NE(f->fix.find("iommu=pt"), std::string::npos) << f->fix;  // the PCIe rule's own fix follows
+      // the PCIe rule's own fix follows (AMD CPU: amd_iommu=on, kernel-parameters.txt)
+      EXPECT_NE(f->fix.find("; for full speed: amd_iommu=on iommu=pt"), std::string::npos) << f->fix;
       EXPECT_NE(f->reason.find("NVreg_DmaRemapPeerMmio=1"), std::string::npos) << f->reason;
     } else {
       EXPECT_EQ(f->fix.find("gdrpeer verify"), std::string::npos) << f->fix;
@@ -828,6 +829,9 @@ TEST(TruthPeerClients, PeermemParameters) {
   EXPECT_EQ(note_for({file(d + "version", "580.159.04\n"), file(d + "parameters/persistent_api_support", "1\n")}),
             "nvidia_peermem parameters: persistent_api_support=1 (client nv_mem, persistent pages)");
   EXPECT_EQ(note_for({file(d + "version", "580.159.04\n")}), "");  // no parameters directory: no note
+  // Without persistent_api_support listed the driver's default (1, nvidia-peermem.c) holds.
+  EXPECT_EQ(note_for({file(d + "version", "580.159.04\n"), file(d + "parameters/peerdirect_support", "0\n")}),
+            "nvidia_peermem parameters: peerdirect_support=0 (client nv_mem, persistent pages)");
 }
 
 // ---- kernel-log causes -------------------------------------------------------------------
@@ -853,6 +857,9 @@ TEST(TruthLog, EachKindNamesItsCause) {
        "nvidia-peermem's init failed", "peerdirect_support 0|1"},
       {"[   9.5] NVRM: dma-buf attach failed: PCI topology not supported for dma-buf", "refused a dma-buf attach",
        "exporter-gate findings"},
+      // kernel/module: "Unknown symbol" = no loaded module exports it; nvidia_p2p_* are nvidia.ko's.
+      {"[   9.6] nv_peer_mem: Unknown symbol nvidia_p2p_get_pages (err -2)", "found no nvidia_p2p_* symbols",
+       "modprobe nvidia && modprobe nv_peer_mem"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.line);
@@ -945,6 +952,8 @@ TEST(TruthPlatform, Gh200PcieMappingTypeByIommuGroup) {
       {"one group", {{3, "identity"}}, 3, 3, 1},
       {"two groups", {{3, "identity"}, {4, "identity"}}, 3, 4, 0},
       {"the NIC's group not in the input", {{3, "identity"}}, 3, -1, -1},
+      {"the GPU's group not in the input", {{3, "identity"}}, -1, 3, -1},
+      {"both in group 0 (a group number like any other)", {{0, "identity"}}, 0, 0, 1},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
@@ -1193,6 +1202,23 @@ TEST(TruthNotes, PeermemOptionsOfItsOwn) {
   EXPECT_EQ(pending("options mlx5_core persistent_api_support=0\n"), 0u);
   EXPECT_EQ(pending("blacklist nvidia_peermem\n"), 0u);
   EXPECT_EQ(pending("options nvidia-peermem no_such_parameter=1\n"), 0u);  // not one it runs with
+}
+
+// nv_pci_has_common_pci_switch: any upstream bridge both reach. Two functions below one root port
+// (GPU 01:00.0 and NIC 01:00.1) share that root port, the first device of the tree.
+TEST(TruthPlatform, ARootPortAboveBothIsACommonBridge) {
+  FakeNode n = grace_two_root_ports(kOpen);
+  n.fns.clear();
+  const std::string r1 = "/sys/devices/pci0000:00/0000:00:01.0";
+  testing::add_port(n, "0000:00:01.0", r1, testing::kRootPort, 1, 0x10de, 0x22b2);
+  testing::add_endpoint(n, "0000:01:00.0", r1 + "/0000:01:00.0", 0x10de, 0x2330, 0x030200);
+  testing::add_endpoint(n, "0000:01:00.1", r1 + "/0000:01:00.1", 0x15b3, 0x1021, 0x020700);
+  const Topology t = from_fake(n, params_with_override("0"));
+  ASSERT_EQ(t.devices[0].bdf, "0000:00:01.0");
+  const Report r = check(t, kb(), CheckOptions{});
+  const PairResult& p = gpu_nic(r);
+  ASSERT_EQ(p.path.lca, 0);
+  EXPECT_EQ(p.stack->gate.nvidia_p2p.allowed, 1) << p.stack->gate.nvidia_p2p.why;
 }
 
 }  // namespace
