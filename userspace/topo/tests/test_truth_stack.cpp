@@ -1221,5 +1221,26 @@ TEST(TruthPlatform, ARootPortAboveBothIsACommonBridge) {
   EXPECT_EQ(p.stack->gate.nvidia_p2p.allowed, 1) << p.stack->gate.nvidia_p2p.why;
 }
 
+// The exporter-gate finding quotes the refusal of the path the refused consumers take. Grace with
+// a PCIe GPU and no common bridge, the proprietary module and nvidia_peermem: NVSHMEM and UCX take
+// peer memory, which nvidia_p2p_dma_map_pages refuses by the chipset rule (osapi.c); NCCL takes
+// nothing (PHB is beyond its level). The reason is the chipset, not the missing dma-buf export, and
+// the open module would not lift it.
+TEST(TruthConsumerFindings, TheReasonIsThePathTheRefusedConsumersTake) {
+  FakeNode n = grace_two_root_ports(kProprietary);
+  n.modules = "nvidia 1 0 - Live 0x0\nnvidia_peermem 1 0 - Live 0x0\nib_core 1 0 - Live 0x0\n";
+  n.memory_peers = {"nv_mem"};
+  const Report r = run_check(n, params_with_override("0"));
+  const PairResult& p = gpu_nic(r);
+  EXPECT_EQ(consumer(p, "nccl").path, "none");
+  EXPECT_EQ(consumer(p, "nvshmem").path, "peer-memory");
+  const Finding* f = pair_finding(p, "exporter-gate");
+  ASSERT_TRUE(f);
+  EXPECT_NE(f->reason.find("registration nvshmem (peer-memory), ucx (peer-memory) take: chipset the driver distrusts"), std::string::npos)
+      << f->reason;
+  EXPECT_EQ(f->fix.find("install the open NVIDIA kernel module"), std::string::npos) << f->fix;
+  EXPECT_NE(f->fix.find("NVreg_GrdmaPciTopoCheckOverride=1"), std::string::npos) << f->fix;
+}
+
 }  // namespace
 }  // namespace gdrpeer::topo
