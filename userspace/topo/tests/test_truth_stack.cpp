@@ -860,6 +860,8 @@ TEST(TruthLog, EachKindNamesItsCause) {
       // kernel/module: "Unknown symbol" = no loaded module exports it; nvidia_p2p_* are nvidia.ko's.
       {"[   9.6] nv_peer_mem: Unknown symbol nvidia_p2p_get_pages (err -2)", "found no nvidia_p2p_* symbols",
        "modprobe nvidia && modprobe nv_peer_mem"},
+      // symbol_get() of a symbol exported without _GPL is refused whichever module exports it
+      {"[   9.7] failing symbol_get of non-GPLONLY symbol nvidia_p2p_get_pages.", "EXPORT_SYMBOL_GPL", "rebuild the module"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.line);
