@@ -401,6 +401,21 @@ def test_grace_with_a_pcie_gpu_needs_a_common_bridge(tmp_path):
     assert "exporter-gate" not in {f["rule"] for f in pair["findings"]}
 
 
+def test_grace_without_the_params_file_leaves_the_gate_unknown(tmp_path):
+    """nv-pci.c nv_grdma_pci_topology_supported: NVreg_GrdmaPciTopoCheckOverride=1 allows every
+    topology, 2 denies it, before the chipset list is looked at. Without /proc/driver/nvidia/params
+    the override is not known, so a Grace node without a common bridge is not refused (it was,
+    and blocked the pair): the answer is unknown, and so it is in a passthrough VM."""
+    for name, cpu in (("n", GRACE), ("v", GRACE + "flags\t\t: fp hypervisor\n")):
+        root = two_root_ports(tmp_path / name, cpu)
+        os.remove(root / "proc/driver/nvidia/params")
+        _, pair = check(root)
+        g = pair["consumers"]["nvidia_driver"]
+        assert g["dmabuf_default"]["allowed"] is None and g["nvidia_p2p"]["allowed"] is None, g
+        assert "GrdmaPciTopoCheckOverride not in this input" in g["nvidia_p2p"]["why"]
+        assert "exporter-gate" not in {f["rule"] for f in pair["findings"]}
+
+
 def test_gb200_nic_in_another_iommu_group_refuses_the_pcie_mapping_type(tmp_path):
     """azhpc-images #589 / AICR's GB200 preflight: NCCL takes the PCIe mapping type on a C2C
     system for a NIC off the P2C path; different IOMMU groups make the driver refuse it (524)."""

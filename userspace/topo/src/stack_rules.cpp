@@ -296,6 +296,11 @@ class StackStage {
               " against the running OFED: reinstall the NVIDIA driver's DKMS package (or the GPU operator's driver container) after "
               "MLNX_OFED/DOCA-OFED, "
               "and check that /usr/src/ofa_kernel/default points at $(uname -r)";
+      } else if (c.kind == "unknown-symbol" && c.line.find("nvidia_p2p") != std::string::npos) {
+        // The loader found no module exporting the NVIDIA driver's nvidia_p2p_* symbols.
+        why = c.module + " found no nvidia_p2p_* symbols: the nvidia module was not loaded before it";
+        fix = "modprobe nvidia && modprobe " + c.module +
+              "   # or load it through the driver's own service (nvidia-persistenced, the GPU operator)";
       } else if (c.kind == "unknown-symbol") {
         why = c.module +
               " needs the PeerDirect API (ib_register_peer_memory_client), which only MLNX_OFED / DOCA-OFED's ib_core exports: OFED's "
@@ -445,14 +450,17 @@ class StackStage {
     const std::vector<ConsumerDecision>& consumers = pr.stack->consumers;
     // Findings: a path a consumer takes that the exporter refuses, then consumers left without GDR.
     std::string refused_by;
+    const ConsumerDecision* refused = nullptr;  // the first consumer refused: its path's answer is the reason
     for (const auto& d : consumers)
-      if (d.rule == "exporter-gate")
+      if (d.rule == "exporter-gate") {
+        if (!refused) refused = &d;
         refused_by +=
             (refused_by.empty() ? "" : ", ") + d.consumer + " (" + d.path + (d.mapping == "pcie" ? ", PCIe mapping type" : "") + ")";
-    if (!refused_by.empty()) {
-      const GateAnswer& why = consumers[0].rule == "exporter-gate" && consumers[0].mapping == "pcie" ? p.gate.dmabuf_pcie
-                              : consumers[0].path == "peer-memory"                                   ? p.gate.nvidia_p2p
-                                                                                                     : p.gate.dmabuf_default;
+      }
+    if (refused) {
+      const GateAnswer& why = refused->mapping == "pcie"       ? p.gate.dmabuf_pcie
+                              : refused->path == "peer-memory" ? p.gate.nvidia_p2p
+                                                               : p.gate.dmabuf_default;
       add(pr, "exporter-gate", Verdict::Blocked,
           "the NVIDIA driver will refuse the GPU memory registration " + refused_by + " take: " + why.why +
               " ('NVRM: dma-buf attach failed', error 524 / nvidia_p2p_dma_map_pages -ENOTSUPP)",
