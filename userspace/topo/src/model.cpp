@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <utility>
 
 #include "gdrpeer/topo/errors.hpp"
 #include "hex.hpp"
@@ -10,6 +11,15 @@
 namespace gdrpeer::topo {
 
 bool Software::has_module(const std::string& name) const { return std::find(modules.begin(), modules.end(), name) != modules.end(); }
+
+Topology new_topology(const std::string& source, const std::string& format, std::vector<Device> storage) {
+  Topology t;
+  t.devices = std::move(storage);
+  t.devices.clear();
+  t.source = source;
+  t.format = format;
+  return t;
+}
 
 int Topology::find(const std::string& bdf) const {
   for (size_t i = 0; i < devices.size(); ++i)

@@ -427,11 +427,7 @@ constexpr Walk::Element kOther{"", nullptr};  // page_type, other distances, use
 }  // namespace
 
 Topology parse_hwloc_xml(std::string_view text, const std::string& name, std::vector<Device> storage) {
-  Topology t;
-  t.devices = std::move(storage);
-  t.devices.clear();
-  t.source = name;
-  t.format = "hwloc";
+  Topology t = new_topology(name, "hwloc", std::move(storage));
   XmlReader r(text, name);
   HwlocRead s{t, name};
   Walk walk(r, kRoot, "hwloc XML", kElements, kOther);

@@ -202,11 +202,7 @@ constexpr Walk::Element kOther{"", nullptr};
 }  // namespace
 
 Topology parse_nccl_xml(std::string_view text, const std::string& name, std::vector<Device> storage) {
-  Topology t;
-  t.devices = std::move(storage);
-  t.devices.clear();
-  t.source = name;
-  t.format = "nccl-xml";
+  Topology t = new_topology(name, "nccl-xml", std::move(storage));
   // An NCCL topology dump pasted into an issue is often cut off: read it up to its last
   // complete tag, note where it ends, and leave the node incomplete (Topology::cut_off).
   const size_t last = text.find_last_not_of(" \t\r\n");

@@ -122,9 +122,7 @@ void read_platform(InputFs& fs, Topology& t) {
 }  // namespace sysfs
 
 Topology parse_sysfs(InputFs& fs, const std::string& name) {
-  Topology t;
-  t.source = name;
-  t.format = "sysfs";
+  Topology t = new_topology(name, "sysfs");
   const sysfs::PciFunctions pci = sysfs::read_pci_functions(fs, name, t);
   sysfs::read_iommu(fs, pci.dirs, t);
   sysfs::read_rdma(fs, t);

@@ -25,6 +25,7 @@ namespace {
 
 using testing::FakeFn;
 using testing::FakeNode;
+using testing::find_pair;
 using testing::from_entries;
 using testing::from_fake;
 using testing::kb;
@@ -98,12 +99,6 @@ Device nvidia_gpu(uint16_t device, std::string name = "") {
 }
 
 TarEntry file(const std::string& path, const std::string& data) { return {TarEntry::Type::File, path, data}; }
-
-const PairResult* find_pair(const Report& r, const std::string& a, const std::string& b) {
-  for (const auto& p : r.pairs)
-    if ((p.label_a == a && p.label_b == b) || (p.label_a == b && p.label_b == a)) return &p;
-  return nullptr;
-}
 
 const Finding* finding(const PairResult& p, const std::string& rule) {
   for (const auto& f : p.findings)

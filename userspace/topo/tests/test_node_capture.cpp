@@ -30,6 +30,7 @@ namespace {
 using testing::FakeFn;
 using testing::FakeNode;
 using testing::kb;
+using testing::pair_of;
 
 int fake_nvml_calls(const char* name) {
   void* h = ::dlopen(GDRPEER_FAKE_NVML_PATH, RTLD_NOW | RTLD_NOLOAD);
@@ -112,14 +113,6 @@ LiveOptions fakes(bool cuda = false) {
   o.nvml_library = GDRPEER_FAKE_NVML_PATH;
   o.cuda_library = GDRPEER_FAKE_CUDA_PATH;
   return o;
-}
-
-const PairResult& gpu_pair(const Report& r, const std::string& a, const std::string& b) {
-  for (const auto& p : r.pairs)
-    if (p.label_a == a && p.label_b == b) return p;
-  ADD_FAILURE() << "no pair " << a << "-" << b;
-  static const PairResult none;
-  return none;
 }
 
 const Finding* finding(const std::vector<Finding>& fs, const std::string& rule) {
@@ -225,16 +218,16 @@ TEST(NodeCapture, DirectLinksMixedWithSwitchLinksAndInactiveOnes) {
            1);
   Topology t = live(vm_node(0x2331, 4), fakes());  // H100 PCIe: nothing inferred from the model
   const Report r = check(t, kb(), CheckOptions{});
-  const PairResult& direct = gpu_pair(r, "GPU0", "GPU1");
+  const PairResult& direct = pair_of(r, "GPU0", "GPU1");
   EXPECT_TRUE(direct.nvlink.linked);
   EXPECT_FALSE(direct.nvlink.via_switch);
   EXPECT_EQ(direct.nvlink.links, 3);
-  const PairResult& fabric = gpu_pair(r, "GPU2", "GPU3");
+  const PairResult& fabric = pair_of(r, "GPU2", "GPU3");
   EXPECT_TRUE(fabric.nvlink.via_switch);
   EXPECT_EQ(fabric.nvlink.links, 2);
   // GPU0 has links, but none into the fabric: GPU0-GPU2 is judged on the (flat virtual) PCIe
   // path, and since NVML told NVLink, that is known: unreliable, not a note.
-  const PairResult& none = gpu_pair(r, "GPU0", "GPU2");
+  const PairResult& none = pair_of(r, "GPU0", "GPU2");
   EXPECT_FALSE(none.nvlink.linked);
   EXPECT_EQ(none.verdict, Verdict::Unreliable);
 }
@@ -247,7 +240,7 @@ TEST(NodeCapture, GpusWithoutNvlinkCostOneQuestionEach) {
   EXPECT_TRUE(t.nvlink_known);
   EXPECT_TRUE(t.nvlinks.empty());
   const Report r = check(t, kb(), CheckOptions{});
-  EXPECT_FALSE(gpu_pair(r, "GPU0", "GPU1").nvlink.linked);
+  EXPECT_FALSE(pair_of(r, "GPU0", "GPU1").nvlink.linked);
   const Finding* note = finding(r.node_findings, "nvlink-nvml");
   ASSERT_NE(note, nullptr);
   EXPECT_EQ(note->reason, "NVLink from NVML (driver 580.159.04): 2 GPU(s), 0 active link(s)");
@@ -265,7 +258,7 @@ TEST(NodeCapture, FabricNotStartedIsUnreliable) {
   ::setenv("GDRPEER_FAKE_NVML", "00000000:00:06.0@fabric=1>switch:FFFFFFFF:FF:FF.0;00000000:00:07.0@fabric=3/0>switch:FFFFFFFF:FF:FF.0", 1);
   Topology t = live(vm_node(0x2335, 2), fakes());
   const Report r = check(t, kb(), CheckOptions{});
-  const PairResult& p = gpu_pair(r, "GPU0", "GPU1");
+  const PairResult& p = pair_of(r, "GPU0", "GPU1");
   EXPECT_TRUE(p.nvlink.linked);
   const Finding* f = finding(p.findings, "nvlink-fabric");
   ASSERT_NE(f, nullptr);
@@ -292,7 +285,7 @@ TEST(NodeCapture, NoNvmlLeavesNvlinkUnknownInOneNote) {
   ASSERT_NE(note, nullptr);
   EXPECT_EQ(note->reason.rfind("NVLink unknown: NVML could not be asked (libnvidia-ml-gdrpeer-test-missing.so.1 not loadable)", 0), 0u);
   // The H100 PCIe pair on the flat virtual bus: not unreliable, and the note says what is known.
-  const PairResult& p = gpu_pair(r, "GPU0", "GPU1");
+  const PairResult& p = pair_of(r, "GPU0", "GPU1");
   EXPECT_EQ(p.verdict, Verdict::Optimal);
   const Finding* f = virtual_bus_note(p);
   ASSERT_NE(f, nullptr);
@@ -329,7 +322,7 @@ TEST(NodeCapture, UnknownModelOnAFlatVirtualBusIsNotUnreliable) {
   assign_roles(t, kb());
   const Report r = check(t, kb(), CheckOptions{});
   ::unsetenv("GDRPEER_PCI_IDS");
-  const PairResult& p = gpu_pair(r, "GPU0", "GPU1");
+  const PairResult& p = pair_of(r, "GPU0", "GPU1");
   EXPECT_NE(p.verdict, Verdict::Unreliable);
   ASSERT_NE(virtual_bus_note(p), nullptr);
 }
@@ -340,7 +333,7 @@ TEST(NodeCapture, SxmPartsWithoutLinkDataHaveNvlinkInferredFromTheModel) {
   Topology t = parse_sysfs(*fs, "node");
   assign_roles(t, kb());
   Report r = check(t, kb(), CheckOptions{});
-  const PairResult& p = gpu_pair(r, "GPU0", "GPU1");
+  const PairResult& p = pair_of(r, "GPU0", "GPU1");
   EXPECT_TRUE(p.nvlink.linked);
   EXPECT_TRUE(p.nvlink.inferred);
   EXPECT_EQ(p.nvlink.inferred_from, "gpu-model");
@@ -353,7 +346,7 @@ TEST(NodeCapture, SxmPartsWithoutLinkDataHaveNvlinkInferredFromTheModel) {
   ::setenv("GDRPEER_FAKE_NVML", "00000000:00:06.0>;00000000:00:07.0>", 1);
   t = live(n, fakes());
   r = check(t, kb(), CheckOptions{});
-  EXPECT_FALSE(gpu_pair(r, "GPU0", "GPU1").nvlink.linked);
+  EXPECT_FALSE(pair_of(r, "GPU0", "GPU1").nvlink.linked);
   EXPECT_EQ(finding(r.node_findings, "nvlink-inferred"), nullptr);
 }
 

@@ -21,20 +21,13 @@ namespace {
 const char* kDump = "stelline-asus-esc8000a-e12.md";
 
 using testing::kb;
+using testing::pair_of;
 
 Topology node() {
   const std::string text = testing::slurp(testing::reference(kDump));
   Topology t = parse_lspci({{kDump, text}});
   assign_roles(t, kb());
   return t;
-}
-
-const PairResult& pair(const Report& r, const std::string& a, const std::string& b) {
-  for (const auto& p : r.pairs)
-    if (p.label_a == a && p.label_b == b) return p;
-  ADD_FAILURE() << "no pair " << a << "-" << b;
-  static const PairResult none;
-  return none;
 }
 
 bool has_rule(const PairResult& p, const std::string& rule) {
@@ -59,7 +52,7 @@ TEST(NvmlNvLink, ActiveLinksBecomeNvLinkClasses) {
   const Report r = check(t, kb(), CheckOptions{});
   ASSERT_EQ(r.gpus.size(), 4u);
 
-  const PairResult& direct = pair(r, "GPU0", "GPU1");
+  const PairResult& direct = pair_of(r, "GPU0", "GPU1");
   EXPECT_TRUE(direct.nvlink.linked);
   EXPECT_FALSE(direct.nvlink.via_switch);
   EXPECT_FALSE(direct.nvlink.inferred);
@@ -67,19 +60,19 @@ TEST(NvmlNvLink, ActiveLinksBecomeNvLinkClasses) {
   EXPECT_EQ(direct.verdict, Verdict::Optimal);
   EXPECT_TRUE(has_rule(direct, "path-nvlink"));
 
-  const PairResult& fabric = pair(r, "GPU2", "GPU3");
+  const PairResult& fabric = pair_of(r, "GPU2", "GPU3");
   EXPECT_TRUE(fabric.nvlink.linked);
   EXPECT_TRUE(fabric.nvlink.via_switch);
   EXPECT_EQ(fabric.nvlink.links, 3);
   EXPECT_TRUE(has_rule(fabric, "path-nvlink"));
 
   // An inactive link carries nothing: GPU0-GPU2 is judged on its PCIe path (SYS).
-  const PairResult& down = pair(r, "GPU0", "GPU2");
+  const PairResult& down = pair_of(r, "GPU0", "GPU2");
   EXPECT_FALSE(down.nvlink.linked);
   EXPECT_EQ(down.path.cls, PathClass::SYS);
   EXPECT_FALSE(has_rule(down, "path-nvlink"));
   EXPECT_TRUE(has_rule(down, "path-sys"));
-  EXPECT_FALSE(pair(r, "GPU1", "GPU3").nvlink.linked);
+  EXPECT_FALSE(pair_of(r, "GPU1", "GPU3").nvlink.linked);
 
   // The matrix shows nvidia-smi's NV# cells for the linked pairs, the PCIe class elsewhere.
   const std::string m = render_matrix(t, r, false);
@@ -96,7 +89,7 @@ TEST(NvmlNvLink, GpusWithoutActiveLinksAreKnownUnlinked) {
   EXPECT_TRUE(t.nvlink_known);
   EXPECT_TRUE(t.nvlinks.empty());
   const Report r = check(t, kb(), CheckOptions{});
-  EXPECT_FALSE(pair(r, "GPU0", "GPU1").nvlink.linked);
+  EXPECT_FALSE(pair_of(r, "GPU0", "GPU1").nvlink.linked);
   for (const auto& f : r.node_findings) EXPECT_NE(f.rule, "nvlink-unknown") << f.reason;
 }
 

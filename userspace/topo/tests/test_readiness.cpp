@@ -2,7 +2,6 @@
 // GDS's sources (rows cite them), the facts read from real artefacts
 // (tests/reference/readiness/README.md), and the live probe against a fake.
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <algorithm>
 
@@ -12,11 +11,13 @@
 #include "gdrpeer/topo/render.hpp"
 #include "gdrpeer/topo/rule_data.hpp"
 #include "gdrpeer/topo/rules.hpp"
+#include "test_gzip.hpp"
 #include "test_topo_support.hpp"
 
 using namespace gdrpeer::topo;
 namespace fake = gdrpeer::topo::testing;
 using fake::FakeNode;
+using fake::gzip;
 using fake::kb;
 using fake::slurp;
 
@@ -31,6 +32,9 @@ struct IbgdaRow {
   const char* source;  // the line of the source the row follows
   int rdma, mlx5, devx, atomics, dmabuf, peer, uar;
   const char* mode;
+  // The columns are IbgdaFacts' first seven members, in its order; the rest as its defaults
+  // (dma-buf umem unknown, not probed, no NIC model).
+  IbgdaFacts facts() const { return {rdma, mlx5, devx, atomics, dmabuf, peer, uar, -1, false, ""}; }
 };
 
 const IbgdaRow kIbgdaRows[] = {
@@ -59,15 +63,7 @@ const IbgdaRow kIbgdaRows[] = {
 
 TEST(ReadinessTable, IbgdaModesFollowNvshmemAndTheDriver) {
   for (const auto& row : kIbgdaRows) {
-    IbgdaFacts f;
-    f.rdma_nic = row.rdma;
-    f.mlx5 = row.mlx5;
-    f.devx = row.devx;
-    f.atomics = row.atomics;
-    f.dmabuf_data = row.dmabuf;
-    f.peer_mem = row.peer;
-    f.uar_gpu_map = row.uar;
-    ReadinessMode m = decide_ibgda(f);
+    ReadinessMode m = decide_ibgda(row.facts());
     EXPECT_EQ(m.mode, row.mode) << row.source << ": " << m.reason;
     EXPECT_EQ(m.unknown, std::string(row.mode) == "unknown") << row.source;
     EXPECT_FALSE(m.reason.empty()) << row.source;
@@ -93,6 +89,8 @@ struct GdsRow {
   const char* source;
   int kernel62, p2pdma, open, drv565, gpu, x86, bar1, wc, multipath_off, bridge, nvfs;
   const char* mode;
+  // The columns are GdsFacts' members after `nvme`, in its order; every row has the NVMe drive.
+  GdsFacts facts() const { return {1, kernel62, p2pdma, open, drv565, gpu, x86, bar1, wc, multipath_off, bridge, nvfs}; }
 };
 
 const GdsRow kGdsRows[] = {
@@ -113,19 +111,7 @@ const GdsRow kGdsRows[] = {
 
 TEST(ReadinessTable, GdsModesFollowTheGdsGuides) {
   for (const auto& row : kGdsRows) {
-    GdsFacts f;
-    f.kernel_ge_6_2 = row.kernel62;
-    f.p2pdma_config = row.p2pdma;
-    f.open_module = row.open;
-    f.driver_ge_565 = row.drv565;
-    f.gpu_supported = row.gpu;
-    f.x86 = row.x86;
-    f.static_bar1 = row.bar1;
-    f.iomap_wc_off = row.wc;
-    f.multipath_off = row.multipath_off;
-    f.host_bridge_ok = row.bridge;
-    f.nvidia_fs = row.nvfs;
-    ReadinessMode m = decide_gds(f);
+    ReadinessMode m = decide_gds(row.facts());
     EXPECT_EQ(m.mode, row.mode) << row.source << ": " << m.reason;
     EXPECT_EQ(m.unknown, std::string(row.mode) == "unknown") << row.source;
     if (std::string(row.mode) == "compat") {
@@ -170,20 +156,6 @@ TEST(ReadinessInputs, DebianKernelConfigsLackP2pdma) {
   parse_kernel_config(text, whole, a);
   parse_kernel_config(fixture("debian-config-6.1.0-56-amd64.excerpt"), "excerpt", b);
   EXPECT_EQ(a.values, b.values);
-}
-
-std::string gzip(const std::string& in) {
-  z_stream z{};
-  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  std::string out(deflateBound(&z, in.size()) + 64, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  z.avail_in = static_cast<uInt>(in.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
 }
 
 // ---------------------------------------------------------------------------------------

@@ -17,16 +17,9 @@ struct Row {
   int dmabuf_default, dmabuf_pcie, nvidia_p2p;
 };
 
+// GateInput's members, in its order.
 GateInput make(int flavour, int coherent, int override_value, bool vm, bool chipset, int bridge, int group) {
-  GateInput in;
-  in.flavour = flavour;
-  in.coherent = coherent;
-  in.override_value = override_value;
-  in.passthrough_vm = vm;
-  in.unsupported_chipset = chipset;
-  in.common_bridge = bridge;
-  in.same_iommu_group = group;
-  return in;
+  return {flavour, coherent, override_value, vm, chipset, bridge, group};
 }
 
 TEST(ExporterGate, TableFromTheDriverSource) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <set>
+#include <tuple>
 
 #include "gdrpeer/topo/errors.hpp"
 #include "gdrpeer/topo/inputs.hpp"
@@ -16,16 +17,11 @@ namespace gdrpeer::topo {
 namespace {
 
 using testing::FakeNode;
+using testing::find_pair;
 using testing::from_fake;
 using testing::kb;
 using testing::reference;
 using testing::slurp;
-
-const PairResult* find_pair(const Report& r, const std::string& a, const std::string& b) {
-  for (const auto& p : r.pairs)
-    if ((p.label_a == a && p.label_b == b) || (p.label_a == b && p.label_b == a)) return &p;
-  return nullptr;
-}
 
 bool has_rule(const PairResult& p, const std::string& rule) {
   return std::any_of(p.findings.begin(), p.findings.end(), [&](const Finding& f) { return f.rule == rule; });
@@ -259,13 +255,11 @@ TEST(Classify, IntoAReusedPathInfoMatchesAFreshOne) {
       const PathInfo fresh = classify(t, a, b, kb());
       classify(t, a, b, kb(), reused);
       seen.insert(fresh.cls);
-      EXPECT_EQ(reused.cls, fresh.cls) << a << " " << b;
-      EXPECT_EQ(reused.cuda, fresh.cuda);
-      EXPECT_EQ(reused.nccl_gdr, fresh.nccl_gdr);
-      EXPECT_EQ(reused.numa_guessed, fresh.numa_guessed);
-      EXPECT_EQ(reused.lca, fresh.lca);
-      EXPECT_EQ(reused.ports_a, fresh.ports_a);
-      EXPECT_EQ(reused.ports_b, fresh.ports_b);
+      // Every field of PathInfo at once.
+      const auto fields = [](const PathInfo& p) {
+        return std::tie(p.cls, p.cuda, p.nccl_gdr, p.numa_guessed, p.lca, p.ports_a, p.ports_b);
+      };
+      EXPECT_EQ(fields(reused), fields(fresh)) << a << " " << b;
     }
   EXPECT_GE(seen.size(), 2u);  // the pairs mix classes, so a stale field would show
 }

@@ -3,14 +3,18 @@
 // reference data in topology/.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gdrpeer/topo/inputs.hpp"
 #include "gdrpeer/topo/rule_data.hpp"
+#include "gdrpeer/topo/rules.hpp"
 
 namespace gdrpeer::topo::testing {
 
@@ -23,6 +27,27 @@ inline std::string slurp(const std::string& path) {
   ss << in.rdbuf();
   return ss.str();
 }
+
+// The result of the pair a-b (labels as the report gives them, either order); nullptr when the
+// report has none.
+inline const PairResult* find_pair(const Report& r, const std::string& a, const std::string& b) {
+  for (const auto& p : r.pairs)
+    if ((p.label_a == a && p.label_b == b) || (p.label_a == b && p.label_b == a)) return &p;
+  return nullptr;
+}
+
+// The same for a pair the report must have: a test failure, and an empty result, when it has not.
+inline const PairResult& pair_of(const Report& r, const std::string& a, const std::string& b) {
+  if (const PairResult* p = find_pair(r, a, b)) return *p;
+  ADD_FAILURE() << "no pair " << a << "-" << b;
+  static const PairResult none;
+  return none;
+}
+
+// The CPU fields an input names, in this order: architecture, vendor, model name, family, model,
+// sockets (EXPECT_EQ(cpu_fields(t.cpu), CpuFields(...)) prints both sides when they differ).
+using CpuFields = std::tuple<std::string, std::string, std::string, int, int, int>;
+inline CpuFields cpu_fields(const CpuInfo& c) { return {c.arch, c.vendor, c.model_name, c.family, c.model, c.sockets}; }
 
 // PCIe port types as in the PCI Express Capabilities register.
 enum : uint8_t { kEndpoint = 0, kRootPort = 4, kUpstream = 5, kDownstream = 6 };

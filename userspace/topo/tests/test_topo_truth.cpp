@@ -1189,13 +1189,7 @@ TEST(TruthNvlink, LinkListGivesNvidiaSmiCounts) {
   for (const char* bdf : {"0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0", "0000:5d:00.0", "0000:9a:00.0"})
     add_device(t, bdf, -1, PortType::Unknown, Role::GPU, 0x10de, 0x2335, 0, 0, hb);  // H200 SXM
   auto link = [&](int gpu, int peer, const std::string& peer_bdf, bool sw, int links) {
-    NvLink l;
-    l.gpu = gpu;
-    l.peer = peer;
-    l.peer_bdf = peer_bdf;
-    l.peer_is_switch = sw;
-    l.links = links;
-    t.nvlinks.push_back(l);
+    t.nvlinks.push_back({gpu, peer, peer_bdf, sw, links, 0});  // NvLink in its order; bandwidth unknown
   };
   // GPUs 0-2: direct links, each given from one end (0-1 two; 0-2 one, GPU 2 known by address only)
   link(0, 1, "0000:2a:00.0", false, 2);

@@ -285,12 +285,7 @@ TEST(TruthLspciTranscript, NumactlAndLscpuOutputsGiveNodesAndCpu) {
     Topology t = parse("$ lspci -tv\n" + kTree + "$ " + numactl + "\navailable: 2 nodes (0-1)\nnode 0 cpus: 0 1\n$ lscpu\n" + lscpu);
     expect_small_tree(t);
     EXPECT_EQ(t.numa_nodes, 2);
-    EXPECT_EQ(t.cpu.arch, "x86_64");
-    EXPECT_EQ(t.cpu.vendor, "AuthenticAMD");
-    EXPECT_EQ(t.cpu.model_name, "AMD EPYC 9654 96-Core Processor");
-    EXPECT_EQ(t.cpu.family, 25);
-    EXPECT_EQ(t.cpu.model, 17);
-    EXPECT_EQ(t.cpu.sockets, 2);
+    EXPECT_EQ(testing::cpu_fields(t.cpu), testing::CpuFields("x86_64", "AuthenticAMD", "AMD EPYC 9654 96-Core Processor", 25, 17, 2));
     EXPECT_TRUE(t.cpu.hypervisor);
   }
   // numactl's other modes, lscpu -e (a table) and lscpu without a hypervisor line.
@@ -301,12 +296,7 @@ TEST(TruthLspciTranscript, NumactlAndLscpuOutputsGiveNodesAndCpu) {
             "$ lscpu -e\nCPU NODE SOCKET\nModel: 99\n"
             "$ hostnamectl\n Static hostname: gpu-1\n  Virtualization: kvm\n    Architecture: x86-64\n");
   EXPECT_EQ(t.numa_nodes, 0);
-  EXPECT_EQ(t.cpu.arch, "aarch64");
-  EXPECT_EQ(t.cpu.vendor, "ARM");
-  EXPECT_EQ(t.cpu.model, 1);
-  EXPECT_EQ(t.cpu.model_name, "Neoverse-V2");
-  EXPECT_EQ(t.cpu.family, -1);
-  EXPECT_EQ(t.cpu.sockets, 0);
+  EXPECT_EQ(testing::cpu_fields(t.cpu), testing::CpuFields("aarch64", "ARM", "Neoverse-V2", -1, 1, 0));
   EXPECT_FALSE(t.cpu.hypervisor);
 }
 

@@ -23,10 +23,11 @@
 #include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <zlib.h>
+#include <zlib.h>  // gzread: the live node's /proc/config.gz
 
 #include <fcntl.h>
 #include <cerrno>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,9 +37,11 @@
 #include "gdrpeer/topo/readiness.hpp"
 #include "gdrpeer/topo/stack.hpp"
 #include "sysfs_readers.hpp"
+#include "test_gzip.hpp"
 #include "test_topo_support.hpp"
 
 using namespace gdrpeer::topo;
+using gdrpeer::topo::testing::gzip;
 using gdrpeer::topo::testing::slurp;
 
 namespace {
@@ -82,21 +85,22 @@ class LiveView : public InputFs {
 // /proc/driver/nvidia/params (nv_procfs_read_params: "%s: %u\n" per static option, then the
 // string options as "%s: \"%s\"\n").
 
-TEST(TruthNvidiaParams, StringOptionsLoseExactlyTheirTwoQuotes) {
+using Params = std::map<std::string, std::string>;
+
+// The options parse_nvidia_params takes from `text`, by name.
+Params params_of(const std::string& text) {
   StackState s;
+  parse_nvidia_params(text, s);
+  return s.params;
+}
+
+TEST(TruthNvidiaParams, StringOptionsLoseExactlyTheirTwoQuotes) {
   // RmMsg set to a lone double quote prints as `RmMsg: """`; TemporaryFilePath to a path.
-  parse_nvidia_params("RmMsg: \"\"\"\nTemporaryFilePath: \"/var/tmp\"\nExcludedGpus: \"\"\n", s);
-  EXPECT_EQ(s.params.at("RmMsg"), "\"");
-  EXPECT_EQ(s.params.at("TemporaryFilePath"), "/var/tmp");
-  EXPECT_EQ(s.params.at("ExcludedGpus"), "");
+  EXPECT_EQ(params_of("RmMsg: \"\"\"\nTemporaryFilePath: \"/var/tmp\"\nExcludedGpus: \"\"\n"),
+            (Params{{"RmMsg", "\""}, {"TemporaryFilePath", "/var/tmp"}, {"ExcludedGpus", ""}}));
   // A value the driver never writes as a string (it always prints both quotes) is kept as
   // read: a lone quote, or text that only ends or only starts with one, is no quoted string.
-  StackState t;
-  parse_nvidia_params("A: \"\nB: x\"\nC: \"x\nD: 1\"\n", t);
-  EXPECT_EQ(t.params.at("A"), "\"");
-  EXPECT_EQ(t.params.at("B"), "x\"");
-  EXPECT_EQ(t.params.at("C"), "\"x");
-  EXPECT_EQ(t.params.at("D"), "1\"");
+  EXPECT_EQ(params_of("A: \"\nB: x\"\nC: \"x\nD: 1\"\n"), (Params{{"A", "\""}, {"B", "x\""}, {"C", "\"x"}, {"D", "1\""}}));
 }
 
 TEST(TruthNvidiaParams, OnlyNameColonValueLinesAreParameters) {
@@ -117,10 +121,8 @@ TEST(TruthNvidiaParams, OnlyNameColonValueLinesAreParameters) {
   EXPECT_EQ(s.params.at("ImexChannelCount"), "2048");
   // The name ends at the first colon (option names have none); the value is the rest, its
   // surrounding blanks dropped, so a value that itself holds colons stays whole.
-  StackState t;
-  parse_nvidia_params("EnableMSI:1\nRegistryDwordsPerDevice: \"pci=0000:01:00.0;X=1\"\n", t);
-  EXPECT_EQ(t.params.at("EnableMSI"), "1");
-  EXPECT_EQ(t.params.at("RegistryDwordsPerDevice"), "pci=0000:01:00.0;X=1");
+  EXPECT_EQ(params_of("EnableMSI:1\nRegistryDwordsPerDevice: \"pci=0000:01:00.0;X=1\"\n"),
+            (Params{{"EnableMSI", "1"}, {"RegistryDwordsPerDevice", "pci=0000:01:00.0;X=1"}}));
 }
 
 TEST(TruthNvidiaParams, RegistryDwordsAsTheDriverSplitsThem) {
@@ -619,52 +621,38 @@ TEST(TruthKernelConfig, ConfdataLinesOnly) {
   EXPECT_EQ(kc.values, want);
 }
 
-std::string gzip(const std::string& in) {
-  z_stream z{};
-  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  std::string out(deflateBound(&z, in.size()) + 64, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  z.avail_in = static_cast<uInt>(in.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
+// The kernel configuration read_readiness takes from `fs` on a node running kernel `release`.
+KernelConfig kernel_config_of(InputFs& fs, const std::string& release) {
+  Software sw;
+  sw.kernel_release = release;
+  sysfs::read_readiness(fs, sw);
+  return sw.readiness.kconfig;
 }
 
 TEST(TruthKernelConfig, WhichFileIsRead) {
   const std::string debian = reference("readiness/debian-config-6.1.0-56-amd64.excerpt");  // P2PDMA n, MULTIPATH y
+  const std::string running = "6.1.0-56-amd64";
   // The snapshot's kept options win over /boot and /proc/config.gz.
   {
     Tree t;
     t.file("/gdrpeer-snapshot/kernel-config", "# source: /boot/config-6.1.0-56-amd64\n# CONFIG_PCI_P2PDMA is not set\n");
     t.file("/boot/config-6.1.0-56-amd64", "CONFIG_PCI_P2PDMA=y\n");
     t.file("/proc/config.gz", gzip("CONFIG_PCI_P2PDMA=y\n"));
-    Software sw;
-    sw.kernel_release = "6.1.0-56-amd64";
-    sysfs::read_readiness(*t.fs(), sw);
-    EXPECT_EQ(sw.readiness.kconfig.source, "/boot/config-6.1.0-56-amd64");
-    EXPECT_EQ(sw.readiness.kconfig.values.at("CONFIG_PCI_P2PDMA"), "n");
+    const KernelConfig kc = kernel_config_of(*t.fs(), running);
+    EXPECT_EQ(kc.source, "/boot/config-6.1.0-56-amd64");
+    EXPECT_EQ(kc.values.at("CONFIG_PCI_P2PDMA"), "n");
   }
   // A kept entry without its "# source: " line names itself.
-  {
-    Tree t;
-    t.file("/gdrpeer-snapshot/kernel-config", "CONFIG_PCI_P2PDMA=y\n");
-    Software sw;
-    sysfs::read_readiness(*t.fs(), sw);
-    EXPECT_EQ(sw.readiness.kconfig.source, "gdrpeer-snapshot/kernel-config");
-  }
+  EXPECT_EQ(kernel_config_of(*Tree{}.file("/gdrpeer-snapshot/kernel-config", "CONFIG_PCI_P2PDMA=y\n").fs(), "").source,
+            "gdrpeer-snapshot/kernel-config");
   // /boot/config-<release> (uname -r names it) before /proc/config.gz.
   {
     Tree t;
     t.file("/boot/config-6.1.0-56-amd64", debian);
     t.file("/proc/config.gz", gzip("CONFIG_PCI_P2PDMA=y\n"));
-    Software sw;
-    sw.kernel_release = "6.1.0-56-amd64";
-    sysfs::read_readiness(*t.fs(), sw);
-    EXPECT_EQ(sw.readiness.kconfig.source, "/boot/config-6.1.0-56-amd64");
-    EXPECT_EQ(sw.readiness.kconfig.values.at("CONFIG_PCI_P2PDMA"), "n");
+    const KernelConfig kc = kernel_config_of(*t.fs(), running);
+    EXPECT_EQ(kc.source, "/boot/config-6.1.0-56-amd64");
+    EXPECT_EQ(kc.values.at("CONFIG_PCI_P2PDMA"), "n");
   }
   // An unknown release names no /boot file; a release is one file name (no '/').
   for (const std::string release : {"", "6.1/x"}) {
@@ -672,27 +660,12 @@ TEST(TruthKernelConfig, WhichFileIsRead) {
     Tree t;
     t.file("/boot/config-", "CONFIG_PCI_P2PDMA=y\n");
     t.file("/boot/config-6.1/x", "CONFIG_PCI_P2PDMA=y\n");
-    Software sw;
-    sw.kernel_release = release;
-    sysfs::read_readiness(*t.fs(), sw);
-    EXPECT_FALSE(sw.readiness.kconfig.known);
+    EXPECT_FALSE(kernel_config_of(*t.fs(), release).known);
   }
   // /proc/config.gz is gzip (kernel/configs.c); anything else there is damaged: unknown.
-  {
-    Tree t;
-    t.file("/proc/config.gz", "CONFIG_PCI_P2PDMA=y\n");
-    Software sw;
-    sw.kernel_release = "6.1.0-56-amd64";
-    sysfs::read_readiness(*t.fs(), sw);
-    EXPECT_FALSE(sw.readiness.kconfig.known);
-  }
+  EXPECT_FALSE(kernel_config_of(*Tree{}.file("/proc/config.gz", "CONFIG_PCI_P2PDMA=y\n").fs(), running).known);
   // Nothing: unknown (the machine running the test has its own /proc/config.gz: not read).
-  {
-    Software sw;
-    sw.kernel_release = "6.1.0-56-amd64";
-    sysfs::read_readiness(*Tree{}.fs(), sw);
-    EXPECT_FALSE(sw.readiness.kconfig.known);
-  }
+  EXPECT_FALSE(kernel_config_of(*Tree{}.fs(), running).known);
 }
 
 // The live node: /boot/config-$(uname -r), else /proc/config.gz, read directly. The expected
@@ -716,12 +689,10 @@ TEST(TruthKernelConfig, LiveNodeReadsProcConfigGz) {
     }
   }
   LiveView live(Tree{}.fs());
-  Software sw;
-  sw.kernel_release = "gdrpeer-test-no-such-release";  // no /boot/config of that name
-  sysfs::read_readiness(live, sw);
-  EXPECT_TRUE(sw.readiness.kconfig.known);
-  EXPECT_EQ(sw.readiness.kconfig.source, "/proc/config.gz");
-  EXPECT_EQ(sw.readiness.kconfig.values, want);
+  const KernelConfig kc = kernel_config_of(live, "gdrpeer-test-no-such-release");  // no /boot/config of that name
+  EXPECT_TRUE(kc.known);
+  EXPECT_EQ(kc.source, "/proc/config.gz");
+  EXPECT_EQ(kc.values, want);
 }
 
 TEST(TruthReadinessInputs, NvmeCoreModuleDirectory) {

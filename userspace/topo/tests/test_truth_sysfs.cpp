@@ -76,6 +76,14 @@ struct Config {
   }
   // An extended capability header: id 15:0, version 19:16, next 31:20 (PCI_EXT_CAP_NEXT).
   void ext(size_t at, unsigned id, unsigned next) { u32(at, id | (1u << 16) | (next << 20)); }
+  // A PCI Express function of port type `type` whose capability list starts with its PCI Express
+  // capability at `at` (laid out as pcie() does): where most configs here start.
+  static Config express(size_t at, unsigned type, unsigned next = 0, unsigned lnk_speed = 4, unsigned lnk_width = 16) {
+    Config c;
+    c.cap_list(static_cast<unsigned>(at));
+    c.pcie(at, type, next, lnk_speed, lnk_width);
+    return c;
+  }
 };
 
 struct Node {
@@ -94,6 +102,8 @@ struct Node {
     file(d + "/class", hex_attr(cls, 6));
     file(d + "/config", config);
   }
+  // A function on root bus 0000:00 (sysfs path pci0000:00/<bdf>).
+  void root_fn(const std::string& bdf, const std::string& config, unsigned cls = 0x020000) { fn(bdf, "pci0000:00/" + bdf, config, cls); }
   Topology read() const {
     auto fs = make_tar_fs(write_tar(e), "node.tar");
     return parse_sysfs(*fs, "node.tar");
@@ -151,20 +161,14 @@ void expect_as_lspci(const std::string& snapshot, const std::string& lspci) {
     EXPECT_EQ(d.mps_cap, express ? match_int(b.text, R"(DevCap:\s+MaxPayload (\d+) bytes)") : 0);
     EXPECT_EQ(d.mps, express ? match_int(b.text, R"(\n\s+MaxPayload (\d+) bytes, MaxReadReq)") : 0);
     EXPECT_EQ(d.mrrs, express ? match_int(b.text, R"(MaxReadReq (\d+) bytes)") : 0);
-    std::smatch m;
-    if (std::regex_search(b.text, m, std::regex(R"(LnkCap:.*Speed ([\d.]+)GT/s, Width x(\d+))"))) {
-      EXPECT_EQ(d.link_cap.speed_gts, gts(m[1]));
-      EXPECT_EQ(d.link_cap.width, std::stoi(m[2]));
-    } else {
-      EXPECT_EQ(d.link_cap.speed_gts, 0);
-      EXPECT_EQ(d.link_cap.width, 0);
-    }
-    if (std::regex_search(b.text, m, std::regex(R"(LnkSta:\s+Speed ([\d.]+)GT/s, Width x(\d+))"))) {
-      EXPECT_EQ(d.link_sta.speed_gts, gts(m[1]));
-      EXPECT_EQ(d.link_sta.width, std::stoi(m[2]));
-    } else {
-      EXPECT_EQ(d.link_sta.speed_gts, 0);
-      EXPECT_EQ(d.link_sta.width, 0);
+    // LnkCap and LnkSta: speed and width as lspci prints them, 0 where it shows no such line.
+    for (const auto& [got, re] : {std::pair{d.link_cap, R"(LnkCap:.*Speed ([\d.]+)GT/s, Width x(\d+))"},
+                                  std::pair{d.link_sta, R"(LnkSta:\s+Speed ([\d.]+)GT/s, Width x(\d+))"}}) {
+      SCOPED_TRACE(re);
+      std::smatch m;
+      const bool shown = std::regex_search(b.text, m, std::regex(re));
+      EXPECT_EQ(got.speed_gts, shown ? gts(m[1]) : 0);
+      EXPECT_EQ(got.width, shown ? std::stoi(m[2]) : 0);
     }
     // The extended list was read when lspci shows one ("Capabilities: [100 v0] Null" counts).
     const bool extended = std::regex_search(b.text, std::regex(R"(Capabilities: \[[1-9a-f][0-9a-f]{2} v)"));
@@ -231,12 +235,7 @@ TEST(TruthSysfsReal, H200NumaAndCpuAffinityAsNvidiaSmiPrintsThem) {
   }
   // /proc/cpuinfo of the node (arch/x86/kernel/cpu/proc.c show_cpuinfo): the first block's
   // identity, one "physical id", and the hypervisor flag of a VM.
-  EXPECT_EQ(t.cpu.vendor, "GenuineIntel");
-  EXPECT_EQ(t.cpu.arch, "x86_64");
-  EXPECT_EQ(t.cpu.family, 6);
-  EXPECT_EQ(t.cpu.model, 207);
-  EXPECT_EQ(t.cpu.model_name, "Intel(R) Xeon(R) Processor");
-  EXPECT_EQ(t.cpu.sockets, 1);
+  EXPECT_EQ(testing::cpu_fields(t.cpu), testing::CpuFields("x86_64", "GenuineIntel", "Intel(R) Xeon(R) Processor", 6, 207, 1));
   EXPECT_TRUE(t.cpu.hypervisor);
   EXPECT_EQ(t.numa_nodes, 1);
 }
@@ -304,13 +303,11 @@ TEST(TruthSysfsLinks, HostBridgeFromThePathOrTheAddressAndStrayNames) {
 // without CAP_SYS_ADMIN: the header is there, the capabilities are not.
 TEST(TruthSysfsConfig, MultiFunctionBridgeHeaderAndTheUnprivilegedSixtyFourBytes) {
   Node n;
-  Config br;
+  Config br = Config::express(0x40, 4);
   br.u8(0x0e, 0x81);
   br.u8(0x19, 0x42);
-  br.cap_list(0x40);
-  br.pcie(0x40, 4);
   br.b.resize(64);
-  n.fn("0000:00:01.0", "pci0000:00/0000:00:01.0", br.b, 0x060400);
+  n.root_fn("0000:00:01.0", br.b, 0x060400);
   const Topology t = n.read();
   const Device& d = dev(t, "0000:00:01.0");
   EXPECT_TRUE(d.is_bridge);
@@ -329,15 +326,11 @@ TEST(TruthSysfsConfig, CapabilityListNeedsTheStatusBitAndPointersFrom0x40) {
   Config no_status;
   no_status.u8(0x34, 0x40);  // pointer set, status bit clear
   no_status.pcie(0x40, 0);
-  n.fn("0000:00:02.0", "pci0000:00/0000:00:02.0", no_status.b);
-  Config low;
-  low.cap_list(0x20);  // below 0x40: the list is empty
-  low.pcie(0x20, 0);
-  n.fn("0000:00:03.0", "pci0000:00/0000:00:03.0", low.b);
-  Config ok;
-  ok.cap_list(0x40);
-  ok.pcie(0x40, 0);
-  n.fn("0000:00:04.0", "pci0000:00/0000:00:04.0", ok.b);
+  n.root_fn("0000:00:02.0", no_status.b);
+  Config low = Config::express(0x20, 0);  // below 0x40: the list is empty
+  n.root_fn("0000:00:03.0", low.b);
+  Config ok = Config::express(0x40, 0);
+  n.root_fn("0000:00:04.0", ok.b);
   const Topology t = n.read();
   EXPECT_EQ(dev(t, "0000:00:02.0").port, PortType::Unknown);
   EXPECT_FALSE(dev(t, "0000:00:02.0").acs_known);
@@ -352,16 +345,12 @@ TEST(TruthSysfsConfig, CapabilityListNeedsTheStatusBitAndPointersFrom0x40) {
 TEST(TruthSysfsConfig, PcieCapabilityAtTheEndOfTheStandardSpace) {
   // Mutants: parse_config ptr + 0x14 -> + 0x15 / + 0x13; has()'s byte arithmetic.
   Node n;
-  Config end;
-  end.cap_list(0xec);
-  end.pcie(0xec, 4);
+  Config end = Config::express(0xec, 4);
   end.b.resize(256);
-  n.fn("0000:00:02.0", "pci0000:00/0000:00:02.0", end.b, 0x060400);
-  Config cut;
-  cut.cap_list(0xf0);
-  cut.pcie(0xf0, 0);
+  n.root_fn("0000:00:02.0", end.b, 0x060400);
+  Config cut = Config::express(0xf0, 0);
   cut.b.resize(0xf0 + 0x13);  // LnkSta's high byte missing
-  n.fn("0000:00:03.0", "pci0000:00/0000:00:03.0", cut.b);
+  n.root_fn("0000:00:03.0", cut.b);
   const Topology t = n.read();
   EXPECT_EQ(dev(t, "0000:00:02.0").port, PortType::RootPort);
   EXPECT_EQ(dev(t, "0000:00:02.0").link_sta.width, 16);
@@ -390,9 +379,7 @@ TEST(TruthSysfsConfig, EveryPortTypeAndLinkRegistersOnlyWithALink) {
                                              {15, PortType::Unknown}};
   Node n;
   for (const auto& [type, port] : want) {
-    Config c;
-    c.cap_list(0x40);
-    c.pcie(0x40, type, 0, 3, 8);
+    Config c = Config::express(0x40, type, 0, 3, 8);
     char bdf[16], path[64];
     std::snprintf(bdf, sizeof bdf, "0000:00:%02x.0", type + 1);
     std::snprintf(path, sizeof path, "pci0000:00/%s", bdf);
@@ -418,10 +405,8 @@ TEST(TruthSysfsConfig, EveryPortTypeAndLinkRegistersOnlyWithALink) {
 TEST(TruthSysfsConfig, LinkAttributesFirstConfigSpaceForWhatTheyLeaveUnknown) {
   // Mutants: parse_config link_cap/link_sta == 0 guards and their literals; parse_speed.
   Node n;
-  Config c;
-  c.cap_list(0x40);
-  c.pcie(0x40, 0, 0, 3, 8);  // config: 8 GT/s x8
-  n.fn("0000:00:02.0", "pci0000:00/0000:00:02.0", c.b);
+  Config c = Config::express(0x40, 0, 0, 3, 8);  // config: 8 GT/s x8
+  n.root_fn("0000:00:02.0", c.b);
   const std::string d = "sys/devices/pci0000:00/0000:00:02.0";
   n.file(d + "/max_link_speed", "64.0 GT/s PCIe\n");  // PCIE_SPEED2STR: Gen6
   n.file(d + "/max_link_width", "16\n");
@@ -429,10 +414,8 @@ TEST(TruthSysfsConfig, LinkAttributesFirstConfigSpaceForWhatTheyLeaveUnknown) {
   n.file(d + "/current_link_width", "4\n");
   // PCIe 7.0: 128 GT/s, Supported/Current Link Speed encoding 0111b, which the config-space
   // table does not know (it reads 0) and the kernel's attribute names.
-  Config gen7;
-  gen7.cap_list(0x40);
-  gen7.pcie(0x40, 0, 0, 7, 16);
-  n.fn("0000:00:03.0", "pci0000:00/0000:00:03.0", gen7.b);
+  Config gen7 = Config::express(0x40, 0, 0, 7, 16);
+  n.root_fn("0000:00:03.0", gen7.b);
   const std::string d7 = "sys/devices/pci0000:00/0000:00:03.0";
   n.file(d7 + "/max_link_speed", "128.0 GT/s PCIe\n");
   n.file(d7 + "/current_link_speed", "128.0 GT/s PCIe\n");
@@ -455,9 +438,7 @@ TEST(TruthSysfsConfig, ExtendedListAcsAndAtsAsTheKernelWalksIt) {
   // id == 0x0d / 0x0f and their branches, the ATS enable bit, off == 0.
   Node n;
   auto port = [&](const std::string& bdf, const Config& c) { n.fn(bdf, "pci0000:00/" + bdf, c.b, 0x060400); };
-  Config acs_then_ats;  // AER -> ACS -> ATS (enabled)
-  acs_then_ats.cap_list(0x40);
-  acs_then_ats.pcie(0x40, 6);
+  Config acs_then_ats = Config::express(0x40, 6);  // AER -> ACS -> ATS (enabled)
   acs_then_ats.ext(0x100, 0x0001, 0x148);
   acs_then_ats.ext(0x148, 0x000d, 0x200);
   acs_then_ats.u16(0x14c, 0x005f);
@@ -465,40 +446,30 @@ TEST(TruthSysfsConfig, ExtendedListAcsAndAtsAsTheKernelWalksIt) {
   acs_then_ats.ext(0x200, 0x000f, 0);
   acs_then_ats.u16(0x206, 0x8000);
   port("0000:00:02.0", acs_then_ats);
-  Config ats_off;  // ATS first, not enabled; no ACS
-  ats_off.cap_list(0x40);
-  ats_off.pcie(0x40, 0);
+  Config ats_off = Config::express(0x40, 0);  // ATS first, not enabled; no ACS
   ats_off.ext(0x100, 0x000f, 0);
   ats_off.u16(0x106, 0x001f);  // STU set, Enable clear
   port("0000:00:03.0", ats_off);
   // A next pointer into the standard space (0x60, where an SSVID capability, id 0x0d, sits):
   // pci_find_next_ext_capability stops there.
-  Config below;
-  below.cap_list(0x40);
-  below.pcie(0x40, 6, 0x60);
+  Config below = Config::express(0x40, 6, 0x60);
   below.u8(0x60, 0x0d);
   below.ext(0x100, 0x0001, 0x060);
   port("0000:00:04.0", below);
   // ACS in the last 8 bytes of the 4 KiB (0xff8-0xfff): read; the header "all ones" after it ends.
-  Config last;
-  last.cap_list(0x40);
-  last.pcie(0x40, 6);
+  Config last = Config::express(0x40, 6);
   last.ext(0x100, 0x0001, 0xff8);
   last.ext(0xff8, 0x000d, 0);
   last.u16(0xffc, 0x0001);
   last.u16(0xffe, 0x0001);
   port("0000:00:05.0", last);
   // An ACS header at 0xffc has no room for its registers: not a capability.
-  Config over;
-  over.cap_list(0x40);
-  over.pcie(0x40, 6);
+  Config over = Config::express(0x40, 6);
   over.ext(0x100, 0x0001, 0xffc);
   over.ext(0xffc, 0x000d, 0);
   port("0000:00:06.0", over);
   // A looping list (AER pointing to itself) ends.
-  Config loop;
-  loop.cap_list(0x40);
-  loop.pcie(0x40, 6);
+  Config loop = Config::express(0x40, 6);
   loop.ext(0x100, 0x0001, 0x100);
   port("0000:00:07.0", loop);
   const Topology t = n.read();
@@ -535,17 +506,15 @@ TEST(TruthSysfsConfig, FirstPcieCapabilityWithinFortyEightHops) {
     chain.u8(at + 1, at + 4);
   }
   chain.pcie(0xfc, 6);
-  n.fn("0000:00:02.0", "pci0000:00/0000:00:02.0", chain.b, 0x060400);
-  Config two;
-  two.cap_list(0x40);
-  two.pcie(0x40, 0, 0x60, 3, 8);
+  n.root_fn("0000:00:02.0", chain.b, 0x060400);
+  Config two = Config::express(0x40, 0, 0x60, 3, 8);
   two.pcie(0x60, 4, 0, 4, 16);
-  n.fn("0000:00:03.0", "pci0000:00/0000:00:03.0", two.b);
+  n.root_fn("0000:00:03.0", two.b);
   Config loop;  // a list pointing back at itself, without a PCI Express capability: ends
   loop.cap_list(0x40);
   loop.u8(0x40, 0x09);
   loop.u8(0x41, 0x40);
-  n.fn("0000:00:04.0", "pci0000:00/0000:00:04.0", loop.b);
+  n.root_fn("0000:00:04.0", loop.b);
   const Topology t = n.read();
   EXPECT_EQ(dev(t, "0000:00:04.0").port, PortType::Unknown);
   EXPECT_EQ(dev(t, "0000:00:02.0").port, PortType::SwitchDownstream);
@@ -559,9 +528,7 @@ TEST(TruthSysfsConfig, ExtendedListEndsAfterFourHundredEightyHeaders) {
   // Mutants: parse_config guard < 480 -> <= 480, < 481, < 479.
   Node n;
   for (unsigned hops : {480u, 481u}) {
-    Config c;
-    c.cap_list(0x40);
-    c.pcie(0x40, 6);
+    Config c = Config::express(0x40, 6);
     const unsigned last = 0x100 + 4 * (hops - 1);
     for (unsigned at = 0x100; at < last; at += 4) c.ext(at, 0x000b, at + 4);  // vendor-specific, 4 apart
     c.ext(last, 0x000d, 0);
@@ -622,16 +589,14 @@ TEST(TruthSysfsConfig, ConfigSpaceReadADwordAtATimeEachOnce) {
 TEST(TruthSysfsConfig, DamagedStandardSpaceGivesNoCapabilities) {
   // Mutants: ConfigSpace::has load(last / 4) > last % 4 -> >=, n - 1 -> n - 2 / n; if (!c.has(64)) -> if (false).
   Node n;
-  Config c;
-  c.cap_list(0x40);
-  c.pcie(0x40, 4);
+  Config c = Config::express(0x40, 4);
   c.b.resize(255);
-  n.fn("0000:00:02.0", "pci0000:00/0000:00:02.0", c.b, 0x060400);
+  n.root_fn("0000:00:02.0", c.b, 0x060400);
   Config header;  // cut inside the 64-byte header: not even the header type is taken from it
   header.u8(0x0e, 1);
   header.u8(0x19, 5);
   header.b.resize(32);
-  n.fn("0000:00:03.0", "pci0000:00/0000:00:03.0", header.b, 0x060400);
+  n.root_fn("0000:00:03.0", header.b, 0x060400);
   const Topology t = n.read();
   EXPECT_EQ(dev(t, "0000:00:02.0").port, PortType::Unknown);
   EXPECT_EQ(dev(t, "0000:00:02.0").mps, 0);
@@ -648,7 +613,7 @@ TEST(TruthSysfsAttrs, ResourceLinesBarsOnlyMemoryOnlyTheFirstSix) {
   // Mutants: read_pci_functions idx < 6 and its &&, flags & 0x200 && end > start, the size's + 1,
   // prefetchable and 64-bit tests.
   Node n;
-  n.fn("0000:00:02.0", "pci0000:00/0000:00:02.0", Config().b);
+  n.root_fn("0000:00:02.0", Config().b);
   n.file("sys/devices/pci0000:00/0000:00:02.0/resource",
          "0x000000000000e000 0x000000000000e01f 0x0000000000040101\n"  // BAR0: I/O ports
          "0x00000000f8000000 0x00000000f8ffffff 0x0000000000040200\n"  // BAR1: 16 MiB, 32-bit, not prefetchable
@@ -677,7 +642,7 @@ TEST(TruthSysfsAttrs, MalformedResourceAndIdsAreErrorsMissingIdsAreUnknown) {
   // Mutants: sscanf != 3 and its throw, idx + 1, hex()'s s.empty() || *e, !v.
   {
     Node n;
-    n.fn("0000:00:02.0", "pci0000:00/0000:00:02.0", Config().b);
+    n.root_fn("0000:00:02.0", Config().b);
     n.file("sys/devices/pci0000:00/0000:00:02.0/resource",
            "0x0000000000000000 0x0000000000000000 0x0000000000000000\n0x00000000f8000000 0x00000000f8ffffff\n");
     try {
@@ -690,13 +655,13 @@ TEST(TruthSysfsAttrs, MalformedResourceAndIdsAreErrorsMissingIdsAreUnknown) {
   }
   for (const std::string bad : {"0x15g3\n", "\n", "0x15b3 0x1021\n"}) {
     Node n;
-    n.fn("0000:00:02.0", "pci0000:00/0000:00:02.0", Config().b);
+    n.root_fn("0000:00:02.0", Config().b);
     n.e.erase(std::remove_if(n.e.begin(), n.e.end(), [](const TarEntry& x) { return x.path.ends_with("/vendor"); }), n.e.end());
     n.file("sys/devices/pci0000:00/0000:00:02.0/vendor", bad);
     EXPECT_THROW(n.read(), InputError) << bad;
   }
   Node n;
-  n.fn("0000:00:02.0", "pci0000:00/0000:00:02.0", Config().b);
+  n.root_fn("0000:00:02.0", Config().b);
   n.e.erase(
       std::remove_if(n.e.begin(), n.e.end(), [](const TarEntry& x) { return x.path.ends_with("/device") || x.path.ends_with("/class"); }),
       n.e.end());
@@ -883,7 +848,7 @@ TEST(TruthNumaNodes, WithoutNodeFoldersOnlyDisjointSetsAreNodes) {
 
 Topology with_cpuinfo(const std::string& cpuinfo) {
   Node n;
-  n.fn("0000:00:02.0", "pci0000:00/0000:00:02.0", Config().b);
+  n.root_fn("0000:00:02.0", Config().b);
   n.file("proc/cpuinfo", cpuinfo);
   return n.read();
 }
@@ -901,12 +866,7 @@ std::string x86_block(int cpu, int package, const std::string& flags) {
 TEST(TruthCpuinfo, X86TwoSocketsBareMetal) {
   // Mutants: read_cpus' key tests, first-block-wins guards, physical id, the hypervisor flag.
   const Topology t = with_cpuinfo(x86_block(0, 0, " fpu vme sse2 avx512f") + x86_block(1, 1, " fpu vme sse2 avx512f"));
-  EXPECT_EQ(t.cpu.vendor, "AuthenticAMD");
-  EXPECT_EQ(t.cpu.arch, "x86_64");
-  EXPECT_EQ(t.cpu.family, 25);
-  EXPECT_EQ(t.cpu.model, 17);
-  EXPECT_EQ(t.cpu.model_name, "AMD EPYC 9654 96-Core Processor");
-  EXPECT_EQ(t.cpu.sockets, 2);
+  EXPECT_EQ(testing::cpu_fields(t.cpu), testing::CpuFields("x86_64", "AuthenticAMD", "AMD EPYC 9654 96-Core Processor", 25, 17, 2));
   EXPECT_FALSE(t.cpu.hypervisor);
   EXPECT_EQ(t.cpu.arm_implementer, -1);
   // As on arm64, the first block (CPU 0) names the CPU when blocks differ.
@@ -992,7 +952,7 @@ TEST(TruthCpuinfo, OneNodeTakesTheOnlineCpusOfCpuinfo) {
   // Mutants: read_cpus "processor" parsing (digit test, n < kMaxCpus, resize), the one-node
   // fallback's conditions and node_cpus[0].
   Node n = numa_node_tree(1, {});
-  n.fn("0000:00:02.0", "pci0000:00/0000:00:02.0", Config().b);
+  n.root_fn("0000:00:02.0", Config().b);
   n.file("sys/devices/pci0000:00/0000:00:02.0/numa_node", "-1\n");
   std::string ci;
   for (int c : {7, 1, 2, 3}) ci += x86_block(c, 0, " fpu");     // CPU 0 offline (cpu0 hotplug)
@@ -1004,13 +964,13 @@ TEST(TruthCpuinfo, OneNodeTakesTheOnlineCpusOfCpuinfo) {
   EXPECT_EQ(dev(t, "0000:00:02.0").cpu_affinity, "1-3,7");
   // node0's own cpulist, where the snapshot has it, is the node's CPUs (not cpuinfo's blocks).
   Node listed = numa_node_tree(1, {"0-7"});
-  listed.fn("0000:00:02.0", "pci0000:00/0000:00:02.0", Config().b);
+  listed.root_fn("0000:00:02.0", Config().b);
   listed.file("sys/devices/pci0000:00/0000:00:02.0/numa_node", "-1\n");
   listed.file("proc/cpuinfo", ci);
   EXPECT_EQ(dev(listed.read(), "0000:00:02.0").cpu_affinity, "0-7");
   // Two nodes: the online CPUs are not any one node's.
   Node two = numa_node_tree(2, {});
-  two.fn("0000:00:02.0", "pci0000:00/0000:00:02.0", Config().b);
+  two.root_fn("0000:00:02.0", Config().b);
   two.file("sys/devices/pci0000:00/0000:00:02.0/numa_node", "0\n");
   two.file("proc/cpuinfo", ci);
   EXPECT_EQ(dev(two.read(), "0000:00:02.0").cpu_affinity, "");
@@ -1025,7 +985,7 @@ TEST(TruthProcfs, ModulesFromProcModulesElseSysModule) {
   // Mutants: read_software sp != npos && sp > 0 (all forms), if (!sw.modules_known).
   {
     Node n;
-    n.fn("0000:00:02.0", "pci0000:00/0000:00:02.0", Config().b);
+    n.root_fn("0000:00:02.0", Config().b);
     n.file("proc/modules",
            "nvidia_peermem 16384 0 - Live 0x0000000000000000 (POE)\n\n nvidia 1 0 - Live 0x0\nx 4096 0 - Live 0x0\n"
            "ib_core 1 0 - Live 0x0\n");
@@ -1035,7 +995,7 @@ TEST(TruthProcfs, ModulesFromProcModulesElseSysModule) {
     EXPECT_EQ(t.sw.modules, (std::vector<std::string>{"nvidia_peermem", "x", "ib_core"}));  // a blank name is none
   }
   Node n;
-  n.fn("0000:00:02.0", "pci0000:00/0000:00:02.0", Config().b);
+  n.root_fn("0000:00:02.0", Config().b);
   n.dir("sys/module/nvidia_peermem");
   n.dir("sys/module/ib_core");
   const Topology t = n.read();
@@ -1049,8 +1009,8 @@ TEST(TruthProcfs, ModulesFromProcModulesElseSysModule) {
 TEST(TruthRdma, DeviceLinksToFunctionsOthersIgnored) {
   // Mutants: read_rdma !link, !bdf, i >= 0 (and its literal and &&), rdma_name.empty().
   Node n;
-  n.fn("0000:00:02.0", "pci0000:00/0000:00:02.0", Config().b, 0x020700);
-  n.fn("0000:00:03.0", "pci0000:00/0000:00:03.0", Config().b, 0x020000);
+  n.root_fn("0000:00:02.0", Config().b, 0x020700);
+  n.root_fn("0000:00:03.0", Config().b, 0x020000);
   n.dir("sys/class/infiniband/rxe0");
   n.link("sys/class/infiniband/mlx5_0/device", "../../../devices/pci0000:00/0000:00:02.0");
   n.link("sys/class/infiniband/mlx5_1/device", "../../../devices/pci0000:00/0000:00:02.0");
@@ -1078,7 +1038,7 @@ TEST(TruthIommu, LiveWithoutGroupsIsOffUnmanagedGroupsAreNotTranslating) {
     std::string describe() const override { return "/"; }  // what the live root says
   };
   Node n;
-  n.fn("0000:00:02.0", "pci0000:00/0000:00:02.0", Config().b);
+  n.root_fn("0000:00:02.0", Config().b);
   LiveTar live;
   live.in = make_tar_fs(write_tar(n.e), "live");
   Topology lt;
@@ -1088,8 +1048,8 @@ TEST(TruthIommu, LiveWithoutGroupsIsOffUnmanagedGroupsAreNotTranslating) {
   EXPECT_EQ(n.read().iommu, IommuMode::Unknown);  // a copy without the folder says nothing
 
   Node u;
-  u.fn("0000:00:02.0", "pci0000:00/0000:00:02.0", Config().b);
-  u.fn("0000:00:03.0", "pci0000:00/0000:00:03.0", Config().b);
+  u.root_fn("0000:00:02.0", Config().b);
+  u.root_fn("0000:00:03.0", Config().b);
   u.link("sys/devices/pci0000:00/0000:00:02.0/iommu_group", "../../../kernel/iommu_groups/7");
   u.link("sys/devices/pci0000:00/0000:00:03.0/iommu_group", "../../../kernel/iommu_groups/8");
   u.file("sys/kernel/iommu_groups/7/type", "unmanaged\n");

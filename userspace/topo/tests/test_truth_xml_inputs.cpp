@@ -21,6 +21,7 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include "gdrpeer/topo/errors.hpp"
 #include "gdrpeer/topo/inputs.hpp"
@@ -58,6 +59,13 @@ const Device& dev(const Topology& t, const std::string& bdf) {
   const int i = t.find(bdf);
   if (i < 0) throw std::runtime_error("no device " + bdf);
   return t.devices[static_cast<size_t>(i)];
+}
+
+// A function's class and ids, whether known and what they are, in this order: class known, ids
+// known, class code, vendor, device, subsystem vendor, subsystem device (as lspci -nn shows them).
+using IdFields = std::tuple<bool, bool, uint32_t, uint16_t, uint16_t, uint16_t, uint16_t>;
+IdFields id_fields(const Device& d) {
+  return {d.class_known, d.ids_known, d.class_code, d.vendor, d.device, d.subsys_vendor, d.subsys_device};
 }
 
 int host_bridge_numa(const Topology& t, const std::string& name) {
@@ -267,14 +275,7 @@ TEST(TruthHwlocPci, PciTypeGivesClassIdsAndSubsystem) {
   const Topology t = parse_hwloc_xml(hwloc_doc(host_bridge("17", pcidev("0000:17:00.0", "0302 [10de:20b0] [10de:134f] a1") +
                                                                      pcidev("0000:17:00.1", "0207 [15b3:101b] [15b3:0007] 00 00"))),
                                      "t.xml");
-  const Device& g = dev(t, "0000:17:00.0");
-  EXPECT_TRUE(g.class_known);
-  EXPECT_TRUE(g.ids_known);
-  EXPECT_EQ(g.class_code, 0x030200u);
-  EXPECT_EQ(g.vendor, 0x10de);
-  EXPECT_EQ(g.device, 0x20b0);
-  EXPECT_EQ(g.subsys_vendor, 0x10de);
-  EXPECT_EQ(g.subsys_device, 0x134f);
+  EXPECT_EQ(id_fields(dev(t, "0000:17:00.0")), IdFields(true, true, 0x030200, 0x10de, 0x20b0, 0x10de, 0x134f));
   const Device& n = dev(t, "0000:17:00.1");
   EXPECT_EQ(n.class_code, 0x020700u);  // hwloc 3 appends the prog-if
   EXPECT_EQ(n.vendor, 0x15b3);
@@ -469,13 +470,8 @@ TEST(TruthHwlocInfo, InfosNameTheObjectTheyAreIn) {
       "t.xml");
   EXPECT_EQ(t.dmi_product, "p4d.24xlarge");
   EXPECT_EQ(t.dmi_vendor, "Amazon EC2");
-  EXPECT_EQ(t.cpu.arch, "x86_64");
   EXPECT_EQ(t.sw.kernel_release, "5.10.0-28-cloud-amd64");
-  EXPECT_EQ(t.cpu.vendor, "GenuineIntel");
-  EXPECT_EQ(t.cpu.model_name, "Intel(R) Xeon(R) Platinum 8275CL");
-  EXPECT_EQ(t.cpu.family, 6);
-  EXPECT_EQ(t.cpu.model, 85);
-  EXPECT_EQ(t.cpu.sockets, 1);
+  EXPECT_EQ(testing::cpu_fields(t.cpu), testing::CpuFields("x86_64", "GenuineIntel", "Intel(R) Xeon(R) Platinum 8275CL", 6, 85, 1));
   // Vendor first, whichever order the two infos come in.
   EXPECT_EQ(dev(t, "0000:17:00.0").name, "NVIDIA Corporation GH100 [H100 SXM5 80GB]");
   EXPECT_EQ(dev(t, "0000:17:00.1").name, "Mellanox Technologies MT2910 Family [ConnectX-7]");
@@ -628,13 +624,16 @@ std::string nv_gpus(const std::string& matrix) {
       "</object>\n" + matrix);
 }
 
+// That document, parsed.
+Topology parse_nv_gpus(const std::string& matrix) { return parse_hwloc_xml(nv_gpus(matrix), "t.xml"); }
+
 TEST(TruthHwlocNvlink, MatrixRowsAreFromEachGpu) {
-  const Topology t = parse_hwloc_xml(nv_gpus("<distances2hetero nbobjs=\"4\" kind=\"25\" name=\"NVLinkBandwidth\">\n"
-                                             "<indexes length=\"0\">OSDev:13 PCIDev:22 PCIDev:52 PCIDev:12 </indexes>\n"
-                                             "<u64values length=\"0\">1000000 25000 0 1000000 25000 1000000 150000 0 </u64values>\n"
-                                             "<u64values length=\"0\">0 150000 1000000 0 1000000 0 0 1000000 </u64values>\n"
-                                             "</distances2hetero>\n"),
-                                     "t.xml");
+  const Topology t = parse_nv_gpus(
+      "<distances2hetero nbobjs=\"4\" kind=\"25\" name=\"NVLinkBandwidth\">\n"
+      "<indexes length=\"0\">OSDev:13 PCIDev:22 PCIDev:52 PCIDev:12 </indexes>\n"
+      "<u64values length=\"0\">1000000 25000 0 1000000 25000 1000000 150000 0 </u64values>\n"
+      "<u64values length=\"0\">0 150000 1000000 0 1000000 0 0 1000000 </u64values>\n"
+      "</distances2hetero>\n");
   const int a = t.find("0000:17:00.0"), b = t.find("0000:2a:00.0"), sw = t.find("0000:05:00.0");
   // A to B, B to A, B into the switch; not A's OS device to its own PCI device (and back), not
   // the switch's row, not the zeros.
@@ -656,11 +655,10 @@ TEST(TruthHwlocNvlink, MatrixRowsAreFromEachGpu) {
 // distances2 with plain gp indexes; XML whitespace (XML 1.0 production [3] S: space, tab, CR,
 // LF) between the numbers.
 TEST(TruthHwlocNvlink, PlainGpIndexesAndAnyXmlWhitespace) {
-  const Topology t =
-      parse_hwloc_xml(nv_gpus("<distances2 type=\"OSDev\" nbobjs=\"2\" indexing=\"gp\" kind=\"25\" name=\"NVLinkBandwidth\">\n"
-                              "<indexes length=\"0\">\t13\n23\r\n</indexes>\n"
-                              "<u64values length=\"0\">\n0\t50000\r\n0 0</u64values>\n</distances2>\n"),
-                      "t.xml");
+  const Topology t = parse_nv_gpus(
+      "<distances2 type=\"OSDev\" nbobjs=\"2\" indexing=\"gp\" kind=\"25\" name=\"NVLinkBandwidth\">\n"
+      "<indexes length=\"0\">\t13\n23\r\n</indexes>\n"
+      "<u64values length=\"0\">\n0\t50000\r\n0 0</u64values>\n</distances2>\n");
   ASSERT_EQ(t.nvlinks.size(), 1u);
   EXPECT_EQ(t.nvlinks[0].gpu, t.find("0000:17:00.0"));
   EXPECT_EQ(t.nvlinks[0].peer, t.find("0000:2a:00.0"));
@@ -668,22 +666,24 @@ TEST(TruthHwlocNvlink, PlainGpIndexesAndAnyXmlWhitespace) {
 }
 
 TEST(TruthHwlocNvlink, ObjectsHwlocCannotFindAreDropped) {
-  // gp_index 22 is a PCIDev, not a Package; gp_index 99 is no object.
-  const Topology t =
-      parse_hwloc_xml(nv_gpus("<distances2hetero nbobjs=\"3\" kind=\"25\" name=\"NVLinkBandwidth\">\n"
-                              "<indexes length=\"0\">OSDev:13 Package:22 OSDev:99 </indexes>\n"
-                              "<u64values length=\"0\">0 50000 50000 50000 0 0 50000 0 0 </u64values>\n</distances2hetero>\n"),
-                      "t.xml");
-  EXPECT_TRUE(t.nvlink_known);
-  EXPECT_TRUE(t.nvlinks.empty());
-  // Other distances (NUMA latency) are not NVLink.
-  const Topology other =
-      parse_hwloc_xml(nv_gpus("<distances2 type=\"NUMANode\" nbobjs=\"2\" indexing=\"os\" kind=\"5\" name=\"NUMALatency\">\n"
-                              "<indexes length=\"0\">13 23 </indexes>\n<u64values length=\"0\">10 21 21 10 </u64values>\n"
-                              "</distances2>\n"),
-                      "t.xml");
-  EXPECT_FALSE(other.nvlink_known);
-  EXPECT_TRUE(other.nvlinks.empty());
+  const std::pair<const char*, bool> cases[] = {
+      // gp_index 22 is a PCIDev, not a Package; gp_index 99 is no object: NVLink known, none.
+      {"<distances2hetero nbobjs=\"3\" kind=\"25\" name=\"NVLinkBandwidth\">\n"
+       "<indexes length=\"0\">OSDev:13 Package:22 OSDev:99 </indexes>\n"
+       "<u64values length=\"0\">0 50000 50000 50000 0 0 50000 0 0 </u64values>\n</distances2hetero>\n",
+       true},
+      // Other distances (NUMA latency) are not NVLink: not known.
+      {"<distances2 type=\"NUMANode\" nbobjs=\"2\" indexing=\"os\" kind=\"5\" name=\"NUMALatency\">\n"
+       "<indexes length=\"0\">13 23 </indexes>\n<u64values length=\"0\">10 21 21 10 </u64values>\n"
+       "</distances2>\n",
+       false},
+  };
+  for (const auto& [matrix, known] : cases) {
+    SCOPED_TRACE(matrix);
+    const Topology t = parse_nv_gpus(matrix);
+    EXPECT_EQ(t.nvlink_known, known);
+    EXPECT_TRUE(t.nvlinks.empty());
+  }
 }
 
 // hwloc refuses a matrix without nbobjs x nbobjs values, or with a value that is no number
@@ -832,13 +832,7 @@ TEST(TruthNcclPci, IdsAndClassAsSysfsWritesThem) {
   EXPECT_EQ(sw.vendor, 0x1000);
   const Device& g = dev(t, "0000:17:00.0");
   EXPECT_FALSE(g.is_bridge);
-  EXPECT_TRUE(g.class_known);
-  EXPECT_TRUE(g.ids_known);
-  EXPECT_EQ(g.class_code, 0x030200u);
-  EXPECT_EQ(g.vendor, 0x10de);
-  EXPECT_EQ(g.device, 0x2330);
-  EXPECT_EQ(g.subsys_vendor, 0x10de);
-  EXPECT_EQ(g.subsys_device, 0x16c1);
+  EXPECT_EQ(id_fields(g), IdFields(true, true, 0x030200, 0x10de, 0x2330, 0x10de, 0x16c1));
   EXPECT_EQ(g.parent, t.find("0000:16:00.0"));
   EXPECT_EQ(g.role, Role::GPU);  // by its class (NCCL's "0x03" prefix): no <gpu> element needed
   const Device& n = dev(t, "0000:18:00.0");
@@ -907,24 +901,20 @@ TEST(TruthNcclPci, PlaceholderSwitchesHaveNoIds) {
   EXPECT_FALSE(dev(t, "ffff:ff:01.0").ids_known);
   EXPECT_TRUE(dev(t, "ffff:ff:01.0").is_bridge);
   EXPECT_TRUE(dev(t, "0000:10:1c.0").ids_known);
-  const Topology by_vendor =
-      parse_nccl_xml(nccl_doc("<cpu numaid=\"0\">\n" +
-                              npci("0000:16:00.0", "0x060400", "0xffff", npci("0000:17:00.0", "0x030200", "0x10de")) + "</cpu>\n"),
-                     "t.xml");
+  // A switch `busid` of vendor `vendor` with an NVIDIA GPU below it.
+  const auto switch_over_gpu = [](const std::string& busid, const std::string& vendor) {
+    return parse_nccl_xml(
+        nccl_doc("<cpu numaid=\"0\">\n" + npci(busid, "0x060400", vendor, npci("0000:17:00.0", "0x030200", "0x10de")) + "</cpu>\n"),
+        "t.xml");
+  };
+  const Topology by_vendor = switch_over_gpu("0000:16:00.0", "0xffff");
   EXPECT_TRUE(by_vendor.placeholder_switches);
   EXPECT_FALSE(dev(by_vendor, "0000:16:00.0").ids_known);
   EXPECT_TRUE(dev(by_vendor, "0000:17:00.0").ids_known);
-  const Topology by_busid =
-      parse_nccl_xml(nccl_doc("<cpu numaid=\"0\">\n" +
-                              npci("ffff:ff:01.0", "0x060400", "0x1000", npci("0000:17:00.0", "0x030200", "0x10de")) + "</cpu>\n"),
-                     "t.xml");
+  const Topology by_busid = switch_over_gpu("ffff:ff:01.0", "0x1000");
   EXPECT_TRUE(by_busid.placeholder_switches);
   EXPECT_FALSE(dev(by_busid, "ffff:ff:01.0").ids_known);
-  const Topology none =
-      parse_nccl_xml(nccl_doc("<cpu numaid=\"0\">\n" +
-                              npci("0000:16:00.0", "0x060400", "0x1000", npci("0000:17:00.0", "0x030200", "0x10de")) + "</cpu>\n"),
-                     "t.xml");
-  EXPECT_FALSE(none.placeholder_switches);
+  EXPECT_FALSE(switch_over_gpu("0000:16:00.0", "0x1000").placeholder_switches);
 }
 
 // <gpu>, <nic>, <net>: the role of the <pci> they are in; <gpu gdr> and <net gdr> are NCCL's own

@@ -197,6 +197,11 @@ struct Topology {
   void finalize();
 };
 
+// The empty model a parser starts from: read from `source` as `format`, its devices going into
+// `storage`'s memory, emptied (fleet mode passes the previous node's vector, so that thousands of
+// dumps do not each grow one of ~150 devices).
+Topology new_topology(const std::string& source, const std::string& format, std::vector<Device> storage = {});
+
 const char* to_string(Role r);
 const char* to_string(PortType p);
 const char* to_string(IommuMode m);
