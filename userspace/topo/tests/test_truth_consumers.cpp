@@ -20,7 +20,11 @@
 //    /sys/module/nvidia_peermem; else "Skipping transport".
 //  - UCX 1.23.0, src/uct/ib/base/ib_md.c: peer memory through memory_peers/nv_mem,
 //    /sys/module/nvidia_peermem or /sys/module/nv_peer_mem; dma-buf; UCX_IB_GPU_DIRECT_RDMA=no
-//    off (ucs_config "no"/"n"/"0"/"off" are false for a ternary).
+//    off; both variables UCS_CONFIG_TYPE_TERNARY (src/ucs/config/parser.c
+//    ucs_config_sscanf_ternary: "try"/"maybe", else ucs_config_sscanf_bool: y/yes/1, n/no/0,
+//    letters in any case; anything else refused).
+//  - NVSHMEM's nvshmemi_getenv_bool (env_defs_internal.h): a set variable is false when it
+//    starts with 0, N, n, F or f, else true ("" included).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -104,8 +108,8 @@ TEST(TruthNcclLevel, OldNumbersAndNonsense) {
   struct Case {
     const char* v;
     const char* level;
-  } cases[] = {{"0", "LOC"}, {"1", "PIX"}, {"2", "PXB"}, {"3", "PHB"}, {"4", "SYS"}, {"5", "SYS"},
-               {"9", "SYS"}, {"42", "SYS"}, {"0x3", "PHB"}, {"3abc", "PHB"}};
+  } cases[] = {{"0", "LOC"}, {"1", "PIX"}, {"2", "PXB"},  {"3", "PHB"},   {"4", "SYS"},   {"5", "SYS"},
+               {"6", "SYS"}, {"9", "SYS"}, {"42", "SYS"}, {"0x3", "PHB"}, {"3abc", "PHB"}};
   for (auto c : cases) {
     Pair x;
     x.allowed().dmabuf_only();
@@ -137,7 +141,9 @@ TEST(TruthNcclLevel, C2cDefault) {
     if (*v) e["NCCL_NET_GDR_C2C"] = v;
     auto d = x.nccl(e);
     EXPECT_EQ(d.level.substr(0, 10), std::string("PIX vs ") + lvl) << v;
-    EXPECT_NE(d.level.find(*v == 0 ? "(default, NCCL_NET_GDR_C2C=1)" : std::string(lvl) == "PXB" ? "(NCCL_NET_GDR_C2C=0)" : "(default"),
+    EXPECT_NE(d.level.find(*v == 0                     ? "(default, NCCL_NET_GDR_C2C=1)"
+                           : std::string(lvl) == "PXB" ? "(NCCL_NET_GDR_C2C=0)"
+                                                       : "(default"),
               std::string::npos)
         << v << ": " << d.level;
   }
@@ -180,6 +186,19 @@ TEST(TruthNcclLevel, C2cGpuBehindSwitchIsPciMode) {
   auto e = x.nccl();
   EXPECT_EQ(e.mapping, "default");
   EXPECT_EQ(e.rule, "");
+  // The PCIe mapping type is named only where NCCL uses it.
+  EXPECT_EQ(e.why.find("PCIe"), std::string::npos) << e.why;
+  x.p.c2c = true;
+  x.p.gate.dmabuf_pcie.allowed = 1;
+  auto a = x.nccl();
+  EXPECT_NE(a.why.find("dma-buf with the PCIe mapping type"), std::string::npos) << a.why;
+  EXPECT_EQ(a.why.find("unknown"), std::string::npos) << a.why;  // an allowed gate adds nothing
+  x.p.gate.dmabuf_pcie.allowed = 0;
+  EXPECT_NE(x.nccl().why.find("refuse the PCIe mapping type (FORCE_PCIE)"), std::string::npos);
+  x.p.c2c = false;
+  x.p.gate.dmabuf_default.allowed = 0;
+  EXPECT_NE(x.nccl().why.find("refuse the dma-buf attach"), std::string::npos) << x.nccl().why;
+  x.p.gate.dmabuf_default.allowed = 1;
   // And the default gate refusing is what a default-mode pair reports.
   x.p.gate.dmabuf_default.allowed = 0;
   EXPECT_EQ(x.nccl().rule, "exporter-gate");
@@ -238,7 +257,10 @@ TEST(TruthNcclSupport, NetGdrFromPeerFilesOrDmabuf) {
     if (c.gdr != -1 || std::string(c.path) == "unknown") {
       EXPECT_EQ(d.path, c.path) << c.nv_mem << c.nv_mem_nc << c.mod << c.kdmabuf << c.cdmabuf;
     }
-    EXPECT_EQ(d.rule, c.gdr == 0 ? "consumer-nccl" : (c.mod == 1 && c.nv_mem == 0 && c.nv_mem_nc == 0 && c.gdr == 1 && std::string(c.path) == "peer-memory") ? "consumer-nccl" : "")
+    EXPECT_EQ(d.rule, c.gdr == 0 ? "consumer-nccl"
+                      : (c.mod == 1 && c.nv_mem == 0 && c.nv_mem_nc == 0 && c.gdr == 1 && std::string(c.path) == "peer-memory")
+                          ? "consumer-nccl"
+                          : "")
         << c.nv_mem << c.nv_mem_nc << c.mod << c.kdmabuf << c.cdmabuf;
   }
 }
@@ -316,11 +338,32 @@ TEST(TruthNcclHca, MatchIfListPrefixExactExclude) {
     const char* dev;
     bool used;
   } cases[] = {
-      {"mlx5", "mlx5_0", true},          {"mlx5_1", "mlx5_0", false},   {"=mlx5", "mlx5_0", false},
-      {"=mlx5_0", "mlx5_0", true},       {"^mlx5_0", "mlx5_0", false},  {"^mlx5_1", "mlx5_0", true},
-      {"^=mlx5", "mlx5_0", true},        {"^=mlx5_0", "mlx5_0", false}, {"mlx5_1,mlx5_0:1", "mlx5_0", true},
-      {"mlx5_0:1", "mlx5_0", true},      {"mlx5_00", "mlx5_0", false},  {"bnxt,mlx", "mlx5_0", true},
-      {"=mlx5_0,mlx5_1", "mlx5_1", true}, {",mlx5_0", "mlx5_0", true},
+      {"mlx5", "mlx5_0", true},
+      {"mlx5_1", "mlx5_0", false},
+      {"=mlx5", "mlx5_0", false},
+      {"=mlx5_0", "mlx5_0", true},
+      {"^mlx5_0", "mlx5_0", false},
+      {"^mlx5_1", "mlx5_0", true},
+      {"^=mlx5", "mlx5_0", true},
+      {"^=mlx5_0", "mlx5_0", false},
+      {"mlx5_1,mlx5_0:1", "mlx5_0", true},
+      {"mlx5_0:1", "mlx5_0", true},
+      {"mlx5_00", "mlx5_0", false},
+      {"bnxt,mlx", "mlx5_0", true},
+      {"=mlx5_0,mlx5_1", "mlx5_1", true},
+      {",mlx5_0", "mlx5_0", true},
+      // parseStringList drops entries with no name (",", ":1"); matchIfList with no entry at all
+      // matches every device, then "^" inverts it.
+      {"mlx5_1,", "mlx5_0", false},
+      {",mlx5_1", "mlx5_0", false},
+      {"mlx5_1,:1", "mlx5_0", false},
+      {"^", "mlx5_0", false},
+      {"^=", "mlx5_0", false},
+      {"^,", "mlx5_0", false},
+      {"=", "mlx5_0", true},
+      {":1", "mlx5_0", true},
+      {",", "mlx5_0", true},
+      {"^:1", "mlx5_0", false},
   };
   for (auto c : cases) {
     Pair x;
@@ -351,15 +394,32 @@ TEST(TruthNvshmem, Table) {
     int gdr;
     const char* path;
   } cases[] = {
-      {1, 1, 0, 0, 0, nullptr, 1, "dma-buf"},      {1, 1, 1, 0, 0, "1", 1, "peer-memory"},
-      {1, 1, 0, 0, 0, "1", 0, "none"},             {1, 1, 0, 0, 0, "0", 1, "dma-buf"},
-      {1, 1, 0, 0, 0, "false", 1, "dma-buf"},      {1, 1, 0, 0, 0, "n", 1, "dma-buf"},
-      {1, 1, 0, 0, 0, "no", 1, "dma-buf"},         {1, 1, 0, 0, 0, "", 1, "dma-buf"},
-      {1, 1, 0, 0, 0, "yes", 0, "none"},           {0, 1, 1, 0, 0, nullptr, 1, "peer-memory"},
-      {0, 1, 0, 1, 0, nullptr, 1, "peer-memory"},  {0, 1, 0, 0, 1, nullptr, 1, "peer-memory"},
-      {1, 0, 0, 0, 1, nullptr, 1, "peer-memory"},  {0, 1, 0, 0, 0, nullptr, 0, "none"},
-      {-1, 1, 1, 0, 0, nullptr, -1, "unknown"},    {0, 1, -1, 0, 0, nullptr, -1, "unknown"},
-      {0, 1, 0, -1, 0, nullptr, -1, "unknown"},    {0, 1, 0, 0, -1, nullptr, -1, "unknown"},
+      {1, 1, 0, 0, 0, nullptr, 1, "dma-buf"},
+      {1, 1, 1, 0, 0, "1", 1, "peer-memory"},
+      {1, 1, 0, 0, 0, "1", 0, "none"},
+      {1, 1, 0, 0, 0, "0", 1, "dma-buf"},
+      {1, 1, 0, 0, 0, "false", 1, "dma-buf"},
+      {1, 1, 0, 0, 0, "n", 1, "dma-buf"},
+      {1, 1, 0, 0, 0, "no", 1, "dma-buf"},
+      {1, 1, 0, 0, 0, "", 0, "none"},
+      {1, 1, 0, 0, 0, "yes", 0, "none"},
+      // nvshmemi_getenv_bool: set and starting with 0, N, n, F or f is false, anything else true.
+      {1, 1, 0, 0, 0, "FALSE", 1, "dma-buf"},
+      {1, 1, 0, 0, 0, "No", 1, "dma-buf"},
+      {1, 1, 0, 0, 0, "0x1", 1, "dma-buf"},
+      {1, 1, 0, 0, 0, "nope", 1, "dma-buf"},
+      {1, 1, 0, 0, 0, "f", 1, "dma-buf"},
+      {1, 1, 0, 0, 0, "off", 0, "none"},
+      {1, 1, 0, 0, 0, "true", 0, "none"},
+      {0, 1, 1, 0, 0, nullptr, 1, "peer-memory"},
+      {0, 1, 0, 1, 0, nullptr, 1, "peer-memory"},
+      {0, 1, 0, 0, 1, nullptr, 1, "peer-memory"},
+      {1, 0, 0, 0, 1, nullptr, 1, "peer-memory"},
+      {0, 1, 0, 0, 0, nullptr, 0, "none"},
+      {-1, 1, 1, 0, 0, nullptr, -1, "unknown"},
+      {0, 1, -1, 0, 0, nullptr, -1, "unknown"},
+      {0, 1, 0, -1, 0, nullptr, -1, "unknown"},
+      {0, 1, 0, 0, -1, nullptr, -1, "unknown"},
       {1, -1, 0, 0, 0, nullptr, -1, "unknown"},
   };
   for (auto c : cases) {
@@ -370,13 +430,13 @@ TEST(TruthNvshmem, Table) {
     x.n.mp_nv_mem = c.nv_mem;
     x.n.mp_nvidia_peermem = c.nvpm;
     x.n.mod_nvidia_peermem = c.mod;
-    x.n.mp_nv_mem_nc = 1;  // NCCL's own client name: NVSHMEM does not look for it
+    x.n.mp_nv_mem_nc = 1;     // NCCL's own client name: NVSHMEM does not look for it
     x.n.mod_nv_peer_mem = 1;  // nor for nv_peer_mem's module
     Env e;
     if (c.off) e["NVSHMEM_IB_DISABLE_DMABUF"] = c.off;
     auto d = x.nvshmem(e);
-    std::string tag = std::to_string(c.cdmabuf) + std::to_string(c.kdmabuf) + std::to_string(c.nv_mem) +
-                      std::to_string(c.nvpm) + std::to_string(c.mod) + (c.off ? c.off : "-");
+    std::string tag = std::to_string(c.cdmabuf) + std::to_string(c.kdmabuf) + std::to_string(c.nv_mem) + std::to_string(c.nvpm) +
+                      std::to_string(c.mod) + (c.off ? c.off : "-");
     EXPECT_EQ(d.gdr, c.gdr) << tag;
     EXPECT_EQ(d.path, c.path) << tag;
     EXPECT_EQ(d.rule, c.gdr == 0 ? "consumer-nvshmem" : "") << tag;
@@ -408,16 +468,42 @@ TEST(TruthUcx, Table) {
     int gdr;
     const char* path;
   } cases[] = {
-      {1, 1, 0, 0, 0, nullptr, nullptr, 1, "dma-buf"},      {1, 1, 1, 1, 1, "no", nullptr, 0, "none"},
-      {1, 1, 0, 0, 0, "n", nullptr, 0, "none"},             {1, 1, 0, 0, 0, "0", nullptr, 0, "none"},
-      {1, 1, 0, 0, 0, "off", nullptr, 0, "none"},           {1, 1, 0, 0, 0, "yes", nullptr, 1, "dma-buf"},
-      {1, 1, 0, 0, 0, "try", nullptr, 1, "dma-buf"},        {1, 1, 1, 0, 0, nullptr, "no", 1, "peer-memory"},
-      {1, 1, 0, 0, 0, nullptr, "no", 0, "none"},            {1, 1, 0, 0, 0, nullptr, "yes", 1, "dma-buf"},
-      {0, 1, 1, 0, 0, nullptr, nullptr, 1, "peer-memory"},  {0, 1, 0, 1, 0, nullptr, nullptr, 1, "peer-memory"},
-      {0, 1, 0, 0, 1, nullptr, nullptr, 1, "peer-memory"},  {1, 0, 0, 0, 1, nullptr, nullptr, 1, "peer-memory"},
-      {0, 1, 0, 0, 0, nullptr, nullptr, 0, "none"},         {-1, 1, 1, 0, 0, nullptr, nullptr, -1, "unknown"},
-      {0, 1, -1, 0, 0, nullptr, nullptr, -1, "unknown"},    {0, 1, 0, -1, 0, nullptr, nullptr, -1, "unknown"},
-      {0, 1, 0, 0, -1, nullptr, nullptr, -1, "unknown"},    {1, -1, 0, 0, 0, nullptr, nullptr, -1, "unknown"},
+      {1, 1, 0, 0, 0, nullptr, nullptr, 1, "dma-buf"},
+      {1, 1, 1, 1, 1, "no", nullptr, 0, "none"},
+      {1, 1, 0, 0, 0, "n", nullptr, 0, "none"},
+      {1, 1, 0, 0, 0, "0", nullptr, 0, "none"},
+      {1, 1, 0, 0, 0, "NO", nullptr, 0, "none"},
+      {1, 1, 0, 0, 0, "N", nullptr, 0, "none"},
+      {1, 1, 0, 0, 0, "Yes", nullptr, 1, "dma-buf"},
+      {1, 1, 0, 0, 0, "y", nullptr, 1, "dma-buf"},
+      {1, 1, 0, 0, 0, "Y", nullptr, 1, "dma-buf"},
+      {1, 1, 0, 0, 0, nullptr, "y", 1, "dma-buf"},
+      {1, 1, 0, 0, 0, "maybe", nullptr, 1, "dma-buf"},
+      {1, 1, 0, 0, 0, "TRY", nullptr, 1, "dma-buf"},
+      {1, 1, 0, 0, 0, "1", nullptr, 1, "dma-buf"},
+      {1, 1, 1, 0, 0, nullptr, "No", 1, "peer-memory"},
+      // Refused by ucs_config_sscanf_ternary: UCX does not start, nothing is known.
+      {1, 1, 0, 0, 0, "off", nullptr, -1, "unknown"},
+      {1, 1, 0, 0, 0, "", nullptr, -1, "unknown"},
+      {1, 1, 0, 0, 0, "false", nullptr, -1, "unknown"},
+      {1, 1, 0, 0, 0, nullptr, "off", -1, "unknown"},
+      {1, 1, 0, 0, 0, "no", "bogus", -1, "unknown"},
+      {1, 1, 0, 0, 0, nullptr, "", -1, "unknown"},
+      {1, 1, 0, 0, 0, "yes", nullptr, 1, "dma-buf"},
+      {1, 1, 0, 0, 0, "try", nullptr, 1, "dma-buf"},
+      {1, 1, 1, 0, 0, nullptr, "no", 1, "peer-memory"},
+      {1, 1, 0, 0, 0, nullptr, "no", 0, "none"},
+      {1, 1, 0, 0, 0, nullptr, "yes", 1, "dma-buf"},
+      {0, 1, 1, 0, 0, nullptr, nullptr, 1, "peer-memory"},
+      {0, 1, 0, 1, 0, nullptr, nullptr, 1, "peer-memory"},
+      {0, 1, 0, 0, 1, nullptr, nullptr, 1, "peer-memory"},
+      {1, 0, 0, 0, 1, nullptr, nullptr, 1, "peer-memory"},
+      {0, 1, 0, 0, 0, nullptr, nullptr, 0, "none"},
+      {-1, 1, 1, 0, 0, nullptr, nullptr, -1, "unknown"},
+      {0, 1, -1, 0, 0, nullptr, nullptr, -1, "unknown"},
+      {0, 1, 0, -1, 0, nullptr, nullptr, -1, "unknown"},
+      {0, 1, 0, 0, -1, nullptr, nullptr, -1, "unknown"},
+      {1, -1, 0, 0, 0, nullptr, nullptr, -1, "unknown"},
   };
   for (auto c : cases) {
     Pair x;
@@ -433,13 +519,19 @@ TEST(TruthUcx, Table) {
     if (c.gdr_env) e["UCX_IB_GPU_DIRECT_RDMA"] = c.gdr_env;
     if (c.copy_env) e["UCX_CUDA_COPY_DMABUF"] = c.copy_env;
     auto d = x.ucx(e);
-    std::string tag = std::to_string(c.cdmabuf) + std::to_string(c.kdmabuf) + std::to_string(c.nv_mem) +
-                      std::to_string(c.mod) + std::to_string(c.nvpm_mod) + (c.gdr_env ? c.gdr_env : "-") +
-                      (c.copy_env ? c.copy_env : "-");
+    std::string tag = std::to_string(c.cdmabuf) + std::to_string(c.kdmabuf) + std::to_string(c.nv_mem) + std::to_string(c.mod) +
+                      std::to_string(c.nvpm_mod) + (c.gdr_env ? c.gdr_env : "-") + (c.copy_env ? c.copy_env : "-");
     EXPECT_EQ(d.gdr, c.gdr) << tag;
     EXPECT_EQ(d.path, c.path) << tag;
     EXPECT_EQ(d.rule, c.gdr == 0 && !c.gdr_env ? "consumer-ucx" : "") << tag;
   }
+}
+
+TEST(TruthTri, Words) {
+  // Tri is -1 unknown, 0 no, 1 yes (stack_internal.hpp).
+  EXPECT_STREQ(tri_word(1), "yes");
+  EXPECT_STREQ(tri_word(0), "no");
+  EXPECT_STREQ(tri_word(-1), "unknown");
 }
 
 TEST(TruthUcx, Gates) {
@@ -473,7 +565,9 @@ TEST(TruthUnserved, WhichConsumerSeesWhichName) {
     x.p.cuda_dmabuf = 0;
     x.n.mod_nvidia_peermem = 0;
     x.n.mod_nv_peer_mem = 0;
-    x.n.mp_nv_mem = std::string(c.name) == "nv_mem";
+    // Another client answers to nv_mem, so every consumer takes peer memory: only the one that
+    // looks for the unserved name is affected.
+    x.n.mp_nv_mem = 1;
     x.n.mp_nv_mem_nc = std::string(c.name) == "nv_mem_nc";
     x.n.mp_nvidia_peermem = std::string(c.name) == "nvidia-peermem";
     x.n.unserved_client = c.name;
