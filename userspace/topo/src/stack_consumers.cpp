@@ -15,14 +15,16 @@
 //     CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED. src/transport/net.cc: dma-buf is used
 //     whenever GDR is on and both sides support it.
 //  NVSHMEM 3.5.1 (NVIDIA/nvshmem 2d7d25f, 2025-10-16): src/modules/transport/ibrc/ibrc.cpp,
-//   ibdevx.cpp, ibgda.cpp: dma-buf unless NVSHMEM_IB_DISABLE_DMABUF, when CUDA says
+//   ibdevx.cpp, ibgda.cpp: dma-buf unless NVSHMEM_IB_DISABLE_DMABUF (a bool of
+//   nvshmemi_getenv_bool, env_defs.h), when CUDA says
 //   DMA_BUF_SUPPORTED=1; else transport_ib_common.cpp nvshmemt_ib_common_nv_peer_mem_available:
 //   memory_peers/nv_mem/version, memory_peers/nvidia-peermem/version or
 //   /sys/module/nvidia_peermem/version; else the transport is skipped. No topology gate.
 //  UCX 1.23.0 (openucx/ucx 9466d10, 2026-08-21): src/uct/ib/base/ib_md.c: CUDA memory
 //   registrable when memory_peers/nv_mem/version, /sys/module/nvidia_peermem/version or
 //   /sys/module/nv_peer_mem/version exists, or dma-buf (uct_ib_md_check_dmabuf, and
-//   cuda_copy's UCX_CUDA_COPY_DMABUF=try); UCX_IB_GPU_DIRECT_RDMA=no turns it off.
+//   cuda_copy's UCX_CUDA_COPY_DMABUF=try); UCX_IB_GPU_DIRECT_RDMA=no turns it off (both
+//   UCS_CONFIG_TYPE_TERNARY, src/ucs/config/parser.c).
 #include <cctype>
 #include <cstdlib>
 #include <initializer_list>
