@@ -15,14 +15,17 @@
 //     CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED. src/transport/net.cc: dma-buf is used
 //     whenever GDR is on and both sides support it.
 //  NVSHMEM 3.5.1 (NVIDIA/nvshmem 2d7d25f, 2025-10-16): src/modules/transport/ibrc/ibrc.cpp,
-//   ibdevx.cpp, ibgda.cpp: dma-buf unless NVSHMEM_IB_DISABLE_DMABUF, when CUDA says
+//   ibdevx.cpp, ibgda.cpp: dma-buf unless NVSHMEM_IB_DISABLE_DMABUF (a bool of
+//   nvshmemi_getenv_bool, env_defs.h), when CUDA says
 //   DMA_BUF_SUPPORTED=1; else transport_ib_common.cpp nvshmemt_ib_common_nv_peer_mem_available:
 //   memory_peers/nv_mem/version, memory_peers/nvidia-peermem/version or
 //   /sys/module/nvidia_peermem/version; else the transport is skipped. No topology gate.
 //  UCX 1.23.0 (openucx/ucx 9466d10, 2026-08-21): src/uct/ib/base/ib_md.c: CUDA memory
 //   registrable when memory_peers/nv_mem/version, /sys/module/nvidia_peermem/version or
 //   /sys/module/nv_peer_mem/version exists, or dma-buf (uct_ib_md_check_dmabuf, and
-//   cuda_copy's UCX_CUDA_COPY_DMABUF=try); UCX_IB_GPU_DIRECT_RDMA=no turns it off.
+//   cuda_copy's UCX_CUDA_COPY_DMABUF=try); UCX_IB_GPU_DIRECT_RDMA=no turns it off (both
+//   UCS_CONFIG_TYPE_TERNARY, src/ucs/config/parser.c).
+#include <cctype>
 #include <cstdlib>
 #include <initializer_list>
 #include <sstream>
@@ -65,7 +68,8 @@ int nccl_level(const std::string& s) {
 }
 
 // NCCL_IB_HCA: "[^][=]name[:port],..." (^ excludes, = exact, else prefix), as NCCL's
-// matchIfList; returns whether the device is used, -1 when the NIC has no RDMA name.
+// parseStringList and matchIfList (src/misc/utils.cc); returns whether the device is used, -1
+// when the NIC has no RDMA name.
 Tri nccl_hca_selects(const std::string& spec, const std::string& dev) {
   if (spec.empty()) return 1;
   if (dev.empty()) return -1;
@@ -79,13 +83,17 @@ Tri nccl_hca_selects(const std::string& spec, const std::string& dev) {
     exact = true;
     s.erase(0, 1);
   }
-  bool match = false;
+  bool match = false, listed = false;
   std::stringstream ss(s);
   for (std::string item; std::getline(ss, item, ',');) {
     std::string name = item.substr(0, item.find(':'));
-    if (name.empty()) continue;
+    if (name.empty()) continue;  // parseStringList drops an entry with no name
+    listed = true;
     if (exact ? dev == name : dev.compare(0, name.size(), name) == 0) match = true;
   }
+  // matchIfList: a list with no entry matches every device, so "^" alone leaves every NIC out
+  // and "=" or ":1" alone keeps them all.
+  if (!listed) match = true;
   return match != exclude ? 1 : 0;
 }
 
@@ -247,8 +255,11 @@ ConsumerDecision decide_nvshmem(const NodeFacts& n, const PairFacts& p, const st
   ConsumerDecision d;
   d.consumer = "nvshmem";
   d.modelled = kModelledNvshmem;
-  const std::string off = env_of(env, "NVSHMEM_IB_DISABLE_DMABUF");
-  const bool dmabuf_off = !off.empty() && off != "0" && off != "false" && off != "n" && off != "no";
+  // nvshmemi_getenv_bool (NVSHMEM's env_defs_internal.h): a variable that is set is false when
+  // its first character is 0, N, n, F or f, and true otherwise, "" included.
+  const auto off = env.find("NVSHMEM_IB_DISABLE_DMABUF");
+  const char first = off == env.end() ? '\0' : off->second[0];  // ""[0] is '\0'
+  const bool dmabuf_off = off != env.end() && first != '0' && first != 'N' && first != 'n' && first != 'F' && first != 'f';
   const Tri dmabuf = dmabuf_off ? 0 : tri_and(p.cuda_dmabuf, n.kernel_dmabuf);
   const Tri peer = tri_or(tri_or(n.mp_nv_mem, n.mp_nvidia_peermem), n.mod_nvidia_peermem);
   if (dmabuf == 1) {
@@ -270,22 +281,39 @@ ConsumerDecision decide_nvshmem(const NodeFacts& n, const PairFacts& p, const st
   return d;
 }
 
-// The words that say "no" to UCX_IB_GPU_DIRECT_RDMA and UCX_CUDA_COPY_DMABUF (one list for both).
-bool ucx_says_no(const std::string& v) { return v == "no" || v == "n" || v == "0" || v == "off"; }
+// UCX_IB_GPU_DIRECT_RDMA and UCX_CUDA_COPY_DMABUF are UCS_CONFIG_TYPE_TERNARY
+// (src/ucs/config/parser.c ucs_config_sscanf_ternary, then ucs_config_sscanf_bool): "try" and
+// "maybe", "y"/"yes"/"1", "n"/"no"/"0", the letters in any case; any other value, "" included,
+// is refused and UCX does not read its configuration at all.
+enum class UcxTernary { No, YesOrTry, Refused };
+UcxTernary ucx_ternary(const std::map<std::string, std::string>& env, const char* k) {
+  auto it = env.find(k);
+  if (it == env.end()) return UcxTernary::YesOrTry;  // both default to "try"
+  std::string v = it->second;
+  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (v == "n" || v == "no" || it->second == "0") return UcxTernary::No;
+  if (v == "try" || v == "maybe" || v == "y" || v == "yes" || it->second == "1") return UcxTernary::YesOrTry;
+  return UcxTernary::Refused;
+}
 
 ConsumerDecision decide_ucx(const NodeFacts& n, const PairFacts& p, const std::map<std::string, std::string>& env) {
   ConsumerDecision d;
   d.consumer = "ucx";
   d.modelled = kModelledUcx;
-  const std::string gdr = env_of(env, "UCX_IB_GPU_DIRECT_RDMA");
-  if (ucx_says_no(gdr)) {
+  for (const char* k : {"UCX_IB_GPU_DIRECT_RDMA", "UCX_CUDA_COPY_DMABUF"})
+    if (ucx_ternary(env, k) == UcxTernary::Refused) {
+      d.path = "unknown";
+      d.why =
+          std::string(k) + "=" + env_of(env, k) + " is not a value UCX reads (try, maybe, yes/y/1, no/n/0): UCX stops on its configuration";
+      return d;
+    }
+  if (ucx_ternary(env, "UCX_IB_GPU_DIRECT_RDMA") == UcxTernary::No) {
     d.gdr = 0;
     d.path = "none";
-    d.why = "UCX_IB_GPU_DIRECT_RDMA=" + gdr + ": rc/dc transports register no GPU memory";
+    d.why = "UCX_IB_GPU_DIRECT_RDMA=" + env_of(env, "UCX_IB_GPU_DIRECT_RDMA") + ": rc/dc transports register no GPU memory";
     return d;
   }
-  const std::string copy = env_of(env, "UCX_CUDA_COPY_DMABUF");
-  const bool dmabuf_off = ucx_says_no(copy);
+  const bool dmabuf_off = ucx_ternary(env, "UCX_CUDA_COPY_DMABUF") == UcxTernary::No;
   const Tri dmabuf = dmabuf_off ? 0 : tri_and(p.cuda_dmabuf, n.kernel_dmabuf);
   const Tri peer = tri_or(tri_or(n.mp_nv_mem, n.mod_nvidia_peermem), n.mod_nv_peer_mem);
   if (dmabuf == 1) {
