@@ -557,10 +557,12 @@ TEST(TruthNodeVerdict, RandomNodesFollowTheDocumentedRule) {
       for (const auto& m : missing) ASSERT_TRUE(has(n.reason, m)) << d << " lacks " << m;
       ASSERT_EQ(count_of(n.reason, "; "), missing.size() - 1) << d;
       ASSERT_EQ(r.rep.exit_code(), 3) << d;
+      ASSERT_STREQ(node_status(r.rep), "incomplete") << d;
       continue;
     }
     ++judged;
     ASSERT_EQ(n.verdict, want) << d;
+    ASSERT_STREQ(node_status(r.rep), kVerdictNames[static_cast<int>(want)]) << d;
     ASSERT_TRUE(n.incomplete_reason.empty()) << d;
     if (!r.opt.all_pairs && want > Verdict::Optimal &&
         std::any_of(best.begin(), best.end(), [&](const PairResult* b) { return b && b->verdict == want; }))
