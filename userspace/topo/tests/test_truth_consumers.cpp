@@ -52,30 +52,18 @@ struct Pair {
     // A node where nothing is known unless a test says so.
   }
   // Peer memory through NVIDIA's nv_mem client only (nvidia_peermem loaded, which registers it).
-  Pair& peer_only() {
-    n.mp_nv_mem = 1;
-    n.mp_nv_mem_nc = 0;
-    n.mp_nvidia_peermem = 0;
-    n.mod_nvidia_peermem = 1;
-    n.mod_nv_peer_mem = 0;
-    n.kernel_dmabuf = 0;
-    p.cuda_dmabuf = 0;
+  // The two paths set together: nvidia_peermem loaded and registered as ib_core's nv_mem (or no
+  // peer client at all), the kernel's dma-buf import, and CUDA's DMA_BUF_SUPPORTED.
+  Pair& paths(int nv_mem, int kernel_dmabuf, int cuda_dmabuf) {
+    n.mp_nv_mem = n.mod_nvidia_peermem = nv_mem;
+    n.mp_nv_mem_nc = n.mp_nvidia_peermem = n.mod_nv_peer_mem = 0;
+    n.kernel_dmabuf = kernel_dmabuf;
+    p.cuda_dmabuf = cuda_dmabuf;
     return *this;
   }
-  Pair& dmabuf_only() {
-    n.mp_nv_mem = n.mp_nv_mem_nc = n.mp_nvidia_peermem = 0;
-    n.mod_nvidia_peermem = n.mod_nv_peer_mem = 0;
-    n.kernel_dmabuf = 1;
-    p.cuda_dmabuf = 1;
-    return *this;
-  }
-  Pair& nothing() {
-    n.mp_nv_mem = n.mp_nv_mem_nc = n.mp_nvidia_peermem = 0;
-    n.mod_nvidia_peermem = n.mod_nv_peer_mem = 0;
-    n.kernel_dmabuf = 1;
-    p.cuda_dmabuf = 0;
-    return *this;
-  }
+  Pair& peer_only() { return paths(1, 0, 0); }
+  Pair& dmabuf_only() { return paths(0, 1, 1); }
+  Pair& nothing() { return paths(0, 1, 0); }
   Pair& allowed() {
     p.gate.dmabuf_default.allowed = p.gate.dmabuf_pcie.allowed = p.gate.nvidia_p2p.allowed = 1;
     return *this;

@@ -113,14 +113,7 @@ TEST(TruthGate, EveryInputAgainstTheDriverSource) {
           for (bool chipset : {false, true})
             for (int bridge : {-1, 0, 1})
               for (int group : {-1, 0, 1}) {
-                GateInput in;
-                in.flavour = flavour;
-                in.coherent = coherent;
-                in.override_value = ov;
-                in.passthrough_vm = vm;
-                in.unsupported_chipset = chipset;
-                in.common_bridge = bridge;
-                in.same_iommu_group = group;
+                const GateInput in{flavour, coherent, ov, vm, chipset, bridge, group};
                 SCOPED_TRACE(describe(in));
                 const GateResult g = exporter_gate(in);
                 const std::vector<Driver> ds = completions(in);
