@@ -297,7 +297,9 @@ def main():
                "stale_equivalents": stale}
     json.dump(summary, open(scratch.build / args.results, "w"), indent=1)
     if args.update_survivors:
-        update_survivors(results, catalogue)
+        pytests = [Path(f).name for f in args.pytests.split(",") if f]
+        update_survivors(results, catalogue, "the GoogleTest binaries" + (
+            " and " + ", ".join(pytests) if pytests else " only (no pytest file)"))
     print_table(results)
     log(f"mutation: {total:.0f} s in all ({t_build:.0f} s build, {t_cov:.0f} s coverage)")
     for s in stale:
@@ -309,7 +311,7 @@ def main():
 SURVIVORS = HERE / "survivors"  # one <source>.txt per mutated file: what is left to kill or argue
 
 
-def update_survivors(results, catalogue):
+def update_survivors(results, catalogue, how):
     """Merges this run's verdicts into the per-file survivor lists (mutants not judged now keep
     the line they had), so a partial run (--only, --files) never drops what it did not judge.
     A run that judged every mutant of a file marks its list so (score.py counts its kills)."""
@@ -343,7 +345,7 @@ def update_survivors(results, catalogue):
                 rows.pop(mid, None)
         if set(verdicts) >= planted.get(name, set()):
             head = [h for h in head if not h.startswith("# every mutant judged:")]
-            head.append(f"# every mutant judged: {time.strftime('%Y-%m-%d')} (run_generated.py, all commands)")
+            head.append(f"# every mutant judged: {time.strftime('%Y-%m-%d')} (run_generated.py: {how})")
         if rows or path.exists():
             path.write_text("\n".join(head + [f"{v}\t{i}" for i, v in rows.items()]) + "\n")
 
