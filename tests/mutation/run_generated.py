@@ -343,10 +343,11 @@ def update_survivors(results, catalogue, how):
                 rows[mid] = verdict
             else:
                 rows.pop(mid, None)
-        if set(verdicts) >= planted.get(name, set()):
+        judged_all = set(verdicts) >= planted.get(name, set())
+        if judged_all:
             head = [h for h in head if not h.startswith("# every mutant judged:")]
             head.append(f"# every mutant judged: {time.strftime('%Y-%m-%d')} (run_generated.py: {how})")
-        if rows or path.exists():
+        if rows or path.exists() or judged_all:
             path.write_text("\n".join(head + [f"{v}\t{i}" for i, v in rows.items()]) + "\n")
 
 
