@@ -31,10 +31,10 @@ using Json = nlohmann::ordered_json;
 // A syntax error as every input error of the project is given: NAME:LINE:COL first. nlohmann's
 // parse_error carries the 1-based offset of the byte it stopped at.
 [[noreturn]] void syntax_error(std::string_view text, const std::string& name, const Json::parse_error& e) {
-  const size_t at = std::min<size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
-  const size_t line_start = text.rfind('\n', at == 0 ? 0 : at - 1);
-  const size_t line = 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + static_cast<long>(at), '\n'));
-  const size_t col = at - (line_start == std::string_view::npos || at == 0 ? 0 : line_start + 1) + 1;
+  const std::string_view before = text.substr(0, e.byte > 0 ? e.byte - 1 : 0);  // the text ahead of that byte
+  const size_t line = 1 + static_cast<size_t>(std::count(before.begin(), before.end(), '\n'));
+  const size_t last_nl = before.rfind('\n');
+  const size_t col = before.size() - (last_nl == std::string_view::npos ? 0 : last_nl + 1) + 1;
   // what() is "[json.exception.parse_error.101] parse error at line L, column C: <reason>"
   std::string why = e.what();
   if (size_t c = why.find(": "); c != std::string::npos) why = why.substr(c + 2);
