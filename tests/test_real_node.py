@@ -179,3 +179,21 @@ def test_snapshots_check_as_the_live_node_did():
         res = run("check", "--json", REF / snap)
         assert res.returncode == 0, res.stderr
         assert pairs(json.loads(res.stdout)) == pairs(live), snap
+
+
+def test_two_gpu_snapshot_checks_as_its_live_node_did():
+    """Run 5 (2x H200, driver 580.159.04 open, 2026-11-27 10:40 UTC, docs/benchmarks.md): the
+    snapshot that node's gdrpeer took against the live `gdrpeer check --json` run on it minutes
+    apart (tests/reference/truth/h200x2-run5-live-check.json). Both took the same NVML answers,
+    so every pair, class and NVLink must match; nvidia-smi on such a node shows NV18."""
+    live = json.loads((REF / "truth" / "h200x2-run5-live-check.json").read_text())
+    res = run("check", "--json", REF / "h200x2-run5-snapshot.tar")
+    assert res.returncode == 0, res.stderr
+    snap = json.loads(res.stdout)
+
+    def pairs(report):
+        return sorted((p["a_bdf"], p["b_bdf"], p["verdict"], p["class"], json.dumps(p["nvlink"], sort_keys=True))
+                      for p in report["pairs"])
+
+    assert pairs(snap) == pairs(live)
+    assert [p["nvlink"]["links"] for p in live["pairs"]] == [18]
