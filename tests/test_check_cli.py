@@ -151,6 +151,8 @@ REFERENCE_NODES = {
     # The real 4x H200 node (NV18 through NVSwitches from NVML), no NIC: the GPU pairs are judged.
     "h200x4-node-snapshot.tar": ("optimal", 0),
     "h200x4-run2-snapshot.tar": ("optimal", 0),
+    # The real 2x H200 node of run 5: its live check on the node said optimal, exit 0.
+    "h200x2-run5-snapshot.tar": ("optimal", 0),
     # One GPU, no NIC: nothing to judge.
     "h100-node-snapshot.tar": ("incomplete", 3),
 }
@@ -500,7 +502,7 @@ def lspci_name(vendor, device):
     return f"{vendors[vendor]} {devices.get((vendor, device)) or f'Device {device:04x}'}"
 
 
-SYSFS_SNAPSHOTS = ["h200x4-node-snapshot.tar", "h200x4-run2-snapshot.tar"]
+SYSFS_SNAPSHOTS = ["h200x4-node-snapshot.tar", "h200x4-run2-snapshot.tar", "h200x2-run5-snapshot.tar"]
 
 
 def snapshot_ids(path):
