@@ -3,25 +3,31 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <sstream>
 
 #include "gdrpeer/topo/rules.hpp"
 #include "readiness_internal.hpp"
+#include "rules_findings.hpp"
 #include "rules_root_port.hpp"
+#include "rules_software.hpp"
 #include "stack_internal.hpp"
 
 namespace gdrpeer::topo {
 
 namespace {
 
+// A size in the largest binary unit that divides it exactly, as lspci's [size=] does
+// (pciutils lspci.c show_size): BAR1 = 256 KiB on a small-BAR part must not print "0 MiB".
 std::string fmt_bytes(uint64_t b) {
-  char buf[32];
-  if (b >= (1ull << 30) && b % (1ull << 30) == 0)
-    std::snprintf(buf, sizeof buf, "%llu GiB", static_cast<unsigned long long>(b >> 30));
-  else
-    std::snprintf(buf, sizeof buf, "%llu MiB", static_cast<unsigned long long>(b >> 20));
-  return buf;
+  static const char* const unit[] = {"bytes", "KiB", "MiB", "GiB"};
+  size_t i = 0;
+  while (i + 1 < std::size(unit) && b >= 1024 && b % 1024 == 0) {
+    b /= 1024;
+    ++i;
+  }
+  return std::to_string(b) + " " + unit[i];
 }
 
 std::string fmt_speed(double s) {
@@ -37,17 +43,6 @@ std::string acs_flags(uint16_t ctl) {
   if (ctl & acs::kEgressControl) s += "EgressCtrl+ ";
   if (!s.empty()) s.pop_back();
   return s;
-}
-
-bool kernel_at_least(const std::string& rel, int maj, int min) {
-  int a = 0, b = 0;
-  if (std::sscanf(rel.c_str(), "%d.%d", &a, &b) != 2) return false;
-  return a > maj || (a == maj && b >= min);
-}
-
-bool kernel_version_known(const std::string& rel) {
-  int a = 0, b = 0;
-  return std::sscanf(rel.c_str(), "%d.%d", &a, &b) == 2;
 }
 
 // "NVIDIA driver 580.65.06 (open kernel module)" from /proc/driver/nvidia/version's first line.
@@ -106,18 +101,10 @@ class Checker {
     }
   }
 
-  bool skipped(std::string_view rule) const {
-    if (o_.skip.empty()) return false;
-    if (o_.skip.count(std::string(rule))) return true;
-    size_t dash = rule.find('-');
-    return dash != std::string_view::npos && o_.skip.count(std::string(rule.substr(0, dash)));
-  }
+  bool skipped(std::string_view rule) const { return rule_skipped(o_, rule); }
 
   void add(std::vector<Finding>& out, std::string_view rule, Verdict v, std::string reason, std::string fix) {
-    if (skipped(rule)) return;
-    for (const auto& f : out)
-      if (f.rule == rule && f.reason == reason) return;
-    out.push_back(Finding{std::string(rule), v, std::move(reason), std::move(fix)});
+    add_finding(o_, out, rule, v, std::move(reason), std::move(fix));
   }
 
   const std::string& label(int i) const { return rep_.labels[static_cast<size_t>(i)]; }
@@ -147,7 +134,7 @@ class Checker {
     link_rules(r);
     if (a.role == Role::GPU) bar_rules(r, a);
     if (b.role == Role::GPU) bar_rules(r, b);
-    if (kind != PairKind::GpuGpu) software_rules(r, a);
+    if (kind != PairKind::GpuGpu) software_rules(t_, o_, a, r.findings);
     platform_rules(r, kind, r.a);
     if (kind == PairKind::GpuGpu) platform_rules(r, kind, r.b);  // either GPU's family limits P2P
     for (const auto& f : r.findings) r.verdict = std::max(r.verdict, f.severity);
@@ -382,61 +369,6 @@ class Checker {
             "BAR1 of " + g.bdf + " is " + fmt_bytes(b.size) + ": GPUDirect RDMA can map at most that much GPU memory at a time",
             "# enable 'Above 4G Decoding' and 'Resizable BAR' in the BIOS, then check: lspci -vvv -s " + g.bdf + " | grep 'Region 1'");
       }
-  }
-
-  void software_rules(PairResult& r, const Device& g) {
-    const Software& sw = t_.sw;
-    if (!sw.inspected) return;
-    bool nvidia = g.ids_known && g.vendor == 0x10de;
-    if (!sw.modules_known) {
-      add(r.findings, "software-unknown", Verdict::Optimal,
-          "the loaded kernel modules are not in this input (no /proc/modules or /sys/module): driver and peer-memory state unknown",
-          "lsmod | grep -E 'nvidia|peer|gdrpeer'   # on the node");
-      return;
-    }
-    if (nvidia && !sw.has_module("nvidia")) {
-      add(r.findings, "software-driver", Verdict::Blocked, "the nvidia kernel module is not loaded", "modprobe nvidia");
-      return;
-    }
-    // A peer-memory client counts when it is registered with ib_core (a memory_peers/<name>/version
-    // file), not when a module is merely loaded: NVIDIA/nccl #1939, #1537. Only where the input
-    // lacks the memory_peers directory altogether does a loaded module stand in for it.
-    bool registered = false;
-    // (ib_core creates memory_peers/<name>/ when a client registers; nvidia-fs is GDS's, not a NIC's.)
-    for (const auto& c : sw.stack.peer_clients) registered = registered || c.name != "nvidia-fs";
-    const bool loaded = sw.has_module("nvidia_peermem") || sw.has_module("nv_peer_mem");
-    const bool unregistered = loaded && sw.memory_peers_dir && !registered;
-    bool peer = registered || (loaded && !sw.memory_peers_dir);
-    bool open = sw.nvidia_version.find("Open Kernel Module") != std::string::npos;
-    bool new_kernel = kernel_at_least(sw.kernel_release, 5, 12);
-    const bool dmabuf_exporter = sw.has_module("gdrpeer") || (nvidia && open) || (!nvidia && g.vendor == 0x1002 && sw.has_module("amdgpu"));
-    bool dmabuf = new_kernel && dmabuf_exporter;
-    for (const auto& c : sw.cuda)
-      if (c.bdf == g.bdf) {
-        if (c.gdr_supported == 0)
-          add(r.findings, "software-cuda", Verdict::Blocked, "CUDA reports GPU_DIRECT_RDMA_SUPPORTED=0 for " + g.bdf, "");
-        if (c.dmabuf_supported == 0) dmabuf = dmabuf && sw.has_module("gdrpeer");
-      }
-    if (!peer && !dmabuf && dmabuf_exporter && !kernel_version_known(sw.kernel_release)) {
-      // Without a kernel version the dma-buf path (Linux >= 5.12) is unknown, not absent.
-      add(r.findings, "software-peer-memory", Verdict::Optimal,
-          "no peer-memory client (nvidia_peermem, nv_peer_mem or MOFED memory_peers); the kernel version is not in this input, so whether "
-          "the dma-buf path (Linux >= 5.12) is there is unknown",
-          "uname -r   # on the node; below 5.12: " + std::string(nvidia ? "modprobe nvidia_peermem" : "modprobe amdgpu or gdrpeer"));
-    } else if (!peer && !dmabuf) {
-      std::string why =
-          unregistered
-              ? "nvidia_peermem is loaded but no peer-memory client is registered in /sys/kernel/mm/memory_peers, and no dma-buf path ("
-              : "no peer-memory client (nvidia_peermem, nv_peer_mem or MOFED memory_peers) and no dma-buf path (";
-      why += new_kernel ? (nvidia ? "needs the open NVIDIA kernel module or gdrpeer" : "needs gdrpeer")
-                        : "kernel " + sw.kernel_release + " < 5.12";
-      why += ")";
-      add(r.findings, "software-peer-memory", Verdict::Blocked, std::move(why),
-          nvidia ? "modprobe nvidia_peermem" : "modprobe gdrpeer   # or insmod gdrpeer.ko");
-    } else if (!peer) {
-      add(r.findings, "software-peer-memory", Verdict::Optimal, "no peer-memory client loaded; the dma-buf path is available",
-          "export NCCL_DMABUF_ENABLE=1");
-    }
   }
 
   static bool nvidia(const Device& d) { return d.ids_known ? d.vendor == 0x10de : d.name.find("NVIDIA") != std::string::npos; }

@@ -12,23 +12,12 @@
 #include <cstdio>
 
 #include "gdrpeer/topo/rules.hpp"
+#include "rules_findings.hpp"
 #include "rules_root_port.hpp"
 
 namespace gdrpeer::topo {
 
 namespace {
-
-bool skipped(const CheckOptions& o, const std::string& rule) {
-  if (o.skip.count(rule)) return true;
-  size_t dash = rule.find('-');
-  return dash != std::string::npos && o.skip.count(rule.substr(0, dash));
-}
-
-void add(PairResult& r, Verdict v, std::string rule, std::string reason, std::string fix) {
-  for (const auto& f : r.findings)
-    if (f.rule == rule && f.reason == reason) return;
-  r.findings.push_back(Finding{std::move(rule), v, std::move(reason), std::move(fix)});
-}
 
 bool is_root_port(const Device& d) { return d.port == PortType::RootPort || (d.is_bridge && d.parent < 0 && d.port == PortType::Unknown); }
 
@@ -38,7 +27,7 @@ std::string hex4(unsigned v) {
   return b;
 }
 
-void acs_root_port(const Topology& t, PairResult& r) {
+void acs_root_port(const Topology& t, const CheckOptions& o, PairResult& r) {
   if (r.path.cls != PathClass::PHB && r.path.cls != PathClass::NODE) return;
   std::vector<int> bad;
   for (const std::vector<int>* side : {&r.path.ports_a, &r.path.ports_b})
@@ -56,28 +45,29 @@ void acs_root_port(const Topology& t, PairResult& r) {
     // UpstreamFwd, clear CmpltRedir and ReqRedir, keep TransBlk and SrcValid (Linux >= 6.11).
     boot += (boot.empty() ? "" : ";") + std::string("x0x00xx@") + d.bdf;
   }
-  add(r, Verdict::Unreliable, "acs-root-port",
-      "ACS redirect on the CPU root port(s) " + ports +
-          " of this root-complex path: peer requests are sent to the IOMMU / root complex for validation instead of to the peer "
-          "(NCCL deadlocks between PHB GPUs, NVIDIA/nccl #2079)",
-      setpci + "   # now; at boot: pci=config_acs=\"" + boot +
-          "\" (Linux >= 6.11) or the BIOS ACS setting; clearing it merges IOMMU groups");
+  add_finding(o, r.findings, "acs-root-port", Verdict::Unreliable,
+              "ACS redirect on the CPU root port(s) " + ports +
+                  " of this root-complex path: peer requests are sent to the IOMMU / root complex for validation instead of to the peer "
+                  "(NCCL deadlocks between PHB GPUs, NVIDIA/nccl #2079)",
+              setpci + "   # now; at boot: pci=config_acs=\"" + boot +
+                  "\" (Linux >= 6.11) or the BIOS ACS setting; clearing it merges IOMMU groups");
 }
 
 void ats_rules(const Topology& t, const Report& rep, PairResult& r, const CheckOptions& o) {
   const Device& nic = t.devices[r.b];
   if (nic.role != Role::NIC || !nic.ats_present) return;
   const bool translating = nic.iommu_type.rfind("DMA", 0) == 0;
-  if (rep.virtual_machine && nic.ats_enabled && !skipped(o, "ats-vm"))
-    add(r, Verdict::Optimal, "ats-vm",
-        "ATS is enabled on " + nic.bdf +
-            " inside a virtual machine: its translations come from the hypervisor's vIOMMU, and direct "
-            "translated peer-to-peer needs ACS Direct Translated P2P on the host's switch ports",
-        "# host side: keep ATS on the passed-through functions and set ACS DirectTrans on their switch ports (rdma_topo --virt)");
-  if (!translating || skipped(o, "ats-translated")) return;
+  if (rep.virtual_machine && nic.ats_enabled)
+    add_finding(o, r.findings, "ats-vm", Verdict::Optimal,
+                "ATS is enabled on " + nic.bdf +
+                    " inside a virtual machine: its translations come from the hypervisor's vIOMMU, and direct "
+                    "translated peer-to-peer needs ACS Direct Translated P2P on the host's switch ports",
+                "# host side: keep ATS on the passed-through functions and set ACS DirectTrans on their switch ports (rdma_topo --virt)");
+  if (!translating) return;
   if (!nic.ats_enabled) {
-    add(r, Verdict::Optimal, "ats-translated",
-        "IOMMU translating for " + nic.bdf + " and its ATS is off: every peer request goes up to the root complex to be translated", "");
+    add_finding(o, r.findings, "ats-translated", Verdict::Optimal,
+                "IOMMU translating for " + nic.bdf + " and its ATS is off: every peer request goes up to the root complex to be translated",
+                "");
     return;
   }
   if (r.path.cls != PathClass::PIX && r.path.cls != PathClass::PXB) return;
@@ -89,15 +79,15 @@ void ats_rules(const Topology& t, const Report& rep, PairResult& r, const CheckO
         without += (without.empty() ? "" : ", ") + d.bdf;
     }
   if (without.empty())
-    add(r, Verdict::Optimal, "ats-translated",
-        "IOMMU translating, ATS enabled on " + nic.bdf +
-            ": translated peer requests can stay below the switch (ACS Direct Translated P2P is not off on the path)",
-        "");
+    add_finding(o, r.findings, "ats-translated", Verdict::Optimal,
+                "IOMMU translating, ATS enabled on " + nic.bdf +
+                    ": translated peer requests can stay below the switch (ACS Direct Translated P2P is not off on the path)",
+                "");
   else
-    add(r, Verdict::Optimal, "ats-translated",
-        "IOMMU translating, ATS enabled on " + nic.bdf + ", but ACS Direct Translated P2P is off on " + without +
-            ": translated peer requests still go up to the root complex",
-        "# set ACS DirectTrans (bit 6) on those ports, e.g. pci=config_acs=1xxxxxx@<port> (Linux >= 6.11)");
+    add_finding(o, r.findings, "ats-translated", Verdict::Optimal,
+                "IOMMU translating, ATS enabled on " + nic.bdf + ", but ACS Direct Translated P2P is off on " + without +
+                    ": translated peer requests still go up to the root complex",
+                "# set ACS DirectTrans (bit 6) on those ports, e.g. pci=config_acs=1xxxxxx@<port> (Linux >= 6.11)");
 }
 
 }  // namespace
@@ -105,7 +95,7 @@ void ats_rules(const Topology& t, const Report& rep, PairResult& r, const CheckO
 void root_port_rules(const Topology& t, const CheckOptions& o, Report& rep) {
   for (auto& r : rep.pairs) {
     if (r.nvlink.linked) continue;  // GPU pairs over NVLink do not take the PCIe path
-    if (!skipped(o, "acs-root-port")) acs_root_port(t, r);
+    acs_root_port(t, o, r);
     ats_rules(t, rep, r, o);
     for (const auto& f : r.findings) r.verdict = std::max(r.verdict, f.severity);
     rep.worst = std::max(rep.worst, r.verdict);

@@ -73,8 +73,16 @@ TEST(TruthBar1, SizeIsNamedAsLspciShowsIt) {
     const char* want;   // in the finding
   };
   const Case cases[] = {
-      {"0x000010000fffffff", "256M", "256 MiB"}, {"0x000010003fffffff", "1G", "1 GiB"},   {"0x000010005fffffff", "1536M", "1536 MiB"},
-      {"0x000010007fffffff", "2G", "2 GiB"},     {"0x0000100fffffffff", "64G", "64 GiB"}, {"0x0000100000ffffff", "16M", "16 MiB"},
+      {"0x000010000fffffff", "256M", "256 MiB"},
+      {"0x000010003fffffff", "1G", "1 GiB"},
+      {"0x000010005fffffff", "1536M", "1536 MiB"},
+      {"0x000010007fffffff", "2G", "2 GiB"},
+      {"0x0000100fffffffff", "64G", "64 GiB"},
+      {"0x0000100000ffffff", "16M", "16 MiB"},
+      // Below 1 MiB lspci counts in K, then in bytes: never "0 MiB".
+      {"0x000010000003ffff", "256K", "256 KiB"},
+      {"0x000010000017ffff", "1536K", "1536 KiB"},
+      {"0x00001000000001ff", "512", "512 bytes"},
   };
   RuleData k = kb();
   k.min_bar1_bytes = 1ull << 40;
@@ -397,8 +405,12 @@ TEST(TruthSoftware, DriverPeerClientAndDmabufPerGpuVendor) {
       {sc("AMD blocked: the fix", 0x1002, "ib_core 1 0 - Live 0x0\n"), {"software-peer-memory", Verdict::Blocked, "| modprobe gdrpeer"}},
       {sc("open module, kernel unknown", 0x10de, nv, {}, false, "unknown", kOpen),
        {"software-peer-memory", Verdict::Optimal, "whether the dma-buf path (Linux >= 5.12) is there is unknown"}},
+      // No exporter: no dma-buf path on any kernel, so the reason names the missing exporter, not
+      // a kernel "unknown < 5.12" the input never gave.
       {sc("proprietary, kernel unknown", 0x10de, nv, {}, false, "unknown", kProprietary),
-       {"software-peer-memory", Verdict::Blocked, "and no dma-buf path ("}},
+       {"software-peer-memory", Verdict::Blocked, "and no dma-buf path (needs the open NVIDIA kernel module or gdrpeer)"}},
+      {sc("AMD, no amdgpu, kernel unknown", 0x1002, "ib_core 1 0 - Live 0x0\n", {}, false, "unknown"),
+       {"software-peer-memory", Verdict::Blocked, "and no dma-buf path (needs gdrpeer)"}},
       {sc("AMD amdgpu, kernel unknown", 0x1002, "amdgpu 1 0 - Live 0x0\n", {}, false, "unknown"),
        {"software-peer-memory", Verdict::Optimal, "modprobe amdgpu or gdrpeer"}},
       // CUDA's answers for the pair's GPU (and only for it).
