@@ -245,6 +245,28 @@ TEST(TruthLinks, EachPortKindAndWhatIsNotATrainedLink) {
        },
        {"link-width 0000:01:00.0"}},
       {"GPU at 8 GT/s of 16", [&](FakeNode& n) { at(n, kGpu, 16, 16, 4, 3); }, {"link-speed-idle 0000:03:00.0"}},
+      // An idle GPU's link read at both ends: the GPU and its downstream port 02:00.0 both at
+      // 2.5 GT/s x16 of 16 GT/s x16 (the GPUs of tests/reference/stelline-asus-esc8000a-e12.md, idle
+      // in P8 at 0 % in that file's nvidia-smi, read "LnkSta: Speed 2.5GT/s (downgraded), Width
+      // x16"; hwloc issue 385, Brice Goglin: NVIDIA GPUs lower their link speed when idle and keep
+      // their lanes; PCIe base spec, Link Status: Current Link Speed is the link's negotiated speed,
+      // the same at its two ends). The port's reading is the GPU's idle note, not a downtrained link.
+      {"idle GPU and its downstream port at 2.5 GT/s of 16",
+       [&](FakeNode& n) { at(n, "0000:02:00.0", 16, 16, 4, 1), at(n, kGpu, 16, 16, 4, 1); },
+       {"link-speed-idle 0000:02:00.0", "link-speed-idle 0000:03:00.0"}},
+      // Only the speed: a GPU link trained at x8 of x16 stays a fault at both ends, idle or not.
+      {"idle GPU and its downstream port at 2.5 GT/s x8 of 16 GT/s x16",
+       [&](FakeNode& n) { at(n, "0000:02:00.0", 16, 8, 4, 1), at(n, kGpu, 16, 8, 4, 1); },
+       {"link-speed-idle 0000:02:00.0", "link-speed-idle 0000:03:00.0", "link-width 0000:02:00.0", "link-width 0000:03:00.0"}},
+      // The NIC's downstream port at a lower speed is no GPU's idle link: still link-speed.
+      {"NIC and its downstream port at 2.5 GT/s of 16",
+       [&](FakeNode& n) { at(n, "0000:02:01.0", 16, 16, 4, 1), at(n, kNic, 16, 16, 4, 1); },
+       {"link-speed 0000:02:01.0", "link-speed 0000:04:00.0"}},
+      // The switch's uplink (read at its upstream port 01:00.0, the pair's meeting point) is no
+      // GPU's own link: a GPU below the switch does not excuse it.
+      {"switch uplink at 2.5 GT/s of 16 above an idle GPU",
+       [&](FakeNode& n) { at(n, "0000:01:00.0", 16, 16, 4, 1), at(n, "0000:02:00.0", 16, 16, 4, 1), at(n, kGpu, 16, 16, 4, 1); },
+       {"link-speed 0000:01:00.0", "link-speed-idle 0000:02:00.0", "link-speed-idle 0000:03:00.0"}},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.what);
@@ -292,6 +314,21 @@ TEST(TruthLinks, EachPortKindAndWhatIsNotATrainedLink) {
   fn(rp, "0000:02:00.0").cap_width = 8;
   fn(rp, "0000:02:00.0").sta_width = 8;
   EXPECT_FALSE(finding(only_pair(check(from_fake(rp), kb(), CheckOptions{})), "link-width"));
+  // An idle GPU straight below a root port, as the RTX 6000 Adas of stelline-asus-esc8000a-e12.md
+  // sit below root ports 00:01.1, 40:01.1...: the root port reads the GPU's idle 2.5 GT/s too.
+  FakeNode idle = two_root_ports(0, 0);
+  fn(idle, "0000:00:01.0").sta_speed = 1;
+  fn(idle, "0000:01:00.0").sta_speed = 1;
+  const PairResult ip = only_pair(check(from_fake(idle), kb(), CheckOptions{}));
+  EXPECT_FALSE(finding(ip, "link-speed")) << finding(ip, "link-speed")->reason;
+  std::vector<std::string> idle_notes;
+  for (const auto& f : ip.findings)
+    if (f.rule == "link-speed-idle") idle_notes.push_back(f.reason);
+  EXPECT_EQ(
+      idle_notes,
+      (std::vector<std::string>{
+          "GPU 0000:01:00.0 link at 2.5GT/s of 16GT/s: GPUs lower the link speed when idle; recheck while it is busy",
+          "link of 0000:00:01.0 to GPU 0000:01:00.0 at 2.5GT/s of 16GT/s: GPUs lower the link speed when idle; recheck while it is busy"}));
 }
 
 // ---- software: driver, peer memory, dma-buf, CUDA's answers ------------------------
