@@ -58,6 +58,9 @@ FakeFn& fn(FakeNode& n, const std::string& bdf) {
 constexpr const char* kGpu = "0000:03:00.0";
 constexpr const char* kNic = "0000:04:00.0";
 
+FakeNode two_root_ports(uint16_t acs_ctl_1, uint16_t acs_ctl_2);
+FakeNode gpu_pair(uint16_t first, uint16_t second, bool nvswitch);
+
 // ---- BAR1 -------------------------------------------------------------------
 
 // The BAR1 size in the bar1-small finding is the one `lspci -vvv -s BDF | grep 'Region 1'` (the
@@ -122,6 +125,31 @@ TEST(TruthBar1, OnlyNvidiaGpusAreJudgedByTheirBar1) {
   }
 }
 
+// `--role NIC=BDF` makes a function a NIC whatever its ids (docs/check.md: --role overrides the
+// tables), and GPUDirect RDMA exposes the GPU's BAR1 to the NIC (NVIDIA's GPUDirect RDMA guide),
+// not the NIC's: an NVIDIA function declared a NIC, here a GH200 (10de:2342, gpus.json family
+// grace-c2c) with a 256 MiB region 1 on the other root port of a PHB pair with an H100 PCIe, is
+// judged as the NIC of that pair: no bar1-small for it, and the node is no Grace system (the
+// GPU, an H100 on this x86 root complex, reaches the root over PCIe: path-root-complex, not
+// path-grace).
+TEST(TruthBar1, AFunctionDeclaredANicIsNotJudgedAsAGpu) {
+  FakeNode n = two_root_ports(0, 0);
+  FakeFn& other = fn(n, "0000:02:00.0");
+  other.vendor = 0x10de;
+  other.device = 0x2342;
+  other.class_code = 0x030200;
+  other.resource = "0x00000000f9000000 0x00000000f9ffffff 0x0000000000040200\n0x0000200000000000 0x000020000fffffff 0x000000000014220c\n";
+  Topology t = from_fake(n);
+  apply_role_override(t, "NIC=0000:02:00.0");
+  const Report r = check(t, kb(), CheckOptions{});
+  const PairResult& p = only_pair(r);
+  EXPECT_EQ(t.devices[p.b].bdf, "0000:02:00.0");
+  EXPECT_EQ(p.path.cls, PathClass::PHB);
+  EXPECT_FALSE(finding(p, "bar1-small")) << finding(p, "bar1-small")->reason;
+  EXPECT_FALSE(finding(p, "path-grace"));
+  EXPECT_TRUE(finding(p, "path-root-complex"));
+}
+
 // ---- the NVIDIA driver's version -----------------------------------------------
 
 // /proc/driver/nvidia/version's first line is "NVRM version: " and the driver's id string: "NVIDIA
@@ -161,9 +189,6 @@ TEST(TruthDriverVersion, TheDottedNumberAfterTheModuleWords) {
   }
 }
 
-FakeNode two_root_ports(uint16_t acs_ctl_1, uint16_t acs_ctl_2);
-FakeNode gpu_pair(uint16_t first, uint16_t second, bool nvswitch);
-
 // ---- links -------------------------------------------------------------------
 
 // PCIe link training (PCIe base spec, LTSSM Configuration): a link trains to the widest width and
@@ -189,6 +214,9 @@ TEST(TruthLinks, DowntrainedMeansBelowWhatBothEndsSupport) {
       {"16 GT/s NIC in an 8 GT/s slot at 8 GT/s", 16, 16, 16, 3, 4, 3, false, false},
       {"8 GT/s NIC in a 16 GT/s slot at 8 GT/s", 16, 16, 16, 4, 3, 3, false, false},
       {"x1 NIC in a x1 slot at x1", 1, 1, 1, 4, 4, 4, false, false},
+      // An x1 slot (or x1 riser) caps an x16 card at x1: LnkCap Max Link Width 000001b at the port.
+      {"x16 NIC in a x1 slot at x1", 1, 16, 1, 4, 4, 4, false, false},
+      {"x16 NIC in a x4 slot at x1", 4, 16, 1, 4, 4, 4, true, false},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.what);
