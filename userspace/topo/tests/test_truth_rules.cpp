@@ -1446,6 +1446,50 @@ TEST(TruthRootPort, AcsRedirectOnTheRootPortsOfARootComplexPath) {
   EXPECT_FALSE(finding(q, "acs-root-port"));
 }
 
+// An lspci -vvv text need not start at the root ports (`lspci -vvv -s 02:` or `-d 10b5:` print a
+// part of the tree): here two switch downstream ports (Express capability "Downstream Port", PCIe
+// base spec port type 0110b) are the topmost bridges, each with a device below and ACS redirect
+// set (lspci ls-ecaps.c prints ACSCtl as "ReqRedir+ CmpltRedir+"). They have no parent in the
+// input, yet they are not root ports: acs-root-port names none of them.
+TEST(TruthRootPort, TopmostBridgeOfAFragmentIsNoRootPortUnlessItsTypeSaysSo) {
+  auto port = [](const char* bdf, const char* sec) {
+    return std::string(bdf) +
+           " PCI bridge: PLX Technology, Inc. PEX 9797 97-lane, 25-port PCI Express Gen 4 ExpressFabric Platform (rev b0) (prog-if 00 "
+           "[Normal decode])\n"
+           "\tBus: primary=" +
+           std::string(bdf).substr(0, 2) + ", secondary=" + sec + ", subordinate=" + sec +
+           ", sec-latency=0\n"
+           "\tCapabilities: [68] Express (v2) Downstream Port (Slot+), MSI 00\n"
+           "\t\tLnkCap:\tPort #8, Speed 16GT/s, Width x16, ASPM L1, Exit Latency L1 <4us\n"
+           "\t\tLnkSta:\tSpeed 16GT/s, Width x16\n"
+           "\tCapabilities: [f24 v1] Access Control Services\n"
+           "\t\tACSCap:\tSrcValid+ TransBlk+ ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl+ DirectTrans+\n"
+           "\t\tACSCtl:\tSrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-\n\n";
+  };
+  const std::string text = port("02:00.0", "03") +
+                           "03:00.0 3D controller: NVIDIA Corporation GH100 [H100 PCIe] (rev a1)\n"
+                           "\tCapabilities: [60] Express (v2) Endpoint, MSI 00\n"
+                           "\t\tLnkCap:\tPort #0, Speed 16GT/s, Width x16, ASPM not supported\n"
+                           "\t\tLnkSta:\tSpeed 16GT/s, Width x16\n\n" +
+                           port("05:00.0", "06") +
+                           "06:00.0 Infiniband controller: Mellanox Technologies MT2910 Family [ConnectX-7]\n"
+                           "\tCapabilities: [60] Express (v2) Endpoint, MSI 00\n"
+                           "\t\tLnkCap:\tPort #0, Speed 16GT/s, Width x16, ASPM not supported\n"
+                           "\t\tLnkSta:\tSpeed 16GT/s, Width x16\n";
+  Topology t = parse_lspci({{"fragment.txt", text}});
+  assign_roles(t, kb());
+  const Report r = check(t, kb(), CheckOptions{});
+  const PairResult& p = only_pair(r);
+  ASSERT_TRUE(p.path.cls == PathClass::PHB || p.path.cls == PathClass::NODE) << to_string(p.path.cls);
+  for (const char* bdf : {"0000:02:00.0", "0000:05:00.0"}) {
+    const Device& d = t.devices[t.find(bdf)];
+    ASSERT_LT(d.parent, 0) << bdf;
+    ASSERT_EQ(d.port, PortType::SwitchDownstream) << bdf;
+    ASSERT_TRUE(d.acs_known && d.acs_present) << bdf;
+  }
+  EXPECT_FALSE(finding(p, "acs-root-port")) << finding(p, "acs-root-port")->reason;
+}
+
 // The same across two host bridges of one NUMA node (NODE: the pair crosses both root ports too),
 // and never for GPUs whose peer traffic takes NVLink (two H100 SXM: NVLink inferred from their
 // model) rather than the root ports.
