@@ -150,6 +150,30 @@ TEST(TruthBar1, AFunctionDeclaredANicIsNotJudgedAsAGpu) {
   EXPECT_TRUE(finding(p, "path-root-complex"));
 }
 
+// ---- paths ------------------------------------------------------------------
+
+// path-grace is about GPUDirect RDMA between a GPU and a NIC or drive on a Grace system: its fix,
+// NCCL_DMABUF_ENABLE=1, is NCCL's switch for registering GPU buffers with the network through
+// dma-buf (NCCL environment variables, NCCL_DMABUF_ENABLE). Two H100 PCIe (10de:2331, no NVLink
+// baseboard part) on two root ports of a Grace CPU (Neoverse V2, CPU part 0xd4f; root_complexes.json:
+// p2p good) reach each other through that root complex: a GPU-GPU pair gets no path-grace, and,
+// the root complex being a good peer-to-peer one, no finding for its path either.
+TEST(TruthPaths, GpuPairOnAGraceRootComplexIsNoGpuDirectRdmaPath) {
+  FakeNode n = two_root_ports(0, 0);
+  FakeFn& second = fn(n, "0000:02:00.0");
+  second.vendor = 0x10de;
+  second.device = 0x2331;
+  second.class_code = 0x030200;
+  n.cpuinfo = "processor\t: 0\nBogoMIPS\t: 2000.00\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd4f\n";
+  const Report r = check(from_fake(n), kb(), CheckOptions{});
+  const PairResult& p = only_pair(r);
+  ASSERT_EQ(r.gpus.size(), 2u);
+  ASSERT_FALSE(p.nvlink.linked);
+  ASSERT_EQ(p.path.cls, PathClass::PHB);
+  EXPECT_FALSE(finding(p, "path-grace"));
+  EXPECT_FALSE(finding(p, "path-root-complex"));
+}
+
 // ---- the NVIDIA driver's version -----------------------------------------------
 
 // /proc/driver/nvidia/version's first line is "NVRM version: " and the driver's id string: "NVIDIA
