@@ -174,6 +174,28 @@ TEST(TruthPaths, GpuPairOnAGraceRootComplexIsNoGpuDirectRdmaPath) {
   EXPECT_FALSE(finding(p, "path-root-complex"));
 }
 
+// A platform rule on the CPU alone (platforms.json platform-power8: IBM POWER8's host bridges carry
+// no GPUDirect RDMA/P2P) says what the rule says: the GPU family's provenance (" (GPU family from
+// its name ...)") belongs to GPU-family rules only. An IBM S822LC for HPC ("Minsky": POWER8, Tesla
+// P100 SXM2, ConnectX-4) as lspci -tv names its devices, without ids, with lscpu's model line
+// ("POWER8 (raw), altivec supported", as lscpu prints it on ppc64le).
+TEST(TruthPaths, CpuPlatformRuleReasonCarriesNoGpuFamilyProvenance) {
+  const std::string text =
+      "$ lspci -tv\n"
+      "-+-[0000:00]---00.0-[01]----00.0  NVIDIA Corporation GP100GL [Tesla P100 SXM2 16GB]\n"
+      " \\-[0001:00]---00.0-[01]----00.0  Mellanox Technologies MT27700 Family [ConnectX-4]\n"
+      "$ lscpu\nArchitecture:                       ppc64le\nModel name:                         POWER8 (raw), altivec supported\n";
+  Topology t = parse_lspci({{"minsky.txt", text}});
+  assign_roles(t, kb());
+  const Report r = check(t, kb(), CheckOptions{});
+  const PairResult& p = only_pair(r);
+  ASSERT_FALSE(t.devices[p.a].ids_known);
+  const Finding* f = finding(p, "platform-power8");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->reason, "IBM POWER8 does not support GPUDirect RDMA/P2P through its PCIe host bridges");
+  EXPECT_EQ(f->severity, Verdict::Blocked);
+}
+
 // ---- the NVIDIA driver's version -----------------------------------------------
 
 // /proc/driver/nvidia/version's first line is "NVRM version: " and the driver's id string: "NVIDIA
