@@ -196,6 +196,45 @@ TEST(TruthPaths, CpuPlatformRuleReasonCarriesNoGpuFamilyProvenance) {
   EXPECT_EQ(f->severity, Verdict::Blocked);
 }
 
+// NVLink joins GPUs to GPUs (and NVSwitches); GPUDirect RDMA between a GPU and a NIC goes over
+// PCIe (NVIDIA's GPUDirect RDMA guide: the NIC reads GPU memory through the BAR over PCIe). A
+// function declared a NIC with --role is that pair's NIC even where it is an NVIDIA NVLink
+// baseboard part (H100 SXM5, 10de:2330): in a VM with a flat root bus (hypervisor flag; all three
+// functions on bus 00, as tests/reference/kinds/h200-vm-lspci-tvv.md's guest shows its GPUs), the
+// GPU x NIC pairs infer no NVLink from the model and get the flat-VM note for devices (unreliable),
+// not the one for two GPUs whose NVLink is unknown; the GPU pair itself infers NVLink.
+TEST(TruthPaths, GpuNicPairIsJudgedOnPcieWhateverTheNicIs) {
+  FakeNode n;
+  n.modules = testing::switch_node().modules;
+  n.cpuinfo += "flags\t\t: fpu hypervisor\n";
+  for (const char* bdf : {"0000:00:05.0", "0000:00:06.0", "0000:00:07.0"})
+    testing::add_endpoint(n, bdf, std::string("/sys/devices/pci0000:00/") + bdf, 0x10de, 0x2330, 0x030200).resource =
+        testing::switch_node().fns[4].resource;
+  Topology t = from_fake(n);
+  apply_role_override(t, "NIC=0000:00:07.0");
+  const Report r = check(t, kb(), CheckOptions{});
+  ASSERT_EQ(r.gpus.size(), 2u);
+  ASSERT_EQ(r.nics.size(), 1u);
+  ASSERT_TRUE(r.virtual_machine);
+  int gpu_nic = 0;
+  for (const auto& p : r.pairs) {
+    SCOPED_TRACE(p.label_a + "-" + p.label_b);
+    if (p.label_b == "GPU1") {
+      EXPECT_TRUE(p.nvlink.linked);
+      continue;
+    }
+    ++gpu_nic;
+    EXPECT_FALSE(p.nvlink.linked);
+    EXPECT_FALSE(finding(p, "path-nvlink"));
+    const Finding* v = finding(p, "platform-virtual");
+    ASSERT_TRUE(v);
+    EXPECT_EQ(v->severity, Verdict::Unreliable);
+    EXPECT_EQ(v->reason.rfind("virtual machine with a flat virtual PCIe topology: both devices sit on the hypervisor's root bus", 0), 0u)
+        << v->reason;
+  }
+  EXPECT_EQ(gpu_nic, 2);
+}
+
 // ---- the NVIDIA driver's version -----------------------------------------------
 
 // /proc/driver/nvidia/version's first line is "NVRM version: " and the driver's id string: "NVIDIA
