@@ -421,6 +421,33 @@ TEST(TruthLinks, EachPortKindAndWhatIsNotATrainedLink) {
       x.data = "Unknown\n";
   const PairResult q = only_pair(check(testing::from_entries(e), kb(), CheckOptions{}));
   EXPECT_FALSE(finding(q, "link-speed"));
+  // A Max Link Speed this reader cannot name: LnkCap encoding 0111b (128 GT/s in PCIe 7.0; no rate
+  // in speed_from_code's table), which the kernel's max_link_speed then prints as "Unknown"
+  // (pci_speed_string). That end's speed capability is unknown, not 0 GT/s: the link is judged by
+  // the other end's capability. NIC (32 GT/s capable) and port both at 16 GT/s, x16: with the
+  // port's speed capability unknown, the NIC is still below its own 32 GT/s; with the NIC's
+  // unknown, the port is below its 32 GT/s.
+  for (const char* unknown_end : {"0000:02:01.0", kNic}) {
+    SCOPED_TRACE(std::string("speed capability unknown at ") + unknown_end);
+    FakeNode u = testing::switch_node();
+    for (auto& f : u.fns)
+      if (f.bdf == kNic || f.bdf == "0000:02:01.0") {
+        f.cap_speed = f.bdf == unknown_end ? 7 : 5;
+        f.sta_speed = 4;
+      }
+    std::vector<TarEntry> ue = u.entries();
+    for (auto& x : ue)
+      if (x.path.find(std::string(unknown_end).substr(5) + "/max_link_speed") != std::string::npos) x.data = "Unknown\n";
+    const Topology ut = testing::from_entries(ue);
+    ASSERT_EQ(ut.devices[ut.find(unknown_end)].link_cap.speed_gts, 0);
+    ASSERT_EQ(ut.devices[ut.find(unknown_end)].link_cap.width, 16);
+    const PairResult up = only_pair(check(ut, kb(), CheckOptions{}));
+    std::vector<std::string> got;
+    for (const auto& f : up.findings)
+      if (f.rule.rfind("link-", 0) == 0) got.push_back(f.rule + " " + f.reason.substr(f.reason.find("0000:"), 12));
+    const std::string other = std::string(unknown_end) == kNic ? "0000:02:01.0" : kNic;
+    EXPECT_EQ(got, std::vector<std::string>{"link-speed " + other});
+  }
   // Root ports on a root-complex path: an x8 NIC in an x16 root port at x8 is not downtrained.
   FakeNode rp = two_root_ports(0, 0);
   fn(rp, "0000:00:02.0").sta_width = 8;
