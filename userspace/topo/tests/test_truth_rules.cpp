@@ -448,6 +448,27 @@ TEST(TruthLinks, EachPortKindAndWhatIsNotATrainedLink) {
     const std::string other = std::string(unknown_end) == kNic ? "0000:02:01.0" : kNic;
     EXPECT_EQ(got, std::vector<std::string>{"link-speed " + other});
   }
+  // The same for the width: Max Link Width 000000b is a reserved encoding (PCIe base spec, Link
+  // Capabilities; the kernel's max_link_width prints the field as read: "0"), so that end's width
+  // capability is unknown. NIC (x16 capable) and port both trained x8 at 16 GT/s.
+  for (const char* unknown_end : {"0000:02:01.0", kNic}) {
+    SCOPED_TRACE(std::string("width capability unknown at ") + unknown_end);
+    FakeNode u = testing::switch_node();
+    for (auto& f : u.fns)
+      if (f.bdf == kNic || f.bdf == "0000:02:01.0") {
+        f.cap_width = f.bdf == unknown_end ? 0 : 16;
+        f.sta_width = 8;
+      }
+    const Topology ut = from_fake(u);
+    ASSERT_EQ(ut.devices[ut.find(unknown_end)].link_cap.width, 0);
+    ASSERT_EQ(ut.devices[ut.find(unknown_end)].link_cap.speed_gts, 16);
+    const PairResult up = only_pair(check(ut, kb(), CheckOptions{}));
+    std::vector<std::string> got;
+    for (const auto& f : up.findings)
+      if (f.rule.rfind("link-", 0) == 0) got.push_back(f.rule + " " + f.reason.substr(f.reason.find("0000:"), 12));
+    const std::string other = std::string(unknown_end) == kNic ? "0000:02:01.0" : kNic;
+    EXPECT_EQ(got, std::vector<std::string>{"link-width " + other});
+  }
   // Root ports on a root-complex path: an x8 NIC in an x16 root port at x8 is not downtrained.
   FakeNode rp = two_root_ports(0, 0);
   fn(rp, "0000:00:02.0").sta_width = 8;
