@@ -21,7 +21,7 @@ namespace {
 // A size in the largest binary unit that divides it exactly, as lspci's [size=] does
 // (pciutils lspci.c show_size): BAR1 = 256 KiB on a small-BAR part must not print "0 MiB".
 std::string fmt_bytes(uint64_t b) {
-  static const char* const unit[] = {"bytes", "KiB", "MiB", "GiB"};
+  static const char* const unit[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};  // lspci's "", K, M, G, T
   size_t i = 0;
   while (i + 1 < std::size(unit) && b >= 1024 && b % 1024 == 0) {
     b /= 1024;

@@ -66,9 +66,9 @@ FakeNode gpu_pair(uint16_t first, uint16_t second, bool nvswitch);
 // The BAR1 size in the bar1-small finding is the one `lspci -vvv -s BDF | grep 'Region 1'` (the
 // finding's own fix) shows: pciutils' show_size divides by 1024 while the size stays a whole
 // number of the next unit (K, M, G). The sysfs resource line "start end flags" gives the size as
-// end - start + 1 (Documentation/PCI/sysfs-pci.rst). The threshold is raised to 1 TiB, as
-// --data-dir with gpus.json "bar1_min_mib": 1048576 would (the loader allows up to 2^30 MiB), so
-// that BAR1s of a GiB and more are judged too.
+// end - start + 1 (Documentation/PCI/sysfs-pci.rst). The threshold is raised to 1 PiB, as
+// --data-dir with gpus.json "bar1_min_mib": 1073741824 would (2^30 MiB, the loader's maximum), so
+// that BAR1s of a GiB and more, up to TiBs, are judged too.
 TEST(TruthBar1, SizeIsNamedAsLspciShowsIt) {
   struct Case {
     const char* end;    // resource line of region 1, start 0x0000100000000000
@@ -86,9 +86,13 @@ TEST(TruthBar1, SizeIsNamedAsLspciShowsIt) {
       {"0x000010000003ffff", "256K", "256 KiB"},
       {"0x000010000017ffff", "1536K", "1536 KiB"},
       {"0x00001000000001ff", "512", "512 bytes"},
+      // lspci's last unit is T (show_size's suffixes "", K, M, G, T): never "1024 GiB".
+      {"0x000010ffffffffff", "1T", "1 TiB"},
+      {"0x000011ffffffffff", "2T", "2 TiB"},
+      {"0x0000107fffffffff", "512G", "512 GiB"},
   };
   RuleData k = kb();
-  k.min_bar1_bytes = 1ull << 40;
+  k.min_bar1_bytes = 1ull << 50;
   for (const auto& c : cases) {
     SCOPED_TRACE(c.lspci);
     FakeNode n = testing::switch_node();
