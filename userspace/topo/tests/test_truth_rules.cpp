@@ -1248,6 +1248,16 @@ TEST(TruthPaths, SysFixNamesTheGpusSocketWhenNoNicIsCloser) {
   const Finding* f = finding(p, "path-sys");
   ASSERT_TRUE(f);
   EXPECT_EQ(f->fix, "# put a NIC on NUMA node 1 (the GPU's socket)");
+  // The same two sockets of a Grace node (two Grace CPUs, Neoverse V2, CPU part 0xd4f): the pair
+  // crosses the socket link, which path-grace (a root-complex path over NVLink-C2C being the
+  // designed one) does not cover: path-sys, with root_complexes.json's "slow" for Grace.
+  n.cpuinfo = "processor\t: 0\nBogoMIPS\t: 2000.00\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd4f\n";
+  const PairResult g = only_pair(check(from_fake(n), kb(), CheckOptions{}));
+  ASSERT_EQ(g.path.cls, PathClass::SYS);
+  EXPECT_FALSE(finding(g, "path-grace"));
+  const Finding* gs = finding(g, "path-sys");
+  ASSERT_TRUE(gs);
+  EXPECT_NE(gs->reason.find("peer-to-peer across sockets is slow on NVIDIA Grace"), std::string::npos) << gs->reason;
 }
 
 // A virtual machine's flat bus (docs/check.md platform-virtual): devices straight on the
