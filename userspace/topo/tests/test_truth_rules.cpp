@@ -239,6 +239,26 @@ TEST(TruthPaths, GpuNicPairIsJudgedOnPcieWhateverTheNicIs) {
   EXPECT_EQ(gpu_nic, 2);
 }
 
+// A GH200 is a Grace Hopper superchip (NVIDIA: Grace CPU and Hopper GPU joined by NVLink-C2C), so
+// an aarch64 node whose GPU lspci names "GH200" is a Grace system even where its CPU, named as
+// lscpu prints it on GH200 ("Vendor ID: ARM", "Model name: Neoverse-V2"), is not matched to a
+// root complex: path-grace, and no platform-arm64 warning about an unknown ARM root complex.
+TEST(TruthPaths, Gh200NamedByLspciIsAGraceSystem) {
+  const std::string text =
+      "$ lspci -tv\n"
+      "-[0000:00]---00.0-[01]----00.0  NVIDIA Corporation GH100 [GH200 120GB / 480GB]\n"
+      "-[0002:00]---00.0-[01]----00.0  Mellanox Technologies MT2910 Family [ConnectX-7]\n"
+      "$ lscpu\nArchitecture:                       aarch64\nVendor ID:                          ARM\n"
+      "Model name:                         Neoverse-V2\n";
+  Topology t = parse_lspci({{"gh200.txt", text}});
+  assign_roles(t, kb());
+  ASSERT_EQ(t.cpu.arch, "aarch64");
+  const Report r = check(t, kb(), CheckOptions{});
+  const PairResult& p = only_pair(r);
+  EXPECT_TRUE(finding(p, "path-grace"));
+  EXPECT_FALSE(finding(p, "platform-arm64")) << finding(p, "platform-arm64")->reason;
+}
+
 // ---- the NVIDIA driver's version -----------------------------------------------
 
 // /proc/driver/nvidia/version's first line is "NVRM version: " and the driver's id string: "NVIDIA
