@@ -21,7 +21,7 @@ namespace {
 // A size in the largest binary unit that divides it exactly, as lspci's [size=] does
 // (pciutils lspci.c show_size): BAR1 = 256 KiB on a small-BAR part must not print "0 MiB".
 std::string fmt_bytes(uint64_t b) {
-  static const char* const unit[] = {"bytes", "KiB", "MiB", "GiB"};
+  static const char* const unit[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};  // lspci's "", K, M, G, T
   size_t i = 0;
   while (i + 1 < std::size(unit) && b >= 1024 && b % 1024 == 0) {
     b /= 1024;
@@ -328,11 +328,13 @@ class Checker {
     }
     // A root or downstream port's link is the one to the device below it: an x8 NIC in an x16
     // slot trains at x8, and so does the port (issue 28: it was called downtrained).
+    const Device* gpu_below = nullptr;  // the GPU at the other end of a port's link
     if (d.port == PortType::RootPort || d.port == PortType::SwitchDownstream)
       for (int c : d.children) {
         const Link& below = t_.devices[c].link_cap;
         if (below.width > 0) want_w = std::min(want_w, below.width);
         if (below.speed_gts > 0) want_s = std::min(want_s, below.speed_gts);
+        if (t_.devices[c].role == Role::GPU) gpu_below = &t_.devices[c];
       }
     if (want_w > 0 && d.link_sta.width < want_w) {
       add(r.findings, "link-width", Verdict::Degraded,
@@ -343,6 +345,13 @@ class Checker {
       if (d.role == Role::GPU) {
         add(r.findings, "link-speed-idle", Verdict::Optimal,
             "GPU " + d.bdf + " link at " + fmt_speed(d.link_sta.speed_gts) + " of " + fmt_speed(want_s) +
+                ": GPUs lower the link speed when idle; recheck while it is busy",
+            "# under load: lspci -vvv -s " + d.bdf + " | grep LnkSta");
+      } else if (gpu_below) {
+        // Both ends of a link read the one trained speed: the port above an idle GPU reads the
+        // GPU's lowered speed too (the width does not change, so a narrower link stays a finding).
+        add(r.findings, "link-speed-idle", Verdict::Optimal,
+            "link of " + d.bdf + " to GPU " + gpu_below->bdf + " at " + fmt_speed(d.link_sta.speed_gts) + " of " + fmt_speed(want_s) +
                 ": GPUs lower the link speed when idle; recheck while it is busy",
             "# under load: lspci -vvv -s " + d.bdf + " | grep LnkSta");
       } else {

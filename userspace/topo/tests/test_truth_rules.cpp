@@ -58,14 +58,17 @@ FakeFn& fn(FakeNode& n, const std::string& bdf) {
 constexpr const char* kGpu = "0000:03:00.0";
 constexpr const char* kNic = "0000:04:00.0";
 
+FakeNode two_root_ports(uint16_t acs_ctl_1, uint16_t acs_ctl_2);
+FakeNode gpu_pair(uint16_t first, uint16_t second, bool nvswitch);
+
 // ---- BAR1 -------------------------------------------------------------------
 
 // The BAR1 size in the bar1-small finding is the one `lspci -vvv -s BDF | grep 'Region 1'` (the
 // finding's own fix) shows: pciutils' show_size divides by 1024 while the size stays a whole
 // number of the next unit (K, M, G). The sysfs resource line "start end flags" gives the size as
-// end - start + 1 (Documentation/PCI/sysfs-pci.rst). The threshold is raised to 1 TiB, as
-// --data-dir with gpus.json "bar1_min_mib": 1048576 would (the loader allows up to 2^30 MiB), so
-// that BAR1s of a GiB and more are judged too.
+// end - start + 1 (Documentation/PCI/sysfs-pci.rst). The threshold is raised to 1 PiB, as
+// --data-dir with gpus.json "bar1_min_mib": 1073741824 would (2^30 MiB, the loader's maximum), so
+// that BAR1s of a GiB and more, up to TiBs, are judged too.
 TEST(TruthBar1, SizeIsNamedAsLspciShowsIt) {
   struct Case {
     const char* end;    // resource line of region 1, start 0x0000100000000000
@@ -83,9 +86,13 @@ TEST(TruthBar1, SizeIsNamedAsLspciShowsIt) {
       {"0x000010000003ffff", "256K", "256 KiB"},
       {"0x000010000017ffff", "1536K", "1536 KiB"},
       {"0x00001000000001ff", "512", "512 bytes"},
+      // lspci's last unit is T (show_size's suffixes "", K, M, G, T): never "1024 GiB".
+      {"0x000010ffffffffff", "1T", "1 TiB"},
+      {"0x000011ffffffffff", "2T", "2 TiB"},
+      {"0x0000107fffffffff", "512G", "512 GiB"},
   };
   RuleData k = kb();
-  k.min_bar1_bytes = 1ull << 40;
+  k.min_bar1_bytes = 1ull << 50;
   for (const auto& c : cases) {
     SCOPED_TRACE(c.lspci);
     FakeNode n = testing::switch_node();
@@ -120,6 +127,136 @@ TEST(TruthBar1, OnlyNvidiaGpusAreJudgedByTheirBar1) {
     Report r = check(t, kb(), CheckOptions{});
     EXPECT_EQ(finding(only_pair(r), "bar1-small") != nullptr, !amd);
   }
+}
+
+// `--role NIC=BDF` makes a function a NIC whatever its ids (docs/check.md: --role overrides the
+// tables), and GPUDirect RDMA exposes the GPU's BAR1 to the NIC (NVIDIA's GPUDirect RDMA guide),
+// not the NIC's: an NVIDIA function declared a NIC, here a GH200 (10de:2342, gpus.json family
+// grace-c2c) with a 256 MiB region 1 on the other root port of a PHB pair with an H100 PCIe, is
+// judged as the NIC of that pair: no bar1-small for it, and the node is no Grace system (the
+// GPU, an H100 on this x86 root complex, reaches the root over PCIe: path-root-complex, not
+// path-grace).
+TEST(TruthBar1, AFunctionDeclaredANicIsNotJudgedAsAGpu) {
+  FakeNode n = two_root_ports(0, 0);
+  FakeFn& other = fn(n, "0000:02:00.0");
+  other.vendor = 0x10de;
+  other.device = 0x2342;
+  other.class_code = 0x030200;
+  other.resource = "0x00000000f9000000 0x00000000f9ffffff 0x0000000000040200\n0x0000200000000000 0x000020000fffffff 0x000000000014220c\n";
+  Topology t = from_fake(n);
+  apply_role_override(t, "NIC=0000:02:00.0");
+  const Report r = check(t, kb(), CheckOptions{});
+  const PairResult& p = only_pair(r);
+  EXPECT_EQ(t.devices[p.b].bdf, "0000:02:00.0");
+  EXPECT_EQ(p.path.cls, PathClass::PHB);
+  EXPECT_FALSE(finding(p, "bar1-small")) << finding(p, "bar1-small")->reason;
+  EXPECT_FALSE(finding(p, "path-grace"));
+  EXPECT_TRUE(finding(p, "path-root-complex"));
+}
+
+// ---- paths ------------------------------------------------------------------
+
+// path-grace is about GPUDirect RDMA between a GPU and a NIC or drive on a Grace system: its fix,
+// NCCL_DMABUF_ENABLE=1, is NCCL's switch for registering GPU buffers with the network through
+// dma-buf (NCCL environment variables, NCCL_DMABUF_ENABLE). Two H100 PCIe (10de:2331, no NVLink
+// baseboard part) on two root ports of a Grace CPU (Neoverse V2, CPU part 0xd4f; root_complexes.json:
+// p2p good) reach each other through that root complex: a GPU-GPU pair gets no path-grace, and,
+// the root complex being a good peer-to-peer one, no finding for its path either.
+TEST(TruthPaths, GpuPairOnAGraceRootComplexIsNoGpuDirectRdmaPath) {
+  FakeNode n = two_root_ports(0, 0);
+  FakeFn& second = fn(n, "0000:02:00.0");
+  second.vendor = 0x10de;
+  second.device = 0x2331;
+  second.class_code = 0x030200;
+  n.cpuinfo = "processor\t: 0\nBogoMIPS\t: 2000.00\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd4f\n";
+  const Report r = check(from_fake(n), kb(), CheckOptions{});
+  const PairResult& p = only_pair(r);
+  ASSERT_EQ(r.gpus.size(), 2u);
+  ASSERT_FALSE(p.nvlink.linked);
+  ASSERT_EQ(p.path.cls, PathClass::PHB);
+  EXPECT_FALSE(finding(p, "path-grace"));
+  EXPECT_FALSE(finding(p, "path-root-complex"));
+}
+
+// A platform rule on the CPU alone (platforms.json platform-power8: IBM POWER8's host bridges carry
+// no GPUDirect RDMA/P2P) says what the rule says: the GPU family's provenance (" (GPU family from
+// its name ...)") belongs to GPU-family rules only. An IBM S822LC for HPC ("Minsky": POWER8, Tesla
+// P100 SXM2, ConnectX-4) as lspci -tv names its devices, without ids, with lscpu's model line
+// ("POWER8 (raw), altivec supported", as lscpu prints it on ppc64le).
+TEST(TruthPaths, CpuPlatformRuleReasonCarriesNoGpuFamilyProvenance) {
+  const std::string text =
+      "$ lspci -tv\n"
+      "-+-[0000:00]---00.0-[01]----00.0  NVIDIA Corporation GP100GL [Tesla P100 SXM2 16GB]\n"
+      " \\-[0001:00]---00.0-[01]----00.0  Mellanox Technologies MT27700 Family [ConnectX-4]\n"
+      "$ lscpu\nArchitecture:                       ppc64le\nModel name:                         POWER8 (raw), altivec supported\n";
+  Topology t = parse_lspci({{"minsky.txt", text}});
+  assign_roles(t, kb());
+  const Report r = check(t, kb(), CheckOptions{});
+  const PairResult& p = only_pair(r);
+  ASSERT_FALSE(t.devices[p.a].ids_known);
+  const Finding* f = finding(p, "platform-power8");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->reason, "IBM POWER8 does not support GPUDirect RDMA/P2P through its PCIe host bridges");
+  EXPECT_EQ(f->severity, Verdict::Blocked);
+}
+
+// NVLink joins GPUs to GPUs (and NVSwitches); GPUDirect RDMA between a GPU and a NIC goes over
+// PCIe (NVIDIA's GPUDirect RDMA guide: the NIC reads GPU memory through the BAR over PCIe). A
+// function declared a NIC with --role is that pair's NIC even where it is an NVIDIA NVLink
+// baseboard part (H100 SXM5, 10de:2330): in a VM with a flat root bus (hypervisor flag; all three
+// functions on bus 00, as tests/reference/kinds/h200-vm-lspci-tvv.md's guest shows its GPUs), the
+// GPU x NIC pairs infer no NVLink from the model and get the flat-VM note for devices (unreliable),
+// not the one for two GPUs whose NVLink is unknown; the GPU pair itself infers NVLink.
+TEST(TruthPaths, GpuNicPairIsJudgedOnPcieWhateverTheNicIs) {
+  FakeNode n;
+  n.modules = testing::switch_node().modules;
+  n.cpuinfo += "flags\t\t: fpu hypervisor\n";
+  for (const char* bdf : {"0000:00:05.0", "0000:00:06.0", "0000:00:07.0"})
+    testing::add_endpoint(n, bdf, std::string("/sys/devices/pci0000:00/") + bdf, 0x10de, 0x2330, 0x030200).resource =
+        testing::switch_node().fns[4].resource;
+  Topology t = from_fake(n);
+  apply_role_override(t, "NIC=0000:00:07.0");
+  const Report r = check(t, kb(), CheckOptions{});
+  ASSERT_EQ(r.gpus.size(), 2u);
+  ASSERT_EQ(r.nics.size(), 1u);
+  ASSERT_TRUE(r.virtual_machine);
+  int gpu_nic = 0;
+  for (const auto& p : r.pairs) {
+    SCOPED_TRACE(p.label_a + "-" + p.label_b);
+    if (p.label_b == "GPU1") {
+      EXPECT_TRUE(p.nvlink.linked);
+      continue;
+    }
+    ++gpu_nic;
+    EXPECT_FALSE(p.nvlink.linked);
+    EXPECT_FALSE(finding(p, "path-nvlink"));
+    const Finding* v = finding(p, "platform-virtual");
+    ASSERT_TRUE(v);
+    EXPECT_EQ(v->severity, Verdict::Unreliable);
+    EXPECT_EQ(v->reason.rfind("virtual machine with a flat virtual PCIe topology: both devices sit on the hypervisor's root bus", 0), 0u)
+        << v->reason;
+  }
+  EXPECT_EQ(gpu_nic, 2);
+}
+
+// A GH200 is a Grace Hopper superchip (NVIDIA: Grace CPU and Hopper GPU joined by NVLink-C2C), so
+// an aarch64 node whose GPU lspci names "GH200" is a Grace system even where its CPU, named as
+// lscpu prints it on GH200 ("Vendor ID: ARM", "Model name: Neoverse-V2"), is not matched to a
+// root complex: path-grace, and no platform-arm64 warning about an unknown ARM root complex.
+TEST(TruthPaths, Gh200NamedByLspciIsAGraceSystem) {
+  const std::string text =
+      "$ lspci -tv\n"
+      "-[0000:00]---00.0-[01]----00.0  NVIDIA Corporation GH100 [GH200 120GB / 480GB]\n"
+      "-[0002:00]---00.0-[01]----00.0  Mellanox Technologies MT2910 Family [ConnectX-7]\n"
+      "$ lscpu\nArchitecture:                       aarch64\nVendor ID:                          ARM\n"
+      "Model name:                         Neoverse-V2\n";
+  Topology t = parse_lspci({{"gh200.txt", text}});
+  assign_roles(t, kb());
+  ASSERT_EQ(t.cpu.arch, "aarch64");
+  const Report r = check(t, kb(), CheckOptions{});
+  const PairResult& p = only_pair(r);
+  EXPECT_TRUE(finding(p, "path-grace"));
+  EXPECT_FALSE(finding(p, "platform-arm64")) << finding(p, "platform-arm64")->reason;
 }
 
 // ---- the NVIDIA driver's version -----------------------------------------------
@@ -161,9 +298,6 @@ TEST(TruthDriverVersion, TheDottedNumberAfterTheModuleWords) {
   }
 }
 
-FakeNode two_root_ports(uint16_t acs_ctl_1, uint16_t acs_ctl_2);
-FakeNode gpu_pair(uint16_t first, uint16_t second, bool nvswitch);
-
 // ---- links -------------------------------------------------------------------
 
 // PCIe link training (PCIe base spec, LTSSM Configuration): a link trains to the widest width and
@@ -189,6 +323,9 @@ TEST(TruthLinks, DowntrainedMeansBelowWhatBothEndsSupport) {
       {"16 GT/s NIC in an 8 GT/s slot at 8 GT/s", 16, 16, 16, 3, 4, 3, false, false},
       {"8 GT/s NIC in a 16 GT/s slot at 8 GT/s", 16, 16, 16, 4, 3, 3, false, false},
       {"x1 NIC in a x1 slot at x1", 1, 1, 1, 4, 4, 4, false, false},
+      // An x1 slot (or x1 riser) caps an x16 card at x1: LnkCap Max Link Width 000001b at the port.
+      {"x16 NIC in a x1 slot at x1", 1, 16, 1, 4, 4, 4, false, false},
+      {"x16 NIC in a x4 slot at x1", 4, 16, 1, 4, 4, 4, true, false},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.what);
@@ -245,6 +382,28 @@ TEST(TruthLinks, EachPortKindAndWhatIsNotATrainedLink) {
        },
        {"link-width 0000:01:00.0"}},
       {"GPU at 8 GT/s of 16", [&](FakeNode& n) { at(n, kGpu, 16, 16, 4, 3); }, {"link-speed-idle 0000:03:00.0"}},
+      // An idle GPU's link read at both ends: the GPU and its downstream port 02:00.0 both at
+      // 2.5 GT/s x16 of 16 GT/s x16 (the GPUs of tests/reference/stelline-asus-esc8000a-e12.md, idle
+      // in P8 at 0 % in that file's nvidia-smi, read "LnkSta: Speed 2.5GT/s (downgraded), Width
+      // x16"; hwloc issue 385, Brice Goglin: NVIDIA GPUs lower their link speed when idle and keep
+      // their lanes; PCIe base spec, Link Status: Current Link Speed is the link's negotiated speed,
+      // the same at its two ends). The port's reading is the GPU's idle note, not a downtrained link.
+      {"idle GPU and its downstream port at 2.5 GT/s of 16",
+       [&](FakeNode& n) { at(n, "0000:02:00.0", 16, 16, 4, 1), at(n, kGpu, 16, 16, 4, 1); },
+       {"link-speed-idle 0000:02:00.0", "link-speed-idle 0000:03:00.0"}},
+      // Only the speed: a GPU link trained at x8 of x16 stays a fault at both ends, idle or not.
+      {"idle GPU and its downstream port at 2.5 GT/s x8 of 16 GT/s x16",
+       [&](FakeNode& n) { at(n, "0000:02:00.0", 16, 8, 4, 1), at(n, kGpu, 16, 8, 4, 1); },
+       {"link-speed-idle 0000:02:00.0", "link-speed-idle 0000:03:00.0", "link-width 0000:02:00.0", "link-width 0000:03:00.0"}},
+      // The NIC's downstream port at a lower speed is no GPU's idle link: still link-speed.
+      {"NIC and its downstream port at 2.5 GT/s of 16",
+       [&](FakeNode& n) { at(n, "0000:02:01.0", 16, 16, 4, 1), at(n, kNic, 16, 16, 4, 1); },
+       {"link-speed 0000:02:01.0", "link-speed 0000:04:00.0"}},
+      // The switch's uplink (read at its upstream port 01:00.0, the pair's meeting point) is no
+      // GPU's own link: a GPU below the switch does not excuse it.
+      {"switch uplink at 2.5 GT/s of 16 above an idle GPU",
+       [&](FakeNode& n) { at(n, "0000:01:00.0", 16, 16, 4, 1), at(n, "0000:02:00.0", 16, 16, 4, 1), at(n, kGpu, 16, 16, 4, 1); },
+       {"link-speed 0000:01:00.0", "link-speed-idle 0000:02:00.0", "link-speed-idle 0000:03:00.0"}},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.what);
@@ -286,12 +445,75 @@ TEST(TruthLinks, EachPortKindAndWhatIsNotATrainedLink) {
       x.data = "Unknown\n";
   const PairResult q = only_pair(check(testing::from_entries(e), kb(), CheckOptions{}));
   EXPECT_FALSE(finding(q, "link-speed"));
+  // A Max Link Speed this reader cannot name: LnkCap encoding 0111b (128 GT/s in PCIe 7.0; no rate
+  // in speed_from_code's table), which the kernel's max_link_speed then prints as "Unknown"
+  // (pci_speed_string). That end's speed capability is unknown, not 0 GT/s: the link is judged by
+  // the other end's capability. NIC (32 GT/s capable) and port both at 16 GT/s, x16: with the
+  // port's speed capability unknown, the NIC is still below its own 32 GT/s; with the NIC's
+  // unknown, the port is below its 32 GT/s.
+  for (const char* unknown_end : {"0000:02:01.0", kNic}) {
+    SCOPED_TRACE(std::string("speed capability unknown at ") + unknown_end);
+    FakeNode u = testing::switch_node();
+    for (auto& f : u.fns)
+      if (f.bdf == kNic || f.bdf == "0000:02:01.0") {
+        f.cap_speed = f.bdf == unknown_end ? 7 : 5;
+        f.sta_speed = 4;
+      }
+    std::vector<TarEntry> ue = u.entries();
+    for (auto& x : ue)
+      if (x.path.find(std::string(unknown_end).substr(5) + "/max_link_speed") != std::string::npos) x.data = "Unknown\n";
+    const Topology ut = testing::from_entries(ue);
+    ASSERT_EQ(ut.devices[ut.find(unknown_end)].link_cap.speed_gts, 0);
+    ASSERT_EQ(ut.devices[ut.find(unknown_end)].link_cap.width, 16);
+    const PairResult up = only_pair(check(ut, kb(), CheckOptions{}));
+    std::vector<std::string> got;
+    for (const auto& f : up.findings)
+      if (f.rule.rfind("link-", 0) == 0) got.push_back(f.rule + " " + f.reason.substr(f.reason.find("0000:"), 12));
+    const std::string other = std::string(unknown_end) == kNic ? "0000:02:01.0" : kNic;
+    EXPECT_EQ(got, std::vector<std::string>{"link-speed " + other});
+  }
+  // The same for the width: Max Link Width 000000b is a reserved encoding (PCIe base spec, Link
+  // Capabilities; the kernel's max_link_width prints the field as read: "0"), so that end's width
+  // capability is unknown. NIC (x16 capable) and port both trained x8 at 16 GT/s.
+  for (const char* unknown_end : {"0000:02:01.0", kNic}) {
+    SCOPED_TRACE(std::string("width capability unknown at ") + unknown_end);
+    FakeNode u = testing::switch_node();
+    for (auto& f : u.fns)
+      if (f.bdf == kNic || f.bdf == "0000:02:01.0") {
+        f.cap_width = f.bdf == unknown_end ? 0 : 16;
+        f.sta_width = 8;
+      }
+    const Topology ut = from_fake(u);
+    ASSERT_EQ(ut.devices[ut.find(unknown_end)].link_cap.width, 0);
+    ASSERT_EQ(ut.devices[ut.find(unknown_end)].link_cap.speed_gts, 16);
+    const PairResult up = only_pair(check(ut, kb(), CheckOptions{}));
+    std::vector<std::string> got;
+    for (const auto& f : up.findings)
+      if (f.rule.rfind("link-", 0) == 0) got.push_back(f.rule + " " + f.reason.substr(f.reason.find("0000:"), 12));
+    const std::string other = std::string(unknown_end) == kNic ? "0000:02:01.0" : kNic;
+    EXPECT_EQ(got, std::vector<std::string>{"link-width " + other});
+  }
   // Root ports on a root-complex path: an x8 NIC in an x16 root port at x8 is not downtrained.
   FakeNode rp = two_root_ports(0, 0);
   fn(rp, "0000:00:02.0").sta_width = 8;
   fn(rp, "0000:02:00.0").cap_width = 8;
   fn(rp, "0000:02:00.0").sta_width = 8;
   EXPECT_FALSE(finding(only_pair(check(from_fake(rp), kb(), CheckOptions{})), "link-width"));
+  // An idle GPU straight below a root port, as the RTX 6000 Adas of stelline-asus-esc8000a-e12.md
+  // sit below root ports 00:01.1, 40:01.1...: the root port reads the GPU's idle 2.5 GT/s too.
+  FakeNode idle = two_root_ports(0, 0);
+  fn(idle, "0000:00:01.0").sta_speed = 1;
+  fn(idle, "0000:01:00.0").sta_speed = 1;
+  const PairResult ip = only_pair(check(from_fake(idle), kb(), CheckOptions{}));
+  EXPECT_FALSE(finding(ip, "link-speed")) << finding(ip, "link-speed")->reason;
+  std::vector<std::string> idle_notes;
+  for (const auto& f : ip.findings)
+    if (f.rule == "link-speed-idle") idle_notes.push_back(f.reason);
+  EXPECT_EQ(
+      idle_notes,
+      (std::vector<std::string>{
+          "GPU 0000:01:00.0 link at 2.5GT/s of 16GT/s: GPUs lower the link speed when idle; recheck while it is busy",
+          "link of 0000:00:01.0 to GPU 0000:01:00.0 at 2.5GT/s of 16GT/s: GPUs lower the link speed when idle; recheck while it is busy"}));
 }
 
 // ---- software: driver, peer memory, dma-buf, CUDA's answers ------------------------
@@ -1046,6 +1268,16 @@ TEST(TruthPaths, SysFixNamesTheGpusSocketWhenNoNicIsCloser) {
   const Finding* f = finding(p, "path-sys");
   ASSERT_TRUE(f);
   EXPECT_EQ(f->fix, "# put a NIC on NUMA node 1 (the GPU's socket)");
+  // The same two sockets of a Grace node (two Grace CPUs, Neoverse V2, CPU part 0xd4f): the pair
+  // crosses the socket link, which path-grace (a root-complex path over NVLink-C2C being the
+  // designed one) does not cover: path-sys, with root_complexes.json's "slow" for Grace.
+  n.cpuinfo = "processor\t: 0\nBogoMIPS\t: 2000.00\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd4f\n";
+  const PairResult g = only_pair(check(from_fake(n), kb(), CheckOptions{}));
+  ASSERT_EQ(g.path.cls, PathClass::SYS);
+  EXPECT_FALSE(finding(g, "path-grace"));
+  const Finding* gs = finding(g, "path-sys");
+  ASSERT_TRUE(gs);
+  EXPECT_NE(gs->reason.find("peer-to-peer across sockets is slow on NVIDIA Grace"), std::string::npos) << gs->reason;
 }
 
 // A virtual machine's flat bus (docs/check.md platform-virtual): devices straight on the
@@ -1379,6 +1611,50 @@ TEST(TruthRootPort, AcsRedirectOnTheRootPortsOfARootComplexPath) {
   const PairResult q = only_pair(check(from_fake(sw), kb(), CheckOptions{}));
   ASSERT_EQ(q.path.cls, PathClass::PHB);
   EXPECT_FALSE(finding(q, "acs-root-port"));
+}
+
+// An lspci -vvv text need not start at the root ports (`lspci -vvv -s 02:` or `-d 10b5:` print a
+// part of the tree): here two switch downstream ports (Express capability "Downstream Port", PCIe
+// base spec port type 0110b) are the topmost bridges, each with a device below and ACS redirect
+// set (lspci ls-ecaps.c prints ACSCtl as "ReqRedir+ CmpltRedir+"). They have no parent in the
+// input, yet they are not root ports: acs-root-port names none of them.
+TEST(TruthRootPort, TopmostBridgeOfAFragmentIsNoRootPortUnlessItsTypeSaysSo) {
+  auto port = [](const char* bdf, const char* sec) {
+    return std::string(bdf) +
+           " PCI bridge: PLX Technology, Inc. PEX 9797 97-lane, 25-port PCI Express Gen 4 ExpressFabric Platform (rev b0) (prog-if 00 "
+           "[Normal decode])\n"
+           "\tBus: primary=" +
+           std::string(bdf).substr(0, 2) + ", secondary=" + sec + ", subordinate=" + sec +
+           ", sec-latency=0\n"
+           "\tCapabilities: [68] Express (v2) Downstream Port (Slot+), MSI 00\n"
+           "\t\tLnkCap:\tPort #8, Speed 16GT/s, Width x16, ASPM L1, Exit Latency L1 <4us\n"
+           "\t\tLnkSta:\tSpeed 16GT/s, Width x16\n"
+           "\tCapabilities: [f24 v1] Access Control Services\n"
+           "\t\tACSCap:\tSrcValid+ TransBlk+ ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl+ DirectTrans+\n"
+           "\t\tACSCtl:\tSrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-\n\n";
+  };
+  const std::string text = port("02:00.0", "03") +
+                           "03:00.0 3D controller: NVIDIA Corporation GH100 [H100 PCIe] (rev a1)\n"
+                           "\tCapabilities: [60] Express (v2) Endpoint, MSI 00\n"
+                           "\t\tLnkCap:\tPort #0, Speed 16GT/s, Width x16, ASPM not supported\n"
+                           "\t\tLnkSta:\tSpeed 16GT/s, Width x16\n\n" +
+                           port("05:00.0", "06") +
+                           "06:00.0 Infiniband controller: Mellanox Technologies MT2910 Family [ConnectX-7]\n"
+                           "\tCapabilities: [60] Express (v2) Endpoint, MSI 00\n"
+                           "\t\tLnkCap:\tPort #0, Speed 16GT/s, Width x16, ASPM not supported\n"
+                           "\t\tLnkSta:\tSpeed 16GT/s, Width x16\n";
+  Topology t = parse_lspci({{"fragment.txt", text}});
+  assign_roles(t, kb());
+  const Report r = check(t, kb(), CheckOptions{});
+  const PairResult& p = only_pair(r);
+  ASSERT_TRUE(p.path.cls == PathClass::PHB || p.path.cls == PathClass::NODE) << to_string(p.path.cls);
+  for (const char* bdf : {"0000:02:00.0", "0000:05:00.0"}) {
+    const Device& d = t.devices[t.find(bdf)];
+    ASSERT_LT(d.parent, 0) << bdf;
+    ASSERT_EQ(d.port, PortType::SwitchDownstream) << bdf;
+    ASSERT_TRUE(d.acs_known && d.acs_present) << bdf;
+  }
+  EXPECT_FALSE(finding(p, "acs-root-port")) << finding(p, "acs-root-port")->reason;
 }
 
 // The same across two host bridges of one NUMA node (NODE: the pair crosses both root ports too),
