@@ -69,7 +69,7 @@ ModuleArg next_module_arg(const std::string& s, size_t at) {
     if (s[end] == '"') in_quote = !in_quote;
   }
   ModuleArg a;
-  a.next = skip_kernel_spaces(s, end + 1);
+  a.next = skip_kernel_spaces(s, end);  // s[end], where there is one, is a space
   if (equals == std::string::npos) {
     a.name = s.substr(at, end - at);
     if (quoted && !a.name.empty() && a.name.back() == '"') a.name.pop_back();

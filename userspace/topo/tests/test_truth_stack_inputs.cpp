@@ -288,6 +288,8 @@ TEST(TruthModprobe, QuotesAndBlanksAsNextArgTakesThem) {
       {"\"K= \"A M=\"a\"b \"N=a\"b\"", {{"K", " \"A"}, {"M", "a\"b"}, {"N", "a\"b"}}},
       {"\"K=", {{"K", ""}}},
       {"\"A", {{"A", ""}}},
+      {"A=1 B\"", {{"A", "1"}, {"B\"", ""}}},
+      {"A=1 \"", {{"A", "1"}}},
       {"M=\"a\"b \"N=a\"b\"", {{"M", "a\"b"}, {"N", "a\"b"}}},
   };
   for (const auto& c : cases) {
