@@ -392,7 +392,7 @@ TEST(TruthKernelLog, RecordsAndDmesgLinesAsTheKernelWritesThem) {
   parse_kernel_log(
       // gpu-operator#2868 (kmsg records, the dmesg -T text as /dev/kmsg holds it)
       "4,2001,5000000,-;nvidia_peermem: disagrees about version of symbol ib_register_peer_memory_client\n"
-      " SUBSYSTEM=nvidia_peermem ERROR dictionary values are no messages\n"
+      " SUBSYSTEM=nvidia-peermem ERROR dictionary values are no messages\n"
       "3,2002,5000001,-;nvidia_peermem: Unknown symbol ib_register_peer_memory_client (err -22)\n"
       "4,2003,5000002,-;nvidia_peermem: disagrees about version of symbol ib_unregister_peer_memory_client\n"
       // nvidia-peermem's peer_err() (nvidia-peermem.c: "nvidia-peermem %s:%d ERROR ")
