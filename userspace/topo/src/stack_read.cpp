@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <sstream>
@@ -37,6 +38,54 @@ void split_dwords(const std::string& s, std::map<std::string, std::string>& out)
 }
 
 bool contains(const std::string& s, const char* what) { return s.find(what) != std::string::npos; }
+
+// The kernel's isspace() (lib/ctype.c): tab, newline, vertical tab, form feed, carriage
+// return, blank, and Latin-1's no-break space 0xa0.
+const std::string kKernelSpaces = " \t\n\v\f\r\xa0";
+
+// Where the next token starts: at or after i, past the kernel's spaces (find_first_not_of
+// gives npos at the end, and for any i past it).
+size_t skip_kernel_spaces(const std::string& s, size_t i) { return std::min(s.find_first_not_of(kKernelSpaces, i), s.size()); }
+
+// One module option as lib/cmdline.c next_arg() takes it from the options text, starting at
+// `at` (not a space): a token ends at a space outside double quotes, and every '"' in it opens
+// or closes a quoted part; the name runs to the first '=' that is not the token's first
+// character; a value that starts with '"' loses that quote, and then its last character too
+// if it is a '"'; a token that starts with '"' loses that quote, and its last character if
+// that is a '"' the value's own quotes left. `next` is where the following token starts.
+struct ModuleArg {
+  std::string name, value;
+  bool has_value = false;
+  size_t next = 0;
+};
+
+ModuleArg next_module_arg(const std::string& s, size_t at) {
+  const bool quoted = s[at] == '"';
+  if (quoted) ++at;
+  bool in_quote = quoted;
+  size_t end = at, equals = std::string::npos;
+  for (; end < s.size() && (in_quote || kKernelSpaces.find(s[end]) == std::string::npos); ++end) {
+    if (equals == std::string::npos && end > at && s[end] == '=') equals = end;
+    if (s[end] == '"') in_quote = !in_quote;
+  }
+  ModuleArg a;
+  a.next = skip_kernel_spaces(s, end);  // s[end], where there is one, is a space
+  if (equals == std::string::npos) {
+    a.name = s.substr(at, end - at);
+    if (quoted && !a.name.empty() && a.name.back() == '"') a.name.pop_back();
+    return a;
+  }
+  a.has_value = true;
+  a.name = s.substr(at, equals - at);
+  std::string& v = a.value = s.substr(equals + 1, end - equals - 1);
+  if (!v.empty() && v.front() == '"') {
+    v.erase(0, 1);
+    if (!v.empty() && v.back() == '"') v.pop_back();
+  } else if (quoted && !v.empty() && v.back() == '"') {
+    v.pop_back();
+  }
+  return a;
+}
 
 // Where the text of a /dev/kmsg record starts: after "prio,seq,usec,flag;"
 // (Documentation/ABI/testing/dev-kmsg), or after the fields later kernels add before the ';'
@@ -145,28 +194,16 @@ void parse_modprobe_conf(const std::string& text, const std::string& file, Stack
     if (cmd != "options") continue;
     std::string rest;
     std::getline(words, rest);
-    // key=value or key="value with spaces"
-    size_t i = 0;
-    while (i < rest.size()) {
-      while (i < rest.size() && (rest[i] == ' ' || rest[i] == '\t')) ++i;
-      size_t k0 = i;
-      while (i < rest.size() && rest[i] != '=' && rest[i] != ' ' && rest[i] != '\t') ++i;
-      std::string key = rest.substr(k0, i - k0);
-      std::string value;
-      if (i < rest.size() && rest[i] == '=') {
-        ++i;
-        if (i < rest.size() && rest[i] == '"') {
-          size_t e = rest.find('"', i + 1);
-          if (e == std::string::npos) e = rest.size();
-          value = rest.substr(i + 1, e - i - 1);
-          i = e + 1;
-        } else {
-          size_t v0 = i;
-          while (i < rest.size() && rest[i] != ' ' && rest[i] != '\t') ++i;
-          value = rest.substr(v0, i - v0);
-        }
-      }
-      if (!key.empty()) s.modprobe.push_back({file, start, module, key, value});
+    // kmod hands the rest of the line to the kernel as it is (libkmod-config.c
+    // kmod_config_add_options()), which splits it with next_arg() (below).
+    for (size_t i = skip_kernel_spaces(rest, 0); i < rest.size();) {
+      ModuleArg a = next_module_arg(rest, i);
+      i = a.next;
+      // kernel/params.c parse_args(): a bare "--" ends the options; load_module() warns that
+      // the ones after it are ignored.
+      if (!a.has_value && a.name == "--") break;
+      // A name "" (from `""`) is no parameter of any module: parse_one() ignores it.
+      if (!a.name.empty()) s.modprobe.push_back({file, start, module, a.name, a.value});
     }
   }
 }
@@ -194,7 +231,10 @@ void parse_kernel_log(const std::string& text, StackState& s) {
       c.kind = "unknown-symbol";
     else if (contains(line, "failing symbol_get of non-GPLONLY symbol"))
       c.kind = "gpl-symbol-get";
-    else if ((contains(line, "nvidia-peermem") || contains(line, "nvidia_peermem")) && contains(line, "ERROR"))
+    // peer_err() in nvidia-peermem.c prints the literal "nvidia-peermem" (" ERROR " after it
+    // from 535.43.24 on) in every open-gpu-kernel-modules tag, 515.43.04 to 595.45.04; no line
+    // with the module's name nvidia_peermem says ERROR.
+    else if (contains(line, "nvidia-peermem") && contains(line, "ERROR"))
       c.kind = "peermem-init";
     else if (contains(line, "NVRM: dma-buf attach failed"))
       c.kind = "dmabuf-attach";
@@ -212,6 +252,21 @@ void parse_kernel_log(const std::string& text, StackState& s) {
 
 namespace sysfs {
 
+std::string read_kmsg(const std::function<ssize_t(char*, size_t)>& read_record) {
+  std::string all;
+  char buf[8192];
+  for (int records = 0; records < 200000; ++records) {  // a log written as fast as it is read ends
+    ssize_t n = read_record(buf, sizeof buf);
+    // devkmsg_read() (kernel/printk/printk.c): EPIPE when the next record this reader wanted
+    // was overwritten; it has moved on to the oldest one left, so the next read goes on.
+    if (n < 0 && errno == EPIPE) continue;
+    if (n <= 0) break;  // EAGAIN: the end
+    all.append(buf, static_cast<size_t>(n));
+    if (all.empty() || all.back() != '\n') all.push_back('\n');
+  }
+  return all;
+}
+
 namespace {
 
 // The kernel log on the live node: /dev/kmsg, without blocking at its end. Needs
@@ -219,15 +274,7 @@ namespace {
 void read_live_kernel_log(StackState& s) {
   int fd = ::open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return;
-  std::string all;
-  char buf[8192];
-  for (int records = 0; records < 200000; ++records) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EPIPE) continue;  // a record was overwritten while reading: go on
-    if (n <= 0) break;                      // EAGAIN: the end
-    all.append(buf, static_cast<size_t>(n));
-    if (all.empty() || all.back() != '\n') all.push_back('\n');
-  }
+  const std::string all = read_kmsg([fd](char* buf, size_t size) { return ::read(fd, buf, size); });
   ::close(fd);
   parse_kernel_log(all, s);
 }

@@ -3,6 +3,9 @@
 // platform's name (DMI or device tree) and the CPUs with their NUMA nodes.
 #pragma once
 
+#include <sys/types.h>
+
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -39,6 +42,11 @@ void read_software(InputFs& fs, Software& sw);
 // The GPUDirect stack above PCIe: NVIDIA params and flavour, modprobe.d, memory_peers,
 // nvidia_peermem's parameters, the kernel log (stack_read.cpp). After read_software().
 void read_stack(InputFs& fs, Software& sw);
+// The kernel log's text as /dev/kmsg hands it out (Documentation/ABI/testing/dev-kmsg): each
+// call of read_record is one read() of it (one record; -1 with errno EAGAIN at its end, the
+// file being non-blocking; EPIPE when records were overwritten since the last read). The live
+// reader passes ::read of /dev/kmsg; tests pass a model of the kernel's devkmsg_read().
+std::string read_kmsg(const std::function<ssize_t(char*, size_t)>& read_record);
 // Kernel configuration, nvme_core multipath, nvidia-fs (readiness_read.cpp).
 void read_readiness(InputFs& fs, Software& sw);
 // The platform's vendor and product from DMI, or the device tree's model.

