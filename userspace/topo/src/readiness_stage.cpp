@@ -85,10 +85,15 @@ class ReadinessStage {
 
   // GPU data buffers through dma-buf, as NVSHMEM decides it: CUDA's DMA_BUF_SUPPORTED
   // (the probe's answer, else the open module's), ib_core importing dma-buf (Linux >= 5.12),
-  // and NVSHMEM_IB_DISABLE_DMABUF unset.
+  // and NVSHMEM_IB_DISABLE_DMABUF not true. NVSHMEM reads it with nvshmemi_getenv_bool
+  // (env_defs_internal.h): set, it is false only when its first character is 0, N, n, F or f
+  // ("true", "yes" and "" disable dma-buf, "01" does not), as stack_consumers.cpp reads it.
   Tri3 dmabuf_data(const Device& gpu) const {
     auto env = o_.env.find("NVSHMEM_IB_DISABLE_DMABUF");
-    if (env != o_.env.end() && std::atoi(env->second.c_str()) != 0) return 0;
+    if (env != o_.env.end()) {
+      const char first = env->second.empty() ? '\0' : env->second[0];
+      if (first != '0' && first != 'N' && first != 'n' && first != 'F' && first != 'f') return 0;
+    }
     Tri3 cuda = -1;
     for (const auto& c : t_.sw.cuda)
       if (c.bdf == gpu.bdf) cuda = c.dmabuf_supported;
