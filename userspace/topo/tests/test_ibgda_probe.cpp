@@ -28,12 +28,14 @@
 #include <string>
 #include <vector>
 
+#include "gdrpeer/topo/inputs.hpp"
 #include "gdrpeer/topo/readiness.hpp"
 #include "test_topo_support.hpp"
 
 using namespace gdrpeer::topo;
 namespace fake = gdrpeer::topo::testing;
 using fake::FakeNode;
+using fake::kb;
 
 namespace {
 
@@ -515,6 +517,78 @@ TEST(ProbeGpuChoice, NicMissingFromTheInputStillGetsAGpu) {
   const std::string got = paired_gpu(t, "0000:99:00.0");
   EXPECT_TRUE(got == "0000:10:00.0" || got == "0000:41:00.0") << got;
   EXPECT_EQ(paired_gpu(t, ""), got);
+}
+
+// Two GPUs equally near (both under the NIC's switch): the lower PCI address, as CUDA numbers GPUs
+// with CUDA_DEVICE_ORDER=PCI_BUS_ID (docs/check.md), so that "GPU used" does not depend on
+// anything but the tree.
+TEST(ProbeGpuChoice, TiesGoToTheLowerPciAddress) {
+  FakeNode n = two_bridges();
+  gpu_at(n, "0000:03:00.0");
+  gpu_at(n, "0000:05:00.0");
+  gpu_at(n, "0000:06:00.0");
+  EXPECT_EQ(paired_gpu(fake::from_fake(n), "0000:04:00.0"), "0000:03:00.0");
+  FakeNode m = two_bridges();
+  gpu_at(m, "0000:10:00.0");  // PHB
+  gpu_at(m, "0000:41:00.0");  // SYS
+  gpu_at(m, "0000:05:00.0");  // PIX
+  gpu_at(m, "0000:06:00.0");  // PIX
+  EXPECT_EQ(paired_gpu(fake::from_fake(m), "0000:04:00.0"), "0000:05:00.0");
+}
+
+// A virtual machine's root bus (Firecracker, QEMU i440fx: every function on bus 0, no bridges):
+// the GPU on the NIC's host bridge (PHB) beats one on another host bridge (SYS), whatever their
+// addresses; here the NIC is the first function of the input.
+TEST(ProbeGpuChoice, RootBusOfAVirtualMachine) {
+  FakeNode n;
+  fake::add_endpoint(n, "0000:00:02.0", "/sys/devices/pci0000:00/0000:00:02.0", 0x15b3, 0x101e, 0x020700);  // a ConnectX VF
+  fake::add_port(n, "0000:00:03.0", "/sys/devices/pci0000:00/0000:00:03.0", fake::kRootPort, 0x30);
+  fake::add_endpoint(n, "0000:30:00.0", "/sys/devices/pci0000:00/0000:00:03.0/0000:30:00.0", 0x10de, 0x2335, 0x030200);
+  fake::add_endpoint(n, "0000:20:00.0", "/sys/devices/pci0000:20/0000:20:00.0", 0x10de, 0x2335, 0x030200);
+  Topology t = fake::from_fake(n);
+  ASSERT_EQ(t.find("0000:00:02.0"), 0);
+  EXPECT_EQ(paired_gpu(t, "0000:00:02.0"), "0000:30:00.0");
+}
+
+// A switch that is the input's first device and the NIC's and two GPUs' common bridge: AWS's
+// NCCL topology file for p4d.24xlarge (tests/reference/aws-p4d-24xl-topo.xml: "Each group has 2
+// GPUs and 1 NIC behind a PCIe switch", GPUs 0-1 and NIC 0 behind switch 0, GPUs 2-3 and NIC 1
+// behind switch 1). Each NIC's GPU is one of the two behind its switch.
+TEST(ProbeGpuChoice, AwsP4dEachNicGetsAGpuBehindItsSwitch) {
+  const std::string xml = fake::slurp(fake::reference("aws-p4d-24xl-topo.xml"));
+  ASSERT_FALSE(xml.empty());
+  Topology t = parse_nccl_xml(xml, "aws-p4d-24xl-topo.xml");
+  assign_roles(t, kb());
+  ASSERT_EQ(t.devices.at(0).bdf, "ffff:ff:01.0");  // switch 0
+  const struct {
+    std::string nic;
+    std::vector<std::string> gpus;
+  } groups[] = {{"0000:10:1b.0", {"0000:10:1c.0", "0000:10:1d.0"}},
+                {"0000:20:1b.0", {"0000:20:1c.0", "0000:20:1d.0"}},
+                {"0000:90:1b.0", {"0000:90:1c.0", "0000:90:1d.0"}},
+                {"0000:a0:1b.0", {"0000:a0:1c.0", "0000:a0:1d.0"}}};
+  for (const auto& g : groups) {
+    ASSERT_GE(t.find(g.nic), 0) << g.nic;
+    const std::string got = paired_gpu(t, g.nic);
+    EXPECT_TRUE(got == g.gpus[0] || got == g.gpus[1]) << g.nic << " -> " << got;
+  }
+}
+
+// A NIC whose caps query already said why it fails keeps that why when there is no NVIDIA GPU.
+TEST(ProbeGpuChoice, NoNvidiaGpuKeepsTheEarlierWhy) {
+  struct Failing : Recorder {
+    IbgdaProbeResult query_caps(const std::string&) override {
+      IbgdaProbeResult r;
+      r.mlx5 = r.devx = 1;
+      r.atomics = 0;
+      r.why = "atomic caps: operations 0x3";
+      return r;
+    }
+  } rec;
+  rec.nics = {{"mlx5_0", "0000:04:00.0"}};
+  IbgdaProbe p = run_ibgda_probe(fake::from_fake(two_bridges()), rec);
+  EXPECT_EQ(p.devices.at(0).why, "atomic caps: operations 0x3");
+  EXPECT_TRUE(rec.paired.empty());
 }
 
 }  // namespace
