@@ -202,12 +202,12 @@ TEST(LiveIbgdaProbe, DevxRefusedStopsThere) {
 }
 
 TEST(LiveIbgdaProbe, AtomicQueryFailureLeavesAtomicsUnknown) {
-  Live live("mlx5_0 atomic_errno=5", kGpu);
+  Live live("mlx5_0 atomic_errno=71", kGpu);  // EPROTO
   IbgdaProbe p = live.run();
   const IbgdaProbeResult& r = p.devices.at(0);
   EXPECT_EQ(r.devx, 1);
   EXPECT_EQ(r.atomics, -1);
-  EXPECT_TRUE(has(r.why, "QUERY_HCA_CAP(atomic) failed: " + std::string(std::strerror(5)))) << r.why;
+  EXPECT_TRUE(has(r.why, "QUERY_HCA_CAP(atomic) failed: " + std::string(std::strerror(71)))) << r.why;
   EXPECT_EQ(r.uar_gpu_map, 1);  // the GPU half still runs (NVSHMEM maps the UAR before it asks the atomics)
 }
 

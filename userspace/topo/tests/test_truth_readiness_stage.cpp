@@ -552,4 +552,38 @@ TEST(TruthReadinessStage, ProbeNoteSaysOverrideOrConfirmWithWhyAndGpu) {
   }
 }
 
+// A virtual machine's root bus (Firecracker, QEMU i440fx) whose first function is the NVMe drive:
+// its pair with the GPU is a pair like any other. Everything GDS's P2PDMA mode needs is there
+// (AMD Zen lets the kernel route through the host bridge), so the line is p2pdma.
+TEST(TruthReadinessStage, DriveThatIsTheInputsFirstFunction) {
+  FakeNode n;
+  fake::add_endpoint(n, "0000:00:02.0", "/sys/devices/pci0000:00/0000:00:02.0", 0x144d, 0xa80a, 0x010802);
+  fake::add_endpoint(n, "0000:00:03.0", "/sys/devices/pci0000:00/0000:00:03.0", 0x10de, 0x2335, 0x030200);
+  Topology t = fake::from_fake(n);
+  ASSERT_EQ(t.find("0000:00:02.0"), 0);
+  t.sw.inspected = t.sw.modules_known = true;
+  t.sw.modules = {"nvidia", "nvidia_fs", "nvme"};
+  t.sw.kernel_release = "6.12.107+deb12-amd64";
+  t.sw.stack.nvidia_version_known = t.sw.stack.nvidia_open = true;
+  t.sw.stack.nvidia_version = "580.159.04";
+  t.sw.stack.params_known = true;
+  t.sw.stack.registry_dwords = {{"RMForceStaticBar1", "1"}, {"RmForceDisableIomapWC", "1"}, {"PeerMappingOverride", "1"}};
+  t.sw.readiness.kconfig.known = true;
+  t.sw.readiness.kconfig.values = {{"CONFIG_PCI_P2PDMA", "y"}};
+  t.sw.readiness.nvme_multipath = "N";
+  t.cpu.arch = "x86_64";
+  t.cpu.vendor = "AuthenticAMD";
+  t.cpu.family = 0x19;
+  const Report r = check(t, kb(), CheckOptions{});
+  ASSERT_EQ(r.nvmes.size(), 1u);
+  const ReadinessEntry* e = entry(r, "gds", t.find("0000:00:03.0"), 0);
+  ASSERT_TRUE(e);
+  GdsFacts f;
+  f.nvme = f.kernel_ge_6_2 = f.p2pdma_config = f.open_module = f.driver_ge_565 = f.gpu_supported = f.x86 = 1;
+  f.static_bar1 = f.iomap_wc_off = f.multipath_off = f.host_bridge_ok = f.nvidia_fs = 1;
+  const ReadinessMode want = decide_gds(f);
+  ASSERT_EQ(want.mode, "p2pdma");
+  expect_same(e->m, want, "gds");
+}
+
 }  // namespace
