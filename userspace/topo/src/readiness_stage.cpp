@@ -146,7 +146,7 @@ class ReadinessStage {
     f.dmabuf_data = dmabuf_data(gpu);
     f.peer_mem = peer_mem();
     f.uar_gpu_map = uar_gpu_map(gpu);
-    if (f.dmabuf_data == 1) f.dmabuf_umem = -1;  // only the probe tells whether mlx5's dma-buf umem works
+    // dmabuf_umem stays unknown (-1): only the probe tells whether mlx5's dma-buf umem works.
     return f;
   }
 

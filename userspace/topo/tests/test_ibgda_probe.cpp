@@ -26,6 +26,7 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gdrpeer/topo/inputs.hpp"
@@ -589,6 +590,32 @@ TEST(ProbeGpuChoice, NoNvidiaGpuKeepsTheEarlierWhy) {
   IbgdaProbe p = run_ibgda_probe(fake::from_fake(two_bridges()), rec);
   EXPECT_EQ(p.devices.at(0).why, "atomic caps: operations 0x3");
   EXPECT_TRUE(rec.paired.empty());
+}
+
+// The GPU half is for mlx5 devices whose DEVX works (NVSHMEM skips the others first): a device
+// whose caps say anything else, DEVX included, gets none.
+TEST(ProbeGpuChoice, GpuHalfOnlyForMlx5WithDevx) {
+  struct Caps : Recorder {
+    int mlx5 = 1, devx = 1;
+    IbgdaProbeResult query_caps(const std::string&) override {
+      IbgdaProbeResult r;
+      r.mlx5 = mlx5;
+      r.devx = devx;
+      return r;
+    }
+  };
+  FakeNode n = two_bridges();
+  gpu_at(n, "0000:03:00.0");
+  const Topology t = fake::from_fake(n);
+  for (auto [mlx5, devx, want] : {std::tuple{1, 1, true}, {0, 1, false}, {-1, 1, false}, {1, 0, false}, {1, -1, false}}) {
+    Caps rec;
+    rec.mlx5 = mlx5;
+    rec.devx = devx;
+    rec.nics = {{"mlx5_0", "0000:04:00.0"}};
+    const IbgdaProbe p = run_ibgda_probe(t, rec);
+    EXPECT_EQ(rec.paired.size(), want ? 1u : 0u) << mlx5 << devx;
+    EXPECT_EQ(p.devices.at(0).gpu_bdf, want ? "0000:03:00.0" : "") << mlx5 << devx;
+  }
 }
 
 }  // namespace
