@@ -48,20 +48,25 @@ namespace {
 bool has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 
 // GPU0 03:00.0, the NIC 04:00.0 and the NVMe drive 05:00.0 under one switch (root port 00:01.0);
-// GPU1 10:00.0 on root port 00:02.0 of the same host bridge; GPU2 41:00.0 on host bridge 0000:40.
+// GPU1 10:00.0 on root port 00:02.0 of the same host bridge; GPU2 41:00.0 on host bridge 0000:40;
+// GPU3 08:00.0 behind a second switch below the first (PXB to the drive).
 Topology base_node() {
   FakeNode n;
   const std::string rc0 = "/sys/devices/pci0000:00", rc4 = "/sys/devices/pci0000:40";
   const std::string up = rc0 + "/0000:00:01.0/0000:01:00.0";
   fake::add_port(n, "0000:00:01.0", rc0 + "/0000:00:01.0", fake::kRootPort, 1);
   fake::add_port(n, "0000:01:00.0", up, fake::kUpstream, 2, 0x10b5, 0x9797);
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 4; ++i) {
     const std::string ds = "0000:02:0" + std::to_string(i) + ".0";
     fake::add_port(n, ds, up + "/" + ds, fake::kDownstream, 3 + i, 0x10b5, 0x9797);
   }
   fake::add_endpoint(n, "0000:03:00.0", up + "/0000:02:00.0/0000:03:00.0", 0x10de, 0x2330, 0x030200);
   fake::add_endpoint(n, "0000:04:00.0", up + "/0000:02:01.0/0000:04:00.0", 0x15b3, 0x1021, 0x020700);
   fake::add_endpoint(n, "0000:05:00.0", up + "/0000:02:02.0/0000:05:00.0", 0x144d, 0xa80a, 0x010802);
+  const std::string up2 = up + "/0000:02:03.0/0000:06:00.0";
+  fake::add_port(n, "0000:06:00.0", up2, fake::kUpstream, 7, 0x10b5, 0x9797);
+  fake::add_port(n, "0000:07:00.0", up2 + "/0000:07:00.0", fake::kDownstream, 8, 0x10b5, 0x9797);
+  fake::add_endpoint(n, "0000:08:00.0", up2 + "/0000:07:00.0/0000:08:00.0", 0x10de, 0x2330, 0x030200);
   fake::add_port(n, "0000:00:02.0", rc0 + "/0000:00:02.0", fake::kRootPort, 0x10);
   fake::add_endpoint(n, "0000:10:00.0", rc0 + "/0000:00:02.0/0000:10:00.0", 0x10de, 0x2330, 0x030200);
   fake::add_port(n, "0000:40:01.0", rc4 + "/0000:40:01.0", fake::kRootPort, 0x41);
@@ -69,7 +74,8 @@ Topology base_node() {
   return fake::from_fake(n);
 }
 
-const std::vector<std::string> kGpus = {"0000:03:00.0", "0000:10:00.0", "0000:41:00.0"};
+const std::vector<std::string> kGpus = {"0000:03:00.0", "0000:10:00.0", "0000:41:00.0", "0000:08:00.0"};
+constexpr size_t kNumGpus = 4;
 const char* kNic = "0000:04:00.0";
 
 // One node: every input the stage reads.
@@ -96,9 +102,9 @@ struct World {
   uint16_t nic_vendor = 0x15b3, nic_device = 0x1021;
   bool nic_ids_known = true;
   std::string rdma_name = "mlx5_0", nic_driver = "mlx5_core";
-  std::vector<uint16_t> gpu_vendor = {0x10de, 0x10de, 0x10de}, gpu_device = {0x2330, 0x2330, 0x2330};
-  std::vector<bool> gpu_ids_known = {true, true, true};
-  std::vector<std::string> gpu_name = {"", "", ""};
+  std::vector<uint16_t> gpu_vendor = std::vector<uint16_t>(kNumGpus, 0x10de), gpu_device = std::vector<uint16_t>(kNumGpus, 0x2330);
+  std::vector<bool> gpu_ids_known = std::vector<bool>(kNumGpus, true);
+  std::vector<std::string> gpu_name = std::vector<std::string>(kNumGpus);
   bool nvme = true;  // the NVMe drive is there as one (else the node has none)
   IbgdaProbe probe;
 
@@ -128,7 +134,7 @@ struct World {
     char nic[64];
     std::snprintf(nic, sizeof nic, " nic=%04x:%04x%s", nic_vendor, nic_device, nic_ids_known ? "" : "(ids unknown)");
     s += nic + std::string(" rdma='") + rdma_name + "' driver='" + nic_driver + "' gpus=";
-    for (size_t i = 0; i < 3; ++i) {
+    for (size_t i = 0; i < kNumGpus; ++i) {
       char g[48];
       std::snprintf(g, sizeof g, "%04x:%04x%s", gpu_vendor[i], gpu_device[i], gpu_ids_known[i] ? "" : "(ids unknown)");
       s += g + std::string("'") + gpu_name[i] + "',";
@@ -170,7 +176,7 @@ Topology node_of(const Topology& base, const World& w) {
   nic.ids_known = w.nic_ids_known;
   nic.rdma_name = w.rdma_name;
   nic.driver = w.nic_driver;
-  for (size_t i = 0; i < 3; ++i) {
+  for (size_t i = 0; i < kNumGpus; ++i) {
     Device& g = t.devices[t.find(kGpus[i])];
     g.vendor = w.gpu_vendor[i];
     g.device = w.gpu_device[i];
@@ -315,8 +321,9 @@ GdsFacts gds_facts(const World& w, size_t g, bool pair) {
     f.multipath_off = 0;
   else if (w.kconfig_known && w.kconfig.count("CONFIG_NVME_MULTIPATH") && w.kconfig.at("CONFIG_NVME_MULTIPATH") == "n")
     f.multipath_off = 1;
-  // GPU0 shares the NVMe drive's switch; GPU1 and GPU2 reach it through host bridges.
-  if (!pair || g == 0)
+  // GPU0 shares the NVMe drive's switch (PIX), GPU3 is below it (PXB); GPU1 and GPU2 reach it
+  // through host bridges.
+  if (!pair || g == 0 || g == 3)
     f.host_bridge_ok = 1;
   else if (w.cpu_vendor == "AuthenticAMD" && w.family >= 0x17)
     f.host_bridge_ok = 1;
@@ -388,7 +395,7 @@ World random_world(std::mt19937& rng) {
   w.nic_ids_known = coin(rng, 0.85);
   w.rdma_name = pick<std::string>(rng, {"mlx5_0", "", "bnxt_re0", "irdma0", "ibp65s0"});
   w.nic_driver = pick<std::string>(rng, {"mlx5_core", "", "bnxt_en", "ice"});
-  for (size_t i = 0; i < 3; ++i) {
+  for (size_t i = 0; i < kNumGpus; ++i) {
     w.gpu_vendor[i] = coin(rng, 0.8) ? 0x10de : 0x1002;
     w.gpu_device[i] = pick<uint16_t>(rng, {0x2330, 0x2335, 0x20b5, 0x1eb8, 0x26b9, 0x2684, 0x740f});
     w.gpu_ids_known[i] = coin(rng, 0.85);
@@ -449,7 +456,7 @@ TEST(TruthReadinessStage, EveryLineHasTheModeItsFactsGive) {
     const int nic = r.nics[0];
     ASSERT_EQ(r.nvmes.size(), w.nvme ? 1u : 0u);
     size_t lines = 0;
-    for (size_t g = 0; g < 3; ++g) {
+    for (size_t g = 0; g < kNumGpus; ++g) {
       const int gi = t.find(kGpus[g]);
       if (!is_nvidia(w, g)) continue;
       lines += 2;
@@ -491,7 +498,7 @@ TEST(TruthReadinessStage, WithoutANicSaysWhatAnMlx5NicWouldGet) {
     o.env = w.env;
     const Report r = check(t, kb(), o);
     ASSERT_TRUE(r.nics.empty());
-    for (size_t g = 0; g < 3; ++g) {
+    for (size_t g = 0; g < kNumGpus; ++g) {
       if (!is_nvidia(w, g)) continue;
       const ReadinessEntry* e = entry(r, "ibgda", t.find(kGpus[g]), -1);
       ASSERT_TRUE(e);
