@@ -22,6 +22,8 @@
 //   uar=bf|nc|none [bf]  the UAR types mlx5dv_devx_alloc_uar hands out (bf: both; nc: only NC)
 //   umem=0|1 [1]       mlx5dv_devx_umem_reg_ex of a dma-buf succeeds (else EOPNOTSUPP)
 // $GDRPEER_FAKE_MLX5 = "!": ibv_get_device_list returns NULL (errno ENOSYS), as without uverbs.
+// $GDRPEER_FAKE_MLX5_LISTS=N: only the first N device lists are given (later calls: NULL, ENODEV);
+// $GDRPEER_FAKE_MLX5_OPENS=N: only the first N ibv_open_device calls succeed (EACCES after).
 // gdrpeer_fake_mlx5_log() is what happened, one event a line; gdrpeer_fake_mlx5_live() counts
 // contexts, UARs and umems not released. Built without GDRPEER_FAKE_MLX5_DMABUF_UMEM it is an
 // rdma-core older than v35, which has no mlx5dv_devx_umem_reg_ex.
@@ -54,7 +56,13 @@ struct Dev {
 std::vector<Dev> devs;
 bool list_fails = false;
 std::string event_log;
-int live_contexts = 0, live_uars = 0, live_umems = 0;
+int live_contexts = 0, live_uars = 0, live_umems = 0, live_lists = 0;
+int lists_given = 0, opens_given = 0;
+
+int limit(const char* var) {
+  const char* v = std::getenv(var);
+  return v ? std::atoi(v) : -1;
+}
 void* last_uar_reg = nullptr;
 
 void configure() {
@@ -130,8 +138,11 @@ std::string hex(unsigned v) {
 extern "C" {
 
 const char* gdrpeer_fake_mlx5_log() { return event_log.c_str(); }
-void gdrpeer_fake_mlx5_clear_log() { event_log.clear(); }
-int gdrpeer_fake_mlx5_live() { return live_contexts + live_uars + live_umems; }
+void gdrpeer_fake_mlx5_clear_log() {
+  event_log.clear();
+  lists_given = opens_given = 0;
+}
+int gdrpeer_fake_mlx5_live() { return live_contexts + live_uars + live_umems + live_lists; }
 void* gdrpeer_fake_mlx5_last_uar_reg() { return last_uar_reg; }
 
 ibv_device** ibv_get_device_list(int* n) {
@@ -140,6 +151,13 @@ ibv_device** ibv_get_device_list(int* n) {
     errno = ENOSYS;
     return nullptr;
   }
+  if (limit("GDRPEER_FAKE_MLX5_LISTS") >= 0 && lists_given >= limit("GDRPEER_FAKE_MLX5_LISTS")) {
+    note("list refused");
+    errno = ENODEV;
+    return nullptr;
+  }
+  ++lists_given;
+  ++live_lists;
   auto** list = static_cast<ibv_device**>(std::calloc(devs.size() + 1, sizeof(ibv_device*)));
   for (size_t i = 0; i < devs.size(); ++i) {
     device_pool.push_back(std::make_unique<FakeDevice>());
@@ -155,6 +173,7 @@ ibv_device** ibv_get_device_list(int* n) {
 // rdma-core walks the list to its NULL end: a NULL list is a crash there, and an abort here.
 void ibv_free_device_list(ibv_device** list) {
   if (!list) std::abort();
+  --live_lists;
   std::free(list);
 }
 
@@ -162,7 +181,9 @@ const char* ibv_get_device_name(ibv_device* d) { return d->name; }
 
 ibv_context* ibv_open_device(ibv_device* d) {
   const size_t i = reinterpret_cast<FakeDevice*>(d)->index;
-  if (!devs.at(i).open) {
+  const bool over = limit("GDRPEER_FAKE_MLX5_OPENS") >= 0 && opens_given >= limit("GDRPEER_FAKE_MLX5_OPENS");
+  ++opens_given;
+  if (!devs.at(i).open || over) {
     note("open " + devs[i].name + " refused");
     errno = EACCES;
     return nullptr;

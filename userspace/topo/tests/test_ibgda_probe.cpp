@@ -82,7 +82,9 @@ struct Live {
   IbgdaProbeEnv env;
   Live(const std::string& mlx5_spec, const std::string& cuda_spec) {
     ::setenv("GDRPEER_FAKE_MLX5", mlx5_spec.c_str(), 1);
-    ::setenv("GDRPEER_FAKE_CUDA", cuda_spec.c_str(), 1);
+    ::setenv("GDRPEER_FAKE_CUDA", (cuda_spec + " strict_range=1").c_str(), 1);
+    ::unsetenv("GDRPEER_FAKE_MLX5_LISTS");
+    ::unsetenv("GDRPEER_FAKE_MLX5_OPENS");
     root.rdma("mlx5_0", kNicDir);
     env.verbs = env.mlx5 = GDRPEER_FAKE_MLX5_PATH;
     env.cuda = GDRPEER_FAKE_CUDA_PATH;
@@ -384,6 +386,77 @@ TEST(LiveIbgdaProbe, UnusableLibrariesStopTheProbe) {
   }
 }
 
+// The library answers change between the caps query and the GPU half (a device reset, a
+// driver unload): the second ibv_open_device or device list fails. Said, nothing leaked, and an
+// earlier why kept.
+TEST(LiveIbgdaProbe, DeviceGoneBeforeTheGpuHalf) {
+  {
+    Live live("mlx5_0", kGpu);
+    ::setenv("GDRPEER_FAKE_MLX5_OPENS", "1", 1);
+    const IbgdaProbeResult r = live.run().devices.at(0);
+    EXPECT_EQ(r.atomics, 1);
+    EXPECT_EQ(r.why, "ibv_open_device(mlx5_0) failed: " + std::string(std::strerror(EACCES)));
+    EXPECT_EQ(r.dmabuf_umem, -1);
+    EXPECT_EQ(r.uar_gpu_map, -1);
+    EXPECT_EQ(mlx5_live(), 0);
+  }
+  {
+    Live live("mlx5_0 ops=0x7", kGpu);  // no masked FA: the caps query says why first
+    ::setenv("GDRPEER_FAKE_MLX5_OPENS", "1", 1);
+    const IbgdaProbeResult r = live.run().devices.at(0);
+    EXPECT_EQ(r.atomics, 0);
+    EXPECT_TRUE(r.why.rfind("atomic caps: operations 0x7", 0) == 0) << r.why;
+    EXPECT_FALSE(has(r.why, "ibv_open_device")) << r.why;
+  }
+  {
+    Live live("mlx5_0", kGpu);
+    ::setenv("GDRPEER_FAKE_MLX5_LISTS", "2", 1);  // devices() and query_caps' open get one
+    const IbgdaProbeResult r = live.run().devices.at(0);
+    EXPECT_EQ(r.atomics, 1);
+    EXPECT_EQ(r.why, "ibv_open_device(mlx5_0) failed: " + std::string(std::strerror(ENODEV)));
+    EXPECT_EQ(mlx5_live(), 0) << mlx5_log();
+  }
+}
+
+// cuMemAlloc refusing the 4 KiB: said (after an earlier why), the UAR half still tried.
+TEST(LiveIbgdaProbe, GpuMemoryRefusedIsSaid) {
+  {
+    Live live("mlx5_0", std::string(kGpu) + " mem_alloc=2");
+    const IbgdaProbeResult r = live.run().devices.at(0);
+    EXPECT_EQ(r.dmabuf_umem, -1);
+    EXPECT_EQ(r.uar_gpu_map, 1);
+    EXPECT_EQ(r.why, "cuMemAlloc failed");
+  }
+  {
+    Live live("mlx5_0 ops=0x7", std::string(kGpu) + " mem_alloc=2");
+    const IbgdaProbeResult r = live.run().devices.at(0);
+    EXPECT_TRUE(has(r.why, "(NVSHMEM needs CAS, FA, masked CAS/FA, 4- and 8-byte); cuMemAlloc failed")) << r.why;
+  }
+}
+
+// A CUDA device whose bus id is not one (a broken driver) is skipped, not trusted.
+TEST(LiveIbgdaProbe, CudaBusIdThatIsNotOneIsSkipped) {
+  Live live("mlx5_0", "gpus=not-a-bus-id,0000:03:00.0");
+  const IbgdaProbeResult r = live.run().devices.at(0);
+  EXPECT_EQ(r.uar_gpu_map, 1) << r.why;
+  EXPECT_EQ(r.why, "");
+}
+
+// A libcuda with only one of cuMemHostRegister / cuMemHostUnregister: the UAR mapping needs both
+// (registered, then unregistered at once), so it is not tried.
+TEST(LiveIbgdaProbe, UarMappingNeedsRegisterAndUnregister) {
+  for (const char* lib : {GDRPEER_FAKE_CUDA_NOREG_PATH, GDRPEER_FAKE_CUDA_NOUNREG_PATH}) {
+    SCOPED_TRACE(lib);
+    Live live("mlx5_0", kGpu);
+    live.env.cuda = lib;
+    const IbgdaProbeResult r = live.run().devices.at(0);
+    EXPECT_EQ(r.dmabuf_umem, 1) << r.why;
+    EXPECT_EQ(r.uar_gpu_map, -1);
+    EXPECT_EQ(r.why, "libcuda lacks cuMemHostRegister: UAR mapping not tried");
+    EXPECT_FALSE(has(mlx5_log(), "uar")) << mlx5_log();
+  }
+}
+
 // ---------------------------------------------------------------------------------------
 // The GPU the probe pairs with each NIC: an NVIDIA GPU nearest the NIC in the PCIe tree, as
 // nvidia-smi topo -m ranks paths (PIX: at most one bridge < PXB: several bridges, no host
@@ -615,6 +688,52 @@ TEST(ProbeGpuChoice, GpuHalfOnlyForMlx5WithDevx) {
     const IbgdaProbe p = run_ibgda_probe(t, rec);
     EXPECT_EQ(rec.paired.size(), want ? 1u : 0u) << mlx5 << devx;
     EXPECT_EQ(p.devices.at(0).gpu_bdf, want ? "0000:03:00.0" : "") << mlx5 << devx;
+  }
+}
+
+// QEMU's pci-bridge (1b36:0001, a conventional PCI-PCI bridge with 32 slots, common in cloud VMs)
+// as the input's first device, the NIC and a GPU in two of its slots; another GPU, at a lower
+// address, behind a second pci-bridge: the one beside the NIC.
+TEST(ProbeGpuChoice, GpuBesideTheNicOnAPciBridgeThatComesFirst) {
+  FakeNode n;
+  const std::string b1 = "/sys/devices/pci0000:00/0000:00:01.0", b2 = "/sys/devices/pci0000:00/0000:00:02.0";
+  fake::add_fn(n, "0000:00:01.0", b1, 0x1b36, 0x0001, 0x060400, -1, 0x20);
+  fake::add_fn(n, "0000:00:02.0", b2, 0x1b36, 0x0001, 0x060400, -1, 0x10);
+  fake::add_endpoint(n, "0000:10:01.0", b2 + "/0000:10:01.0", 0x10de, 0x2335, 0x030200);
+  fake::add_endpoint(n, "0000:20:01.0", b1 + "/0000:20:01.0", 0x15b3, 0x101e, 0x020700);
+  fake::add_endpoint(n, "0000:20:02.0", b1 + "/0000:20:02.0", 0x10de, 0x2335, 0x030200);
+  const Topology t = fake::from_fake(n);
+  ASSERT_EQ(t.find("0000:00:01.0"), 0);
+  ASSERT_EQ(t.devices[t.find("0000:20:02.0")].parent, 0);
+  EXPECT_EQ(paired_gpu(t, "0000:20:01.0"), "0000:20:02.0");
+}
+
+// What the input does not know is not taken for near: a GPU whose PCI ids are unknown is not
+// known to be NVIDIA's, and an unknown host bridge is not the NIC's host bridge (a GPU on the
+// NIC's known host bridge wins over one whose host bridge is unknown; with the NIC's unknown, the
+// lower address as between equals).
+TEST(ProbeGpuChoice, UnknownIsNotNear) {
+  {
+    FakeNode n = two_bridges();
+    gpu_at(n, "0000:03:00.0");
+    gpu_at(n, "0000:10:00.0");
+    Topology t = fake::from_fake(n);
+    t.devices[t.find("0000:03:00.0")].ids_known = false;  // vendor field left as it was
+    EXPECT_EQ(paired_gpu(t, "0000:04:00.0"), "0000:10:00.0");
+  }
+  {
+    // Functions on root buses (no bridges): only the host bridges relate them.
+    Topology t;
+    const int hb0 = t.host_bridge_index("pci0000:00");
+    const int nic = fake::add_tree_device(t, "0000:01:00.0", -1, PortType::Endpoint, Role::NIC, hb0);
+    fake::add_tree_device(t, "0000:02:00.0", -1, PortType::Endpoint, Role::GPU, -1);  // host bridge unknown
+    fake::add_tree_device(t, "0000:03:00.0", -1, PortType::Endpoint, Role::GPU, hb0);
+    t.devices[t.find("0000:02:00.0")].host_bridge = -1;  // add_tree_device gives root-bus functions one
+    EXPECT_EQ(paired_gpu(t, t.devices[nic].bdf), "0000:03:00.0");
+    t.devices[nic].host_bridge = -1;  // now the NIC's is unknown too: neither GPU is known nearer
+    t.devices[t.find("0000:02:00.0")].host_bridge = hb0;
+    t.devices[t.find("0000:03:00.0")].host_bridge = -1;
+    EXPECT_EQ(paired_gpu(t, t.devices[nic].bdf), "0000:02:00.0");
   }
 }
 

@@ -12,7 +12,11 @@
 //   init=N             cuInit returns N (100: CUDA_ERROR_NO_DEVICE)
 //   dmabuf=N           cuMemGetHandleForAddressRange returns N (0: it exports)
 //   host_register=N    cuMemHostRegister_v2 returns N (0: it registers; `check --probe ibgda`'s UAR page)
-// Built with GDRPEER_FAKE_CUDA_OLD it lacks cuMemGetHandleForAddressRange and cuMemHostRegister.
+//   mem_alloc=N        cuMemAlloc_v2 returns N (0: it allocates)
+//   strict_range=1     cuMemGetHandleForAddressRange refuses (CUDA_ERROR_INVALID_VALUE) a range that is not
+//                      whole host pages inside one cuMemAlloc allocation (the form NVSHMEM's ibgda.cpp exports)
+// Built with GDRPEER_FAKE_CUDA_OLD it lacks cuMemGetHandleForAddressRange and cuMemHostRegister;
+// with GDRPEER_FAKE_CUDA_NO_HOST_REGISTER / _NO_HOST_UNREGISTER it lacks only that one entry point.
 // gdrpeer_fake_cuda_inits() counts cuInit calls (a test can also ask the dynamic loader).
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -35,7 +39,8 @@ struct Config {
   std::vector<std::string> gpus;
   bool peer = true, corrupt = false;
   double peer_gbps = 390, staged_gbps = 38, lat_peer_us = 2.5, lat_staged_us = 17;
-  int init = 0, dmabuf = 0, host_register = 0;
+  int init = 0, dmabuf = 0, host_register = 0, mem_alloc = 0;
+  bool strict_range = false;
 };
 Config cfg;
 int inits = 0;
@@ -94,6 +99,10 @@ void configure() {
       cfg.dmabuf = std::atoi(v.c_str());
     else if (k == "host_register")
       cfg.host_register = std::atoi(v.c_str());
+    else if (k == "mem_alloc")
+      cfg.mem_alloc = std::atoi(v.c_str());
+    else if (k == "strict_range")
+      cfg.strict_range = v == "1";
   }
 }
 
@@ -122,10 +131,16 @@ int cuDriverGetVersion(int* v) {
 // dma-buf; the flags are kept for the test (CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE = 1).
 unsigned long long last_range_flags = ~0ull;
 unsigned long long gdrpeer_fake_cuda_last_range_flags() { return last_range_flags; }
-int cuMemGetHandleForAddressRange(void* handle, unsigned long long, size_t, int type, unsigned long long flags) {
+int cuMemGetHandleForAddressRange(void* handle, unsigned long long dptr, size_t size, int type, unsigned long long flags) {
   last_range_flags = flags;
   if (type != 1 || (flags & ~1ull) != 0) return kInvalidValue;
   if (cfg.dmabuf != kSuccess) return cfg.dmabuf;
+  if (cfg.strict_range) {
+    const auto page = static_cast<unsigned long long>(::sysconf(_SC_PAGESIZE));
+    bool inside = false;
+    for (const auto& [at, a] : allocs) inside = inside || (dptr >= at && dptr + size <= at + a.size);
+    if (dptr % page != 0 || size % page != 0 || size == 0 || !inside) return kInvalidValue;
+  }
   const int fd = static_cast<int>(::syscall(SYS_memfd_create, "fake-cuda-dmabuf", 0u));
   if (fd < 0) return kOutOfMemory;
   *static_cast<int*>(handle) = fd;
@@ -142,6 +157,7 @@ size_t gdrpeer_fake_cuda_host_registered() { return host_registered.size(); }
 unsigned gdrpeer_fake_cuda_last_host_register_flags() { return last_host_register_flags; }
 void* gdrpeer_fake_cuda_last_host_register_ptr() { return last_host_register_ptr; }
 size_t gdrpeer_fake_cuda_last_host_register_size() { return last_host_register_size; }
+#ifndef GDRPEER_FAKE_CUDA_NO_HOST_REGISTER
 int cuMemHostRegister_v2(void* p, size_t n, unsigned flags) {
   last_host_register_flags = flags;
   last_host_register_ptr = p;
@@ -150,7 +166,10 @@ int cuMemHostRegister_v2(void* p, size_t n, unsigned flags) {
   host_registered[reinterpret_cast<uintptr_t>(p)] = {n, flags};
   return kSuccess;
 }
+#endif
+#ifndef GDRPEER_FAKE_CUDA_NO_HOST_UNREGISTER
 int cuMemHostUnregister(void* p) { return host_registered.erase(reinterpret_cast<uintptr_t>(p)) ? kSuccess : 713; }
+#endif
 #endif
 int cuGetErrorName(int rc, const char** s) {
   static thread_local std::string text;
@@ -202,6 +221,7 @@ int cuCtxSynchronize() {
 }
 int cuMemAlloc_v2(unsigned long long* p, size_t n) {
   if (current == 0) return kInvalidValue;
+  if (cfg.mem_alloc != kSuccess) return cfg.mem_alloc;
   void* m = std::malloc(n);
   if (!m) return kOutOfMemory;
   *p = reinterpret_cast<uintptr_t>(m);
