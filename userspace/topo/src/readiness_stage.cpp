@@ -48,6 +48,13 @@ long registry_key(const StackState& s, const std::string& gpu_bdf, const std::st
   return 0;
 }
 
+// A kernel option as the configuration sets it ("y", "m", "n"); "" when the configuration does
+// not mention it or the input has none (values is empty then).
+std::string kconfig_value(const KernelConfig& kc, const std::string& key) {
+  auto it = kc.values.find(key);
+  return it == kc.values.end() ? std::string() : it->second;
+}
+
 // "cpu-assisted: <reason>", or "unknown (<what is missing>)" for a hypothetical pair.
 std::string would_say(const ReadinessMode& m) {
   if (!m.unknown) return m.mode + ": " + m.reason;
@@ -203,10 +210,7 @@ class ReadinessStage {
     GdsFacts f;
     f.nvme = d >= 0 ? 1 : 0;
     if (kernel_known(sw.kernel_release)) f.kernel_ge_6_2 = kernel_ge(sw.kernel_release, 6, 2) ? 1 : 0;
-    if (in.kconfig.known) {
-      auto it = in.kconfig.values.find("CONFIG_PCI_P2PDMA");
-      f.p2pdma_config = it != in.kconfig.values.end() && it->second == "y" ? 1 : 0;
-    }
+    if (in.kconfig.known) f.p2pdma_config = kconfig_value(in.kconfig, "CONFIG_PCI_P2PDMA") == "y" ? 1 : 0;
     if (s.nvidia_version_known) {
       f.open_module = s.nvidia_open ? 1 : 0;
       f.driver_ge_565 = std::atoi(s.nvidia_version.c_str()) >= 565 ? 1 : 0;
@@ -223,7 +227,7 @@ class ReadinessStage {
       f.multipath_off = 1;
     else if (!in.nvme_multipath.empty())
       f.multipath_off = 0;
-    else if (in.kconfig.known && in.kconfig.values.count("CONFIG_NVME_MULTIPATH") && in.kconfig.values.at("CONFIG_NVME_MULTIPATH") == "n")
+    else if (kconfig_value(in.kconfig, "CONFIG_NVME_MULTIPATH") == "n")
       f.multipath_off = 1;  // built without multipath: no parameter, no multipath
     // pci_p2pdma_distance: below one switch always; through a host bridge on AMD Zen
     // (family >= 0x17); Intel host bridges on the kernel's list are not modelled.
