@@ -107,7 +107,7 @@ TEST(LiveIbgdaProbe, AskesWhatNvshmemAsksAndReleasesEverything) {
   IbgdaProbe p = live.run();
   ASSERT_TRUE(p.ran) << p.error;
   ASSERT_EQ(p.devices.size(), 1u);
-  const IbgdaProbeResult& r = p.devices[0];
+  const IbgdaProbeResult& r = p.devices.at(0);
   EXPECT_EQ(r.rdma_name, "mlx5_0");
   EXPECT_EQ(r.bdf, "0000:04:00.0");
   EXPECT_EQ(r.mlx5, 1);
@@ -162,7 +162,7 @@ TEST(LiveIbgdaProbe, AtomicCapsAreNvshmemsEveryBit) {
     Live live(spec, kGpu);
     IbgdaProbe p = live.run();
     ASSERT_EQ(p.devices.size(), 1u);
-    const IbgdaProbeResult& r = p.devices[0];
+    const IbgdaProbeResult& r = p.devices.at(0);
     EXPECT_EQ(r.devx, 1);
     EXPECT_EQ(r.atomics, c.want) << r.why;
     if (c.want == 0) {
@@ -179,7 +179,7 @@ TEST(LiveIbgdaProbe, NotMlx5AsksNothingFurther) {
   live.root.rdma("rxe0", kNicDir);
   IbgdaProbe p = live.run();
   ASSERT_EQ(p.devices.size(), 1u);
-  const IbgdaProbeResult& r = p.devices[0];
+  const IbgdaProbeResult& r = p.devices.at(0);
   EXPECT_EQ(r.mlx5, 0);
   EXPECT_EQ(r.devx, -1);
   EXPECT_EQ(r.atomics, -1);
@@ -238,11 +238,11 @@ TEST(LiveIbgdaProbe, EachDeviceGetsTheFunctionItsSysfsLinkNames) {
   live.root.rdma("mlx5_1", "pci0000:40/0000:40:01.0/0000:41:00.1");
   IbgdaProbe p = live.run();
   ASSERT_EQ(p.devices.size(), 3u);
-  EXPECT_EQ(p.devices[0].rdma_name, "mlx5_0");
-  EXPECT_EQ(p.devices[0].bdf, "0000:04:00.0");
-  EXPECT_EQ(p.devices[1].bdf, "0000:41:00.1");
-  EXPECT_EQ(p.devices[2].rdma_name, "mlx5_2");
-  EXPECT_EQ(p.devices[2].bdf, "");
+  EXPECT_EQ(p.devices.at(0).rdma_name, "mlx5_0");
+  EXPECT_EQ(p.devices.at(0).bdf, "0000:04:00.0");
+  EXPECT_EQ(p.devices.at(1).bdf, "0000:41:00.1");
+  EXPECT_EQ(p.devices.at(2).rdma_name, "mlx5_2");
+  EXPECT_EQ(p.devices.at(2).bdf, "");
   EXPECT_EQ(mlx5_live(), 0);
 }
 
@@ -481,7 +481,7 @@ std::string paired_gpu(const Topology& t, const std::string& nic_bdf) {
   rec.nics = {{"mlx5_0", nic_bdf}};
   IbgdaProbe p = run_ibgda_probe(t, rec);
   EXPECT_EQ(p.devices.size(), 1u);
-  return p.devices.empty() ? "?" : p.devices[0].gpu_bdf;
+  return p.devices.empty() ? "?" : p.devices.at(0).gpu_bdf;
 }
 
 const std::string kRc0 = "/sys/devices/pci0000:00", kRc4 = "/sys/devices/pci0000:40";
@@ -570,7 +570,7 @@ TEST(ProbeGpuChoice, OnlyNvidiaGpus) {
   gpu_at(n, "0000:05:00.0", 0x10de, 0x22ba, 0x040300);  // an NVIDIA GPU's HD audio function
   gpu_at(n, "0000:10:00.0");
   Topology t = fake::from_fake(n);
-  ASSERT_EQ(t.devices[t.find("0000:03:00.0")].role, Role::GPU);
+  ASSERT_EQ(t.devices.at(t.find("0000:03:00.0")).role, Role::GPU);
   EXPECT_EQ(paired_gpu(t, "0000:04:00.0"), "0000:10:00.0");
   // With no NVIDIA GPU at all, none is used and the line says why.
   FakeNode amd = two_bridges();
@@ -704,7 +704,7 @@ TEST(ProbeGpuChoice, GpuBesideTheNicOnAPciBridgeThatComesFirst) {
   fake::add_endpoint(n, "0000:20:02.0", b1 + "/0000:20:02.0", 0x10de, 0x2335, 0x030200);
   const Topology t = fake::from_fake(n);
   ASSERT_EQ(t.find("0000:00:01.0"), 0);
-  ASSERT_EQ(t.devices[t.find("0000:20:02.0")].parent, 0);
+  ASSERT_EQ(t.devices.at(t.find("0000:20:02.0")).parent, 0);
   EXPECT_EQ(paired_gpu(t, "0000:20:01.0"), "0000:20:02.0");
 }
 
@@ -718,7 +718,7 @@ TEST(ProbeGpuChoice, UnknownIsNotNear) {
     gpu_at(n, "0000:03:00.0");
     gpu_at(n, "0000:10:00.0");
     Topology t = fake::from_fake(n);
-    t.devices[t.find("0000:03:00.0")].ids_known = false;  // vendor field left as it was
+    t.devices.at(t.find("0000:03:00.0")).ids_known = false;  // vendor field left as it was
     EXPECT_EQ(paired_gpu(t, "0000:04:00.0"), "0000:10:00.0");
   }
   {
@@ -728,12 +728,12 @@ TEST(ProbeGpuChoice, UnknownIsNotNear) {
     const int nic = fake::add_tree_device(t, "0000:01:00.0", -1, PortType::Endpoint, Role::NIC, hb0);
     fake::add_tree_device(t, "0000:02:00.0", -1, PortType::Endpoint, Role::GPU, -1);  // host bridge unknown
     fake::add_tree_device(t, "0000:03:00.0", -1, PortType::Endpoint, Role::GPU, hb0);
-    t.devices[t.find("0000:02:00.0")].host_bridge = -1;  // add_tree_device gives root-bus functions one
-    EXPECT_EQ(paired_gpu(t, t.devices[nic].bdf), "0000:03:00.0");
-    t.devices[nic].host_bridge = -1;  // now the NIC's is unknown too: neither GPU is known nearer
-    t.devices[t.find("0000:02:00.0")].host_bridge = hb0;
-    t.devices[t.find("0000:03:00.0")].host_bridge = -1;
-    EXPECT_EQ(paired_gpu(t, t.devices[nic].bdf), "0000:02:00.0");
+    t.devices.at(t.find("0000:02:00.0")).host_bridge = -1;  // add_tree_device gives root-bus functions one
+    EXPECT_EQ(paired_gpu(t, t.devices.at(nic).bdf), "0000:03:00.0");
+    t.devices.at(nic).host_bridge = -1;  // now the NIC's is unknown too: neither GPU is known nearer
+    t.devices.at(t.find("0000:02:00.0")).host_bridge = hb0;
+    t.devices.at(t.find("0000:03:00.0")).host_bridge = -1;
+    EXPECT_EQ(paired_gpu(t, t.devices.at(nic).bdf), "0000:02:00.0");
   }
 }
 

@@ -136,8 +136,8 @@ struct World {
     s += nic + std::string(" rdma='") + rdma_name + "' driver='" + nic_driver + "' gpus=";
     for (size_t i = 0; i < kNumGpus; ++i) {
       char g[48];
-      std::snprintf(g, sizeof g, "%04x:%04x%s", gpu_vendor[i], gpu_device[i], gpu_ids_known[i] ? "" : "(ids unknown)");
-      s += g + std::string("'") + gpu_name[i] + "',";
+      std::snprintf(g, sizeof g, "%04x:%04x%s", gpu_vendor.at(i), gpu_device.at(i), gpu_ids_known.at(i) ? "" : "(ids unknown)");
+      s += g + std::string("'") + gpu_name.at(i) + "',";
     }
     s += " nvme=" + std::to_string(nvme) + " probe=" + std::to_string(probe.ran);
     return s;
@@ -146,7 +146,7 @@ struct World {
 
 Topology node_of(const Topology& base, const World& w) {
   Topology t = base;
-  if (!w.nvme) t.devices[t.find("0000:05:00.0")].role = Role::None;
+  if (!w.nvme) t.devices.at(t.find("0000:05:00.0")).role = Role::None;
   t.format = w.format;
   Software& sw = t.sw;
   sw.inspected = w.inspected;
@@ -170,18 +170,18 @@ Topology node_of(const Topology& base, const World& w) {
   t.cpu.arch = w.arch;
   t.cpu.vendor = w.cpu_vendor;
   t.cpu.family = w.family;
-  Device& nic = t.devices[t.find(kNic)];
+  Device& nic = t.devices.at(t.find(kNic));
   nic.vendor = w.nic_vendor;
   nic.device = w.nic_device;
   nic.ids_known = w.nic_ids_known;
   nic.rdma_name = w.rdma_name;
   nic.driver = w.nic_driver;
   for (size_t i = 0; i < kNumGpus; ++i) {
-    Device& g = t.devices[t.find(kGpus[i])];
-    g.vendor = w.gpu_vendor[i];
-    g.device = w.gpu_device[i];
-    g.ids_known = w.gpu_ids_known[i];
-    g.name = w.gpu_name[i];
+    Device& g = t.devices.at(t.find(kGpus.at(i)));
+    g.vendor = w.gpu_vendor.at(i);
+    g.device = w.gpu_device.at(i);
+    g.ids_known = w.gpu_ids_known.at(i);
+    g.name = w.gpu_name.at(i);
   }
   return t;
 }
@@ -206,7 +206,7 @@ bool nvshmem_bool_set(const std::map<std::string, std::string>& env, const std::
 
 bool is_nvidia(const World& w, size_t g) {
   // NVIDIA by PCI id, by name, or any GPU of an NCCL file (NCCL lists only its own).
-  return (w.gpu_ids_known[g] && w.gpu_vendor[g] == 0x10de) || has(w.gpu_name[g], "NVIDIA") || w.format == "nccl-xml";
+  return (w.gpu_ids_known.at(g) && w.gpu_vendor.at(g) == 0x10de) || has(w.gpu_name.at(g), "NVIDIA") || w.format == "nccl-xml";
 }
 
 // A registry key as the driver reads it for the GPU: -1 params unknown, else its value (0 unset).
@@ -292,7 +292,7 @@ ReadinessMode expected_ibgda(const World& w, const std::string& gpu) {
 }
 
 GdsFacts gds_facts(const World& w, size_t g, bool pair) {
-  const std::string& gpu = kGpus[g];
+  const std::string& gpu = kGpus.at(g);
   GdsFacts f;
   f.nvme = 1;
   f.kernel_ge_6_2 = kernel_at_least(w.kernel, 6, 2);
@@ -301,12 +301,12 @@ GdsFacts gds_facts(const World& w, size_t g, bool pair) {
     f.open_module = w.open ? 1 : 0;
     f.driver_ge_565 = std::atoi(w.version.c_str()) >= 565 ? 1 : 0;
   }
-  if (w.gpu_ids_known[g] && w.gpu_vendor[g] == 0x10de) {
+  if (w.gpu_ids_known.at(g) && w.gpu_vendor.at(g) == 0x10de) {
     static const uint16_t list[] = {0x20b0, 0x20b1, 0x20b2, 0x20b3, 0x20b5, 0x20f1, 0x2235, 0x27b8, 0x26b9, 0x2313, 0x2330, 0x2331,
                                     0x2336, 0x2337, 0x2338, 0x2339, 0x233d, 0x237e, 0x2335, 0x233b, 0x29bc, 0x2901, 0x3182};
     f.gpu_supported = 0;
     for (uint16_t id : list)
-      if (id == w.gpu_device[g]) f.gpu_supported = 1;
+      if (id == w.gpu_device.at(g)) f.gpu_supported = 1;
   }
   if (w.arch == "x86_64" || w.cpu_vendor == "GenuineIntel" || w.cpu_vendor == "AuthenticAMD")
     f.x86 = 1;
@@ -340,7 +340,7 @@ GdsFacts gds_facts(const World& w, size_t g, bool pair) {
 
 template <typename T>
 const T& pick(std::mt19937& rng, const std::vector<T>& v) {
-  return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
+  return v.at(std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng));
 }
 bool coin(std::mt19937& rng, double p = 0.5) { return std::bernoulli_distribution(p)(rng); }
 
@@ -396,10 +396,10 @@ World random_world(std::mt19937& rng) {
   w.rdma_name = pick<std::string>(rng, {"mlx5_0", "", "bnxt_re0", "irdma0", "ibp65s0"});
   w.nic_driver = pick<std::string>(rng, {"mlx5_core", "", "bnxt_en", "ice"});
   for (size_t i = 0; i < kNumGpus; ++i) {
-    w.gpu_vendor[i] = coin(rng, 0.8) ? 0x10de : 0x1002;
-    w.gpu_device[i] = pick<uint16_t>(rng, {0x2330, 0x2335, 0x20b5, 0x1eb8, 0x26b9, 0x2684, 0x740f});
-    w.gpu_ids_known[i] = coin(rng, 0.85);
-    w.gpu_name[i] = pick<std::string>(rng, {"", "", "NVIDIA H100 80GB HBM3", "AMD Instinct MI210"});
+    w.gpu_vendor.at(i) = coin(rng, 0.8) ? 0x10de : 0x1002;
+    w.gpu_device.at(i) = pick<uint16_t>(rng, {0x2330, 0x2335, 0x20b5, 0x1eb8, 0x26b9, 0x2684, 0x740f});
+    w.gpu_ids_known.at(i) = coin(rng, 0.85);
+    w.gpu_name.at(i) = pick<std::string>(rng, {"", "", "NVIDIA H100 80GB HBM3", "AMD Instinct MI210"});
   }
   w.nvme = coin(rng, 0.7);
   if (coin(rng, 0.3)) {
@@ -412,7 +412,7 @@ World random_world(std::mt19937& rng) {
     r.atomics = pick<int>(rng, {-1, 0, 1, 1});
     r.dmabuf_umem = pick<int>(rng, {-1, 0, 1});
     r.uar_gpu_map = pick<int>(rng, {-1, 0, 1, 1});
-    r.gpu_bdf = pick<std::string>(rng, {"", kGpus[0]});
+    r.gpu_bdf = pick<std::string>(rng, {"", kGpus.at(0)});
     r.why = pick<std::string>(rng, {"", "cuMemHostRegister(IOMEMORY) of the UAR page: CUDA_ERROR_NOT_PERMITTED"});
     w.probe.devices.push_back(r);
   }
@@ -453,23 +453,23 @@ TEST(TruthReadinessStage, EveryLineHasTheModeItsFactsGive) {
     o.gpu_nvme = coin(rng);  // pairs judged or not: the readiness lines are the same
     const Report r = check(t, kb(), o);
     ASSERT_EQ(r.nics.size(), 1u);
-    const int nic = r.nics[0];
+    const int nic = r.nics.at(0);
     ASSERT_EQ(r.nvmes.size(), w.nvme ? 1u : 0u);
     size_t lines = 0;
     for (size_t g = 0; g < kNumGpus; ++g) {
-      const int gi = t.find(kGpus[g]);
+      const int gi = t.find(kGpus.at(g));
       if (!is_nvidia(w, g)) continue;
       lines += 2;
       const ReadinessEntry* ib = entry(r, "ibgda", gi, nic);
-      ASSERT_TRUE(ib) << kGpus[g];
-      expect_same(ib->m, expected_ibgda(w, kGpus[g]), "ibgda " + kGpus[g]);
+      ASSERT_TRUE(ib) << kGpus.at(g);
+      expect_same(ib->m, expected_ibgda(w, kGpus.at(g)), "ibgda " + kGpus.at(g));
       if (w.nvme) {
-        const ReadinessEntry* gds = entry(r, "gds", gi, r.nvmes[0]);
-        ASSERT_TRUE(gds) << kGpus[g];
-        expect_same(gds->m, decide_gds(gds_facts(w, g, true)), "gds " + kGpus[g]);
+        const ReadinessEntry* gds = entry(r, "gds", gi, r.nvmes.at(0));
+        ASSERT_TRUE(gds) << kGpus.at(g);
+        expect_same(gds->m, decide_gds(gds_facts(w, g, true)), "gds " + kGpus.at(g));
       } else {
         const ReadinessEntry* gds = entry(r, "gds", gi, -1);
-        ASSERT_TRUE(gds) << kGpus[g];
+        ASSERT_TRUE(gds) << kGpus.at(g);
         EXPECT_EQ(gds->m.mode, "compat");
         const ReadinessMode would = decide_gds(gds_facts(w, g, false));
         EXPECT_EQ(gds->m.fix, would.fix);
@@ -487,7 +487,7 @@ TEST(TruthReadinessStage, EveryLineHasTheModeItsFactsGive) {
 // on this node's software when the node was inspected, and that NIC as the fix.
 TEST(TruthReadinessStage, WithoutANicSaysWhatAnMlx5NicWouldGet) {
   Topology base = base_node();
-  base.devices[base.find(kNic)].role = Role::None;  // the NIC not there as one
+  base.devices.at(base.find(kNic)).role = Role::None;  // the NIC not there as one
   std::mt19937 rng(2828);
   for (int n = 0; n < 600; ++n) {
     World w = random_world(rng);
@@ -500,14 +500,14 @@ TEST(TruthReadinessStage, WithoutANicSaysWhatAnMlx5NicWouldGet) {
     ASSERT_TRUE(r.nics.empty());
     for (size_t g = 0; g < kNumGpus; ++g) {
       if (!is_nvidia(w, g)) continue;
-      const ReadinessEntry* e = entry(r, "ibgda", t.find(kGpus[g]), -1);
+      const ReadinessEntry* e = entry(r, "ibgda", t.find(kGpus.at(g)), -1);
       ASSERT_TRUE(e);
       IbgdaFacts f;
       f.rdma_nic = f.mlx5 = f.devx = f.atomics = 1;
       f.nic_model = "an mlx5 NIC";
-      f.dmabuf_data = dmabuf_data(w, kGpus[g]);
+      f.dmabuf_data = dmabuf_data(w, kGpus.at(g));
       f.peer_mem = peer_mem(w);
-      f.uar_gpu_map = uar_gpu_map(w, kGpus[g]);
+      f.uar_gpu_map = uar_gpu_map(w, kGpus.at(g));
       const ReadinessMode would = decide_ibgda(f);
       ASSERT_EQ(e->m.mode, "none");
       ASSERT_EQ(e->m.modelled, would.modelled);
@@ -530,16 +530,16 @@ TEST(TruthReadinessStage, ProbeNoteSaysOverrideOrConfirmWithWhyAndGpu) {
   for (int n = 0; n < 600; ++n) {
     World w = random_world(rng);
     if (!w.probe.ran) continue;
-    w.gpu_vendor[0] = 0x10de;
-    w.gpu_ids_known[0] = true;
+    w.gpu_vendor.at(0) = 0x10de;
+    w.gpu_ids_known.at(0) = true;
     SCOPED_TRACE(w.describe());
     const Topology t = node_of(base, w);
     CheckOptions o;
     o.env = w.env;
     const Report r = check(t, kb(), o);
-    const ReadinessEntry* e = entry(r, "ibgda", t.find(kGpus[0]), r.nics.at(0));
+    const ReadinessEntry* e = entry(r, "ibgda", t.find(kGpus.at(0)), r.nics.at(0));
     ASSERT_TRUE(e);
-    const IbgdaProbeResult& pr = w.probe.devices[0];
+    const IbgdaProbeResult& pr = w.probe.devices.at(0);
     if (pr.bdf != kNic) {
       ASSERT_FALSE(e->m.probed);
       ASSERT_EQ(e->m.probe_note, "");
@@ -547,7 +547,7 @@ TEST(TruthReadinessStage, ProbeNoteSaysOverrideOrConfirmWithWhyAndGpu) {
     }
     World unprobed = w;
     unprobed.probe = IbgdaProbe{};
-    const ReadinessMode predicted = expected_ibgda(unprobed, kGpus[0]);
+    const ReadinessMode predicted = expected_ibgda(unprobed, kGpus.at(0));
     const std::string verdict = e->m.mode != predicted.mode ? "the live probe overrides the prediction (" + predicted.mode + ")"
                                                             : "the live probe confirms the prediction";
     ASSERT_EQ(e->m.probe_note.rfind(verdict, 0), 0u) << e->m.probe_note;
