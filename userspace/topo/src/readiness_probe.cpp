@@ -2,7 +2,7 @@
 // start (NVSHMEM 3.5.1 ibgda.cpp nvshmemt_init), made once per RDMA device and cheaply:
 //  1. mlx5dv_is_supported; DEVX QUERY_HCA_CAP of the general caps
 //     (nvshmemt_ib_common_query_mlx5_caps) and of the atomic caps: CAS, FA, masked CAS,
-//     masked FA, 4-byte atomics on QP and DC (nvshmemt_ib_common_check_nic_ext_atomic_support);
+//     masked FA, 4- and 8-byte atomics on QP and DC (nvshmemt_ib_common_check_nic_ext_atomic_support);
 //  2. a DEVX umem on 4 KiB of GPU memory through its dma-buf
 //     (mlx5dv_devx_umem_reg_ex with MLX5DV_UMEM_MASK_DMABUF, ibgda_mobject_nic_map);
 //  3. one UAR page (mlx5dv_devx_alloc_uar) registered for the GPU with
@@ -17,6 +17,7 @@
 
 #include <cstring>
 #include <memory>
+#include <utility>
 
 #include "gdrpeer/dynload/cuda.hpp"
 #include "gdrpeer/dynload/dl.hpp"
@@ -88,7 +89,9 @@ constexpr uint16_t kOpModAtomicCur = (3 << 1) | 1;
 constexpr size_t kCapOffset = 0x10;
 // atomic_caps: atomic_operations at bit 0x90, atomic_size_qp at 0xb0, atomic_size_dc at 0xd0.
 constexpr size_t kAtomicOps = 0x90 / 8, kAtomicSizeQp = 0xb0 / 8, kAtomicSizeDc = 0xd0 / 8;
-constexpr uint16_t kCas = 0x1, kFa = 0x2, kMaskedCas = 0x4, kMaskedFa = 0x8, kSize4 = 0x4;
+// transport_mlx5_common.h: MLX5_ATOMIC_CAP_OP_SUPPORT_* and MLX5_ATOMIC_CAP_SIZE_SUPPORT_4B / _8B;
+// NVSHMEM skips the NIC unless QP and DC both offer 4- and 8-byte atomics.
+constexpr uint16_t kCas = 0x1, kFa = 0x2, kMaskedCas = 0x4, kMaskedFa = 0x8, kSize4 = 0x4, kSize8 = 0x8;
 // cuMemHostRegister flags: PORTABLE | DEVICEMAP | IOMEMORY.
 constexpr unsigned kHostRegisterIoMemory = 0x01 | 0x02 | 0x04;
 
@@ -96,11 +99,13 @@ uint16_t be16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1])
 
 class LiveIbgdaProbe : public IbgdaProbeOps {
  public:
+  explicit LiveIbgdaProbe(IbgdaProbeEnv env) : env_(std::move(env)) {}
+
   std::string load() override {
-    void* v = ::dlopen("libibverbs.so.1", RTLD_NOW | RTLD_GLOBAL);
-    if (!v) return std::string("cannot load libibverbs.so.1: ") + ::dlerror();
-    void* m = ::dlopen("libmlx5.so.1", RTLD_NOW | RTLD_GLOBAL);
-    if (!m) return std::string("cannot load libmlx5.so.1: ") + ::dlerror();
+    void* v = ::dlopen(env_.verbs.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (!v) return "cannot load " + env_.verbs + ": " + ::dlerror();
+    void* m = ::dlopen(env_.mlx5.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (!m) return "cannot load " + env_.mlx5 + ": " + ::dlerror();
     std::string missing;
     dl::bind(v, get_device_list_, "ibv_get_device_list", true, &missing);
     dl::bind(v, free_device_list_, "ibv_free_device_list", true, &missing);
@@ -114,7 +119,7 @@ class LiveIbgdaProbe : public IbgdaProbeOps {
     dl::bind(m, umem_reg_ex_, "mlx5dv_devx_umem_reg_ex", false, &missing);
     dl::bind(m, umem_dereg_, "mlx5dv_devx_umem_dereg", true, &missing);
     if (!missing.empty()) return "rdma-core lacks " + missing;
-    cu_ = cuda::load(&cuda_why_);
+    cu_ = cuda::load(&cuda_why_, env_.cuda.c_str());
     if (cu_) {
       dl::bind(cu_->handle, host_register_, "cuMemHostRegister_v2", false, &missing);
       dl::bind(cu_->handle, host_unregister_, "cuMemHostUnregister", false, &missing);
@@ -127,7 +132,7 @@ class LiveIbgdaProbe : public IbgdaProbeOps {
     int n = 0;
     ibv_device** list = get_device_list_(&n);
     if (!list) return out;
-    auto sys = make_dir_fs("/");
+    auto sys = make_dir_fs(env_.root);
     for (int i = 0; i < n; ++i) {
       std::string name = get_device_name_(list[i]);
       std::string bdf;
@@ -154,11 +159,12 @@ class LiveIbgdaProbe : public IbgdaProbeOps {
         } else {
           const uint8_t* cap = out.data() + kCapOffset;
           const uint16_t ops = be16(cap + kAtomicOps), qp = be16(cap + kAtomicSizeQp), dc = be16(cap + kAtomicSizeDc);
-          const bool all = (ops & kCas) && (ops & kFa) && (ops & kMaskedCas) && (ops & kMaskedFa) && (qp & kSize4) && (dc & kSize4);
+          const bool all = (ops & kCas) && (ops & kFa) && (ops & kMaskedCas) && (ops & kMaskedFa) && (qp & kSize4) && (dc & kSize4) &&
+                           (qp & kSize8) && (dc & kSize8);
           r.atomics = all ? 1 : 0;
           if (!all)
             r.why = "atomic caps: operations 0x" + hex(ops) + ", sizes QP 0x" + hex(qp) + " DC 0x" + hex(dc) +
-                    " (NVSHMEM needs CAS, FA, masked CAS/FA, 4-byte)";
+                    " (NVSHMEM needs CAS, FA, masked CAS/FA, 4- and 8-byte)";
         }
       }
     }
@@ -203,6 +209,7 @@ class LiveIbgdaProbe : public IbgdaProbeOps {
   }
 
  private:
+  const IbgdaProbeEnv env_;
   ibv_device** (*get_device_list_)(int*) = nullptr;
   void (*free_device_list_)(ibv_device**) = nullptr;
   const char* (*get_device_name_)(ibv_device*) = nullptr;
@@ -312,6 +319,6 @@ class LiveIbgdaProbe : public IbgdaProbeOps {
 
 }  // namespace
 
-std::unique_ptr<IbgdaProbeOps> make_live_ibgda_probe() { return std::make_unique<LiveIbgdaProbe>(); }
+std::unique_ptr<IbgdaProbeOps> make_live_ibgda_probe(const IbgdaProbeEnv& env) { return std::make_unique<LiveIbgdaProbe>(env); }
 
 }  // namespace gdrpeer::topo

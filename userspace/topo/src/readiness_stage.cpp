@@ -48,6 +48,13 @@ long registry_key(const StackState& s, const std::string& gpu_bdf, const std::st
   return 0;
 }
 
+// A kernel option as the configuration sets it ("y", "m", "n"); "" when the configuration does
+// not mention it or the input has none (values is empty then).
+std::string kconfig_value(const KernelConfig& kc, const std::string& key) {
+  auto it = kc.values.find(key);
+  return it == kc.values.end() ? std::string() : it->second;
+}
+
 // "cpu-assisted: <reason>", or "unknown (<what is missing>)" for a hypothetical pair.
 std::string would_say(const ReadinessMode& m) {
   if (!m.unknown) return m.mode + ": " + m.reason;
@@ -85,10 +92,15 @@ class ReadinessStage {
 
   // GPU data buffers through dma-buf, as NVSHMEM decides it: CUDA's DMA_BUF_SUPPORTED
   // (the probe's answer, else the open module's), ib_core importing dma-buf (Linux >= 5.12),
-  // and NVSHMEM_IB_DISABLE_DMABUF unset.
+  // and NVSHMEM_IB_DISABLE_DMABUF not true. NVSHMEM reads it with nvshmemi_getenv_bool
+  // (env_defs_internal.h): set, it is false only when its first character is 0, N, n, F or f
+  // ("true", "yes" and "" disable dma-buf, "01" does not), as stack_consumers.cpp reads it.
   Tri3 dmabuf_data(const Device& gpu) const {
     auto env = o_.env.find("NVSHMEM_IB_DISABLE_DMABUF");
-    if (env != o_.env.end() && std::atoi(env->second.c_str()) != 0) return 0;
+    if (env != o_.env.end()) {
+      const char first = env->second.empty() ? '\0' : env->second[0];
+      if (first != '0' && first != 'N' && first != 'n' && first != 'F' && first != 'f') return 0;
+    }
     Tri3 cuda = -1;
     for (const auto& c : t_.sw.cuda)
       if (c.bdf == gpu.bdf) cuda = c.dmabuf_supported;
@@ -141,7 +153,7 @@ class ReadinessStage {
     f.dmabuf_data = dmabuf_data(gpu);
     f.peer_mem = peer_mem();
     f.uar_gpu_map = uar_gpu_map(gpu);
-    if (f.dmabuf_data == 1) f.dmabuf_umem = -1;  // only the probe tells whether mlx5's dma-buf umem works
+    // dmabuf_umem stays unknown (-1): only the probe tells whether mlx5's dma-buf umem works.
     return f;
   }
 
@@ -198,10 +210,7 @@ class ReadinessStage {
     GdsFacts f;
     f.nvme = d >= 0 ? 1 : 0;
     if (kernel_known(sw.kernel_release)) f.kernel_ge_6_2 = kernel_ge(sw.kernel_release, 6, 2) ? 1 : 0;
-    if (in.kconfig.known) {
-      auto it = in.kconfig.values.find("CONFIG_PCI_P2PDMA");
-      f.p2pdma_config = it != in.kconfig.values.end() && it->second == "y" ? 1 : 0;
-    }
+    if (in.kconfig.known) f.p2pdma_config = kconfig_value(in.kconfig, "CONFIG_PCI_P2PDMA") == "y" ? 1 : 0;
     if (s.nvidia_version_known) {
       f.open_module = s.nvidia_open ? 1 : 0;
       f.driver_ge_565 = std::atoi(s.nvidia_version.c_str()) >= 565 ? 1 : 0;
@@ -218,7 +227,7 @@ class ReadinessStage {
       f.multipath_off = 1;
     else if (!in.nvme_multipath.empty())
       f.multipath_off = 0;
-    else if (in.kconfig.known && in.kconfig.values.count("CONFIG_NVME_MULTIPATH") && in.kconfig.values.at("CONFIG_NVME_MULTIPATH") == "n")
+    else if (kconfig_value(in.kconfig, "CONFIG_NVME_MULTIPATH") == "n")
       f.multipath_off = 1;  // built without multipath: no parameter, no multipath
     // pci_p2pdma_distance: below one switch always; through a host bridge on AMD Zen
     // (family >= 0x17); Intel host bridges on the kernel's list are not modelled.

@@ -10,6 +10,13 @@
 //   lat_peer_us=N lat_staged_us=N   added to copies of at most 4 KiB
 //   corrupt=1          a copy with peer access on flips one byte (the byte check must see it)
 //   init=N             cuInit returns N (100: CUDA_ERROR_NO_DEVICE)
+//   dmabuf=N           cuMemGetHandleForAddressRange returns N (0: it exports)
+//   host_register=N    cuMemHostRegister_v2 returns N (0: it registers; `check --probe ibgda`'s UAR page)
+//   mem_alloc=N        cuMemAlloc_v2 returns N (0: it allocates)
+//   strict_range=1     cuMemGetHandleForAddressRange refuses (CUDA_ERROR_INVALID_VALUE) a range that is not
+//                      whole host pages inside one cuMemAlloc allocation (the form NVSHMEM's ibgda.cpp exports)
+// Built with GDRPEER_FAKE_CUDA_OLD it lacks cuMemGetHandleForAddressRange and cuMemHostRegister;
+// with GDRPEER_FAKE_CUDA_NO_HOST_REGISTER / _NO_HOST_UNREGISTER it lacks only that one entry point.
 // gdrpeer_fake_cuda_inits() counts cuInit calls (a test can also ask the dynamic loader).
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -32,7 +39,8 @@ struct Config {
   std::vector<std::string> gpus;
   bool peer = true, corrupt = false;
   double peer_gbps = 390, staged_gbps = 38, lat_peer_us = 2.5, lat_staged_us = 17;
-  int init = 0;
+  int init = 0, dmabuf = 0, host_register = 0, mem_alloc = 0;
+  bool strict_range = false;
 };
 Config cfg;
 int inits = 0;
@@ -87,6 +95,14 @@ void configure() {
       cfg.lat_staged_us = std::atof(v.c_str());
     else if (k == "init")
       cfg.init = std::atoi(v.c_str());
+    else if (k == "dmabuf")
+      cfg.dmabuf = std::atoi(v.c_str());
+    else if (k == "host_register")
+      cfg.host_register = std::atoi(v.c_str());
+    else if (k == "mem_alloc")
+      cfg.mem_alloc = std::atoi(v.c_str());
+    else if (k == "strict_range")
+      cfg.strict_range = v == "1";
   }
 }
 
@@ -110,18 +126,51 @@ int cuDriverGetVersion(int* v) {
   *v = d ? std::atoi(d + 7) : 12080;
   return kSuccess;
 }
+#ifndef GDRPEER_FAKE_CUDA_OLD  // a driver before CUDA 11.7: no dma-buf export (nor, here, cuMemHostRegister)
 // The dma-buf export of `verify`'s cuda source: an fd of an empty memfd stands in for NVIDIA's
 // dma-buf; the flags are kept for the test (CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE = 1).
 unsigned long long last_range_flags = ~0ull;
 unsigned long long gdrpeer_fake_cuda_last_range_flags() { return last_range_flags; }
-int cuMemGetHandleForAddressRange(void* handle, unsigned long long, size_t, int type, unsigned long long flags) {
+int cuMemGetHandleForAddressRange(void* handle, unsigned long long dptr, size_t size, int type, unsigned long long flags) {
   last_range_flags = flags;
   if (type != 1 || (flags & ~1ull) != 0) return kInvalidValue;
+  if (cfg.dmabuf != kSuccess) return cfg.dmabuf;
+  if (cfg.strict_range) {
+    const auto page = static_cast<unsigned long long>(::sysconf(_SC_PAGESIZE));
+    bool inside = false;
+    for (const auto& [at, a] : allocs) inside = inside || (dptr >= at && dptr + size <= at + a.size);
+    if (dptr % page != 0 || size % page != 0 || size == 0 || !inside) return kInvalidValue;
+  }
   const int fd = static_cast<int>(::syscall(SYS_memfd_create, "fake-cuda-dmabuf", 0u));
   if (fd < 0) return kOutOfMemory;
   *static_cast<int*>(handle) = fd;
   return kSuccess;
 }
+// cuMemHostRegister: the registered ranges and flags are kept for the test (the CUDA Driver API's
+// CU_MEMHOSTREGISTER_PORTABLE 0x01, DEVICEMAP 0x02, IOMEMORY 0x04); an unregister of a pointer
+// never registered is CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED (713), as the API documents.
+std::map<uintptr_t, std::pair<size_t, unsigned>> host_registered;
+unsigned last_host_register_flags = 0;
+void* last_host_register_ptr = nullptr;
+size_t last_host_register_size = 0;
+size_t gdrpeer_fake_cuda_host_registered() { return host_registered.size(); }
+unsigned gdrpeer_fake_cuda_last_host_register_flags() { return last_host_register_flags; }
+void* gdrpeer_fake_cuda_last_host_register_ptr() { return last_host_register_ptr; }
+size_t gdrpeer_fake_cuda_last_host_register_size() { return last_host_register_size; }
+#ifndef GDRPEER_FAKE_CUDA_NO_HOST_REGISTER
+int cuMemHostRegister_v2(void* p, size_t n, unsigned flags) {
+  last_host_register_flags = flags;
+  last_host_register_ptr = p;
+  last_host_register_size = n;
+  if (cfg.host_register != kSuccess) return cfg.host_register;
+  host_registered[reinterpret_cast<uintptr_t>(p)] = {n, flags};
+  return kSuccess;
+}
+#endif
+#ifndef GDRPEER_FAKE_CUDA_NO_HOST_UNREGISTER
+int cuMemHostUnregister(void* p) { return host_registered.erase(reinterpret_cast<uintptr_t>(p)) ? kSuccess : 713; }
+#endif
+#endif
 int cuGetErrorName(int rc, const char** s) {
   static thread_local std::string text;
   text = "CUDA_FAKE_ERROR_" + std::to_string(rc);
@@ -172,6 +221,7 @@ int cuCtxSynchronize() {
 }
 int cuMemAlloc_v2(unsigned long long* p, size_t n) {
   if (current == 0) return kInvalidValue;
+  if (cfg.mem_alloc != kSuccess) return cfg.mem_alloc;
   void* m = std::malloc(n);
   if (!m) return kOutOfMemory;
   *p = reinterpret_cast<uintptr_t>(m);

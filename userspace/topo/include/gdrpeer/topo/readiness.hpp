@@ -43,7 +43,7 @@ struct IbgdaProbeResult {
   std::string bdf;        // the NIC's PCI function
   int mlx5 = -1;          // mlx5dv_is_supported
   int devx = -1;          // mlx5dv_devx_general_cmd(QUERY_HCA_CAP, general caps) succeeded
-  int atomics = -1;       // CAS, FA, masked CAS, masked FA, 4-byte on QP and DC (atomic caps)
+  int atomics = -1;       // CAS, FA, masked CAS, masked FA, 4- and 8-byte on QP and DC (atomic caps)
   int dmabuf_umem = -1;   // mlx5dv_devx_umem_reg_ex(MLX5DV_UMEM_MASK_DMABUF) on 4 KiB of GPU memory
   int uar_gpu_map = -1;   // cuMemHostRegister(IOMEMORY) of one UAR page (registered and unregistered only)
   std::string gpu_bdf;    // the GPU the CUDA half used
@@ -69,7 +69,7 @@ struct IbgdaFacts {
   Tri3 rdma_nic = -1;     // the NIC has an RDMA (verbs) device
   Tri3 mlx5 = -1;         // an mlx5 device (NVSHMEM: name mlx5* / ibp*, and mlx5dv)
   Tri3 devx = -1;         // DEVX general commands (QUERY_HCA_CAP) work
-  Tri3 atomics = -1;      // CAS, FA, masked CAS, masked FA, 4-byte atomics on QP and DC
+  Tri3 atomics = -1;      // CAS, FA, masked CAS, masked FA, 4- and 8-byte atomics on QP and DC
   Tri3 dmabuf_data = -1;  // GPU data buffers through dma-buf (CUDA DMA_BUF_SUPPORTED, ib_core >= 5.12)
   Tri3 peer_mem = -1;     // a peer client NVSHMEM recognises (nv_mem, nvidia-peermem, /sys/module/nvidia_peermem)
   // cudaHostRegister(IoMemory) of the UAR: 1 for every process (PeerMappingOverride=1),
@@ -138,7 +138,16 @@ struct IbgdaProbeOps {
 };
 // Runs the probe for every RDMA device of `t`, with the GPU nearest each NIC.
 IbgdaProbe run_ibgda_probe(const Topology& t, IbgdaProbeOps& ops);
-// The real one: libibverbs.so.1, libmlx5.so.1, libcuda.so.1 through dlopen.
-std::unique_ptr<IbgdaProbeOps> make_live_ibgda_probe();
+// Where the real one finds its libraries (dlopen names or paths) and the RDMA devices' sysfs
+// links (/sys/class/infiniband/<device>/device under `root`): the node's own by default; the
+// tests point them at fakes (userspace/topo/tests/test_ibgda_probe.cpp).
+struct IbgdaProbeEnv {
+  std::string verbs = "libibverbs.so.1";
+  std::string mlx5 = "libmlx5.so.1";
+  std::string cuda = "libcuda.so.1";
+  std::string root = "/";
+};
+// The real one: verbs, mlx5dv and CUDA through dlopen.
+std::unique_ptr<IbgdaProbeOps> make_live_ibgda_probe(const IbgdaProbeEnv& env = {});
 
 }  // namespace gdrpeer::topo
