@@ -51,7 +51,7 @@ PYTHON = os.environ.get("PYTHON", "/usr/bin/python3")  # Debian's, with pytest (
 GTESTS = ["test_topo_truth", "test_truth_rules", "test_truth_stack", "test_truth_consumers", "test_truth_lspci",
           "test_truth_xml_inputs", "test_truth_stack_inputs", "test_truth_sysfs", "test_topo", "test_stack", "test_readiness",
           "test_id_tables", "test_nvlink_nvml", "test_node_capture", "test_topo_fastpaths", "test_truth_readers",
-          "test_truth_readiness", "test_ibgda_probe", "test_truth_readiness_stage"]
+          "test_truth_readiness", "test_ibgda_probe", "test_truth_readiness_stage", "test_truth_render"]
 PYTESTS = ["tests/test_check.py", "tests/test_check_stack.py", "tests/test_check_readiness.py",
            "tests/test_check_inputs.py", "tests/test_check_sysfs.py"]
 

@@ -277,6 +277,7 @@ ConsumerDecision decide_nvshmem(const NodeFacts& n, const PairFacts& p, const st
   } else {
     d.path = "unknown";
     d.why = "dma-buf (CUDA DMA_BUF_SUPPORTED) or a peer-memory client: not in this input";
+    d.nothing_known = true;
   }
   return d;
 }
@@ -330,6 +331,7 @@ ConsumerDecision decide_ucx(const NodeFacts& n, const PairFacts& p, const std::m
   } else {
     d.path = "unknown";
     d.why = "dma-buf or a peer-memory client: not in this input";
+    d.nothing_known = true;
   }
   return d;
 }

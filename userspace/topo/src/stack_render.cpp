@@ -27,9 +27,10 @@ std::string render_consumers_text(const Report& r) {
     const std::string who = p.label_a + " - " + p.label_b;
     bool first = true;
     for (const ConsumerDecision& d : p.stack->consumers) {
-      // A consumer with nothing known (an input without the software stack) is left out of the
-      // text; NCCL always has a line (its distance rule needs only the topology). JSON has all.
-      if (d.consumer != "nccl" && d.gdr < 0 && d.path == "unknown") continue;
+      // A consumer the input says nothing about (an input without the software stack) is left
+      // out of the text; one known to be unknown (UCX refusing its configuration) is not, nor
+      // NCCL (its distance rule needs only the topology). JSON has all.
+      if (d.nothing_known) continue;
       std::string line = "  " + (first ? who : std::string(who.size(), ' ')) + "  " + d.consumer + ": " + gdr_word(d.gdr) + ", " + d.path;
       first = false;
       if (!d.mapping.empty() && d.path == "dma-buf") line += " (" + d.mapping + " mapping)";

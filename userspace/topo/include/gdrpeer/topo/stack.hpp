@@ -125,6 +125,10 @@ struct ConsumerDecision {
   std::string mapping;   // NCCL: "default" or "pcie" (CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE)
   std::string why;
   std::string rule;  // finding rule id when it is a problem
+  // The input lacks every fact that decides it (gdr -1, path "unknown", the why says what is
+  // not in this input): the text leaves the line out. Not set where the decision is known to be
+  // unknown (UCX refusing its configuration) nor for NCCL, whose distance rule needs only the topology.
+  bool nothing_known = false;
 };
 
 // One GPU x NIC pair's answers: the exporter's gate and each consumer's decision. Shared between
