@@ -112,10 +112,10 @@ GateResult older_gate(const GateInput& in) {
     r.dmabuf_pcie = no("the PCIe mapping type (FORCE_PCIE) needs a coherent platform");
   else if (in.coherent == -1)
     r.dmabuf_pcie = unknown("whether the platform is coherent (NVLink-C2C) is not in this input");
-  else if (in.override_value > 0)
-    r.dmabuf_pcie = yes("NVreg_GrdmaPciTopoCheckOverride != 0 skips this driver's IOMMU-group check (570.86.15 to 575)");
-  else if (in.same_iommu_group == 1)
-    r.dmabuf_pcie = yes("GPU and NIC are in one IOMMU group");
+  else if (in.override_value > 0 || in.same_iommu_group == 1)  // 570.86.15: "override != 0 || one group"
+    r.dmabuf_pcie =
+        yes(in.override_value > 0 ? "NVreg_GrdmaPciTopoCheckOverride != 0 skips this driver's IOMMU-group check (570.86.15 to 575)"
+                                  : "GPU and NIC are in one IOMMU group");
   else if (in.same_iommu_group == -1)
     r.dmabuf_pcie = unknown("the IOMMU groups of GPU and NIC are not in this input");
   else if (in.override_value == -1)
