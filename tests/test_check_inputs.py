@@ -158,6 +158,14 @@ def pasted_variants(tree, fragment=True):
         "column-off": shifted,
         "everything": ["root@gpu-node:~# lspci -tv", "pcilib: Error reading /proc/bus/pci/devices"]
                       + ["  " + l for l in shifted] + ["  ..."],
+        # Fedora's and RHEL's bash prompt, PS1="[\u@\h \W]\\$ " (/etc/bashrc of Fedora's setup
+        # package; bash(1) PROMPTING: \$ is '#' for root, '$' otherwise; \W the directory's base
+        # name), in a session of several commands ending at the next, bare prompt.
+        "fedora-root-session": ["[root@gpu-node ~]# uname -r", "5.14.0-427.13.1.el9_4.x86_64", "[root@gpu-node ~]# lspci -tv"]
+                               + tree + ["[root@gpu-node ~]# cat /etc/redhat-release",
+                                         "Red Hat Enterprise Linux release 9.4 (Plow)", "[root@gpu-node ~]#"],
+        "fedora-user-session": ["[nvidia@gpu-node my dir]$ nproc", "64", "[nvidia@gpu-node my dir]$ sudo lspci -tv",
+                                "[sudo] password for nvidia: "] + tree + ["[nvidia@gpu-node my dir]$"],
     }
     if fragment:
         out["fragment"] = tree[1:]  # cut below the "-[0000:00]-" root line
@@ -188,6 +196,41 @@ def test_pasted_lspci_reads_as_the_clean_tree(tmp_path, source):
     assert "not lspci output, skipped: pcilib" in notes and "one column off" in notes
     if fragment:
         assert "without its [domain:bus] root line" in " ".join(n["text"] for n in check(tmp_path / "fragment.txt")["notes"])
+
+
+# lspci -n prints the ids alone where it would print names (pciutils lib/names.c
+# format_name_pair, PCI_LOOKUP_NUMERIC: "%04x:%04x"), in the tree (-tvn: "+-06.0  10de:2335")
+# and in -vvv headers with the class number ("00:06.0 0302: 10de:2335 (rev a1)", lspci.c
+# show_terse). The files are pciutils 3.9.0 on the real nodes' config space (tests/reference/README.md,
+# truth/); the truth is each snapshot's own sysfs vendor, device and class files.
+def snapshot_functions(tar):
+    out = {}
+    with tarfile.open(REF / tar) as t:
+        for m in t.getmembers():
+            f = re.search(r"sys/devices/pci[0-9a-f:]+/([0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7])/(vendor|device|class)$", m.name)
+            if f:
+                out.setdefault(f[1], {})[f[2]] = int(t.extractfile(m).read(), 16)
+    return out
+
+
+@pytest.mark.parametrize("numeric,snapshot", [("h200x4-run2-lspci-tvn.txt", "h200x4-run2-snapshot.tar"),
+                                              ("h200x4-run2-lspci-vvv-n.txt", "h200x4-run2-snapshot.tar"),
+                                              ("h100-node-lspci-tvn.txt", "h100-node-snapshot.tar")])
+def test_lspci_numeric_ids_are_the_devices_ids(numeric, snapshot):
+    """Before: the numeric names were no ids: no GPU found, exit 3 (incomplete)."""
+    p = run("check", "--json", REF / "truth" / numeric)
+    assert p.returncode in (0, 1, 2, 3), p.stderr
+    j = json.loads(p.stdout)
+    fns = snapshot_functions(snapshot)
+    gpus = sorted(b for b, f in fns.items() if f["vendor"] == 0x10DE and f["class"] >> 16 == 0x03)
+    assert len(gpus) in (1, 4)
+    got = [d for d in j["devices"] if d["role"] == "gpu"]
+    assert sorted(d["bdf"] for d in got) == gpus
+    for d in got:
+        f = fns[d["bdf"]]
+        assert (int(d["vendor"], 16), int(d["device"], 16)) == (f["vendor"], f["device"]), d
+        if "vvv" in numeric:
+            assert int(d["class"], 16) >> 8 == f["class"] >> 8, d  # the class number lspci printed
 
 
 def test_a_branch_under_no_parent_is_still_an_error(tmp_path):

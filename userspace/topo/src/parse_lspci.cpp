@@ -136,7 +136,23 @@ class LspciParser {
 
   [[noreturn]] void fail(long line, const std::string& what) { throw InputError(name_, line, what); }
 
+  // Fedora's and RHEL's bash prompt, PS1="[\u@\h \W]\\$ " (/etc/bashrc of Fedora's setup
+  // package): "[root@host ~]# cmd", "[user@host my dir]$ cmd". bash prints \$ as '#' for uid 0,
+  // else '$', and \W is the working directory's base name, which may hold spaces (bash(1),
+  // PROMPTING). Returns where the command starts (the line's end for a bare prompt), or npos.
+  static size_t bracket_prompt_command(std::string_view l) {
+    if (l.empty() || l[0] != '[') return std::string_view::npos;
+    const size_t sp = l.find(' ');
+    const size_t at = l.find('@');
+    if (at == std::string_view::npos || at < 2 || sp == std::string_view::npos || sp < at + 2) return std::string_view::npos;
+    for (size_t e = l.find(']', sp); e != std::string_view::npos; e = l.find(']', e + 1))
+      if (e + 1 < l.size() && (l[e + 1] == '#' || l[e + 1] == '$') && (e + 2 == l.size() || l[e + 2] == ' '))
+        return std::min(e + 3, l.size());
+    return std::string_view::npos;
+  }
+
   static bool is_prompt(std::string_view l) {
+    if (bracket_prompt_command(l) != std::string_view::npos) return true;
     size_t p = l.find("$ ");
     if (p != std::string_view::npos) {
       // "$ cmd" at line start, or "user@host:~$ cmd"
@@ -189,7 +205,9 @@ class LspciParser {
       if (is_prompt(s)) {
         // The command follows the prompt's "$ " or, for root's prompts, its "# ".
         const size_t dollar = s.find("$ ");
-        std::string_view cmd = s.substr((dollar != std::string_view::npos ? dollar : s.find("# ")) + 2);
+        const size_t bracket = bracket_prompt_command(s);
+        std::string_view cmd = bracket != std::string_view::npos ? s.substr(bracket)
+                                                                 : s.substr((dollar != std::string_view::npos ? dollar : s.find("# ")) + 2);
         sec = Sec::None;
         current_ = -1;
         if (cmd.find('|') != std::string_view::npos || cmd.find('>') != std::string_view::npos) continue;  // filtered output: unknown shape
@@ -315,11 +333,28 @@ class LspciParser {
     return static_cast<int>(t.devices.size() - 1);
   }
 
+  // "vvvv:dddd": the ids pci_lookup_name prints for PCI_LOOKUP_VENDOR | PCI_LOOKUP_DEVICE
+  // (pciutils lib/names.c: sprintf "%04x:%04x").
+  static bool id_pair(std::string_view s, unsigned long& v, unsigned long& dv) {
+    return s.size() == 9 && s[4] == ':' && parse_hex(s.substr(0, 4), v) && parse_hex(s.substr(5, 4), dv);
+  }
+
   void set_name(Device& d, std::string_view nm) {
     nm = trim(nm);
+    // The names lspci prints (lib/names.c format_name_pair): with -n (PCI_LOOKUP_NUMERIC) the ids
+    // alone, "10de:2330" (`lspci -tvn`, `lspci -vvv -n`): no name; without -n, for ids pci.ids
+    // does not know, "Device 1c00:3450": a name that carries the ids.
+    unsigned long v = 0, dv = 0;
+    const bool numeric = id_pair(nm, v, dv);
+    if (numeric || (starts_with(nm, "Device ") && id_pair(nm.substr(7), v, dv))) {
+      d.vendor = static_cast<uint16_t>(v);
+      d.device = static_cast<uint16_t>(dv);
+      d.ids_known = true;
+      if (d.name.empty() && !numeric) d.name = std::string(nm);
+      return;
+    }
     // -nn appends "[vvvv:dddd]"
     if (nm.size() >= 11 && nm.back() == ']' && nm[nm.size() - 6] == ':' && nm[nm.size() - 11] == '[') {
-      unsigned long v, dv;
       if (parse_hex(nm.substr(nm.size() - 10, 4), v) && parse_hex(nm.substr(nm.size() - 5, 4), dv)) {
         d.vendor = static_cast<uint16_t>(v);
         d.device = static_cast<uint16_t>(dv);
@@ -569,6 +604,10 @@ class LspciParser {
       d.class_code = static_cast<uint32_t>(cc << 8);
       d.class_known = true;
       cls = trim(cls.substr(0, cls.size() - 6));
+    } else if (unsigned long cc = 0; cls.size() == 4 && parse_hex(cls, cc)) {
+      // -n: the class number alone, "0302" (lib/names.c PCI_LOOKUP_CLASS: "%04x").
+      d.class_code = static_cast<uint32_t>(cc << 8);
+      d.class_known = true;
     } else {
       for (const auto& c : kClassNames)
         if (cls == c.name) {

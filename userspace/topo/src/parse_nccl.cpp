@@ -111,6 +111,22 @@ void read_pci_ids(const XmlReader& r, Device& d) {
   }
 }
 
+// link_width: NCCL writes the lanes NVML reports, or the smaller of sysfs max_link_width of the
+// device and of its port, or "" when it has neither (src/graph/xml.cc ncclTopoGetXmlFromSys); the
+// kernel prints PCIE_LNK_WIDTH_UNKNOWN (0xff, include/linux/pci.h) in max_link_width of a function
+// without the capability. "", 0 and 255 are unknown (0); a width is otherwise 1 to 32 lanes.
+int link_width(const XmlReader& r, std::string_view a) {
+  unsigned long w = 0;
+  bool ok = a.size() <= 3;
+  for (char c : a) {
+    ok = ok && c >= '0' && c <= '9';
+    w = w * 10 + static_cast<unsigned long>(c - '0');
+  }
+  if (!ok || (w > 32 && w != 255))
+    r.fail("expected a link width of 1 to 32 lanes (0, 255 or empty: unknown) in link_width=\"" + std::string(a) + "\"");
+  return w == 255 ? 0 : static_cast<int>(w);
+}
+
 void on_pci(NcclRead& s, const Walk& w, Frame& f) {
   const XmlReader& r = w.reader();
   Topology& t = s.t;
@@ -134,7 +150,7 @@ void on_pci(NcclRead& s, const Walk& w, Frame& f) {
   }
   std::string_view a;
   if (r.attr("link_speed", a)) d.link_sta.speed_gts = std::atof(std::string(a).c_str());
-  if (r.attr("link_width", a)) d.link_sta.width = std::atoi(std::string(a).c_str());
+  if (r.attr("link_width", a)) d.link_sta.width = link_width(r, a);
   d.parent = up.dev;
   d.host_bridge = up.hb;  // -1 below a <pci>: enclosing() stops at the nearest of the two
   // Below <system> and its <cpu> (on_cpu allows <cpu> there only, and up says there is one).

@@ -106,6 +106,21 @@ ReadinessMode decide_ibgda(const IbgdaFacts& f) {
                 "recognises (nv_mem, nvidia-peermem, /sys/module/nvidia_peermem): NVSHMEM says \"neither nv_peer_mem, or "
                 "nvidia_peermem detected. Skipping transport.\"",
                 "# the open NVIDIA kernel module on Linux >= 5.12 (dma-buf), or modprobe nvidia_peermem with MLNX_OFED / DOCA-OFED");
+  // ibgda.cpp nvshmemt_init() enumerates the verbs devices (ftable.get_device_list, then
+  // open_device): a NIC without one is never a candidate, and with none NVSHMEM says "no active IB
+  // device that supports GPU-initiated communication is found". Not known: unknown, whatever the rest.
+  const bool probed_through_verbs = f.probed && (f.devx >= 0 || f.atomics >= 0);  // the probe opened it
+  if (f.rdma_nic < 0 && f.mlx5 != 0 && !probed_through_verbs) {
+    IbgdaFacts with = f;
+    with.rdma_nic = 1;
+    const ReadinessMode m = decide_ibgda(with);
+    if (m.unknown) return m;  // unknown with one too: its reason says why
+    return unknown(
+        "whether this NIC has an RDMA (verbs) device is not in this input (mlx5_ib bound to it: "
+        "/sys/class/infiniband): none without one, " +
+            m.mode + " with one (" + m.reason + ")",
+        "gdrpeer check on the node (reads /sys/class/infiniband; mlx5_ib and ib_uverbs loaded)");
+  }
   const bool data_unknown = f.dmabuf_data != 1 && f.peer_mem != 1;
   const std::string data = f.dmabuf_data == 1 ? "data buffers through dma-buf" : f.peer_mem == 1 ? "data buffers through peer memory" : "";
   // 2. mlx5 and DEVX.

@@ -416,7 +416,9 @@ GpuFamilyMatch RuleData::gpu_family_match(const Device& d) const {
   return m;
 }
 
-std::optional<std::string> pci_ids_device_name(const std::string& path, uint16_t vendor, uint16_t device) {
+// pci.ids' vendor name of `vendor` and device name of vendor:device ("" when the vendor has no such
+// device), or nullopt when the file or the vendor is missing.
+static std::optional<std::pair<std::string, std::string>> pci_ids_names(const std::string& path, uint16_t vendor, uint16_t device) {
   std::optional<InputFile> in;
   try {
     in.emplace(path);
@@ -433,6 +435,14 @@ std::optional<std::string> pci_ids_device_name(const std::string& path, uint16_t
   // The vendor line, also when it is the file's first line (no newline before it).
   size_t v = b.substr(0, vid.size() - 1) == vid.substr(1) ? 0 : b.find(vid);
   if (v == std::string_view::npos) return std::nullopt;
+  auto text_after = [&](size_t at) {
+    while (at < b.size() && b[at] == ' ') ++at;
+    const size_t eol = b.find('\n', at);
+    std::string t(b.substr(at, eol == std::string_view::npos ? std::string_view::npos : eol - at));
+    while (!t.empty() && (t.back() == '\r' || t.back() == ' ')) t.pop_back();
+    return t;
+  };
+  std::pair<std::string, std::string> names{text_after(v + (v == 0 ? vid.size() - 1 : vid.size())), ""};
   // The vendor's block ends at the next line that does not start with a tab
   // (another vendor, or the "C xx" class section); comments and blank lines do not end it.
   size_t end = v + 1;
@@ -447,15 +457,24 @@ std::optional<std::string> pci_ids_device_name(const std::string& path, uint16_t
     ++end;
   }
   std::string_view block = b.substr(v, end - v);
-  size_t at = block.find(did);
-  if (at == std::string_view::npos) return std::nullopt;
-  size_t s = at + did.size();
-  while (s < block.size() && block[s] == ' ') ++s;
-  size_t e = block.find('\n', s);
-  std::string name(block.substr(s, e == std::string_view::npos ? std::string_view::npos : e - s));
-  while (!name.empty() && (name.back() == '\r' || name.back() == ' ')) name.pop_back();
-  if (name.empty()) return std::nullopt;
-  return name;
+  const size_t at = block.find(did);
+  if (at != std::string_view::npos) names.second = text_after(v + at + did.size());
+  return names;
+}
+
+std::optional<std::string> pci_ids_device_name(const std::string& path, uint16_t vendor, uint16_t device) {
+  const auto names = pci_ids_names(path, vendor, device);
+  if (!names || names->second.empty()) return std::nullopt;
+  return names->second;
+}
+
+std::string pci_ids_lspci_name(const std::string& path, uint16_t vendor, uint16_t device) {
+  char ids[16];
+  std::snprintf(ids, sizeof ids, "%04x:%04x", vendor, device);
+  const auto names = pci_ids_names(path, vendor, device);
+  if (!names || names->first.empty()) return std::string("Device ") + ids;
+  if (names->second.empty()) return names->first + " Device " + (ids + 5);
+  return names->first + " " + names->second;
 }
 
 const RootComplex* RuleData::root_complex(const CpuInfo& cpu) const {
@@ -524,12 +543,17 @@ void assign_roles(Topology& t, const RuleData& k) {
     if (d.role != Role::None) continue;  // the input said so (NCCL <gpu>/<nic>)
     std::optional<uint16_t> vendor = d.ids_known ? std::optional<uint16_t>(d.vendor) : k.vendor_from_name(d.name);
     bool gpu_vendor = vendor && std::find(k.gpu_vendors.begin(), k.gpu_vendors.end(), *vendor) != k.gpu_vendors.end();
+    // Without a class the name decides. `lspci -tvn` names a device by its ids alone (the parser
+    // keeps no name): the name `lspci -tv` prints from pci.ids is read instead.
+    std::string name = d.name;
+    if (!d.class_known && d.ids_known && name.empty())
+      if (const std::string path = k.pci_ids_path(); !path.empty()) name = pci_ids_lspci_name(path, d.vendor, d.device);
     // GPU; a BMC's VGA console (ASPEED, Matrox, ATI ES1000) is a display function but not one.
-    const bool bmc = contains_any(d.name, k.bmc_vga_name_patterns) || id_listed(k.bmc_vga_ids, d);
+    const bool bmc = contains_any(name, k.bmc_vga_name_patterns) || id_listed(k.bmc_vga_ids, d);
     if (bmc) continue;
     if (d.class_known) {
       if (d.base_class() == 0x03 && gpu_vendor) d.role = Role::GPU;
-    } else if (gpu_vendor && contains_any(d.name, k.gpu_name_include) && !contains_any(d.name, k.gpu_name_exclude)) {
+    } else if (gpu_vendor && contains_any(name, k.gpu_name_include) && !contains_any(name, k.gpu_name_exclude)) {
       d.role = Role::GPU;
     }
     if (d.role != Role::None) continue;
@@ -547,7 +571,7 @@ void assign_roles(Topology& t, const RuleData& k) {
         }
         if (!r.devices.empty() && std::find(r.devices.begin(), r.devices.end(), d.device) == r.devices.end()) continue;
         if (r.base_class && d.class_known && d.base_class() != *r.base_class && !(*r.base_class == 0x02 && network_class)) continue;
-        if (r.base_class && !d.class_known && !contains_any(d.name, k.rdma_name_patterns)) continue;
+        if (r.base_class && !d.class_known && !contains_any(name, k.rdma_name_patterns)) continue;
         nic = true;
         break;
       }
@@ -556,13 +580,12 @@ void assign_roles(Topology& t, const RuleData& k) {
     if (nic && d.class_known && !network_class) nic = false;  // e.g. BlueField DMA/bridge functions
     // BlueField's SoC Management Interface (rshim) carries no RDMA; in lspci -tv text, which
     // has no classes, only its name tells (a bound RDMA device still makes a function a NIC).
-    if (nic && d.rdma_name.empty() && contains_any(d.name, k.not_rdma_name_patterns)) nic = false;
+    if (nic && d.rdma_name.empty() && contains_any(name, k.not_rdma_name_patterns)) nic = false;
     if (nic) {
       d.role = Role::NIC;
       continue;
     }
-    if (d.class_known ? (d.class_code >> 8) == 0x0108
-                      : contains_any(d.name, k.nvme_name_include) && !contains_any(d.name, k.nvme_name_exclude))
+    if (d.class_known ? (d.class_code >> 8) == 0x0108 : contains_any(name, k.nvme_name_include) && !contains_any(name, k.nvme_name_exclude))
       d.role = Role::NVMe;
   }
 }

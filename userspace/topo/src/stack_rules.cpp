@@ -334,6 +334,7 @@ class StackStage {
     GateInput in;
     const StackState& s = t_.sw.stack;
     in.flavour = s.nvidia_version_known ? (s.nvidia_open ? 1 : 0) : -1;
+    in.driver = driver_gate_of(s.nvidia_version);  // which checks this version has (stack.hpp DriverGate)
     // Without a C2C GPU an x86 CPU says non-coherent; elsewhere the GPU's known id does.
     if (t_.cpu.arch == "x86_64" || t_.cpu.vendor == "GenuineIntel" || t_.cpu.vendor == "AuthenticAMD") in.coherent = 0;
     const std::string ov = s.active_param("GrdmaPciTopoCheckOverride");

@@ -238,9 +238,25 @@ PciFunctions read_pci_functions(InputFs& fs, const std::string& name, Topology& 
     else if (local)
       out.local_cpus[t.devices.size()] = *local;  // numa_node missing: locality from the CPUs
     if (auto v = rd("max_link_speed")) d.link_cap.speed_gts = parse_speed(trimmed(*v));
-    if (auto v = rd("max_link_width")) d.link_cap.width = std::atoi(trimmed(*v).c_str());
+    // The kernel prints both as "%u" (drivers/pci/pci-sysfs.c): current_link_width the Negotiated
+    // Link Width field, max_link_width pcie_get_width_cap(), PCIE_LNK_WIDTH_UNKNOWN (0xff,
+    // include/linux/pci.h) without a Link Capabilities register: 255 is unknown; what the kernel
+    // cannot print is an error naming the file, as a malformed id is.
+    auto width = [&](const char* f, const std::string& v) {
+      const std::string s = trimmed(v);
+      unsigned long w = 0;
+      bool digits = !s.empty() && s.size() <= 3;
+      for (char c : s) {
+        digits = digits && c >= '0' && c <= '9';
+        w = w * 10 + static_cast<unsigned long>(c - '0');
+      }
+      if (!digits || (w > 32 && w != 255))
+        throw InputError(name, 0, raw.dir + "/" + f + ": expected a link width of 0 to 32 lanes or 255 (unknown), found \"" + s + "\"");
+      return w == 255 ? 0 : static_cast<int>(w);
+    };
+    if (auto v = rd("max_link_width")) d.link_cap.width = width("max_link_width", *v);
     if (auto v = rd("current_link_speed")) d.link_sta.speed_gts = parse_speed(trimmed(*v));
-    if (auto v = rd("current_link_width")) d.link_sta.width = std::atoi(trimmed(*v).c_str());
+    if (auto v = rd("current_link_width")) d.link_sta.width = width("current_link_width", *v);
     if (auto res = rd("resource")) {
       std::stringstream ss(*res);
       std::string line;

@@ -59,6 +59,12 @@ const IbgdaRow kIbgdaRows[] = {
     {"DEVX / atomics unknown without the probe (ConnectX-4)", 1, 1, -1, -1, 1, 0, 1, "unknown"},
     {"not mlx5, RDMA device unknown (hwloc input): proxy-only or none", -1, 0, -1, -1, 1, 0, 1, "unknown"},
     {"not mlx5, data path unknown (hwloc input with EFA): proxy-only or none", 1, 0, -1, -1, -1, -1, -1, "unknown"},
+    // ibgda.cpp nvshmemt_init: only the verbs devices get_device_list returns are candidates; a NIC
+    // whose RDMA device is not in the input (mlx5_ib not known to be bound) may have none: none then.
+    {"ibgda.cpp get_device_list: RDMA device unknown, gpu-initiated with one", -1, 1, 1, 1, 1, 0, 1, "unknown"},
+    {"ibgda.cpp get_device_list: RDMA device unknown, cpu-assisted with one", -1, 1, 1, 1, 1, 0, 2, "unknown"},
+    {"ibgda.cpp get_device_list: RDMA device unknown, proxy-only with one (no atomics)", -1, 1, 1, 0, 1, 0, 1, "unknown"},
+    {"ibgda.cpp: no data path is none with or without an RDMA device", -1, 1, 1, 1, 0, 0, 1, "none"},
 };
 
 TEST(ReadinessTable, IbgdaModesFollowNvshmemAndTheDriver) {

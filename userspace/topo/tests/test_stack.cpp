@@ -17,9 +17,9 @@ struct Row {
   int dmabuf_default, dmabuf_pcie, nvidia_p2p;
 };
 
-// GateInput's members, in its order.
+// GateInput's members, in its order; the table is 580.142's (DriverGate::Full).
 GateInput make(int flavour, int coherent, int override_value, bool vm, bool chipset, int bridge, int group) {
-  return {flavour, coherent, override_value, vm, chipset, bridge, group};
+  return {flavour, coherent, override_value, vm, chipset, bridge, group, DriverGate::Full};
 }
 
 TEST(ExporterGate, TableFromTheDriverSource) {

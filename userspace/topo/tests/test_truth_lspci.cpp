@@ -201,9 +201,10 @@ TEST(TruthLspciTranscript, EveryShellPromptFormStartsTheCommandsOutput) {
   // The prompts shells print before a command: bash's default "\s-\v\$ ", Debian's
   // "\u@\h:\w\$ ", Fedora's "[\u@\h \W]\$ ", a bare "$ ", root's "#" forms; the line of prose
   // before the prompt is no lspci output.
-  for (const std::string prompt : {"$ lspci -tv", "$ sudo lspci -tv", "bash-5.1$ lspci -tv", "user@gpu-node:~$ lspci -tv",
-                                   "[user@gpu-node ~]$ sudo lspci -tv", "$ sonata@coyote2:~$ lspci -tv", "root@gpu-node:~# lspci -tv",
-                                   "# lspci -tv", "gpu-node:~# lspci -tv", "root@gpu-node# lspci -tv", "(base) gpu node $$ lspci -tv"}) {
+  for (const std::string prompt :
+       {"$ lspci -tv", "$ sudo lspci -tv", "bash-5.1$ lspci -tv", "user@gpu-node:~$ lspci -tv", "[user@gpu-node ~]$ sudo lspci -tv",
+        "$ sonata@coyote2:~$ lspci -tv", "root@gpu-node:~# lspci -tv", "# lspci -tv", "gpu-node:~# lspci -tv", "root@gpu-node# lspci -tv",
+        "(base) gpu node $$ lspci -tv", "[root@gpu-node ~]# lspci -tv", "[root@gpu-node nccl logs]# lspci -tv"}) {
     SCOPED_TRACE(prompt);
     Topology t = parse("Taken on the node after the reboot:\n" + prompt + "\n" + kTree);
     expect_small_tree(t);
@@ -459,8 +460,11 @@ TEST(TruthLspciTree, HolohubIgxOrinEveryDeviceUnderItsBridge) {
   for (const auto& h : t.host_bridges) roots.push_back(h.name);
   EXPECT_EQ(roots, (std::vector<std::string>{"0007:00", "0005:00", "0004:00", "0001:00", "0000:00"}));
   EXPECT_EQ(dev(t, "0005:09:00.0").name, "NVIDIA Corporation GA102GL [RTX A6000]");
+  // No vendor in pci.ids: lspci prints "Device vvvv:dddd" (lib/names.c format_name_pair), the ids.
   EXPECT_EQ(dev(t, "0001:67:00.0").name, "Device 1c00:3450");
-  EXPECT_FALSE(dev(t, "0001:67:00.0").ids_known);
+  EXPECT_TRUE(dev(t, "0001:67:00.0").ids_known);
+  EXPECT_EQ(dev(t, "0001:67:00.0").vendor, 0x1c00);
+  EXPECT_EQ(dev(t, "0001:67:00.0").device, 0x3450);
   EXPECT_EQ(dev(t, "0007:01:00.0").name, "Marvell Technology Group Ltd. 88SE9235 PCIe 2.0 x2 4-port SATA 6 Gb/s Controller");
   EXPECT_TRUE(t.notes.empty()) << ::testing::PrintToString(t.notes);
 }
@@ -1296,6 +1300,91 @@ TEST(TruthLspciHeader, TheNameIsAllTextBeforeTheSuffixes) {
   EXPECT_EQ(dev(t, "0000:01:00.0").name, "(rev b) Lab NIC");
   EXPECT_EQ(dev(t, "0000:02:00.0").name, "(prog-if x) Lab USB");
   EXPECT_EQ(dev(t, "0000:02:00.0").class_code, 0x0c0330u);
+}
+
+TEST(TruthLspciTranscript, FedoraPromptsInASessionOfSeveralCommands) {
+  // Fedora's and RHEL's PS1, "[\u@\h \W]\$ " (/etc/bashrc of Fedora's setup package; bash(1),
+  // PROMPTING: \$ is '#' for uid 0 and '$' otherwise, \W the base name of the working directory,
+  // spaces and all): each prompt starts a command, the other commands' output is skipped, and the
+  // bare prompt the paste ends at (its blank cut by the editor) ends the last one.
+  const std::string session =
+      "[root@gpu-node ~]# uname -r\n"
+      "5.14.0-427.13.1.el9_4.x86_64\n"
+      "[root@gpu-node ~]# lspci -tv\n" +
+      kTree +
+      "[root@gpu-node ~]# cd '/var/tmp/nccl logs'\n"
+      "[root@gpu-node nccl logs]# lspci -vvv -s 01:00.0\n" +
+      kGpuHeader +
+      "\n"
+      "\tNUMA node: 1\n"
+      "[root@gpu-node nccl logs]# exit\n"
+      "[nvidia@gpu-node ~]$ nvidia-smi -L\n"
+      "GPU 0: NVIDIA H100 PCIe (UUID: GPU-5c2d3c1e-0000-0000-0000-000000000000)\n"
+      "[nvidia@gpu-node ~]$\n";
+  Topology t = parse(session);
+  expect_small_tree(t);
+  EXPECT_EQ(dev(t, "0000:01:00.0").numa, 1);
+  EXPECT_TRUE(t.notes.empty()) << ::testing::PrintToString(t.notes);
+  // Brackets that are no such prompt: a markdown link, "[x]# " without user@host.
+  EXPECT_NE(error_of("[root@gpu-node docs](https://example.com)# lspci -tv\n" + kTree), "");
+  EXPECT_NE(error_of("[x]# lspci -tv\n" + kTree), "");
+}
+
+TEST(TruthLspciTree, DashNPrintsTheIdsWhereTheNamesWouldBe) {
+  // With -n lspci prints the ids alone where it prints names (lib/names.c pci_lookup_name:
+  // PCI_LOOKUP_NUMERIC, format_name_pair "%s" of "%04x:%04x"): `lspci -tvn` ends a device's line
+  // with "  10de:2330". Without -n, ids that pci.ids lacks print as "Device vvvv:dddd"
+  // (format_name_pair with no vendor name). Text that only looks like them stays a name.
+  const std::string tree =
+      "-[0000:00]-+-00.0  8086:09a2\n"
+      "           +-01.0-[01]----00.0  10de:2330\n"
+      "           +-02.0-[02]--+-00.0  15b3:1021\n"
+      "           |            \\-00.1  15b3:1021\n"
+      "           +-03.0-[03]----00.0  Device 1c00:3450\n"
+      "           +-04.0-[04]----00.0  10de:233\n"
+      "           +-05.0-[05]----00.0  Device 10de:23300\n"
+      "           \\-06.0-[06]----00.0  Vendor 10de:2330\n";
+  Topology t = parse(tree);
+  const std::pair<const char*, std::pair<int, int>> ids[] = {{"0000:00:00.0", {0x8086, 0x09a2}},
+                                                             {"0000:01:00.0", {0x10de, 0x2330}},
+                                                             {"0000:02:00.0", {0x15b3, 0x1021}},
+                                                             {"0000:02:00.1", {0x15b3, 0x1021}},
+                                                             {"0000:03:00.0", {0x1c00, 0x3450}}};
+  for (const auto& [bdf, id] : ids) {
+    SCOPED_TRACE(bdf);
+    EXPECT_TRUE(dev(t, bdf).ids_known);
+    EXPECT_EQ(dev(t, bdf).vendor, id.first);
+    EXPECT_EQ(dev(t, bdf).device, id.second);
+  }
+  EXPECT_EQ(dev(t, "0000:01:00.0").name, "");  // lspci printed no name
+  for (const char* b : {"0000:04:00.0", "0000:05:00.0", "0000:06:00.0"}) {
+    SCOPED_TRACE(b);
+    EXPECT_FALSE(dev(t, b).ids_known);
+  }
+}
+
+TEST(TruthLspciHeader, DashNListingReadsAsTheDashNnOne) {
+  // The real H200 node's config space decoded by pciutils 3.9.0 twice (tests/reference/README.md,
+  // truth/): `lspci -vvv -n` prints "00:06.0 0302: 10de:2335 (rev a1)" (lspci.c show_terse,
+  // PCI_LOOKUP_CLASS "%04x"), `-vvv -nn` "00:06.0 3D controller [0302]: NVIDIA Corporation GH100
+  // [H200 SXM 141GB] [10de:2335] (rev a1)": the same devices, ids, classes, BARs and links.
+  const Topology n = parse(slurp(reference("truth/h200x4-run2-lspci-vvv-n.txt")), "n.txt");
+  const Topology nn = parse(slurp(reference("truth/h200x4-run2-lspci-vvv.txt")), "nn.txt");
+  ASSERT_EQ(n.devices.size(), nn.devices.size());
+  for (const Device& want : nn.devices) {
+    SCOPED_TRACE(want.bdf);
+    const Device& got = dev(n, want.bdf);
+    EXPECT_TRUE(got.ids_known);
+    EXPECT_EQ(got.vendor, want.vendor);
+    EXPECT_EQ(got.device, want.device);
+    EXPECT_EQ(got.class_known, want.class_known);
+    EXPECT_EQ(got.class_code, want.class_code);
+    EXPECT_EQ(got.bars.size(), want.bars.size());
+    EXPECT_EQ(got.link_sta.width, want.link_sta.width);
+    EXPECT_EQ(got.numa, want.numa);
+  }
+  EXPECT_EQ(dev(n, "0000:00:06.0").class_code, 0x030200u);
+  EXPECT_EQ(dev(n, "0000:00:06.0").device, 0x2335);
 }
 
 }  // namespace

@@ -8,8 +8,8 @@
 //    open-gpu-kernel-modules osmemdesc.c (IO memory refused without PeerMappingOverride unless
 //    CAP_SYS_ADMIN). A fact the input lacks leaves every value it may take open: the mode is
 //    known only when all of them give the same one (docs/check.md: "unknown is a mode: the
-//    input lacks a fact that decides it"). An mlx5 device, or one whose DEVX and atomic caps are
-//    known, is a verbs device: no world without an RDMA device is left then.
+//    input lacks a fact that decides it"). Only a device the probe read DEVX or the atomic caps
+//    through is certainly a verbs device: an mlx5 function without mlx5_ib bound has none.
 //  - GDS: GDS Troubleshooting Guide §14, "GDS Support for NVMe Drives Using Linux PCI P2PDMA
 //    Support" (release 615), Installation Guide §1, as docs/check.md's GDS table orders them.
 //  - Node verdict: docs/check.md "Rules and verdicts" (each GPU by its best NIC as NCCL's
@@ -56,14 +56,16 @@ std::vector<int> values(int v, std::vector<int> all = {0, 1}) { return v < 0 ? a
 // mlx5dv_is_supported; the input assumes them for ConnectX-5+ / BlueField ids).
 bool caps_known(const IbgdaFacts& f) { return f.devx >= 0 || f.atomics >= 0; }
 
-// A verbs device is certain when the NIC is mlx5 (NVSHMEM finds it by its ibv device name) or
-// DEVX / the atomic caps are known (the probe read them through verbs, or a ConnectX-5+ id).
-bool verbs_device_known(const IbgdaFacts& f, int mlx5) { return mlx5 == 1 || f.devx >= 0 || f.atomics >= 0; }
+// A verbs device is certain only where the probe read DEVX or the atomic caps through it. An mlx5
+// function (ConnectX ids, mlx5_core) has one only with mlx5_ib bound, and caps assumed from a
+// ConnectX-5+ id say nothing of that: NVSHMEM enumerates the verbs devices (ibgda.cpp
+// nvshmemt_init: ftable.get_device_list, open_device), and a NIC without one is none.
+bool verbs_device_known(const IbgdaFacts& f) { return f.probed && (f.devx >= 0 || f.atomics >= 0); }
 
 std::set<std::string> ibgda_worlds(const IbgdaFacts& f) {
   std::set<std::string> modes;
   for (int mlx5 : values(f.mlx5, caps_known(f) ? std::vector<int>{1} : std::vector<int>{0, 1}))
-    for (int rdma : values(f.rdma_nic, verbs_device_known(f, mlx5) ? std::vector<int>{1} : std::vector<int>{0, 1}))
+    for (int rdma : values(f.rdma_nic, verbs_device_known(f) ? std::vector<int>{1} : std::vector<int>{0, 1}))
       for (int devx : values(f.devx))
         for (int atomics : values(f.atomics))
           for (int dmabuf : values(f.dmabuf_data))
@@ -98,7 +100,7 @@ TEST(TruthIbgda, EveryFactCombinationGivesTheModeAllWorldsAgreeOn) {
                 f.dmabuf_data = dmabuf;
                 f.peer_mem = peer;
                 f.uar_gpu_map = uar;
-                if ((rdma == 0 && verbs_device_known(f, mlx5)) || (mlx5 != 1 && caps_known(f))) continue;  // no such input
+                if ((rdma == 0 && verbs_device_known(f)) || (mlx5 != 1 && caps_known(f))) continue;  // no such input
                 const std::set<std::string> worlds = ibgda_worlds(f);
                 const std::string want = worlds.size() == 1 ? *worlds.begin() : "unknown";
                 const ReadinessMode m = decide_ibgda(f);

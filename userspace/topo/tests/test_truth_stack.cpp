@@ -5,9 +5,12 @@
 // NVIDIA/open-gpu-kernel-modules tag 580.142 (kernel-open/nvidia/nv-pci.c
 // nv_grdma_pci_topology_supported() and nv_pci_is_valid_topology_for_direct_pci(),
 // kernel-open/nvidia/nv-dmabuf.c nv_dma_buf_attach(), src/nvidia/arch/nvalloc/unix/src/osapi.c
-// nvidia_p2p_dma_map_pages(), kernel-open/nvidia/nv-reg.h for the override's values 0/1/2).
-// An input the check does not know (-1) is every value it can take; the gate's answer is
-// known only where the driver decides the same for all of them, and never the wrong one.
+// nvidia_p2p_dma_map_pages(), kernel-open/nvidia/nv-reg.h for the override's values 0/1/2),
+// and the same functions in the other versions' tags (stack.hpp DriverGate): 575.64.05 (FORCE_PCIE
+// checked only, "override != 0 || one IOMMU group"), 565.77 (nothing checked, no FORCE_PCIE) and
+// 595.45.04 (FORCE_PCIE by the IOMMU group alone). An input the check does not know (-1, a driver
+// version not known) is every value it can take; the gate's answer is known only where the
+// driver decides the same for all of them, and never the wrong one.
 //
 // The stage on synthetic nodes (test_topo_support.hpp's switch node, with the stack's files
 // added): which consumer sees which peer-memory client name, from the paths their sources test
@@ -38,14 +41,17 @@ namespace {
 // ---- the driver, as its C reads (true: allowed) --------------------------------------------
 
 struct Driver {
-  bool open;  // the open kernel module (only it exports dma-buf)
+  DriverGate version;  // which checks the version has
+  bool open;           // the open kernel module (only it exports dma-buf)
   bool coherent;
   int override_value;  // NVreg_GrdmaPciTopoCheckOverride: 1 ALLOW_ACCESS, 2 DENY_ACCESS, else default
   bool passthru, unsupported_chipset, common_switch, same_group;
 };
 
-// nv-pci.c nv_grdma_pci_topology_supported()
+// nv-pci.c nv_grdma_pci_topology_supported(), from 580.65.06; before it neither
+// rm_p2p_dma_map_pages (osapi.c) nor nv_dma_buf_map (nv-dmabuf.c) checks a topology.
 bool grdma_topology_supported(const Driver& d) {
+  if (d.version == DriverGate::None || d.version == DriverGate::DirectPci) return true;
   if (d.coherent) return true;
   switch (d.override_value) {
     case 1: return true;
@@ -57,9 +63,11 @@ bool grdma_topology_supported(const Driver& d) {
   return true;
 }
 
-// nv-pci.c nv_pci_is_valid_topology_for_direct_pci()
+// nv-pci.c nv_pci_is_valid_topology_for_direct_pci(), from 570.86.15.
 bool valid_topology_for_direct_pci(const Driver& d) {
   if (!d.coherent) return false;
+  if (d.version == DriverGate::DirectPci) return d.override_value != 0 || d.same_group;  // 575.64.05
+  if (d.version == DriverGate::PcieByGroup) return d.same_group;                         // 595.45.04
   switch (d.override_value) {
     case 1: return true;
     case 2: return false;
@@ -69,7 +77,7 @@ bool valid_topology_for_direct_pci(const Driver& d) {
 
 // nv_dma_buf_attach(): the default mapping type and FORCE_PCIE; the proprietary module exports none.
 bool dmabuf_default(const Driver& d) { return d.open && grdma_topology_supported(d); }
-bool dmabuf_pcie(const Driver& d) { return d.open && valid_topology_for_direct_pci(d); }
+bool dmabuf_pcie(const Driver& d) { return d.open && d.version != DriverGate::None && valid_topology_for_direct_pci(d); }
 // osapi.c nvidia_p2p_dma_map_pages(): coherent maps; else the same topology check (either flavour).
 bool nvidia_p2p(const Driver& d) { return d.coherent || grdma_topology_supported(d); }
 
@@ -77,13 +85,18 @@ bool nvidia_p2p(const Driver& d) { return d.coherent || grdma_topology_supported
 std::vector<Driver> completions(const GateInput& in) {
   auto tri = [](int v) { return v == -1 ? std::vector<bool>{false, true} : std::vector<bool>{v == 1}; };
   const std::vector<int> overrides = in.override_value == -1 ? std::vector<int>{0, 1, 2} : std::vector<int>{in.override_value};
+  const std::vector<DriverGate> versions =
+      in.driver == DriverGate::Unknown
+          ? std::vector<DriverGate>{DriverGate::None, DriverGate::DirectPci, DriverGate::Full, DriverGate::PcieByGroup}
+          : std::vector<DriverGate>{in.driver};
   std::vector<Driver> out;
-  for (bool open : tri(in.flavour))
-    for (bool coherent : tri(in.coherent))
-      for (int ov : overrides)
-        for (bool sw : tri(in.common_bridge))
-          for (bool group : tri(in.same_iommu_group))
-            out.push_back({open, coherent, ov, in.passthrough_vm, in.unsupported_chipset, sw, group});
+  for (DriverGate version : versions)
+    for (bool open : tri(in.flavour))
+      for (bool coherent : tri(in.coherent))
+        for (int ov : overrides)
+          for (bool sw : tri(in.common_bridge))
+            for (bool group : tri(in.same_iommu_group))
+              out.push_back({version, open, coherent, ov, in.passthrough_vm, in.unsupported_chipset, sw, group});
   return out;
 }
 
@@ -98,7 +111,7 @@ std::string describe(const GateInput& in) {
   return "flavour=" + std::to_string(in.flavour) + " coherent=" + std::to_string(in.coherent) +
          " override=" + std::to_string(in.override_value) + " vm=" + std::to_string(in.passthrough_vm) +
          " chipset=" + std::to_string(in.unsupported_chipset) + " bridge=" + std::to_string(in.common_bridge) +
-         " group=" + std::to_string(in.same_iommu_group);
+         " group=" + std::to_string(in.same_iommu_group) + " driver=" + std::to_string(static_cast<int>(in.driver));
 }
 
 // Known inputs: the gate says exactly what the driver decides. Unknown inputs: a known answer
@@ -112,27 +125,30 @@ TEST(TruthGate, EveryInputAgainstTheDriverSource) {
         for (bool vm : {false, true})
           for (bool chipset : {false, true})
             for (int bridge : {-1, 0, 1})
-              for (int group : {-1, 0, 1}) {
-                const GateInput in{flavour, coherent, ov, vm, chipset, bridge, group};
-                SCOPED_TRACE(describe(in));
-                const GateResult g = exporter_gate(in);
-                const std::vector<Driver> ds = completions(in);
-                const std::pair<const GateAnswer*, bool (*)(const Driver&)> answers[] = {
-                    {&g.dmabuf_default, dmabuf_default}, {&g.dmabuf_pcie, dmabuf_pcie}, {&g.nvidia_p2p, nvidia_p2p}};
-                for (const auto& [got, truth] : answers) {
-                  const int want = decided(ds, truth);
-                  EXPECT_FALSE(got->why.empty());
-                  if (got->allowed != -1) {
-                    EXPECT_EQ(got->allowed, want) << got->why;  // never a guess
+              for (int group : {-1, 0, 1})
+                for (DriverGate version :
+                     {DriverGate::Unknown, DriverGate::None, DriverGate::DirectPci, DriverGate::Full, DriverGate::PcieByGroup}) {
+                  const GateInput in{flavour, coherent, ov, vm, chipset, bridge, group, version};
+                  SCOPED_TRACE(describe(in));
+                  const GateResult g = exporter_gate(in);
+                  const std::vector<Driver> ds = completions(in);
+                  const std::pair<const GateAnswer*, bool (*)(const Driver&)> answers[] = {
+                      {&g.dmabuf_default, dmabuf_default}, {&g.dmabuf_pcie, dmabuf_pcie}, {&g.nvidia_p2p, nvidia_p2p}};
+                  for (const auto& [got, truth] : answers) {
+                    const int want = decided(ds, truth);
+                    EXPECT_FALSE(got->why.empty());
+                    if (got->allowed != -1) {
+                      EXPECT_EQ(got->allowed, want) << got->why;  // never a guess
+                    }
+                    const bool all_known =
+                        flavour != -1 && coherent != -1 && ov != -1 && bridge != -1 && group != -1 && version != DriverGate::Unknown;
+                    if (all_known) {
+                      EXPECT_EQ(got->allowed, want) << got->why;
+                    }
                   }
-                  const bool all_known = flavour != -1 && coherent != -1 && ov != -1 && bridge != -1 && group != -1;
-                  if (all_known) {
-                    EXPECT_EQ(got->allowed, want) << got->why;
-                  }
+                  ++checked;
                 }
-                ++checked;
-              }
-  EXPECT_EQ(checked, 3 * 3 * 5 * 2 * 2 * 3 * 3);
+  EXPECT_EQ(checked, 3 * 3 * 5 * 2 * 2 * 3 * 3 * 5);
 }
 
 // The unknowns that decide alone: the answer the driver gives depends on them, so it is unknown.
@@ -174,6 +190,7 @@ TEST(TruthGate, AnUnknownOverrideSaysWhatTheDefaultDecides) {
         in.unsupported_chipset = chipset;
         in.common_bridge = bridge;
         in.same_iommu_group = 1;
+        in.driver = DriverGate::Full;  // 580.142's wording
         SCOPED_TRACE(describe(in));
         GateInput zero = in;
         zero.override_value = 0;
@@ -190,6 +207,7 @@ TEST(TruthGate, AnUnknownOverrideSaysWhatTheDefaultDecides) {
     in.coherent = 1;
     in.override_value = -1;
     in.same_iommu_group = group;
+    in.driver = DriverGate::Full;
     SCOPED_TRACE(describe(in));
     GateInput zero = in;
     zero.override_value = 0;
@@ -1237,6 +1255,117 @@ TEST(TruthConsumerFindings, TheReasonIsThePathTheRefusedConsumersTake) {
       << f->reason;
   EXPECT_EQ(f->fix.find("install the open NVIDIA kernel module"), std::string::npos) << f->fix;
   EXPECT_NE(f->fix.find("NVreg_GrdmaPciTopoCheckOverride=1"), std::string::npos) << f->fix;
+}
+
+// ---- the driver's version decides which checks exist ----------------------------------------
+
+// The checks by version, from the open module's tags (git grep of NVIDIA/open-gpu-kernel-modules):
+// NVreg_GrdmaPciTopoCheckOverride, nv_pci_is_valid_topology_for_direct_pci and the FORCE_PCIE
+// mapping type first appear in 570.86.15, nv_grdma_pci_topology_supported (called from
+// nv_dma_buf_attach and rm_p2p_dma_map_pages) in 580.65.06, and 595.44.02's
+// nv_pci_is_valid_topology_for_direct_pci no longer reads the override. 575.64.05's
+// rm_p2p_dma_map_pages maps every peer (nv_dma_map_peer) and its nv_dma_buf_map checks only
+// FORCE_PCIE. A node whose version file is missing may run any of them.
+std::string version_line(const std::string& version, bool open = true) {
+  return open ? "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  " + version + "  Release Build\n"
+              : "NVRM version: NVIDIA UNIX x86_64 Kernel Module  " + version + "  Wed Apr 29 17:32:45 UTC 2026\n";
+}
+
+// A PCIe GPU and a NIC under root ports of their own on Grace (RM's chipset list), override 0:
+// 580.142's nv_grdma_pci_topology_supported refuses (no common bridge); older drivers check nothing.
+TEST(TruthGateVersion, OlderDriversRefuseNoTopologyAndAnUnknownVersionStaysUnknown) {
+  struct Case {
+    const char* what;
+    std::string version;  // the version file's line, "" none
+    int want_p2p, want_dmabuf;
+  };
+  const Case cases[] = {
+      {"580.159.04 (the real H200 node's)", kOpen, 0, 0},
+      {"580.65.06, the first 580 tag", version_line("580.65.06"), 0, 0},
+      {"595.45.04", version_line("595.45.04"), 0, 0},
+      {"575.64.05: no nv_grdma_pci_topology_supported yet", version_line("575.64.05"), 1, 1},
+      {"570.86.15", version_line("570.86.15"), 1, 1},
+      {"565.77", version_line("565.77"), 1, 1},
+      {"535.288.01 proprietary: no dma-buf, nvidia_p2p unchecked", version_line("535.288.01", false), 1, 0},
+      {"no version file: any driver", "", -1, -1},
+      {"578.10: a branch never published", version_line("578.10"), -1, -1},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    const Report r = run_check(grace_two_root_ports(c.version), params_with_override("0"));
+    const GateResult& g = gpu_nic(r).stack->gate;
+    EXPECT_EQ(g.nvidia_p2p.allowed, c.want_p2p) << g.nvidia_p2p.why;
+    EXPECT_EQ(g.dmabuf_default.allowed, c.want_dmabuf) << g.dmabuf_default.why;
+    if (c.want_p2p == -1) {
+      EXPECT_NE(g.nvidia_p2p.why.find("version"), std::string::npos) << g.nvidia_p2p.why;
+    }
+  }
+}
+
+// GH200 (coherent) with NVreg_GrdmaPciTopoCheckOverride=1 and GPU and NIC in two IOMMU groups:
+// FORCE_PCIE is allowed by 570.86.15's "override != 0" and 580.142's ALLOW_ACCESS, refused by
+// 595.44.02 (one IOMMU group, whatever the override) and missing before 570.86.15.
+TEST(TruthGateVersion, ThePcieMappingTypeByVersion) {
+  struct Case {
+    const char* what;
+    std::string version;
+    int want_pcie;
+  };
+  const Case cases[] = {
+      {"580.159.04", kOpen, 1},
+      {"595.45.04", version_line("595.45.04"), 0},
+      {"575.64.05", version_line("575.64.05"), 1},
+      {"565.77: no FORCE_PCIE mapping type", version_line("565.77"), 0},
+      {"no version file", "", -1},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    FakeNode n = stack_node(c.version);
+    n.cpuinfo = "processor\t: 0\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd4f\n";
+    n.groups = {{3, "identity"}, {4, "identity"}};
+    for (auto& f : n.fns) {
+      if (f.bdf == "0000:03:00.0") f.device = 0x2342;
+      f.iommu_group = f.bdf == "0000:04:00.0" ? 4 : 3;
+    }
+    const Report r = run_check(n, params_with_override("1"));
+    const GateResult& g = gpu_nic(r).stack->gate;
+    EXPECT_EQ(g.dmabuf_pcie.allowed, c.want_pcie) << g.dmabuf_pcie.why;
+    EXPECT_NE(g.nvidia_p2p.allowed, 0) << g.nvidia_p2p.why;  // coherent: every version maps
+  }
+}
+
+// The version table against the tags of NVIDIA/open-gpu-kernel-modules (the first and last tag of
+// each behaviour; a version below a branch's first tag, or of a branch never published, has no
+// source to read).
+TEST(TruthGateVersion, VersionsByTheTagsThatIntroducedEachCheck) {
+  const std::pair<const char*, DriverGate> rows[] = {
+      {"515.43.04", DriverGate::None},
+      {"535.288.01", DriverGate::None},
+      {"550.163.01", DriverGate::None},
+      {"565.77", DriverGate::None},
+      {"570.86.15", DriverGate::DirectPci},
+      {"570.211.01", DriverGate::DirectPci},
+      {"575.64.05", DriverGate::DirectPci},
+      {"580.65.06", DriverGate::Full},
+      {"580.142", DriverGate::Full},
+      {"580.159.04", DriverGate::Full},
+      {"590.48.01", DriverGate::Full},
+      {"595.44.02", DriverGate::PcieByGroup},
+      {"595.45.04", DriverGate::PcieByGroup},
+      {"570.86.10", DriverGate::Unknown},
+      {"578.10", DriverGate::Unknown},
+      {"580.65.05", DriverGate::Unknown},
+      {"593.10", DriverGate::Unknown},
+      {"595.44.01", DriverGate::Unknown},
+      {"", DriverGate::Unknown},
+      {"580", DriverGate::Unknown},
+      {"580.x", DriverGate::Unknown},
+      {"v580.65.06", DriverGate::Unknown},
+  };
+  for (const auto& [version, want] : rows) {
+    SCOPED_TRACE(version);
+    EXPECT_EQ(static_cast<int>(driver_gate_of(version)), static_cast<int>(want));
+  }
 }
 
 }  // namespace

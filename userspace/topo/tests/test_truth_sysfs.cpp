@@ -1074,5 +1074,32 @@ TEST(TruthProcfs, RegistryDwordsBlanksAsTheDriverDropsThem) {
   EXPECT_EQ(s.registry_dwords.at("RmFoo"), "2");
 }
 
+TEST(TruthSysfsAttrs, LinkWidthAttributesAreLaneCountsOrUnknown) {
+  // drivers/pci/pci-sysfs.c prints current_link_width as "%u" of the Negotiated Link Width field
+  // and max_link_width as "%u" of pcie_get_width_cap(), which is PCIE_LNK_WIDTH_UNKNOWN (0xff,
+  // include/linux/pci.h) without a Link Capabilities register: 255 is unknown, and a width the
+  // kernel cannot print ("-1") is an error naming the file, as a malformed id is.
+  {
+    Node n;
+    n.root_fn("0000:00:02.0", Config().b);
+    n.file("sys/devices/pci0000:00/0000:00:02.0/max_link_width", "255\n");
+    n.file("sys/devices/pci0000:00/0000:00:02.0/current_link_width", "8\n");
+    const Topology t = n.read();
+    EXPECT_EQ(dev(t, "0000:00:02.0").link_cap.width, 0);
+    EXPECT_EQ(dev(t, "0000:00:02.0").link_sta.width, 8);
+  }
+  for (const std::string bad : {"-1\n", "x16\n", "\n", "33\n"}) {
+    Node n;
+    n.root_fn("0000:00:02.0", Config().b);
+    n.file("sys/devices/pci0000:00/0000:00:02.0/current_link_width", bad);
+    try {
+      n.read();
+      ADD_FAILURE() << "no error for " << bad;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("0000:00:02.0/current_link_width"), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gdrpeer::topo

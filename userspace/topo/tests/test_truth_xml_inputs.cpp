@@ -1045,5 +1045,26 @@ TEST(TruthNcclCut, CutOffDumpIsReadUpToItsLastTag) {
   EXPECT_EQ(nccl_error_line("\n\n<system version=\"1\""), 3);
 }
 
+TEST(TruthNcclPci, LinkWidthIsALaneCountOrUnknown) {
+  // NCCL's xml.cc ncclTopoGetXmlFromSys writes link_width from NVML or as the smaller of sysfs
+  // max_link_width of the device and of its port, and "" when it has neither; the kernel prints
+  // PCIE_LNK_WIDTH_UNKNOWN (0xff, include/linux/pci.h enum pcie_link_width) in max_link_width of
+  // a function without the capability. "", 0 and 255: unknown; anything but 1-32 lanes is refused.
+  for (const auto& [attr, want] :
+       std::vector<std::pair<std::string, int>>{{"16", 16}, {"1", 1}, {"32", 32}, {"", 0}, {"0", 0}, {"255", 0}}) {
+    SCOPED_TRACE(attr);
+    const Topology t = parse_nccl_xml(
+        nccl_doc("<cpu numaid=\"0\">\n<pci busid=\"0000:17:00.0\" link_speed=\"16.0 GT/s PCIe\" link_width=\"" + attr + "\"/>\n</cpu>\n"),
+        "t.xml");
+    EXPECT_EQ(dev(t, "0000:17:00.0").link_sta.width, want);
+  }
+  for (const std::string bad : {"-1", "x16", "16 ", "33", "254", "1e3", "99999999999"}) {
+    std::string what;
+    EXPECT_EQ(nccl_error_line(nccl_doc("<cpu numaid=\"0\">\n<pci busid=\"0000:17:00.0\" link_width=\"" + bad + "\"/>\n</cpu>\n"), &what), 3)
+        << bad;
+    EXPECT_NE(what.find("link width"), std::string::npos) << what;
+  }
+}
+
 }  // namespace
 }  // namespace gdrpeer::topo

@@ -152,6 +152,9 @@ bool contains_any(std::string_view hay, const std::vector<std::string>& needles)
 // The device name pci.ids gives vendor:device (the text after the id on the
 // device line), or nullopt when the file or the entry is missing.
 std::optional<std::string> pci_ids_device_name(const std::string& path, uint16_t vendor, uint16_t device);
+// The name `lspci -tv` prints for vendor:device from the pci.ids at `path` (pciutils lib/names.c
+// format_name_pair without -n): "Vendor Device", "Vendor Device dddd", "Device vvvv:dddd".
+std::string pci_ids_lspci_name(const std::string& path, uint16_t vendor, uint16_t device);
 
 // Give every device its role from IDs/class (or from names where the input
 // has no IDs), then apply the operator's overrides ("GPU=0000:01:00.0").

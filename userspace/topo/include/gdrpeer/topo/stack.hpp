@@ -97,6 +97,19 @@ std::string kernel_log_text(const StackState& s);
 // nv_pci_is_valid_topology_for_direct_pci(), nv_pci_has_common_pci_switch() and
 // src/nvidia/arch/nvalloc/unix/src/osinit.c _checkP2pChipsetSupport(),
 // src/nvidia/arch/nvalloc/unix/src/osapi.c (nvidia_p2p_dma_map_pages).
+//
+// Which checks the driver has depends on its version, as the open module's tags show:
+enum class DriverGate {
+  Unknown = -1,     // the version is not in the input, or no published source covers it
+  None = 0,         // before 570.86.15 (515.43.04 .. 565.77, 535.x, 550.x): no topology check, no PCIe mapping type
+  DirectPci = 1,    // 570.86.15 .. 575.64.05: only FORCE_PCIE checks (coherent, and any non-zero override or one IOMMU group)
+  Full = 2,         // 580.65.06 .. 590.48.01 (580.142 is the model): nv_grdma_pci_topology_supported as well
+  PcieByGroup = 3,  // 595.44.02 on: as Full, but FORCE_PCIE ignores the override (one IOMMU group decides)
+};
+// The gate of a driver version "580.159.04" (/proc/driver/nvidia/version): by its branch, and
+// Unknown for a version below a branch's first published tag or a branch never published.
+DriverGate driver_gate_of(const std::string& version);
+
 struct GateInput {
   int flavour = -1;         // 1 open, 0 proprietary, -1 unknown
   int coherent = -1;        // NVLink-C2C coherent platform (GH200, GB200): 1/0/-1
@@ -105,6 +118,7 @@ struct GateInput {
   bool unsupported_chipset = false;  // Grace TH500, Ampere Altra, AmpereOne: RM's list
   int common_bridge = -1;            // GPU and NIC share an upstream bridge: 1/0/-1
   int same_iommu_group = -1;         // 1/0/-1
+  DriverGate driver = DriverGate::Unknown;
 };
 struct GateAnswer {
   int allowed = -1;  // 1 allowed, 0 refused, -1 unknown
