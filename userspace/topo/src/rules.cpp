@@ -568,6 +568,8 @@ Report check(const Topology& t, const RuleData& k, const CheckOptions& opt) {
                               "): check /sys/kernel/iommu_groups/*/type on the node or run gdrpeer check there");
   else if (t.iommu != IommuMode::Unknown)
     note("iommu-mode", std::string("IOMMU: ") + to_string(t.iommu) + iommu_cmdline_text(t.sw));
+  else  // groups exist (an IOMMU is active), but no group's type names the mode: VFIO's "unmanaged", or no type file
+    note("iommu-mode", "IOMMU: on, its mode named by no /sys/kernel/iommu_groups/*/type" + iommu_cmdline_text(t.sw));
   if (!t.sw.inspected)
     note("software-unknown", "software stack (nvidia, nvidia_peermem, dma-buf) not inspected for " + t.format + " input");
   if (t.sw.inspected && !t.sw.cuda_error.empty()) note("software-cuda", "CUDA probe: " + t.sw.cuda_error);

@@ -772,6 +772,13 @@ TEST(TruthNotes, IommuStateAsTheInputHoldsIt) {
   v.groups = {{7, "unmanaged"}};
   const Report vfio = check(from_fake(v), kb(), CheckOptions{});
   EXPECT_FALSE(has_note(vfio, "iommu-unknown"));
+  // ... yet they say an IOMMU is on (no groups without one), and the note says so rather than
+  // nothing; the same where the groups' type files hold nothing (read as no type).
+  EXPECT_TRUE(has_note(vfio, "iommu-mode", "IOMMU: on, its mode named by no /sys/kernel/iommu_groups/*/type ("));
+  v.groups = {{7, ""}};
+  const Report untyped = check(from_fake(v), kb(), CheckOptions{});
+  EXPECT_FALSE(has_note(untyped, "iommu-unknown"));
+  EXPECT_TRUE(has_note(untyped, "iommu-mode", "IOMMU: on, its mode named by no /sys/kernel/iommu_groups/*/type ("));
   const std::string text = testing::slurp(testing::reference("stelline-puget-wrx90.md"));
   Topology lt = parse_lspci({{"stelline-puget-wrx90.md", text}});
   assign_roles(lt, kb());
