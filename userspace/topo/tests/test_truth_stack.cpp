@@ -1334,6 +1334,29 @@ TEST(TruthGateVersion, ThePcieMappingTypeByVersion) {
   }
 }
 
+// Where no override lifts the refusal, the fix does not offer one: 595.44.02 checks the IOMMU
+// groups for FORCE_PCIE whatever the override (nv_pci_is_valid_topology_for_direct_pci), and a
+// driver before 570.86.15 has no FORCE_PCIE at all. NCCL takes the PCIe mapping type for this
+// C2C GPU off the P2C path (paths.cc), so the refusal is its.
+TEST(TruthGateVersion, TheFixOffersNoOverrideWhereNoneLiftsTheRefusal) {
+  const std::pair<std::string, std::string> cases[] = {{"595.45.04", "one IOMMU group"}, {"565.77", "570.86.15"}};
+  for (const auto& [version, says] : cases) {
+    SCOPED_TRACE(version);
+    FakeNode n = stack_node(version_line(version));
+    n.cpuinfo = "processor\t: 0\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd4f\n";
+    n.groups = {{3, "identity"}, {4, "identity"}};
+    for (auto& f : n.fns) {
+      if (f.bdf == "0000:03:00.0") f.device = 0x2342;
+      f.iommu_group = f.bdf == "0000:04:00.0" ? 4 : 3;
+    }
+    const Report r = run_check(n, params_with_override("1"));
+    const Finding* f = pair_finding(gpu_nic(r), "exporter-gate");
+    ASSERT_TRUE(f);
+    EXPECT_NE(f->fix.find(says), std::string::npos) << f->fix;
+    EXPECT_EQ(f->fix.find("GrdmaPciTopoCheckOverride=1"), std::string::npos) << f->fix;
+  }
+}
+
 // The version table against the tags of NVIDIA/open-gpu-kernel-modules (the first and last tag of
 // each behaviour; a version below a branch's first tag, or of a branch never published, has no
 // source to read).
