@@ -1334,6 +1334,36 @@ TEST(TruthGateVersion, ThePcieMappingTypeByVersion) {
   }
 }
 
+// 570.86.15 .. 575.64.05's nv_pci_is_valid_topology_for_direct_pci: "override != 0 || one IOMMU
+// group" on a coherent platform; the answer names which of the two allowed it, and which driver
+// lacks which check.
+TEST(TruthGateVersion, OlderDriversSayWhichConditionDecided) {
+  GateInput in;
+  in.flavour = 1;
+  in.coherent = 1;
+  in.driver = DriverGate::DirectPci;
+  in.override_value = 0;
+  in.same_iommu_group = 1;
+  GateResult g = exporter_gate(in);
+  EXPECT_EQ(g.dmabuf_pcie.allowed, 1);
+  EXPECT_EQ(g.dmabuf_pcie.why, "GPU and NIC are in one IOMMU group");
+  EXPECT_NE(g.nvidia_p2p.why.find("570.86.15 to 575"), std::string::npos) << g.nvidia_p2p.why;
+  for (int ov : {1, 2}) {
+    in.override_value = ov;
+    for (int group : {0, 1}) {
+      in.same_iommu_group = group;
+      g = exporter_gate(in);
+      EXPECT_EQ(g.dmabuf_pcie.allowed, 1);
+      EXPECT_NE(g.dmabuf_pcie.why.find("NVreg_GrdmaPciTopoCheckOverride != 0"), std::string::npos) << g.dmabuf_pcie.why;
+    }
+  }
+  in.driver = DriverGate::None;
+  g = exporter_gate(in);
+  EXPECT_EQ(g.dmabuf_pcie.allowed, 0);
+  EXPECT_NE(g.nvidia_p2p.why.find("before 570.86.15"), std::string::npos) << g.nvidia_p2p.why;
+  EXPECT_NE(g.dmabuf_default.why.find("before 570.86.15"), std::string::npos) << g.dmabuf_default.why;
+}
+
 // Where no override lifts the refusal, the fix does not offer one: 595.44.02 checks the IOMMU
 // groups for FORCE_PCIE whatever the override (nv_pci_is_valid_topology_for_direct_pci), and a
 // driver before 570.86.15 has no FORCE_PCIE at all. NCCL takes the PCIe mapping type for this
@@ -1384,6 +1414,13 @@ TEST(TruthGateVersion, VersionsByTheTagsThatIntroducedEachCheck) {
       {"580", DriverGate::Unknown},
       {"580.x", DriverGate::Unknown},
       {"v580.65.06", DriverGate::Unknown},
+      // Only "N.N" or "N.N.N" of decimal digits: anything else is no version this table can place.
+      {"580.95.05", DriverGate::Full},
+      {"565", DriverGate::Unknown},
+      {"580.65.06.1", DriverGate::Unknown},
+      {"580.+65.06", DriverGate::Unknown},
+      {"580-65-06", DriverGate::Unknown},
+      {"580. 65.06", DriverGate::Unknown},
   };
   for (const auto& [version, want] : rows) {
     SCOPED_TRACE(version);
