@@ -1364,6 +1364,29 @@ TEST(TruthGateVersion, OlderDriversSayWhichConditionDecided) {
   EXPECT_NE(g.dmabuf_default.why.find("before 570.86.15"), std::string::npos) << g.dmabuf_default.why;
 }
 
+// With the version not known, an answer that differs between versions says so once, after the
+// reason it has for 580.142 (however many versions differ; no repeated sentence).
+TEST(TruthGateVersion, AnUnknownVersionIsSaidOnce) {
+  GateInput in;  // Grace, PCIe GPU, no common bridge, the override not known, the version neither
+  in.flavour = 1;
+  in.coherent = 0;
+  in.unsupported_chipset = true;
+  in.common_bridge = 0;
+  in.same_iommu_group = 0;
+  for (int ov : {-1, 0}) {
+    in.override_value = ov;
+    const GateResult g = exporter_gate(in);
+    EXPECT_EQ(g.nvidia_p2p.allowed, -1);
+    const std::string& why = g.nvidia_p2p.why;
+    const std::string said = "driver's version is not in this input";
+    const size_t first = why.find(said);
+    EXPECT_TRUE(first == std::string::npos || why.find(said, first + 1) == std::string::npos) << why;
+    if (ov == 0) {
+      EXPECT_NE(first, std::string::npos) << why;
+    }
+  }
+}
+
 // Where no override lifts the refusal, the fix does not offer one: 595.44.02 checks the IOMMU
 // groups for FORCE_PCIE whatever the override (nv_pci_is_valid_topology_for_direct_pci), and a
 // driver before 570.86.15 has no FORCE_PCIE at all. NCCL takes the PCIe mapping type for this
