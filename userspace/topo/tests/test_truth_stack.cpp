@@ -1444,6 +1444,9 @@ TEST(TruthGateVersion, VersionsByTheTagsThatIntroducedEachCheck) {
       {"580.+65.06", DriverGate::Unknown},
       {"580-65-06", DriverGate::Unknown},
       {"580. 65.06", DriverGate::Unknown},
+      // Branches never published, next to published ones.
+      {"576.10", DriverGate::Unknown},
+      {"591.10", DriverGate::Unknown},
   };
   for (const auto& [version, want] : rows) {
     SCOPED_TRACE(version);
