@@ -109,8 +109,9 @@ ReadinessMode decide_ibgda(const IbgdaFacts& f) {
   // ibgda.cpp nvshmemt_init() enumerates the verbs devices (ftable.get_device_list, then
   // open_device): a NIC without one is never a candidate, and with none NVSHMEM says "no active IB
   // device that supports GPU-initiated communication is found". Not known: unknown, whatever the rest.
-  const bool probed_through_verbs = f.probed && (f.devx >= 0 || f.atomics >= 0);  // the probe opened it
-  if (f.rdma_nic < 0 && f.mlx5 != 0 && !probed_through_verbs) {
+  if (f.rdma_nic < 0) {
+    if (f.mlx5 == 0)
+      return unknown("the NIC is not mlx5 and whether it has an RDMA device is not in this input (proxy-only with one, none without)");
     IbgdaFacts with = f;
     with.rdma_nic = 1;
     const ReadinessMode m = decide_ibgda(with);
@@ -124,8 +125,6 @@ ReadinessMode decide_ibgda(const IbgdaFacts& f) {
   const bool data_unknown = f.dmabuf_data != 1 && f.peer_mem != 1;
   const std::string data = f.dmabuf_data == 1 ? "data buffers through dma-buf" : f.peer_mem == 1 ? "data buffers through peer memory" : "";
   // 2. mlx5 and DEVX.
-  if (f.mlx5 == 0 && f.rdma_nic < 0)
-    return unknown("the NIC is not mlx5 and whether it has an RDMA device is not in this input (proxy-only with one, none without)");
   if ((f.mlx5 == 0 || f.devx == 0 || f.atomics == 0) && data_unknown)
     return unknown(
         "IBGDA skips this NIC (not mlx5, no DEVX or missing atomics); whether GPU memory can be registered (dma-buf or a "

@@ -63,8 +63,11 @@ std::string hex4(uint16_t v) {
 std::string link_str(const Link& l) {
   if (!l.known()) return "";
   char b[48];
-  if (l.speed_gts > 0)
+  // A width of 0 is unknown (no lane count in the input, or the kernel's PCIE_LNK_WIDTH_UNKNOWN).
+  if (l.speed_gts > 0 && l.width > 0)
     std::snprintf(b, sizeof b, "%gGT/s x%d", l.speed_gts, l.width);
+  else if (l.speed_gts > 0)
+    std::snprintf(b, sizeof b, "%gGT/s x?", l.speed_gts);
   else
     std::snprintf(b, sizeof b, "x%d", l.width);
   return b;

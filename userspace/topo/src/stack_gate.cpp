@@ -206,9 +206,8 @@ DriverGate driver_gate_of(const std::string& version) {
   const long branch = v[0];
   if (branch < 570) return DriverGate::None;
   if (branch <= 575) return v >= Version{570, 86, 15} ? DriverGate::DirectPci : DriverGate::Unknown;
-  if (branch < 580) return DriverGate::Unknown;  // 576-579: never published
+  // 576-579 and 591-594 were never published: below the next first tag, Unknown.
   if (branch <= 590) return v >= Version{580, 65, 6} ? DriverGate::Full : DriverGate::Unknown;
-  if (branch < 595) return DriverGate::Unknown;  // 591-594: never published
   // 595.44.02 and later; a branch newer than the last source read (595.45.04) is taken to keep it.
   return v >= Version{595, 44, 2} ? DriverGate::PcieByGroup : DriverGate::Unknown;
 }

@@ -52,6 +52,13 @@ std::string gate_fix(const GateAnswer& g) {
     return "# remove NVreg_GrdmaPciTopoCheckOverride=2 from /etc/modprobe.d and reload the nvidia module";
   if (g.why.find("coherent platform") != std::string::npos)
     return "# the PCIe mapping type exists only on coherent (Grace) platforms: register with the default mapping type";
+  // Refusals no override lifts (stack_gate.cpp's older and newer drivers).
+  if (g.why.find("has no PCIe mapping type") != std::string::npos)
+    return "# the PCIe mapping type (FORCE_PCIE) came with NVIDIA driver 570.86.15: upgrade the driver, or register with the default "
+           "mapping type";
+  if (g.why.find("whatever NVreg_GrdmaPciTopoCheckOverride says") != std::string::npos)
+    return "# from driver 595.44.02 the PCIe mapping type needs GPU and NIC in one IOMMU group, and NVreg_GrdmaPciTopoCheckOverride no "
+           "longer lifts that: register with the default mapping type";
   return std::string("echo 'options nvidia NVreg_GrdmaPciTopoCheckOverride=1' > /etc/modprobe.d/gdr-override.conf   # ") + kOverrideCost;
 }
 

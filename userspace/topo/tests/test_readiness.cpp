@@ -89,6 +89,19 @@ TEST(ReadinessTable, IbgdaModesFollowNvshmemAndTheDriver) {
   EXPECT_NE(m.reason.find("CAP_SYS_ADMIN"), std::string::npos);
 }
 
+// An RDMA device not in the input: unknown; the reason says what it would be with one, or, where
+// that too is unknown, gives the rest's reason as it is.
+TEST(ReadinessTable, AnUnknownRdmaDeviceSaysWhatItWouldBeWithOne) {
+  ReadinessMode m = decide_ibgda(IbgdaFacts{-1, 1, 1, 1, 1, 0, 1, -1, false, "ConnectX-7"});
+  EXPECT_TRUE(m.unknown);
+  EXPECT_NE(m.reason.find("RDMA (verbs) device is not in this input"), std::string::npos) << m.reason;
+  EXPECT_NE(m.reason.find("none without one, gpu-initiated with one"), std::string::npos) << m.reason;
+  m = decide_ibgda(IbgdaFacts{-1, 1, 1, 1, -1, -1, 1, -1, false, "ConnectX-7"});
+  EXPECT_TRUE(m.unknown);
+  EXPECT_NE(m.reason.rfind("unknown: whether GPU memory can be registered", 0), std::string::npos) << m.reason;
+  EXPECT_EQ(m.reason.find("none without one"), std::string::npos) << m.reason;
+}
+
 // The GDS table. Source: GDS Troubleshooting Guide §14 and "GDS Support for NVMe Drives
 // Using Linux PCI P2PDMA Support" (release 615); GDS Installation Guide §1.
 struct GdsRow {

@@ -56,16 +56,15 @@ std::vector<int> values(int v, std::vector<int> all = {0, 1}) { return v < 0 ? a
 // mlx5dv_is_supported; the input assumes them for ConnectX-5+ / BlueField ids).
 bool caps_known(const IbgdaFacts& f) { return f.devx >= 0 || f.atomics >= 0; }
 
-// A verbs device is certain only where the probe read DEVX or the atomic caps through it. An mlx5
-// function (ConnectX ids, mlx5_core) has one only with mlx5_ib bound, and caps assumed from a
-// ConnectX-5+ id say nothing of that: NVSHMEM enumerates the verbs devices (ibgda.cpp
-// nvshmemt_init: ftable.get_device_list, open_device), and a NIC without one is none.
-bool verbs_device_known(const IbgdaFacts& f) { return f.probed && (f.devx >= 0 || f.atomics >= 0); }
+// A verbs device is certain only where the input says so (rdma_nic): an mlx5 function (ConnectX
+// ids, mlx5_core) has one only with mlx5_ib bound, and caps assumed from a ConnectX-5+ id say
+// nothing of that. NVSHMEM enumerates the verbs devices (ibgda.cpp nvshmemt_init:
+// ftable.get_device_list, open_device), and a NIC without one is none.
 
 std::set<std::string> ibgda_worlds(const IbgdaFacts& f) {
   std::set<std::string> modes;
   for (int mlx5 : values(f.mlx5, caps_known(f) ? std::vector<int>{1} : std::vector<int>{0, 1}))
-    for (int rdma : values(f.rdma_nic, verbs_device_known(f) ? std::vector<int>{1} : std::vector<int>{0, 1}))
+    for (int rdma : values(f.rdma_nic))
       for (int devx : values(f.devx))
         for (int atomics : values(f.atomics))
           for (int dmabuf : values(f.dmabuf_data))
@@ -100,7 +99,7 @@ TEST(TruthIbgda, EveryFactCombinationGivesTheModeAllWorldsAgreeOn) {
                 f.dmabuf_data = dmabuf;
                 f.peer_mem = peer;
                 f.uar_gpu_map = uar;
-                if ((rdma == 0 && verbs_device_known(f)) || (mlx5 != 1 && caps_known(f))) continue;  // no such input
+                if (mlx5 != 1 && caps_known(f)) continue;  // no such input
                 const std::set<std::string> worlds = ibgda_worlds(f);
                 const std::string want = worlds.size() == 1 ? *worlds.begin() : "unknown";
                 const ReadinessMode m = decide_ibgda(f);

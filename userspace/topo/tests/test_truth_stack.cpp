@@ -1334,6 +1334,82 @@ TEST(TruthGateVersion, ThePcieMappingTypeByVersion) {
   }
 }
 
+// 570.86.15 .. 575.64.05's nv_pci_is_valid_topology_for_direct_pci: "override != 0 || one IOMMU
+// group" on a coherent platform; the answer names which of the two allowed it, and which driver
+// lacks which check.
+TEST(TruthGateVersion, OlderDriversSayWhichConditionDecided) {
+  GateInput in;
+  in.flavour = 1;
+  in.coherent = 1;
+  in.driver = DriverGate::DirectPci;
+  in.override_value = 0;
+  in.same_iommu_group = 1;
+  GateResult g = exporter_gate(in);
+  EXPECT_EQ(g.dmabuf_pcie.allowed, 1);
+  EXPECT_EQ(g.dmabuf_pcie.why, "GPU and NIC are in one IOMMU group");
+  EXPECT_NE(g.nvidia_p2p.why.find("570.86.15 to 575"), std::string::npos) << g.nvidia_p2p.why;
+  for (int ov : {1, 2}) {
+    in.override_value = ov;
+    for (int group : {0, 1}) {
+      in.same_iommu_group = group;
+      g = exporter_gate(in);
+      EXPECT_EQ(g.dmabuf_pcie.allowed, 1);
+      EXPECT_NE(g.dmabuf_pcie.why.find("NVreg_GrdmaPciTopoCheckOverride != 0"), std::string::npos) << g.dmabuf_pcie.why;
+    }
+  }
+  in.driver = DriverGate::None;
+  g = exporter_gate(in);
+  EXPECT_EQ(g.dmabuf_pcie.allowed, 0);
+  EXPECT_NE(g.nvidia_p2p.why.find("before 570.86.15"), std::string::npos) << g.nvidia_p2p.why;
+  EXPECT_NE(g.dmabuf_default.why.find("before 570.86.15"), std::string::npos) << g.dmabuf_default.why;
+}
+
+// With the version not known, an answer that differs between versions says so once, after the
+// reason it has for 580.142 (however many versions differ; no repeated sentence).
+TEST(TruthGateVersion, AnUnknownVersionIsSaidOnce) {
+  GateInput in;  // Grace, PCIe GPU, no common bridge, the override not known, the version neither
+  in.flavour = 1;
+  in.coherent = 0;
+  in.unsupported_chipset = true;
+  in.common_bridge = 0;
+  in.same_iommu_group = 0;
+  for (int ov : {-1, 0}) {
+    in.override_value = ov;
+    const GateResult g = exporter_gate(in);
+    EXPECT_EQ(g.nvidia_p2p.allowed, -1);
+    const std::string& why = g.nvidia_p2p.why;
+    const std::string said = "driver's version is not in this input";
+    const size_t first = why.find(said);
+    EXPECT_TRUE(first == std::string::npos || why.find(said, first + 1) == std::string::npos) << why;
+    if (ov == 0) {
+      EXPECT_NE(first, std::string::npos) << why;
+    }
+  }
+}
+
+// Where no override lifts the refusal, the fix does not offer one: 595.44.02 checks the IOMMU
+// groups for FORCE_PCIE whatever the override (nv_pci_is_valid_topology_for_direct_pci), and a
+// driver before 570.86.15 has no FORCE_PCIE at all. NCCL takes the PCIe mapping type for this
+// C2C GPU off the P2C path (paths.cc), so the refusal is its.
+TEST(TruthGateVersion, TheFixOffersNoOverrideWhereNoneLiftsTheRefusal) {
+  const std::pair<std::string, std::string> cases[] = {{"595.45.04", "one IOMMU group"}, {"565.77", "570.86.15"}};
+  for (const auto& [version, says] : cases) {
+    SCOPED_TRACE(version);
+    FakeNode n = stack_node(version_line(version));
+    n.cpuinfo = "processor\t: 0\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd4f\n";
+    n.groups = {{3, "identity"}, {4, "identity"}};
+    for (auto& f : n.fns) {
+      if (f.bdf == "0000:03:00.0") f.device = 0x2342;
+      f.iommu_group = f.bdf == "0000:04:00.0" ? 4 : 3;
+    }
+    const Report r = run_check(n, params_with_override("1"));
+    const Finding* f = pair_finding(gpu_nic(r), "exporter-gate");
+    ASSERT_TRUE(f);
+    EXPECT_NE(f->fix.find(says), std::string::npos) << f->fix;
+    EXPECT_EQ(f->fix.find("GrdmaPciTopoCheckOverride=1"), std::string::npos) << f->fix;
+  }
+}
+
 // The version table against the tags of NVIDIA/open-gpu-kernel-modules (the first and last tag of
 // each behaviour; a version below a branch's first tag, or of a branch never published, has no
 // source to read).
@@ -1361,6 +1437,16 @@ TEST(TruthGateVersion, VersionsByTheTagsThatIntroducedEachCheck) {
       {"580", DriverGate::Unknown},
       {"580.x", DriverGate::Unknown},
       {"v580.65.06", DriverGate::Unknown},
+      // Only "N.N" or "N.N.N" of decimal digits: anything else is no version this table can place.
+      {"580.95.05", DriverGate::Full},
+      {"565", DriverGate::Unknown},
+      {"580.65.06.1", DriverGate::Unknown},
+      {"580.+65.06", DriverGate::Unknown},
+      {"580-65-06", DriverGate::Unknown},
+      {"580. 65.06", DriverGate::Unknown},
+      // Branches never published, next to published ones.
+      {"576.10", DriverGate::Unknown},
+      {"591.10", DriverGate::Unknown},
   };
   for (const auto& [version, want] : rows) {
     SCOPED_TRACE(version);

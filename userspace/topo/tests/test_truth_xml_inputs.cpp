@@ -26,6 +26,7 @@
 #include "gdrpeer/topo/errors.hpp"
 #include "gdrpeer/topo/inputs.hpp"
 #include "gdrpeer/topo/model.hpp"
+#include "gdrpeer/topo/render.hpp"
 #include "test_topo_support.hpp"
 
 namespace gdrpeer::topo {
@@ -1064,6 +1065,13 @@ TEST(TruthNcclPci, LinkWidthIsALaneCountOrUnknown) {
         << bad;
     EXPECT_NE(what.find("link width"), std::string::npos) << what;
   }
+  // An unknown width with a known speed prints as unknown in `gdrpeer topo`, never "x0" or "x255".
+  const Topology t = parse_nccl_xml(
+      nccl_doc("<cpu numaid=\"0\">\n<pci busid=\"0000:17:00.0\" link_speed=\"16.0 GT/s PCIe\" link_width=\"255\"/>\n</cpu>\n"), "t.xml");
+  const std::string tree = render_tree(t, false);
+  EXPECT_NE(tree.find("link 16GT/s x?"), std::string::npos) << tree;
+  EXPECT_EQ(tree.find("x0"), std::string::npos) << tree;
+  EXPECT_EQ(tree.find("x255"), std::string::npos) << tree;
 }
 
 }  // namespace
