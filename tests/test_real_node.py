@@ -197,3 +197,45 @@ def test_two_gpu_snapshot_checks_as_its_live_node_did():
 
     assert pairs(snap) == pairs(live)
     assert [p["nvlink"]["links"] for p in live["pairs"]] == [18]
+
+
+def smi_p2p(path):
+    """nvidia-smi topo -p2p r|w of the node: {(GPUi, GPUj): status} ("OK", "CNS", "TNS", ...)."""
+    lines = [re.sub(r"\x1b\[[0-9;]*m", "", l) for l in path.read_text().splitlines()]
+    labels = lines[0].split()
+    cells = {}
+    for line in lines[1:]:
+        f = line.split()
+        if not f or not re.fullmatch(r"GPU\d+", f[0]):
+            break
+        for col, c in zip(labels, f[1:]):
+            if c != "X":
+                cells[(f[0], col)] = c
+    return cells
+
+
+def test_four_gpu_run6_snapshot_checks_as_its_live_node_and_nvidia_smi_did():
+    """Run 6 (4x H200, driver 580.159.04 open, 2026-11-27 12:53 UTC, docs/benchmarks.md): the
+    snapshot gdrpeer took on the node checked offline gives the live `gdrpeer check --json` of
+    the same node (every pair, class, NVLink and verdict), and its verdicts agree with what
+    nvidia-smi said of peer-to-peer there: every pair OK for both reads and writes, so every pair
+    optimal, over NV18 through NVSwitches (`verify --p2p` measured 395 GB/s on each)."""
+    live = json.loads((REF / "truth" / "h200x4-run6-live-check.json").read_text())
+    res = run("check", "--json", REF / "h200x4-run6-snapshot.tar")
+    assert res.returncode == 0, res.stderr
+    snap = json.loads(res.stdout)
+
+    def pairs(report):
+        return sorted((p["a_bdf"], p["b_bdf"], p["verdict"], p["class"], json.dumps(p["nvlink"], sort_keys=True))
+                      for p in report["pairs"])
+
+    assert pairs(snap) == pairs(live)
+    label_of = {d["bdf"]: d["label"] for d in snap["devices"] if d["role"] == "gpu"}
+    for mode in ("r", "w"):
+        smi = smi_p2p(REF / "truth" / f"h200x4-run6-nvidia-smi-topo-p2p-{mode}.txt")
+        assert len(smi) == 12, smi
+        for p in snap["pairs"]:
+            a, b = label_of[p["a_bdf"]], label_of[p["b_bdf"]]
+            ok = smi[(a, b)] == "OK" and smi[(b, a)] == "OK"
+            assert (p["verdict"] == "optimal") == ok, (mode, a, b, p["verdict"], smi[(a, b)])
+            assert p["nvlink"]["links"] == 18 and p["nvlink"]["via"] == "nvswitch", p
