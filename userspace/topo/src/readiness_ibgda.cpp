@@ -18,7 +18,7 @@
 //      GPU VA (peer client), else host memory; neither: "cannot allocate buffer on the
 //      specified memory type. Skipping".
 //   5. nvshmemt_ib_common_check_nic_ext_atomic_support: CAS, FA, masked CAS, masked
-//      FA, 4-byte on QP and DC; else "does not support all necessary atomic operations
+//      FA, 4- and 8-byte atomics on QP and DC; else "does not support all necessary atomic operations
 //      ... PCI_ATOMIC_MODE ... Skipping".
 //  NVIDIA open-gpu-kernel-modules 595.45.04, src/nvidia/arch/nvalloc/unix/src/osmemdesc.c:
 //   IO memory registered through the RM (what cudaHostRegister(IoMemory) does) carries
