@@ -309,6 +309,23 @@ def main():
 
 
 SURVIVORS = HERE / "survivors"  # one <source>.txt per mutated file: what is left to kill or argue
+# One <source>.txt per mutated file: every id some run has judged (any verdict). score.py counts
+# a planted id that is in no list here as "not judged": code changed since the file's last run
+# plants new ids, and a file-wide "every mutant judged" mark alone would count them as killed.
+JUDGED = HERE / "judged"
+
+
+def read_ids(path):
+    return {l for l in path.read_text().splitlines() if l.strip() and not l.startswith("#")} if path.exists() else set()
+
+
+def update_judged(name, planted, verdicts):
+    """Adds this run's judged ids to judged/<name>.txt and drops ids no longer planted."""
+    path = JUDGED / f"{name}.txt"
+    ids = (read_ids(path) | set(verdicts)) & planted
+    JUDGED.mkdir(exist_ok=True)
+    path.write_text(f"# Generated mutants of {name} that some run of run_generated.py judged (docs/tests.md).\n" +
+                    "".join(f"{i}\n" for i in sorted(ids)))
 
 
 def update_survivors(results, catalogue, how):
@@ -349,6 +366,7 @@ def update_survivors(results, catalogue, how):
             head.append(f"# every mutant judged: {time.strftime('%Y-%m-%d')} (run_generated.py: {how})")
         if rows or path.exists() or judged_all:
             path.write_text("\n".join(head + [f"{v}\t{i}" for i, v in rows.items()]) + "\n")
+        update_judged(name, planted.get(name, set()), verdicts)
 
 
 VERDICTS = ["killed", "timeout", "survived", "not reached", "equivalent", "not built", "not run"]

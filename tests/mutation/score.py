@@ -4,9 +4,11 @@ For each file of generate.SOURCES: planted (generate.py's catalogue), equivalent
 (equivalent/<source>.txt), survived and not reached (survivors/<source>.txt). A survivor list
 whose header holds the line `# every mutant judged: <date> (<how>)` says that every mutant of
 the file was run at least once (run_generated.py --update-survivors writes it after a run that
-judged the whole file); only then is `killed = planted - equivalent - survived - not reached`,
-since a killed mutant is never listed. Other files are shown as "not judged whole" with what
-their lists hold. Listed ids that no longer exist are errors (the lists follow the code).
+judged the whole file). judged/<source>.txt lists every id some run judged: a planted id in none
+of the three lists is "not judged" (code changed since the file's last run) and counts as not
+killed. Only for a file with both is `killed = planted - equivalent - survived - not reached -
+not judged`, since a killed mutant is never listed. Other files are shown as "not judged whole"
+with what their lists hold. Listed ids that no longer exist are errors (the lists follow the code).
 
 Usage: python3 tests/mutation/score.py [--markdown]
 """
@@ -19,6 +21,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import generate  # noqa: E402
+from run_generated import read_ids  # noqa: E402
 
 JUDGED_MARK = "# every mutant judged:"
 
@@ -69,13 +72,21 @@ def main():
             errors += 1
         survived = sum(1 for v in sv.values() if v == "survived")
         unreached = sum(1 for v in sv.values() if v == "not reached")
-        if judged:
-            killed = planted - len(eq) - survived - unreached
-            score = f"{100 * killed / (planted - len(eq)):.0f} %" if planted > len(eq) else "-"
-            rows.append((name, planted, str(killed), len(eq), survived, unreached, score, judged))
+        # Ids no run has judged (judged/<file>.txt): new code since the file's last run. They
+        # count as not killed, so the score never rises on mutants nobody ran.
+        ran = read_ids(HERE / "judged" / f"{name}.txt")
+        for mid in sorted(ran - ids.get(name, set())):
+            print(f"score: {name}: judged id no longer planted: {mid}", file=sys.stderr)
+            errors += 1
+        unjudged = len(ids.get(name, set()) - ran - set(eq) - set(sv))
+        if judged and ran:
+            killed = planted - len(eq) - survived - unreached - unjudged
+            # Rounded down: "100 %" only where nothing is left.
+            score = f"{100 * killed // (planted - len(eq))} %" if planted > len(eq) else "-"
+            rows.append((name, planted, str(killed), len(eq), survived, unreached, unjudged, score, judged))
         else:
-            rows.append((name, planted, "-", len(eq), survived, unreached, "-", "not judged whole"))
-    head = ("file", "planted", "killed", "equivalent", "survived", "not reached", "score", "judged")
+            rows.append((name, planted, "-", len(eq), survived, unreached, "-", "-", "not judged whole"))
+    head = ("file", "planted", "killed", "equivalent", "survived", "not reached", "not judged", "score", "judged")
     if args.markdown:
         print("| " + " | ".join(head) + " |")
         print("| " + " | ".join("---" for _ in head) + " |")
