@@ -12,6 +12,8 @@ from typing import List
 
 CLASSIFY = "userspace/topo/src/classify.cpp"
 RULES = "userspace/topo/src/rules.cpp"
+RULES_SOFTWARE = "userspace/topo/src/rules_software.cpp"
+RULES_FINDINGS = "userspace/topo/src/rules_findings.cpp"
 SYSFS = "userspace/topo/src/parse_sysfs.cpp"
 SYSFS_PCI = "userspace/topo/src/sysfs_pci.cpp"
 LSPCI = "userspace/topo/src/parse_lspci.cpp"
@@ -127,18 +129,18 @@ MUTANTS = [
     Mutant("link-width-ignores-slot", RULES,
            "if (up->link_cap.width > 0) want_w = std::min(want_w, up->link_cap.width);", "",
            TOPO, "a x16 card in a x8 slot reads as downtrained"),
-    Mutant("software-ignores-mofed-peers", RULES,
+    Mutant("software-ignores-mofed-peers", RULES_SOFTWARE,
            'registered = registered || c.name != "nvidia-fs";', 'registered = registered || c.name.empty();',
            TOPO, "MOFED's memory_peers clients are not peer-memory clients"),
-    Mutant("software-loaded-counts-as-registered", RULES,
+    Mutant("software-loaded-counts-as-registered", RULES_SOFTWARE,
            "bool peer = registered || (loaded && !sw.memory_peers_dir);", "bool peer = registered || loaded;",
            ["test_topo_truth", "test_topo"], "a loaded nvidia_peermem that registered no client counts (NVIDIA/nccl #1939)"),
-    Mutant("software-dmabuf-kernel-5-2", RULES,
+    Mutant("software-dmabuf-kernel-5-2", RULES_SOFTWARE,
            "kernel_at_least(sw.kernel_release, 5, 12)", "kernel_at_least(sw.kernel_release, 5, 2)",
            TOPO, "dma-buf import assumed on kernels before 5.12"),
-    Mutant("skip-groups-ignored", RULES,
-           "o_.skip.count(std::string(rule.substr(0, dash)))",
-           "o_.skip.count(std::string(rule))",
+    Mutant("skip-groups-ignored", RULES_FINDINGS,
+           "o.skip.count(std::string(rule.substr(0, dash)))",
+           "o.skip.count(std::string(rule))",
            TOPO, "--skip acs (a rule group) silences nothing"),
     # ---- parsers ----------------------------------------------------------------------------
     Mutant("sysfs-dma-fq-not-translating", SYSFS,
@@ -180,7 +182,7 @@ MUTANTS = [
            "  if (f.atomics == 0)", "  if (false && f.atomics == 0)",
            READINESS, "a NIC without masked atomics, which NVSHMEM skips, is said to run IBGDA"),
     Mutant("gds-p2pdma-any-value", READINESS_STAGE,
-           'it != in.kconfig.values.end() && it->second == "y" ? 1 : 0;', "it != in.kconfig.values.end() ? 1 : 0;",
+           'kconfig_value(in.kconfig, "CONFIG_PCI_P2PDMA") == "y" ? 1 : 0;', 'kconfig_value(in.kconfig, "CONFIG_PCI_P2PDMA") != "" ? 1 : 0;',
            READINESS, "'# CONFIG_PCI_P2PDMA is not set' counts as built in: Debian kernels get P2PDMA mode"),
     Mutant("kconfig-not-set-dropped", READINESS_READ,
            '      value = "n";', "      continue;",
