@@ -1379,6 +1379,13 @@ TEST(TruthLspciTree, DashNPrintsTheIdsWhereTheNamesWouldBe) {
     EXPECT_EQ(dev(t, bdf).device, id.second);
   }
   EXPECT_EQ(dev(t, "0000:01:00.0").name, "");  // lspci printed no name
+  // A device keeps the first name it is given, "Device vvvv:dddd" as any other: the tree of
+  // `lspci -tv -i ./pci.ids` (a newer ids file that names the vendor) before the one of the
+  // system's older pci.ids.
+  const Topology two = parse_lspci({{"new-ids.txt", "-[0000:00]-+-03.0-[03]----00.0  Lab Corporation X1 accelerator\n"},
+                                    {"old-ids.txt", "-[0000:00]-+-03.0-[03]----00.0  Device 1c00:3450\n"}});
+  EXPECT_EQ(dev(two, "0000:03:00.0").name, "Lab Corporation X1 accelerator");
+  EXPECT_EQ(dev(two, "0000:03:00.0").vendor, 0x1c00);
   for (const char* b : {"0000:04:00.0", "0000:05:00.0", "0000:06:00.0", "0000:07:00.0", "0000:08:00.0"}) {
     SCOPED_TRACE(b);
     EXPECT_FALSE(dev(t, b).ids_known);
@@ -1407,6 +1414,15 @@ TEST(TruthLspciHeader, DashNListingReadsAsTheDashNnOne) {
   }
   EXPECT_EQ(dev(n, "0000:00:06.0").class_code, 0x030200u);
   EXPECT_EQ(dev(n, "0000:00:06.0").device, 0x2335);
+  // -n prints the class as "%04x", 4 digits: a hex word of another length is no class number
+  // (the 6 digits of the class register, "030200", as setpci -s 06.0 CLASS prints them; "03")
+  // and leaves the class unknown, not 0x03020000.
+  for (const std::string cls : {"030200", "03"}) {
+    SCOPED_TRACE(cls);
+    const Topology o = parse("00:06.0 " + cls + ": 10de:2335 (rev a1)\n");
+    EXPECT_FALSE(dev(o, "0000:00:06.0").class_known);
+    EXPECT_TRUE(dev(o, "0000:00:06.0").ids_known);
+  }
 }
 
 }  // namespace
