@@ -1328,6 +1328,26 @@ TEST(TruthLspciTranscript, FedoraPromptsInASessionOfSeveralCommands) {
   // Brackets that are no such prompt: a markdown link, "[x]# " without user@host.
   EXPECT_NE(error_of("[root@gpu-node docs](https://example.com)# lspci -tv\n" + kTree), "");
   EXPECT_NE(error_of("[x]# lspci -tv\n" + kTree), "");
+  // The same PS1 with the shortest user and host, and a working directory whose name holds
+  // brackets ("nccl [old]"): \W prints it as it is, the prompt ends at the "]# " after it.
+  for (const std::string prompt : {"[u@gpu-node ~]# lspci -tv", "[root@h ~]# lspci -tv", "[root@gpu-node nccl [old]]# lspci -tv"}) {
+    SCOPED_TRACE(prompt);
+    expect_small_tree(parse(prompt + "\n" + kTree));
+  }
+  // Lines that are no "[\u@\h \W]\$ " (a line of plain lspci input, so an error on line 1): its
+  // '[' cut, no '@', an empty user or host, the '@' after the blank, a ']' followed by another
+  // character than '#' or '$', "]#" with no blank after it.
+  for (const std::string line :
+       {"root@gpu-node ~]# lspci -tv", "[gpu-node ~]# lspci -tv", "[@gpu-node ~]# lspci -tv", "[root@ ~]# lspci -tv",
+        "[root ~]# ssh root@gpu-node lspci -tv", "[root@gpu-node ~]: lspci -tv", "[root@gpu-node ~]#x lspci -tv"}) {
+    SCOPED_TRACE(line);
+    EXPECT_EQ(error_line(line + "\n" + kTree), 1) << error_of(line + "\n" + kTree);
+  }
+  // The text ends where its view ends: a last line "[root@gpu-node ~]" is no prompt even where
+  // the bytes after the view in memory read "$ ...".
+  const std::string buf = "$ lspci -tv\n" + kTree + "[root@gpu-node ~]$ uname -r\n";
+  const std::string_view cut = std::string_view(buf).substr(0, buf.find("]$ ") + 1);
+  EXPECT_THROW(parse_lspci({TextInput{"cut.txt", cut}}), InputError);
 }
 
 TEST(TruthLspciTree, DashNPrintsTheIdsWhereTheNamesWouldBe) {
@@ -1343,6 +1363,8 @@ TEST(TruthLspciTree, DashNPrintsTheIdsWhereTheNamesWouldBe) {
       "           +-03.0-[03]----00.0  Device 1c00:3450\n"
       "           +-04.0-[04]----00.0  10de:233\n"
       "           +-05.0-[05]----00.0  Device 10de:23300\n"
+      "           +-07.0-[07]----00.0  10de-2330\n"
+      "           +-08.0-[08]----00.0  Device 1c00x3450\n"
       "           \\-06.0-[06]----00.0  Vendor 10de:2330\n";
   Topology t = parse(tree);
   const std::pair<const char*, std::pair<int, int>> ids[] = {{"0000:00:00.0", {0x8086, 0x09a2}},
@@ -1357,7 +1379,14 @@ TEST(TruthLspciTree, DashNPrintsTheIdsWhereTheNamesWouldBe) {
     EXPECT_EQ(dev(t, bdf).device, id.second);
   }
   EXPECT_EQ(dev(t, "0000:01:00.0").name, "");  // lspci printed no name
-  for (const char* b : {"0000:04:00.0", "0000:05:00.0", "0000:06:00.0"}) {
+  // A device keeps the first name it is given, "Device vvvv:dddd" as any other: the tree of
+  // `lspci -tv -i ./pci.ids` (a newer ids file that names the vendor) before the one of the
+  // system's older pci.ids.
+  const Topology two = parse_lspci({{"new-ids.txt", "-[0000:00]-+-03.0-[03]----00.0  Lab Corporation X1 accelerator\n"},
+                                    {"old-ids.txt", "-[0000:00]-+-03.0-[03]----00.0  Device 1c00:3450\n"}});
+  EXPECT_EQ(dev(two, "0000:03:00.0").name, "Lab Corporation X1 accelerator");
+  EXPECT_EQ(dev(two, "0000:03:00.0").vendor, 0x1c00);
+  for (const char* b : {"0000:04:00.0", "0000:05:00.0", "0000:06:00.0", "0000:07:00.0", "0000:08:00.0"}) {
     SCOPED_TRACE(b);
     EXPECT_FALSE(dev(t, b).ids_known);
   }
@@ -1385,6 +1414,15 @@ TEST(TruthLspciHeader, DashNListingReadsAsTheDashNnOne) {
   }
   EXPECT_EQ(dev(n, "0000:00:06.0").class_code, 0x030200u);
   EXPECT_EQ(dev(n, "0000:00:06.0").device, 0x2335);
+  // -n prints the class as "%04x", 4 digits: a hex word of another length is no class number
+  // (the 6 digits of the class register, "030200", as setpci -s 06.0 CLASS prints them; "03")
+  // and leaves the class unknown, not 0x03020000.
+  for (const std::string cls : {"030200", "03"}) {
+    SCOPED_TRACE(cls);
+    const Topology o = parse("00:06.0 " + cls + ": 10de:2335 (rev a1)\n");
+    EXPECT_FALSE(dev(o, "0000:00:06.0").class_known);
+    EXPECT_TRUE(dev(o, "0000:00:06.0").ids_known);
+  }
 }
 
 }  // namespace

@@ -1088,7 +1088,16 @@ TEST(TruthSysfsAttrs, LinkWidthAttributesAreLaneCountsOrUnknown) {
     EXPECT_EQ(dev(t, "0000:00:02.0").link_cap.width, 0);
     EXPECT_EQ(dev(t, "0000:00:02.0").link_sta.width, 8);
   }
-  for (const std::string bad : {"-1\n", "x16\n", "\n", "33\n"}) {
+  for (const int lanes : {1, 9, 19, 32}) {  // the Negotiated Link Width field's widths (x1 to x32)
+    Node n;
+    n.root_fn("0000:00:02.0", Config().b);
+    n.file("sys/devices/pci0000:00/0000:00:02.0/current_link_width", std::to_string(lanes) + "\n");
+    const Topology t = n.read();
+    EXPECT_EQ(dev(t, "0000:00:02.0").link_sta.width, lanes);
+  }
+  // "%u" prints decimal digits, no leading zeros: no character that only adds up like a digit
+  // (':' is '9' + 1, '/' is '0' - 1), no "0032".
+  for (const std::string bad : {"-1\n", "x16\n", "\n", "33\n", "0032\n", "1234\n", ":\n", "1/\n", "/1\n", "1a\n", "a1\n"}) {
     Node n;
     n.root_fn("0000:00:02.0", Config().b);
     n.file("sys/devices/pci0000:00/0000:00:02.0/current_link_width", bad);

@@ -1052,14 +1052,18 @@ TEST(TruthNcclPci, LinkWidthIsALaneCountOrUnknown) {
   // PCIE_LNK_WIDTH_UNKNOWN (0xff, include/linux/pci.h enum pcie_link_width) in max_link_width of
   // a function without the capability. "", 0 and 255: unknown; anything but 1-32 lanes is refused.
   for (const auto& [attr, want] :
-       std::vector<std::pair<std::string, int>>{{"16", 16}, {"1", 1}, {"32", 32}, {"", 0}, {"0", 0}, {"255", 0}}) {
+       std::vector<std::pair<std::string, int>>{{"16", 16}, {"1", 1}, {"9", 9}, {"19", 19}, {"32", 32}, {"", 0}, {"0", 0}, {"255", 0}}) {
     SCOPED_TRACE(attr);
     const Topology t = parse_nccl_xml(
         nccl_doc("<cpu numaid=\"0\">\n<pci busid=\"0000:17:00.0\" link_speed=\"16.0 GT/s PCIe\" link_width=\"" + attr + "\"/>\n</cpu>\n"),
         "t.xml");
     EXPECT_EQ(dev(t, "0000:17:00.0").link_sta.width, want);
   }
-  for (const std::string bad : {"-1", "x16", "16 ", "33", "254", "1e3", "99999999999"}) {
+  // Not decimal digits, even where their codes would add up to a lane count (':' = '9' + 1,
+  // '@' = '0' + 16, '/' = '0' - 1), and no more than the 3 digits of 255 ("0032" is no width
+  // the kernel's "%u" prints).
+  for (const std::string bad :
+       {"-1", "x16", "16 ", "33", "254", "1e3", "99999999999", "0032", "1234", ":", "@", "1/", "/1", "1a", "a1", "2 "}) {
     std::string what;
     EXPECT_EQ(nccl_error_line(nccl_doc("<cpu numaid=\"0\">\n<pci busid=\"0000:17:00.0\" link_width=\"" + bad + "\"/>\n</cpu>\n"), &what), 3)
         << bad;
