@@ -35,6 +35,13 @@ def smi_matrix():
     return labels, cells, numa
 
 
+def pair_rows(report):
+    """Each pair of a `check --json` report as (a, b, verdict, class, NVLink): what a snapshot
+    must carry for the offline check to give the live node's answer."""
+    return sorted((p["a_bdf"], p["b_bdf"], p["verdict"], p["class"], json.dumps(p["nvlink"], sort_keys=True))
+                  for p in report["pairs"])
+
+
 def smi_cpu_affinity():
     """nvidia-smi's CPU Affinity column of the node: {GPUi: "0-63"}."""
     lines = (REF / "truth" / "h200x4-nvidia-smi-topo-m.txt").read_text().splitlines()
@@ -170,15 +177,11 @@ def test_snapshots_check_as_the_live_node_did():
     path class and NVLink the same, so a snapshot carries everything the live verdict used."""
     live = json.loads((REF / "truth" / "h200x4-run4-live-check.json").read_text())
 
-    def pairs(report):
-        return sorted((p["a_bdf"], p["b_bdf"], p["verdict"], p["class"], json.dumps(p["nvlink"], sort_keys=True))
-                      for p in report["pairs"])
-
     assert len(live["pairs"]) == 6 and {p["verdict"] for p in live["pairs"]} == {"optimal"}
     for snap in ("h200x4-node-snapshot.tar", "h200x4-run2-snapshot.tar"):
         res = run("check", "--json", REF / snap)
         assert res.returncode == 0, res.stderr
-        assert pairs(json.loads(res.stdout)) == pairs(live), snap
+        assert pair_rows(json.loads(res.stdout)) == pair_rows(live), snap
 
 
 def test_two_gpu_snapshot_checks_as_its_live_node_did():
@@ -191,11 +194,7 @@ def test_two_gpu_snapshot_checks_as_its_live_node_did():
     assert res.returncode == 0, res.stderr
     snap = json.loads(res.stdout)
 
-    def pairs(report):
-        return sorted((p["a_bdf"], p["b_bdf"], p["verdict"], p["class"], json.dumps(p["nvlink"], sort_keys=True))
-                      for p in report["pairs"])
-
-    assert pairs(snap) == pairs(live)
+    assert pair_rows(snap) == pair_rows(live)
     assert [p["nvlink"]["links"] for p in live["pairs"]] == [18]
 
 
@@ -225,11 +224,7 @@ def test_four_gpu_run6_snapshot_checks_as_its_live_node_and_nvidia_smi_did():
     assert res.returncode == 0, res.stderr
     snap = json.loads(res.stdout)
 
-    def pairs(report):
-        return sorted((p["a_bdf"], p["b_bdf"], p["verdict"], p["class"], json.dumps(p["nvlink"], sort_keys=True))
-                      for p in report["pairs"])
-
-    assert pairs(snap) == pairs(live)
+    assert pair_rows(snap) == pair_rows(live)
     label_of = {d["bdf"]: d["label"] for d in snap["devices"] if d["role"] == "gpu"}
     for mode in ("r", "w"):
         smi = smi_p2p(REF / "truth" / f"h200x4-run6-nvidia-smi-topo-p2p-{mode}.txt")

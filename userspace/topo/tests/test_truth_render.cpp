@@ -378,6 +378,16 @@ void expect_json_consistent(const Topology& t, const Report& r, const json& j) {
   }
 }
 
+// The report rendered, its JSON checked against the text's rules, and the text's readiness
+// block, which must be what the JSON's readiness array says.
+std::string checked_readiness_block(const Topology& t, const Report& r, Rendered& out) {
+  out = render(t, r);
+  expect_json_consistent(t, r, out.j);
+  const std::string block = section(out.text, kReadinessHeader);
+  EXPECT_EQ(block, readiness_block_of(out.j)) << out.text;
+  return block;
+}
+
 // A NIC first in device order (index 0, as a NIC on bus 01 before GPUs on later buses comes),
 // then two GPUs, a second NIC and an NVMe drive (Samsung PM9A3, 144d:a80a), each on its own
 // host-bridge slot.
@@ -412,10 +422,8 @@ TEST(TruthRender, ReadinessEntriesAreRenderedEachWhereItBelongs) {
   }
   r.readiness[1].m.probe_note = "probe overrides the prediction (devx: no)";
   r.readiness[2].m.fix.clear();  // the best mode: no fix
-  const Rendered out = render(t, r);
-  expect_json_consistent(t, r, out.j);
-  const std::string block = section(out.text, kReadinessHeader);
-  EXPECT_EQ(block, readiness_block_of(out.j)) << out.text;
+  Rendered out;
+  const std::string block = checked_readiness_block(t, r, out);
   // Spelled out for two of them: a NIC at device index 0 is named, not "(no NIC)".
   EXPECT_TRUE(has(block, "  GPU0 - NIC0     ibgda: ")) << block;
   EXPECT_TRUE(has(block, "; second step\n")) << block;
@@ -432,14 +440,12 @@ TEST(TruthRender, GpusShareALineOnlyForTheSameOtherEndAndText) {
     e.m.fix.clear();
     e.m.reason = e.kind == "ibgda" ? "the same answer" : "drive answer of " + r.labels[e.gpu];
   }
-  const Rendered out = render(t, r);
-  const std::string block = section(out.text, kReadinessHeader);
-  EXPECT_EQ(block, readiness_block_of(out.j)) << out.text;
+  Rendered out;
+  const std::string block = checked_readiness_block(t, r, out);
   EXPECT_TRUE(has(block, "  GPU0, GPU1 - NIC0 ibgda: ")) << block;
   EXPECT_TRUE(has(block, "  GPU0, GPU1 - NIC1 ibgda: ")) << block;
   EXPECT_TRUE(has(block, "  GPU0 - NVME0    gds: ")) << block;
   EXPECT_TRUE(has(block, "  GPU1 - NVME0    gds: ")) << block;
-  expect_json_consistent(t, r, out.j);
 }
 
 TEST(TruthRender, LoneGpuFirstInDeviceOrderHasNoNicAndNoDrive) {
@@ -449,10 +455,8 @@ TEST(TruthRender, LoneGpuFirstInDeviceOrderHasNoNicAndNoDrive) {
   testing::add_tree_device(t, "0000:01:00.0", -1, PortType::Endpoint, Role::GPU);
   const Report r = check(t, kb(), with_nvme());
   ASSERT_EQ(r.readiness.size(), 2u);
-  const Rendered out = render(t, r);
-  expect_json_consistent(t, r, out.j);
-  const std::string block = section(out.text, kReadinessHeader);
-  EXPECT_EQ(block, readiness_block_of(out.j)) << out.text;
+  Rendered out;
+  const std::string block = checked_readiness_block(t, r, out);
   EXPECT_TRUE(has(block, "  GPU0 - (no NIC) ibgda: none; ")) << block;
   EXPECT_TRUE(has(block, "  GPU0 - (no NVMe) gds: ")) << block;
   for (const auto& e : out.j.at("readiness")) EXPECT_EQ(e.at("other"), "");

@@ -239,6 +239,19 @@ FakeNode stack_node(const std::string& version, const std::string& kernel = "6.8
   return n;
 }
 
+// A GH200 GPU (10de:2342) and the NIC on a Grace CPU (ARM implementer 0x41, Neoverse V2 part
+// 0xd4f), each in an IOMMU group of its own: the node the FORCE_PCIE group rule refuses.
+FakeNode gh200_split_groups(const std::string& version) {
+  FakeNode n = stack_node(version);
+  n.cpuinfo = "processor\t: 0\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd4f\n";
+  n.groups = {{3, "identity"}, {4, "identity"}};
+  for (auto& f : n.fns) {
+    if (f.bdf == "0000:03:00.0") f.device = 0x2342;
+    f.iommu_group = f.bdf == "0000:04:00.0" ? 4 : 3;
+  }
+  return n;
+}
+
 Report run_check(const FakeNode& n, const std::vector<TarEntry>& extra = {}, std::map<std::string, std::string> env = {}) {
   CheckOptions o;
   o.env = std::move(env);
@@ -1114,13 +1127,7 @@ TEST(TruthConsumerFindings, ExporterGateNamesTheConsumers) {
         << f->reason;  // NCCL: PHB is beyond its default level, it takes no path
   }
   {
-    FakeNode n = stack_node(kOpen);
-    n.cpuinfo = "processor\t: 0\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd4f\n";
-    n.groups = {{3, "identity"}, {4, "identity"}};
-    for (auto& f : n.fns) {
-      if (f.bdf == "0000:03:00.0") f.device = 0x2342;
-      f.iommu_group = f.bdf == "0000:04:00.0" ? 4 : 3;
-    }
+    FakeNode n = gh200_split_groups(kOpen);
     const Report r = run_check(n, params_with_override("0"));
     const Finding* f = pair_finding(gpu_nic(r), "exporter-gate");
     ASSERT_TRUE(f);
@@ -1320,13 +1327,7 @@ TEST(TruthGateVersion, ThePcieMappingTypeByVersion) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
-    FakeNode n = stack_node(c.version);
-    n.cpuinfo = "processor\t: 0\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd4f\n";
-    n.groups = {{3, "identity"}, {4, "identity"}};
-    for (auto& f : n.fns) {
-      if (f.bdf == "0000:03:00.0") f.device = 0x2342;
-      f.iommu_group = f.bdf == "0000:04:00.0" ? 4 : 3;
-    }
+    FakeNode n = gh200_split_groups(c.version);
     const Report r = run_check(n, params_with_override("1"));
     const GateResult& g = gpu_nic(r).stack->gate;
     EXPECT_EQ(g.dmabuf_pcie.allowed, c.want_pcie) << g.dmabuf_pcie.why;
@@ -1395,13 +1396,7 @@ TEST(TruthGateVersion, TheFixOffersNoOverrideWhereNoneLiftsTheRefusal) {
   const std::pair<std::string, std::string> cases[] = {{"595.45.04", "one IOMMU group"}, {"565.77", "570.86.15"}};
   for (const auto& [version, says] : cases) {
     SCOPED_TRACE(version);
-    FakeNode n = stack_node(version_line(version));
-    n.cpuinfo = "processor\t: 0\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd4f\n";
-    n.groups = {{3, "identity"}, {4, "identity"}};
-    for (auto& f : n.fns) {
-      if (f.bdf == "0000:03:00.0") f.device = 0x2342;
-      f.iommu_group = f.bdf == "0000:04:00.0" ? 4 : 3;
-    }
+    FakeNode n = gh200_split_groups(version_line(version));
     const Report r = run_check(n, params_with_override("1"));
     const Finding* f = pair_finding(gpu_nic(r), "exporter-gate");
     ASSERT_TRUE(f);
