@@ -66,7 +66,8 @@ void render_consumers_json(detail::JsonWriter& j, const PairResult& p) {
     gate_json(j, p.stack->gate.dmabuf_default);
     j.key("dmabuf_pcie");
     gate_json(j, p.stack->gate.dmabuf_pcie);
-    j.key("modelled").value("open-gpu-kernel-modules 580.142 nv-dmabuf.c, nv-pci.c");
+    // The rules by the node's driver version (DriverGate): every tag from 515.43.04 to 595.45.04 read.
+    j.key("modelled").value("open-gpu-kernel-modules nv-dmabuf.c, nv-pci.c, by the node's driver version (tags 515.43.04 to 595.45.04)");
     j.key("nvidia_p2p");
     gate_json(j, p.stack->gate.nvidia_p2p);
     j.end_object();
