@@ -116,15 +116,9 @@ void read_pci_ids(const XmlReader& r, Device& d) {
 // kernel prints PCIE_LNK_WIDTH_UNKNOWN (0xff, include/linux/pci.h) in max_link_width of a function
 // without the capability. "", 0 and 255 are unknown (0); a width is otherwise 1 to 32 lanes.
 int link_width(const XmlReader& r, std::string_view a) {
-  unsigned long w = 0;
-  bool ok = a.size() <= 3;
-  for (char c : a) {
-    ok = ok && c >= '0' && c <= '9';
-    w = w * 10 + static_cast<unsigned long>(c - '0');
-  }
-  if (!ok || (w > 32 && w != 255))
-    r.fail("expected a link width of 1 to 32 lanes (0, 255 or empty: unknown) in link_width=\"" + std::string(a) + "\"");
-  return w == 255 ? 0 : static_cast<int>(w);
+  if (a.empty()) return 0;
+  if (const std::optional<int> w = sysfs::lane_count(a)) return *w;
+  r.fail("expected a link width of 1 to 32 lanes (0, 255 or empty: unknown) in link_width=\"" + std::string(a) + "\"");
 }
 
 void on_pci(NcclRead& s, const Walk& w, Frame& f) {

@@ -8,6 +8,7 @@
 #include "gdrpeer/topo/model.hpp"
 #include "gdrpeer/topo/readiness.hpp"
 #include "readiness_internal.hpp"
+#include "stack_internal.hpp"
 
 namespace gdrpeer::topo {
 
@@ -92,15 +93,9 @@ class ReadinessStage {
 
   // GPU data buffers through dma-buf, as NVSHMEM decides it: CUDA's DMA_BUF_SUPPORTED
   // (the probe's answer, else the open module's), ib_core importing dma-buf (Linux >= 5.12),
-  // and NVSHMEM_IB_DISABLE_DMABUF not true. NVSHMEM reads it with nvshmemi_getenv_bool
-  // (env_defs_internal.h): set, it is false only when its first character is 0, N, n, F or f
-  // ("true", "yes" and "" disable dma-buf, "01" does not), as stack_consumers.cpp reads it.
+  // and NVSHMEM_IB_DISABLE_DMABUF not true, read as NVSHMEM reads it (stack::nvshmem_env_true).
   Tri3 dmabuf_data(const Device& gpu) const {
-    auto env = o_.env.find("NVSHMEM_IB_DISABLE_DMABUF");
-    if (env != o_.env.end()) {
-      const char first = env->second.empty() ? '\0' : env->second[0];
-      if (first != '0' && first != 'N' && first != 'n' && first != 'F' && first != 'f') return 0;
-    }
+    if (stack::nvshmem_env_true(o_.env, "NVSHMEM_IB_DISABLE_DMABUF")) return 0;
     Tri3 cuda = -1;
     for (const auto& c : t_.sw.cuda)
       if (c.bdf == gpu.bdf) cuda = c.dmabuf_supported;

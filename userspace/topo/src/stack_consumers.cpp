@@ -251,15 +251,18 @@ ConsumerDecision decide_nccl(const NodeFacts& n, const PairFacts& p, const std::
   return d;
 }
 
+bool nvshmem_env_true(const std::map<std::string, std::string>& env, const std::string& name) {
+  const auto v = env.find(name);
+  if (v == env.end()) return false;
+  const char first = v->second.empty() ? '\0' : v->second[0];
+  return first != '0' && first != 'N' && first != 'n' && first != 'F' && first != 'f';
+}
+
 ConsumerDecision decide_nvshmem(const NodeFacts& n, const PairFacts& p, const std::map<std::string, std::string>& env) {
   ConsumerDecision d;
   d.consumer = "nvshmem";
   d.modelled = kModelledNvshmem;
-  // nvshmemi_getenv_bool (NVSHMEM's env_defs_internal.h): a variable that is set is false when
-  // its first character is 0, N, n, F or f, and true otherwise, "" included.
-  const auto off = env.find("NVSHMEM_IB_DISABLE_DMABUF");
-  const char first = off == env.end() ? '\0' : off->second[0];  // ""[0] is '\0'
-  const bool dmabuf_off = off != env.end() && first != '0' && first != 'N' && first != 'n' && first != 'F' && first != 'f';
+  const bool dmabuf_off = nvshmem_env_true(env, "NVSHMEM_IB_DISABLE_DMABUF");
   const Tri dmabuf = dmabuf_off ? 0 : tri_and(p.cuda_dmabuf, n.kernel_dmabuf);
   const Tri peer = tri_or(tri_or(n.mp_nv_mem, n.mp_nvidia_peermem), n.mod_nvidia_peermem);
   if (dmabuf == 1) {

@@ -47,6 +47,11 @@ ConsumerDecision decide_ucx(const NodeFacts& n, const PairFacts& p, const std::m
 // "yes"/"no"/"unknown".
 const char* tri_word(Tri t);
 
+// An NVSHMEM boolean variable as nvshmemi_getenv_bool (NVSHMEM's env_defs_internal.h) reads it:
+// unset is false; set, it is false when its first character is 0, N, n, F or f, and true
+// otherwise, "" included ("true", "yes" and "" are true, "01" is false).
+bool nvshmem_env_true(const std::map<std::string, std::string>& env, const std::string& name);
+
 }  // namespace gdrpeer::topo::stack
 
 namespace gdrpeer::topo {

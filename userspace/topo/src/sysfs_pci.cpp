@@ -160,6 +160,17 @@ double parse_speed(const std::string& s) {
 
 }  // namespace
 
+std::optional<int> lane_count(std::string_view s) {
+  unsigned long w = 0;
+  bool digits = !s.empty() && s.size() <= 3;
+  for (char c : s) {
+    digits = digits && c >= '0' && c <= '9';
+    w = w * 10 + static_cast<unsigned long>(c - '0');
+  }
+  if (!digits || (w > 32 && w != 255)) return std::nullopt;
+  return w == 255 ? 0 : static_cast<int>(w);
+}
+
 PciFunctions read_pci_functions(InputFs& fs, const std::string& name, Topology& t) {
   auto entries = fs.list("/sys/bus/pci/devices");
   if (!entries) throw MissingInput(name + ": no /sys/bus/pci/devices (not a sysfs root or snapshot)");
@@ -244,15 +255,8 @@ PciFunctions read_pci_functions(InputFs& fs, const std::string& name, Topology& 
     // cannot print is an error naming the file, as a malformed id is.
     auto width = [&](const char* f, const std::string& v) {
       const std::string s = trimmed(v);
-      unsigned long w = 0;
-      bool digits = !s.empty() && s.size() <= 3;
-      for (char c : s) {
-        digits = digits && c >= '0' && c <= '9';
-        w = w * 10 + static_cast<unsigned long>(c - '0');
-      }
-      if (!digits || (w > 32 && w != 255))
-        throw InputError(name, 0, raw.dir + "/" + f + ": expected a link width of 0 to 32 lanes or 255 (unknown), found \"" + s + "\"");
-      return w == 255 ? 0 : static_cast<int>(w);
+      if (const std::optional<int> w = lane_count(s)) return *w;
+      throw InputError(name, 0, raw.dir + "/" + f + ": expected a link width of 0 to 32 lanes or 255 (unknown), found \"" + s + "\"");
     };
     if (auto v = rd("max_link_width")) d.link_cap.width = width("max_link_width", *v);
     if (auto v = rd("current_link_speed")) d.link_sta.speed_gts = parse_speed(trimmed(*v));

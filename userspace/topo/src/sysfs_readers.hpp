@@ -10,7 +10,10 @@
 #include <string>
 #include <vector>
 
+#include <optional>
+#include <string_view>
 #include "gdrpeer/topo/inputs.hpp"
+
 #include "gdrpeer/topo/model.hpp"
 
 namespace gdrpeer::topo::sysfs {
@@ -19,6 +22,11 @@ namespace gdrpeer::topo::sysfs {
 std::string trimmed(std::string s);
 // The last component of a path.
 std::string basename_of(const std::string& p);
+
+// A PCIe link width as the kernel prints it ("%u", drivers/pci/pci-sysfs.c) and NCCL copies it
+// into link_width: 1 to 32 lanes, 0 or 255 (PCIE_LNK_WIDTH_UNKNOWN, include/linux/pci.h) unknown,
+// given as 0; nullopt for anything the kernel cannot print (empty, not 1-3 digits, above 32).
+std::optional<int> lane_count(std::string_view s);
 
 // A set of CPUs, indexed by CPU number.
 using CpuSet = std::vector<bool>;
