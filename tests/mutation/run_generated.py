@@ -145,6 +145,9 @@ def main():
     ap.add_argument("--sample", type=int, default=0, help="run a random N of the chosen mutants")
     ap.add_argument("--seed", type=int, default=28)
     ap.add_argument("--only", default="", help="comma-separated mutant numbers")
+    ap.add_argument("--unjudged", action="store_true",
+                    help="only the mutants no run has judged yet (in no judged/, equivalent/ or survivors/ "
+                         "list): the new ids of code changed since its file's last run")
     ap.add_argument("--jobs", type=int, default=1, help="mutants run at once")
     ap.add_argument("--build-jobs", type=int, default=2)
     ap.add_argument("--stop-at", default="", help="HH:MM (UTC): stop starting mutants then")
@@ -237,6 +240,8 @@ def main():
     if args.only:
         want = {int(x) for x in args.only.split(",")}
         chosen = [m for m in chosen if m.number in want]
+    if args.unjudged:
+        chosen = [m for m in chosen if m.id not in known_ids(Path(m.file).name)]
     if args.sample and args.sample < len(chosen):
         chosen = sorted(random.Random(args.seed).sample(chosen, args.sample), key=lambda m: m.number)
     base_of = {}
@@ -317,6 +322,14 @@ JUDGED = HERE / "judged"
 
 def read_ids(path):
     return {l for l in path.read_text().splitlines() if l.strip() and not l.startswith("#")} if path.exists() else set()
+
+
+def known_ids(name):
+    """Every id of <name> some list names: judged by a run, argued equivalent, or left."""
+    listed = read_ids(JUDGED / f"{name}.txt")
+    listed |= {l.partition("\t")[0] for l in read_ids(HERE / "equivalent" / f"{name}.txt")}  # <id>TAB<why>
+    listed |= {l.partition("\t")[2] for l in read_ids(SURVIVORS / f"{name}.txt")}  # <verdict>TAB<id>
+    return listed
 
 
 def update_judged(name, planted, verdicts):
