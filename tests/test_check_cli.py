@@ -568,3 +568,34 @@ def test_fleet_unreadable_dump_does_not_hide_a_blocked_node(tmp_path):
     assert p.stderr.startswith(f"gdrpeer: {bad}:3: ") and p.stderr.count("\n") == 1, p.stderr
     # Without a blocked or incomplete node the unreadable dump still decides: 65.
     assert gdrpeer("check", "--fleet", bad, P5EN).returncode == 65
+
+
+# ---- 9. rule data and sysfs copies the CLI refuses -----------------------------------------------
+
+def test_platform_rule_without_condition_is_refused(tmp_path):
+    """A --data-dir whose platforms.json has a rule without a condition (it would fire on every
+    node) is refused with exit 78 (rule data unusable), naming the file and the rule. Before: the
+    rule loaded and fired on every pair."""
+    data = tmp_path / "data"
+    shutil.copytree(REPO / "topology", data)
+    platforms = json.loads((data / "platforms.json").read_text())
+    platforms["rules"].append({"id": "platform-everywhere", "severity": "blocked", "reason": "r"})
+    (data / "platforms.json").write_text(json.dumps(platforms))
+    p = gdrpeer("check", "--data-dir", data, P5EN)
+    assert p.returncode == 78, (p.returncode, p.stdout, p.stderr)
+    assert f"{data}/platforms.json: rule platform-everywhere: needs at least one condition" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("gone, there", [("device", "vendor"), ("vendor", "device")])
+def test_sysfs_function_with_one_id_file_is_refused(tmp_path, gone, there):
+    """The kernel creates vendor and device for every PCI function (drivers/pci/pci-sysfs.c) and
+    lspci's sysfs backend needs both (pciutils lib/sysfs.c): a copy with one of them is an input
+    error naming the missing file (exit 65). Before: the ids were unknown and the vendor file alone
+    still made the GPU NVIDIA's."""
+    root = sysfs_node(tmp_path / "node")
+    fn = root / "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:00.0/0000:03:00.0"  # the GPU
+    assert (fn / "vendor").read_text() == "0x10de\n"
+    (fn / gone).unlink()
+    p = gdrpeer("check", "--sysfs-root", root)
+    assert p.returncode == 65, (p.returncode, p.stdout, p.stderr)
+    assert f"/{fn.name}/{gone}: missing, while {there} is there" in p.stderr, p.stderr

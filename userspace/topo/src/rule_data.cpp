@@ -348,6 +348,14 @@ RuleData RuleData::load(const std::string& dir) {
     p.cpu_patterns = strings(r, "cpu_patterns", Where{w});
     p.dmi_patterns = strings(r, "dmi_patterns", Where{w});
     p.gpu_families = strings(r, "gpu_families", Where{w});
+    // A rule says where it applies: without a condition it would fire on every node (or, for an
+    // integrated GPU, which is in no pair, on none), neither of which a rule file means.
+    const bool node_condition = !p.arch.empty() || !p.cpu_patterns.empty() || !p.dmi_patterns.empty();
+    if (p.applies_to == "integrated-gpu" && !node_condition)
+      throw DataError(w + ": rule " + p.id +
+                      ": an integrated-gpu rule needs arch, cpu_patterns or dmi_patterns (gpu_families is not checked for it)");
+    if (!node_condition && p.gpu_families.empty())
+      throw DataError(w + ": rule " + p.id + ": needs at least one condition: arch, cpu_patterns, dmi_patterns or gpu_families");
     p.reason = str(at(r, "reason", pw), Where{w, "rules.reason"});
     p.fix = str_or(r, "fix", "", pw);
     k.platforms.push_back(p);

@@ -30,6 +30,21 @@ std::string fmt_bytes(uint64_t b) {
   return std::to_string(b) + " " + unit[i];
 }
 
+// An NVLink bandwidth as GB/s (1 GB = 1000 MB), exactly: hwloc writes NVLinkBandwidth in MB/s
+// (doc/hwloc.doxy; topology-nvml.c adds 20000, 25000 or 50000 per link), so 25000 is "25 GB/s",
+// 12500 "12.5 GB/s" and 1 "0.001 GB/s": never "0 GB/s" for a bandwidth the input gives.
+std::string fmt_gbps(uint64_t mbps) {
+  std::string s = std::to_string(mbps / 1000);
+  if (const uint64_t frac = mbps % 1000) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, ".%03u", static_cast<unsigned>(frac));
+    std::string digits = buf;
+    while (digits.back() == '0') digits.pop_back();
+    s += digits;
+  }
+  return s + " GB/s";
+}
+
 std::string fmt_speed(double s) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%gGT/s", s);
@@ -94,11 +109,7 @@ class Checker {
                !emulated_.empty();
     // Each platform rule's node conditions once per node; the GPU family is per pair.
     platform_node_.reserve(k.platforms.size());
-    for (const PlatformRule& p : k.platforms) {
-      NodeConditions c;
-      c.hold = platform_matches(p, c.any);
-      platform_node_.push_back(c);
-    }
+    for (const PlatformRule& p : k.platforms) platform_node_.push_back(platform_matches(p));
   }
 
   bool skipped(std::string_view rule) const { return rule_skipped(o_, rule); }
@@ -113,11 +124,7 @@ class Checker {
   std::string rcname_, dmi_;              // per node, used per pair
   std::string emulated_;                  // an emulated PCI function that gives the VM away, "" if none
   bool grace_ = false, virtual_ = false;
-  struct NodeConditions {
-    bool any = false;   // the rule has node conditions (arch, CPU, DMI)
-    bool hold = false;  // and this node meets them all
-  };
-  std::vector<NodeConditions> platform_node_;  // per k_.platforms entry
+  std::vector<bool> platform_node_;  // per k_.platforms entry: this node meets its node conditions
 
   void pair(PairResult& r, PairKind kind) {
     const Device& a = t_.devices[r.a];
@@ -145,7 +152,7 @@ class Checker {
   void nvlink_rules(PairResult& r) {
     const NvLinkPath& l = r.nvlink;
     std::string how = l.links > 0 ? std::to_string(l.links) + " bonded NVLinks (NV" + std::to_string(l.links) + ")" : "NVLink";
-    if (l.bandwidth_mbps > 0) how += ", " + std::to_string(l.bandwidth_mbps / 1000) + " GB/s";
+    if (l.bandwidth_mbps > 0) how += ", " + fmt_gbps(l.bandwidth_mbps);
     std::string why = "peer-to-peer goes over " + how + (l.via_switch ? " through NVSwitch" : ", GPU to GPU") +
                       ", not over the PCIe path (" + to_string(r.path.cls) + ")";
     if (l.inferred_from == "gpu-model") {
@@ -371,7 +378,7 @@ class Checker {
   }
 
   void bar_rules(PairResult& r, const Device& g) {
-    if (!g.ids_known || g.vendor != 0x10de || k_.min_bar1_bytes == 0) return;
+    if (!nvidia_by_ids(g) || k_.min_bar1_bytes == 0) return;
     for (const auto& b : g.bars)
       if (b.index == 1 && b.size > 0 && b.size < k_.min_bar1_bytes) {
         add(r.findings, "bar1-small", Verdict::Degraded,
@@ -386,23 +393,14 @@ class Checker {
     return p.severity == "blocked" ? Verdict::Blocked : p.severity == "unreliable" ? Verdict::Unreliable : Verdict::Degraded;
   }
 
-  // Whether a platform rule's node conditions (arch, CPU, DMI) hold; `any`
-  // tells whether it has any. GPU families are checked per GPU by the caller.
-  bool platform_matches(const PlatformRule& p, bool& any) const {
+  // Whether a platform rule's node conditions (arch, CPU, DMI) that it gives all hold. GPU
+  // families are checked per GPU by the caller. Every rule has a condition: the rule-data loader
+  // refuses one without (rule_data.cpp), and an integrated-gpu rule without a node condition.
+  bool platform_matches(const PlatformRule& p) const {
     bool ok = true;
-    any = false;
-    if (!p.arch.empty()) {
-      any = true;
-      ok = ok && t_.cpu.arch == p.arch;
-    }
-    if (!p.cpu_patterns.empty()) {
-      any = true;
-      ok = ok && contains_any(t_.cpu.model_name, p.cpu_patterns);
-    }
-    if (!p.dmi_patterns.empty()) {
-      any = true;
-      ok = ok && contains_any(dmi_, p.dmi_patterns);
-    }
+    if (!p.arch.empty()) ok = ok && t_.cpu.arch == p.arch;
+    if (!p.cpu_patterns.empty()) ok = ok && contains_any(t_.cpu.model_name, p.cpu_patterns);
+    if (!p.dmi_patterns.empty()) ok = ok && contains_any(dmi_, p.dmi_patterns);
     return ok;
   }
 
@@ -412,13 +410,10 @@ class Checker {
       const PlatformRule& p = k_.platforms[i];
       if (p.applies_to == "integrated-gpu") continue;  // node-wide, see node_platform_rules
       if (p.applies_to == "gpu-nic" && kind == PairKind::GpuGpu) continue;
-      bool any = platform_node_[i].any;
-      bool ok = platform_node_[i].hold;
-      if (!p.gpu_families.empty()) {
-        any = true;
+      bool ok = platform_node_[i];
+      if (!p.gpu_families.empty())
         ok = ok && fam.family && std::find(p.gpu_families.begin(), p.gpu_families.end(), fam.family->family) != p.gpu_families.end();
-      }
-      if (!any || !ok) continue;
+      if (!ok) continue;
       std::string why = p.reason;
       if (!p.gpu_families.empty()) why += fam.provenance();
       add(r.findings, p.id, platform_verdict(p), std::move(why), p.fix);
@@ -462,8 +457,7 @@ class Checker {
     for (size_t i = 0; i < k_.platforms.size(); ++i) {
       const PlatformRule& p = k_.platforms[i];
       if (p.applies_to != "integrated-gpu" || skipped(p.id)) continue;
-      bool any = false;
-      if (!platform_matches(p, any) || !any) continue;  // needs a node field given, and all of them matched
+      if (!platform_matches(p)) continue;  // (the loader made sure it gives a node field)
       std::string plat = t_.dmi_vendor;
       if (!t_.dmi_product.empty()) plat += (plat.empty() ? "" : " ") + t_.dmi_product;
       const std::string where = "platform " + (plat.empty() ? t_.cpu.model_name : plat);
@@ -575,7 +569,7 @@ Report check(const Topology& t, const RuleData& k, const CheckOptions& opt) {
   if (t.sw.inspected && !t.sw.cuda_error.empty()) note("software-cuda", "CUDA probe: " + t.sw.cuda_error);
   if (t.format == "sysfs" && !t.sw.cuda_probed) {  // live: what --cuda would add
     bool nvidia = false;
-    for (int g : rep.gpus) nvidia = nvidia || (t.devices[g].ids_known && t.devices[g].vendor == 0x10de);
+    for (int g : rep.gpus) nvidia = nvidia || nvidia_by_ids(t.devices[g]);
     if (nvidia)
       note("software-cuda", nvidia_driver_summary(t.sw.nvidia_version) +
                                 "; CUDA's GPU_DIRECT_RDMA_SUPPORTED and DMA_BUF_SUPPORTED not asked (gdrpeer check --cuda asks; cuInit "

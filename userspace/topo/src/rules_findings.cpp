@@ -1,4 +1,4 @@
-// The per-pair rules' common step: --skip and duplicate findings (rules_findings.hpp).
+// The per-pair rules' common step: --skip, duplicate findings, NVIDIA by ids (rules_findings.hpp).
 #include "rules_findings.hpp"
 
 #include <string>
@@ -17,5 +17,7 @@ void add_finding(const CheckOptions& o, std::vector<Finding>& out, std::string_v
     if (f.rule == rule && f.reason == reason) return;
   out.push_back(Finding{std::string(rule), v, std::move(reason), std::move(fix)});
 }
+
+bool nvidia_by_ids(const Device& d) { return d.ids_known && d.vendor == 0x10de; }
 
 }  // namespace gdrpeer::topo

@@ -1,9 +1,13 @@
 // Rules the PCIe rules class did not cover (issue 24, item 5), run by check() after it:
-//  acs-root-port: ACS redirect on the CPU root ports of a PHB/NODE pair. The acs-redirect rule
-//    looks only below a switch meeting point; a pair that meets in the root complex crosses
+//  acs-root-port: ACS redirect on the CPU root ports of a PHB/NODE/SYS pair. The acs-redirect
+//    rule looks only below a switch meeting point; a pair that meets in the root complex crosses
 //    each side's root port, and ReqRedir/CmpltRedir there sends peer requests to the IOMMU /
 //    root complex for validation: NCCL deadlocked on 2x RTX 5880 Ada behind AMD GPP bridges with
-//    ACSCtl 0x001d until ACS was cleared on them (NVIDIA/nccl #2079).
+//    ACSCtl 0x001d until ACS was cleared on them (NVIDIA/nccl #2079, GPUs under two host bridges:
+//    NODE). A cross-socket (SYS) pair crosses its root ports the same way: the kernel treats every
+//    pair without a common upstream bridge alike, through the host bridge, whatever the root
+//    ports' ACS (drivers/pci/p2pdma.c calc_map_type_and_dist), and NCCL uses P2P up to SYS on
+//    AMD systems of two GPUs, #2079's (src/graph/paths.cc ncclTopoCheckP2p: p2pLevel PATH_SYS).
 //  ats-translated, ats-vm: where ATS matters. Under a translating IOMMU a device with ATS
 //    enabled sends translated requests; ports with ACS Direct Translated P2P (bit 6) let those
 //    go peer to peer below a switch instead of up to the root complex. In a VM, ATS answers come
@@ -28,7 +32,9 @@ std::string hex4(unsigned v) {
 }
 
 void acs_root_port(const Topology& t, const CheckOptions& o, PairResult& r) {
-  if (r.path.cls != PathClass::PHB && r.path.cls != PathClass::NODE) return;
+  // Below a switch meeting point (PIX, PXB) the traffic turns before the root complex: acs_rules
+  // judges every port of such a path, whatever type a port claims.
+  if (r.path.cls == PathClass::PIX || r.path.cls == PathClass::PXB) return;
   std::vector<int> bad;
   for (const std::vector<int>* side : {&r.path.ports_a, &r.path.ports_b})
     for (int x : *side) {

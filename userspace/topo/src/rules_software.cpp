@@ -31,7 +31,7 @@ bool kernel_at_least(const std::string& rel, int maj, int min) {
 void software_rules(const Topology& t, const CheckOptions& o, const Device& g, std::vector<Finding>& out) {
   const Software& sw = t.sw;
   if (!sw.inspected) return;
-  bool nvidia = g.ids_known && g.vendor == 0x10de;
+  const bool nvidia = nvidia_by_ids(g);
   if (!sw.modules_known) {
     add_finding(o, out, "software-unknown", Verdict::Optimal,
                 "the loaded kernel modules are not in this input (no /proc/modules or /sys/module): driver and peer-memory state unknown",

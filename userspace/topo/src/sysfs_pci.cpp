@@ -227,10 +227,19 @@ PciFunctions read_pci_functions(InputFs& fs, const std::string& name, Topology& 
       if (s.empty() || *e) throw InputError(name, 0, raw.dir + "/" + f + ": expected a hex number, found \"" + s + "\"");
       return x;
     };
-    bool ok = true;
-    d.vendor = static_cast<uint16_t>(hex("vendor", ok));
-    d.device = static_cast<uint16_t>(hex("device", ok));
-    d.ids_known = ok;
+    // The kernel's pci-sysfs creates vendor and device together for every function
+    // (drivers/pci/pci-sysfs.c pci_dev_attrs), and lspci's sysfs backend needs both (pciutils
+    // lib/sysfs.c sysfs_fill_info: sysfs_get_value(d, "vendor"/"device", mandatory)): a copy with
+    // one of them is incomplete, an error naming the missing file. A copy with neither (a
+    // hand-made tree) leaves the ids unknown.
+    bool vok = true, dok = true;
+    d.vendor = static_cast<uint16_t>(hex("vendor", vok));
+    d.device = static_cast<uint16_t>(hex("device", dok));
+    if (vok != dok)
+      throw InputError(name, 0,
+                       raw.dir + "/" + (vok ? "device" : "vendor") + ": missing, while " + (vok ? "vendor" : "device") +
+                           " is there (the kernel creates both for every PCI function)");
+    d.ids_known = vok;
     bool sok = true;
     d.subsys_vendor = static_cast<uint16_t>(hex("subsystem_vendor", sok));
     d.subsys_device = static_cast<uint16_t>(hex("subsystem_device", sok));

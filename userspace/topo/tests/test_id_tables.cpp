@@ -531,5 +531,52 @@ TEST(PlatformData, UnknownAppliesToIsADataError) {
   ::rmdir(dir.c_str());
 }
 
+// A platforms.json rule must say where it applies: one with no condition (arch, cpu_patterns,
+// dmi_patterns, gpu_families; an empty list is none) would fire on every node, and an
+// integrated-gpu rule is judged on the node fields alone (an integrated GPU is in no pair, so
+// gpu_families is never checked for it) and without one would fire nowhere. The loader refuses
+// both, naming the file and the rule (docs/check.md, "Rule data"); a rule with a condition loads.
+TEST(PlatformData, RuleWithoutConditionIsADataError) {
+  struct Case {
+    const char* rule;
+    const char* error;  // "" loads
+  };
+  const Case cases[] = {
+      {R"({"id": "platform-x", "severity": "blocked", "reason": "r"})", "rule platform-x: needs at least one condition"},
+      {R"({"id": "platform-x", "severity": "degraded", "applies_to": "gpu-nic", "cpu_patterns": [], "dmi_patterns": [], "arch": "",
+          "reason": "r"})",
+       "rule platform-x: needs at least one condition"},
+      {R"({"id": "platform-i", "severity": "blocked", "applies_to": "integrated-gpu", "gpu_families": ["datacenter"], "reason": "r"})",
+       "rule platform-i: an integrated-gpu rule needs arch, cpu_patterns or dmi_patterns"},
+      {R"({"id": "platform-f", "severity": "blocked", "gpu_families": ["geforce"], "reason": "r"})", ""},
+      {R"({"id": "platform-a", "severity": "blocked", "arch": "ppc64le", "reason": "r"})", ""},
+      {R"({"id": "platform-j", "severity": "blocked", "applies_to": "integrated-gpu", "dmi_patterns": ["Jetson"], "reason": "r"})", ""},
+  };
+  char tmpl[] = "/tmp/gdrpeer-data-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  auto write = [&](const std::string& f, const std::string& text) {
+    FILE* out = std::fopen((dir + "/" + f).c_str(), "w");
+    ASSERT_NE(out, nullptr);
+    std::fwrite(text.data(), 1, text.size(), out);
+    std::fclose(out);
+  };
+  for (const char* f : {"devices.json", "gpus.json", "root_complexes.json"}) write(f, testing::slurp(testing::data_dir() + "/" + f));
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.rule);
+    write("platforms.json", std::string(R"({"schema": 1, "rules": [)") + c.rule + "]}");
+    try {
+      const RuleData k = RuleData::load(dir);
+      EXPECT_EQ(*c.error, '\0') << "loaded";
+      EXPECT_EQ(k.platforms.size(), 1u);
+    } catch (const DataError& e) {
+      EXPECT_NE(*c.error, '\0') << e.what();
+      EXPECT_NE(std::string(e.what()).find(dir + "/platforms.json: " + c.error), std::string::npos) << e.what();
+    }
+  }
+  for (const char* f : {"devices.json", "gpus.json", "root_complexes.json", "platforms.json"}) ::unlink((dir + "/" + f).c_str());
+  ::rmdir(dir.c_str());
+}
+
 }  // namespace
 }  // namespace gdrpeer::topo

@@ -1012,6 +1012,48 @@ TEST(TruthNotes, EachSignOfAVirtualMachineAlone) {
   EXPECT_TRUE(check(nccl, kb(), CheckOptions{}).virtual_machine);
 }
 
+// hwloc's NVML backend writes NVLinkBandwidth in MB/s (doc/hwloc.doxy "NVLinkBandwidth (NVML)";
+// topology-nvml.c adds 20000, 25000 or 50000 per link by NVLink version). The path-nvlink reason
+// gives it in GB/s (1 GB = 1000 MB) exactly, never rounded down to "0 GB/s": the reference hwloc
+// input (kinds/hwloc-nvlinkbandwidth.xml: GPU0-GPU2 one direct link, GPU1 and GPU3 into an
+// NVSwitch) with its matrix values replaced, down to 1 MB/s. Found by the generated mutants
+// (issue 28): nvlink_rules' bandwidth_mbps > 0 as > 1 differed only at 1 MB/s, which the old
+// code wrote as "0 GB/s".
+TEST(TruthNvlink, HwlocBandwidthInGbPerSecondExactly) {
+  const std::string fixture = testing::slurp(testing::reference("kinds/hwloc-nvlinkbandwidth.xml"));
+  const size_t cut = fixture.find("<distances2hetero");
+  ASSERT_NE(cut, std::string::npos);
+  struct Case {
+    uint64_t direct, via_switch;
+    const char *direct_words, *switch_words;
+  };
+  const Case cases[] = {
+      {50000, 150000, "over NVLink, 50 GB/s, GPU to GPU", "over NVLink, 150 GB/s through NVSwitch"},  // the file as it is
+      {1, 1, "over NVLink, 0.001 GB/s, GPU to GPU", "over NVLink, 0.001 GB/s through NVSwitch"},
+      {12500, 100, "over NVLink, 12.5 GB/s, GPU to GPU", "over NVLink, 0.1 GB/s through NVSwitch"},
+      {25000, 1010, "over NVLink, 25 GB/s, GPU to GPU", "over NVLink, 1.01 GB/s through NVSwitch"},
+      {999, 20001, "over NVLink, 0.999 GB/s, GPU to GPU", "over NVLink, 20.001 GB/s through NVSwitch"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.direct_words);
+    const std::string d = std::to_string(c.direct), s = std::to_string(c.via_switch);
+    const std::string xml = fixture.substr(0, cut) +
+                            "<distances2hetero nbobjs=\"5\" kind=\"25\" name=\"NVLinkBandwidth\">\n"
+                            "<indexes length=\"0\">OSDev:13 OSDev:23 OSDev:33 OSDev:43 PCIDev:52 </indexes>\n"
+                            "<u64values length=\"0\">1000000 0 " +
+                            d + " 0 0 0 1000000 0 0 " + s + " " + d + " 0 1000000 0 0 0 0 0 1000000 " + s + " 0 " + s + " 0 " + s +
+                            " 1000000 </u64values>\n</distances2hetero>\n</topology>\n";
+    Topology t = parse_hwloc_xml(xml, "hwloc-nvlinkbandwidth.xml");
+    assign_roles(t, kb());
+    const Report r = check(t, kb(), CheckOptions{});
+    const Finding* direct = finding(testing::pair_of(r, "GPU0", "GPU2"), "path-nvlink");
+    const Finding* switched = finding(testing::pair_of(r, "GPU1", "GPU3"), "path-nvlink");
+    ASSERT_TRUE(direct && switched);
+    EXPECT_NE(direct->reason.find(c.direct_words), std::string::npos) << direct->reason;
+    EXPECT_NE(switched->reason.find(c.switch_words), std::string::npos) << switched->reason;
+  }
+}
+
 // ---- platform rules --------------------------------------------------------------
 
 // topology/platforms.json's definition of a rule: "A rule matches when every field it gives
@@ -1469,7 +1511,8 @@ TEST(TruthPlatform, IntegratedGpuPlatformsAreJudgedOncePerNode) {
     EXPECT_EQ(f[0]->severity, c.note ? Verdict::Optimal : Verdict::Unreliable);
     EXPECT_EQ(f[0]->reason.rfind(c.where, 0), 0u) << f[0]->reason;
   }
-  // Rules of other kinds and an integrated-gpu rule without a node field: no node finding.
+  // A rule of another kind: no node finding. (An integrated-gpu rule without a node field the
+  // loader refuses: PlatformData.RuleWithoutConditionIsADataError.)
   RuleData k = kb();
   PlatformRule all;
   all.id = "t-all";
@@ -1477,16 +1520,9 @@ TEST(TruthPlatform, IntegratedGpuPlatformsAreJudgedOncePerNode) {
   all.applies_to = "all";
   all.dmi_patterns = {"IGX Orin"};
   all.reason = "a pair rule";
-  PlatformRule fam = all;
-  fam.id = "t-family-only";
-  fam.applies_to = "integrated-gpu";
-  fam.dmi_patterns.clear();
-  fam.gpu_families = {"datacenter"};
   k.platforms.push_back(all);
-  k.platforms.push_back(fam);
   const Report r = check(igx({0x10de}, "NVIDIA", "IGX Orin Developer Kit"), k, CheckOptions{});
   EXPECT_TRUE(notes(r, "t-all").empty());
-  EXPECT_TRUE(notes(r, "t-family-only").empty());
   // The lspci -tv of a real IGX Orin with a discrete RTX A6000 (holohub, tests/reference/README.md),
   // named only (no ids), with lscpu's lines of its CPU (IGX Orin: 12 Arm Cortex-A78AE cores) and an
   // integrated-gpu rule on that CPU: the RTX A6000 is a discrete NVIDIA GPU, so only a note.
@@ -1693,6 +1729,59 @@ TEST(TruthRootPort, NodePathsTooNvlinkPairsNever) {
   fn(sxm, "0000:01:00.0").device = 0x2330;
   const PairResult q = only_pair(check(from_fake(sxm), kb(), CheckOptions{}));
   ASSERT_TRUE(q.nvlink.linked);
+  EXPECT_FALSE(finding(q, "acs-root-port"));
+}
+
+// A cross-socket (SYS) pair crosses its root ports as a NODE pair does: the kernel routes every
+// pair without a common upstream bridge through the host bridge alike, root-port ACS or not
+// (drivers/pci/p2pdma.c calc_map_type_and_dist), and NCCL does P2P up to SYS between the two GPUs
+// of an AMD system (src/graph/paths.cc ncclTopoCheckP2p), #2079's platform, whose hang came from
+// ReqRedir/CmpltRedir on the root ports of a NODE pair. So acs-root-port names the redirecting
+// root ports of a SYS pair too, next to path-sys; a pair whose path has no redirect gets path-sys
+// alone. Below a switch meeting point the traffic turns before the root complex: a port there
+// that claims to be a Root Port (a wrong port type; the kernel's set_pcie_port_type corrects
+// some) is judged by acs-redirect, not as a CPU root port.
+TEST(TruthRootPort, SysPathsTooAndNeverBelowASwitch) {
+  for (const uint16_t ctl : {uint16_t{0x001d}, uint16_t{0x0053}}) {
+    SCOPED_TRACE(ctl);
+    FakeNode two;
+    two.modules = testing::switch_node().modules;
+    FakeFn& rp1 = testing::add_port(two, "0000:00:01.0", "/sys/devices/pci0000:00/0000:00:01.0", testing::kRootPort, 1);
+    rp1.acs = true;
+    rp1.acs_ctl = ctl;
+    FakeFn& rp2 = testing::add_port(two, "0000:80:01.0", "/sys/devices/pci0000:80/0000:80:01.0", testing::kRootPort, 0x81);
+    rp2.acs = true;
+    rp2.acs_ctl = ctl;
+    rp2.numa = 1;
+    testing::add_endpoint(two, "0000:01:00.0", "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0", 0x10de, 0x2331, 0x030200).resource =
+        testing::switch_node().fns[4].resource;
+    testing::add_endpoint(two, "0000:81:00.0", "/sys/devices/pci0000:80/0000:80:01.0/0000:81:00.0", 0x15b3, 0x1021, 0x020700).numa = 1;
+    two.numa_nodes = 2;
+    const PairResult p = only_pair(check(from_fake(two), kb(), CheckOptions{}));
+    ASSERT_EQ(p.path.cls, PathClass::SYS);
+    EXPECT_TRUE(finding(p, "path-sys"));
+    const Finding* f = finding(p, "acs-root-port");
+    if (ctl == 0x0053) {  // SrcValid, TransBlk, UpstreamFwd, DirectTrans: no redirect
+      EXPECT_FALSE(f);
+      continue;
+    }
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->severity, Verdict::Unreliable);
+    EXPECT_EQ(f->reason.rfind("ACS redirect on the CPU root port(s) 0000:00:01.0 (ACSCtl 0x001d), 0000:80:01.0 (ACSCtl 0x001d) of", 0), 0u)
+        << f->reason;
+    EXPECT_EQ(p.verdict, Verdict::Unreliable);
+  }
+  // The switch's GPU-side downstream port claiming Root Port leaves it out of the switch's unit:
+  // PXB (classify.cpp unit_of; a PIX path holds switch ports only).
+  FakeNode pxb = testing::switch_node();
+  FakeFn& dsp = fn(pxb, "0000:02:00.0");
+  dsp.port_type = testing::kRootPort;
+  dsp.acs_ctl = 0x001d;
+  const PairResult q = only_pair(check(from_fake(pxb), kb(), CheckOptions{}));
+  ASSERT_EQ(q.path.cls, PathClass::PXB);
+  const Finding* redirect = finding(q, "acs-redirect");
+  ASSERT_TRUE(redirect);
+  EXPECT_NE(redirect->reason.find("0000:02:00.0"), std::string::npos) << redirect->reason;
   EXPECT_FALSE(finding(q, "acs-root-port"));
 }
 

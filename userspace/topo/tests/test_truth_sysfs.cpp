@@ -637,7 +637,11 @@ TEST(TruthSysfsAttrs, ResourceLinesBarsOnlyMemoryOnlyTheFirstSix) {
 }
 
 // A resource file not in resource_show's format, and hex attributes that are not hex, are
-// input errors naming the file (and the resource's line).
+// input errors naming the file (and the resource's line). The kernel creates vendor and device
+// for every function (drivers/pci/pci-sysfs.c pci_dev_attrs), and lspci refuses a function
+// without either (pciutils lib/sysfs.c sysfs_fill_info reads both as mandatory): a copy holding
+// one of the two is incomplete, an error naming the missing file; one holding neither (a
+// hand-made tree) leaves the ids unknown.
 TEST(TruthSysfsAttrs, MalformedResourceAndIdsAreErrorsMissingIdsAreUnknown) {
   // Mutants: sscanf != 3 and its throw, idx + 1, hex()'s s.empty() || *e, !v.
   {
@@ -660,16 +664,30 @@ TEST(TruthSysfsAttrs, MalformedResourceAndIdsAreErrorsMissingIdsAreUnknown) {
     n.file("sys/devices/pci0000:00/0000:00:02.0/vendor", bad);
     EXPECT_THROW(n.read(), InputError) << bad;
   }
+  for (const auto& [gone, there] : {std::pair<std::string, std::string>{"device", "vendor"}, {"vendor", "device"}}) {
+    Node n;
+    n.root_fn("0000:00:02.0", Config().b);
+    n.e.erase(std::remove_if(n.e.begin(), n.e.end(), [&](const TarEntry& x) { return x.path.ends_with("/" + gone); }), n.e.end());
+    try {
+      n.read();
+      ADD_FAILURE() << "no error without " << gone;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("0000:00:02.0/" + gone + ": missing, while " + there + " is there"), std::string::npos)
+          << e.what();
+    }
+  }
   Node n;
   n.root_fn("0000:00:02.0", Config().b);
-  n.e.erase(
-      std::remove_if(n.e.begin(), n.e.end(), [](const TarEntry& x) { return x.path.ends_with("/device") || x.path.ends_with("/class"); }),
-      n.e.end());
+  n.e.erase(std::remove_if(
+                n.e.begin(), n.e.end(),
+                [](const TarEntry& x) { return x.path.ends_with("/vendor") || x.path.ends_with("/device") || x.path.ends_with("/class"); }),
+            n.e.end());
   n.file("sys/devices/pci0000:00/0000:00:02.0/subsystem_vendor", "0x10de\n");
   n.file("sys/devices/pci0000:00/0000:00:02.0/subsystem_device", "0x1234\n");
   const Topology t = n.read();
   const Device& d = dev(t, "0000:00:02.0");
-  EXPECT_FALSE(d.ids_known);  // device missing
+  EXPECT_FALSE(d.ids_known);  // vendor and device missing
+  EXPECT_EQ(d.vendor, 0);
   EXPECT_FALSE(d.class_known);
   EXPECT_EQ(d.subsys_vendor, 0x10de);
   EXPECT_EQ(d.subsys_device, 0x1234);
