@@ -268,8 +268,8 @@ class StackStage {
     for (const auto& o : s.modprobe) {
       if (o.module != "nvidia" || o.key.rfind("NVreg_", 0) != 0 || !o.value.empty()) continue;
       const std::string key = listed_name(o.key.substr(6));
-      auto it = s.params.find(key);
-      if (it == s.params.end() || !integer_param(key, it->second)) continue;
+      auto it = s.params.find(key);  // a name the driver does not list is no option of it: ignored
+      if (!integer_param(key, it == s.params.end() ? std::string() : it->second)) continue;
       failing.insert(key);
       node("nvidia-params-invalid", Verdict::Unreliable,
            o.key + " is configured without a value (" + o.file + ":" + std::to_string(o.line) +

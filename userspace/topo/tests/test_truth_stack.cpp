@@ -1526,8 +1526,16 @@ TEST(TruthNotes, AnIntegerOptionWithoutAValueFailsTheNextLoad) {
     EXPECT_NE(n[0]->reason.find("runs with CoherentGPUMemoryMode=driver"), std::string::npos) << n[0]->reason;
     EXPECT_TRUE(notes(run("options nvidia NVreg_CoherentGPUMemoryMode=\n", running), "nvidia-params-invalid").empty());
   }
-  // A quoted option a later driver may add ("" once the quotes are gone) is no integer either,
-  // and neither is a charp option running with digits.
+  // Options of another module (nvidia_drm has no NVreg_ parameters), names in another case
+  // (parse_args compares them exactly), names the driver does not list: the kernel ignores them
+  // ("unknown parameter ... ignored"). A value the kernel reads is no failure.
+  for (const char* conf : {"options nvidia_drm NVreg_EnableMSI=\n", "options nvidia nvreg_EnableMSI=\n",
+                           "options nvidia NVreg_NoSuchParameter=\n", "options nvidia NVreg_EnableMSI=0\n"})
+    EXPECT_TRUE(notes(run(conf, text), "nvidia-params-invalid").empty()) << conf;
+  // A quoted option a later driver may add ("" or a word once the quotes are gone) is no integer
+  // either, and neither is a charp option running with digits.
+  EXPECT_TRUE(
+      notes(run("options nvidia NVreg_LaterStringOption=\n", text + "LaterStringOption: \"on\"\n"), "nvidia-params-invalid").empty());
   EXPECT_TRUE(notes(run("options nvidia NVreg_LaterStringOption=\n", text + "LaterStringOption: \"\"\n"), "nvidia-params-invalid").empty());
   EXPECT_TRUE(notes(run("options nvidia NVreg_RmMsg=\n", replaced(text, "RmMsg: \"\"", "RmMsg: \"1\"")), "nvidia-params-invalid").empty());
 }
