@@ -30,11 +30,13 @@
 //  - 580.65.06 (the first 580 tag) .. 590.48.01: as above (nv_grdma_pci_topology_supported).
 //  - 595.44.02 .. 595.45.04: nv_pci_is_valid_topology_for_direct_pci without the override
 //    ("!coherent -> no; one IOMMU group"); the rest as 580.142.
-// A version not known leaves an answer unknown where these differ.
+// A version not known, or between two of these (566-569, 576-579, 591-594, or below 570.86.15,
+// 580.65.06, 595.44.02 in their branches: kDriverEras), leaves an answer unknown where these differ.
 // An input not known (-1: flavour, coherence, override, common bridge, IOMMU groups) makes an
 // answer unknown wherever the driver's decision depends on it, never a guess (test_truth_stack).
 #include <array>
 #include <cstdlib>
+#include <limits>
 
 #include "gdrpeer/topo/stack.hpp"
 
@@ -211,10 +213,10 @@ struct DriverEra {
   DriverGate gate;
 };
 constexpr DriverEra kDriverEras[] = {
-    {{0, 0, 0}, 565, DriverGate::None},                 // .. 565.77 (535.288.01, 550.163.01 too)
-    {{570, 86, 15}, 575, DriverGate::DirectPci},        // .. 575.64.05 (570.211.01 too)
-    {{580, 65, 6}, 590, DriverGate::Full},              // .. 590.48.01 (580.142 the model)
-    {{595, 44, 2}, 1L << 30, DriverGate::PcieByGroup},  // .. 595.45.04; a newer branch is taken to keep it
+    {{0, 0, 0}, 565, DriverGate::None},                                         // .. 565.77 (535.288.01, 550.163.01 too)
+    {{570, 86, 15}, 575, DriverGate::DirectPci},                                // .. 575.64.05 (570.211.01 too)
+    {{580, 65, 6}, 590, DriverGate::Full},                                      // .. 590.48.01 (580.142 the model)
+    {{595, 44, 2}, std::numeric_limits<long>::max(), DriverGate::PcieByGroup},  // .. 595.45.04; a newer branch is taken to keep it
 };
 
 DriverGate driver_gate_of(const std::string& version) {
