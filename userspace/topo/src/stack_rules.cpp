@@ -4,6 +4,7 @@
 // clients as registered (and which consumer sees which), why a peer-memory module
 // did not load. Per GPU x NIC: the exporter's gate and each consumer's decision.
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -44,6 +45,42 @@ std::string consumers_seeing(const std::string& name) {
 // an integer is a listed name not among the charp ones whose running value is a decimal number.
 constexpr const char* kCharpParams[] = {"CoherentGPUMemoryMode", "RegistryDwords", "RegistryDwordsPerDevice", "RmMsg", "GpuBlacklist",
                                         "TemporaryFilePath",     "ExcludedGpus"};
+
+// lib/kstrtox.c kstrtoint(s, 0, &v), which the kernel's param_set_int runs on an integer
+// option's value: one optional sign ('-' or '+'), then base 16 after "0x"/"0X" followed by a hex
+// digit, base 8 after a leading 0, else base 10; at least one digit and nothing after them (a
+// trailing newline cannot stand in a modprobe.d option); the value must fit an int. false where the
+// kernel refuses it (-EINVAL, -ERANGE).
+bool kernel_int(const std::string& s, long long& out) {
+  constexpr unsigned long long kBeyondInt = 1ULL << 32;  // any magnitude past int's range, kept from growing
+  size_t i = 0;
+  const bool negative = !s.empty() && s[0] == '-';
+  if (negative || (!s.empty() && s[0] == '+')) i = 1;
+  unsigned base = 10;
+  if (i < s.size() && s[i] == '0') {
+    const bool hex = i + 2 < s.size() && (s[i + 1] == 'x' || s[i + 1] == 'X') && std::isxdigit(static_cast<unsigned char>(s[i + 2]));
+    base = hex ? 16 : 8;
+    if (hex) i += 2;
+  }
+  unsigned long long v = 0;
+  const size_t first = i;
+  for (; i < s.size(); ++i) {
+    const int c = std::tolower(static_cast<unsigned char>(s[i]));
+    const unsigned digit = std::isdigit(c) ? static_cast<unsigned>(c - '0') : std::isxdigit(c) ? static_cast<unsigned>(c - 'a' + 10) : base;
+    if (digit >= base) break;
+    v = std::min(v * base + digit, kBeyondInt);
+  }
+  if (i == first || i != s.size()) return false;
+  if (v > (negative ? 2147483648ULL : 2147483647ULL)) return false;
+  out = negative ? -static_cast<long long>(v) : static_cast<long long>(v);
+  return true;
+}
+
+// The configured integer as the driver stores it (an NvU32 variable written as an int) against the
+// running value the params file prints ("%u").
+bool same_integer(long long configured, const std::string& running) {
+  return static_cast<uint32_t>(configured) == std::strtoull(running.c_str(), nullptr, 10);
+}
 
 bool integer_param(const std::string& name, const std::string& running) {
   for (const char* c : kCharpParams)
@@ -263,26 +300,32 @@ class StackStage {
            "reboot; "
            "if nvidia loads from the initramfs, rebuild it first (update-initramfs -u / dracut -f)");
     };
-    // An integer option given no value fails the next load, wherever it stands among the options.
+    // An integer option the kernel cannot read fails the next load, wherever it stands among the options.
     std::set<std::string> failing;
     for (const auto& o : s.modprobe) {
-      if (o.module != "nvidia" || o.key.rfind("NVreg_", 0) != 0 || !o.value.empty()) continue;
+      long long ignored = 0;
+      if (o.module != "nvidia" || o.key.rfind("NVreg_", 0) != 0 || kernel_int(o.value, ignored)) continue;
       const std::string key = listed_name(o.key.substr(6));
       auto it = s.params.find(key);  // a name the driver does not list is no option of it: ignored
       if (!integer_param(key, it == s.params.end() ? std::string() : it->second)) continue;
       failing.insert(key);
+      const std::string what = o.value.empty() ? o.key + " is configured without a value"
+                                               : o.key + "=" + o.value + " is configured, which is no int the kernel reads (kstrtoint)";
       node("nvidia-params-invalid", Verdict::Unreliable,
-           o.key + " is configured without a value (" + o.file + ":" + std::to_string(o.line) +
-               "): it is an integer parameter of the nvidia module, and the kernel refuses an empty integer: the next load of nvidia "
-               "fails (kernel log: \"nvidia: `' invalid for parameter `" +
-               o.key + "'\") and the node has no NVIDIA driver until it is fixed",
-           "# give " + o.key + " a value or remove it from " + o.file +
+           what + " (" + o.file + ":" + std::to_string(o.line) +
+               "): it is an integer parameter of the nvidia module, and the kernel refuses the value: the next load of nvidia fails "
+               "(kernel log: \"nvidia: `" +
+               o.value + "' invalid for parameter `" + o.key + "'\") and the node has no NVIDIA driver until it is fixed",
+           "# give " + o.key + " an integer value or remove it from " + o.file +
                "; if nvidia loads from the initramfs, rebuild it (update-initramfs -u / dracut -f)");
     }
     for (const auto& [key, o] : last) {
       auto it = s.params.find(key);
       if (it == s.params.end() || failing.count(key)) continue;  // not a parameter this driver lists, or it fails the load
-      if (it->second != o->value) report(o->key, key, o->value, *o, it->second);
+      long long configured = 0;
+      const bool differs = integer_param(key, it->second) && kernel_int(o->value, configured) ? !same_integer(configured, it->second)
+                                                                                              : it->second != o->value;
+      if (differs) report(o->key, key, o->value, *o, it->second);
     }
     for (const auto& [key, vo] : dwords) {
       auto it = s.registry_dwords.find(key);

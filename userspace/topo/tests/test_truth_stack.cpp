@@ -1540,6 +1540,118 @@ TEST(TruthNotes, AnIntegerOptionWithoutAValueFailsTheNextLoad) {
   EXPECT_TRUE(notes(run("options nvidia NVreg_RmMsg=\n", replaced(text, "RmMsg: \"\"", "RmMsg: \"1\"")), "nvidia-params-invalid").empty());
 }
 
+// An integer option's value as the kernel reads it: param_set_int runs lib/kstrtox.c
+// kstrtoint(value, 0, ...). The values are lib/test-kstrtox.c's (torvalds/linux) for kstrtos32 and
+// for base 0 (kstrtoull/kstrtoll) that a modprobe.d option can carry (no blank, no newline), with
+// their results; "+1", "-2147483648", "-2147483649" and "08", "0xg" from kstrtoll's sign and
+// _parse_integer_fixup_radix's base rules. A value it reads fails nothing and is compared with the
+// running one as the driver stores it (an NvU32 written as an int, printed "%u": -1 runs as
+// 4294967295, 0666 as 438); one it refuses fails the next load.
+TEST(TruthNotes, IntegerValuesAsTheKernelReadsThem) {
+  const std::string text = h200_params();
+  auto run = [&](const std::string& value, long long running) {
+    const std::string params = replaced(text, "EnableMSI: 1\n", "EnableMSI: " + std::to_string(static_cast<uint32_t>(running)) + "\n");
+    return run_check(stack_node(kOpen), {file("/etc/modprobe.d/nvidia.conf", "options nvidia NVreg_EnableMSI=" + value + "\n"),
+                                         file("/proc/driver/nvidia/params", params)});
+  };
+  const std::pair<const char*, long long> read[] = {{"-128", -128},
+                                                    {"-127", -127},
+                                                    {"-1", -1},
+                                                    {"0", 0},
+                                                    {"1", 1},
+                                                    {"126", 126},
+                                                    {"127", 127},
+                                                    {"128", 128},
+                                                    {"129", 129},
+                                                    {"254", 254},
+                                                    {"255", 255},
+                                                    {"256", 256},
+                                                    {"257", 257},
+                                                    {"32766", 32766},
+                                                    {"32767", 32767},
+                                                    {"32768", 32768},
+                                                    {"32769", 32769},
+                                                    {"65534", 65534},
+                                                    {"65535", 65535},
+                                                    {"65536", 65536},
+                                                    {"65537", 65537},
+                                                    {"2147483646", 2147483646},
+                                                    {"2147483647", 2147483647},
+                                                    {"-0", 0},
+                                                    {"00", 0},
+                                                    {"01", 1},
+                                                    {"0177", 127},
+                                                    {"0200", 128},
+                                                    {"017777777777", 2147483647},
+                                                    {"0x0", 0},
+                                                    {"0x1", 1},
+                                                    {"0x7f", 127},
+                                                    {"0x80", 128},
+                                                    {"0xff", 255},
+                                                    {"0x7fffffff", 2147483647},
+                                                    {"0XA", 10},
+                                                    {"0xaBcDeF", 0xabcdef},
+                                                    {"+1", 1},
+                                                    {"-2147483648", -2147483648LL},
+                                                    {"9", 9},
+                                                    {"0x9", 9}};
+  for (const auto& [value, want] : read) {
+    SCOPED_TRACE(value);
+    Report r = run(value, want);
+    EXPECT_TRUE(notes(r, "nvidia-params-invalid").empty());
+    EXPECT_TRUE(notes(r, "nvidia-params-pending").empty());
+    r = run(value, want + 1);
+    EXPECT_TRUE(notes(r, "nvidia-params-invalid").empty());
+    EXPECT_EQ(notes(r, "nvidia-params-pending").size(), 1u);
+  }
+  const char* refused[] = {"2147483648",
+                           "2147483649",
+                           "4294967294",
+                           "4294967295",
+                           "4294967296",
+                           "4294967297",
+                           "9223372036854775806",
+                           "9223372036854775807",
+                           "9223372036854775808",
+                           "9223372036854775809",
+                           "18446744073709551614",
+                           "18446744073709551615",
+                           "18446744073709551616",
+                           "18446744073709551617",
+                           "569202370375329612767",
+                           "+",
+                           "-",
+                           "0x",
+                           "0X",
+                           "1+",
+                           "1-",
+                           "0x0z",
+                           "0z",
+                           "a",
+                           "-+1",
+                           "-2147483649",
+                           "-9223372036854775809",
+                           "08",
+                           "0xg",
+                           "0xffffffff",
+                           "1a"};
+  for (const char* value : refused) {
+    SCOPED_TRACE(value);
+    const Report r = run(value, 1);
+    const auto bad = notes(r, "nvidia-params-invalid");
+    ASSERT_EQ(bad.size(), 1u);
+    EXPECT_EQ(bad[0]->reason.rfind(std::string("NVreg_EnableMSI=") + value + " is configured, which is no int the kernel reads", 0), 0u)
+        << bad[0]->reason;
+    EXPECT_NE(bad[0]->reason.find(std::string("\"nvidia: `") + value + "' invalid for parameter `NVreg_EnableMSI'\""), std::string::npos)
+        << bad[0]->reason;
+    EXPECT_TRUE(notes(r, "nvidia-params-pending").empty());
+  }
+  // A charp option keeps its text: "0" against "" is pending (no number is compared).
+  const Report r = run_check(stack_node(kOpen), {file("/etc/modprobe.d/nvidia.conf", "options nvidia NVreg_CoherentGPUMemoryMode=0\n"),
+                                                 file("/proc/driver/nvidia/params", text)});
+  EXPECT_EQ(notes(r, "nvidia-params-pending").size(), 1u);
+}
+
 // A params file without GrdmaPciTopoCheckOverride: nv-reg.h's nv_parms (printed by nv-procfs.c)
 // lists it in every tag from 570.86.15 and in none before (git grep over all 193 tags of
 // NVIDIA/open-gpu-kernel-modules, 515.43.04 to 595.45.04), so such a file comes from a driver before
