@@ -47,30 +47,28 @@ constexpr const char* kCharpParams[] = {"CoherentGPUMemoryMode", "RegistryDwords
                                         "TemporaryFilePath",     "ExcludedGpus"};
 
 // lib/kstrtox.c kstrtoint(s, 0, &v), which the kernel's param_set_int runs on an integer
-// option's value: one optional sign ('-' or '+'), then base 16 after "0x"/"0X" followed by a hex
-// digit, base 8 after a leading 0, else base 10; at least one digit and nothing after them (a
-// trailing newline cannot stand in a modprobe.d option); the value must fit an int. false where the
-// kernel refuses it (-EINVAL, -ERANGE).
-bool kernel_int(const std::string& s, long long& out) {
+// option's value (a NUL-terminated string, read here the same way): one optional sign ('-' or
+// '+'), then base 16 after "0x"/"0X", base 8 after a leading 0, else base 10; at least one digit and
+// nothing after them (a trailing newline cannot stand in a modprobe.d option); the value must fit an
+// int. The kernel takes "0x" as a prefix only before a hex digit; otherwise the 0 is octal and the
+// x left over, refused as well. false where the kernel refuses the value (-EINVAL, -ERANGE).
+bool kernel_int(const std::string& value, long long& out) {
   constexpr unsigned long long kBeyondInt = 1ULL << 32;  // any magnitude past int's range, kept from growing
-  size_t i = 0;
-  const bool negative = !s.empty() && s[0] == '-';
-  if (negative || (!s.empty() && s[0] == '+')) i = 1;
+  const char* s = value.c_str();
+  const bool negative = *s == '-';
+  if (negative || *s == '+') ++s;
   unsigned base = 10;
-  if (i < s.size() && s[i] == '0') {
-    const bool hex = i + 2 < s.size() && (s[i + 1] == 'x' || s[i + 1] == 'X') && std::isxdigit(static_cast<unsigned char>(s[i + 2]));
-    base = hex ? 16 : 8;
-    if (hex) i += 2;
-  }
+  if (*s == '0') base = std::tolower(static_cast<unsigned char>(s[1])) == 'x' ? 16 : 8;
+  if (base == 16) s += 2;
+  const char* const first = s;
   unsigned long long v = 0;
-  const size_t first = i;
-  for (; i < s.size(); ++i) {
-    const int c = std::tolower(static_cast<unsigned char>(s[i]));
+  for (;; ++s) {
+    const int c = std::tolower(static_cast<unsigned char>(*s));
     const unsigned digit = std::isdigit(c) ? static_cast<unsigned>(c - '0') : std::isxdigit(c) ? static_cast<unsigned>(c - 'a' + 10) : base;
     if (digit >= base) break;
     v = std::min(v * base + digit, kBeyondInt);
   }
-  if (i == first || i != s.size()) return false;
+  if (s == first || *s != '\0') return false;
   if (v > (negative ? 2147483648ULL : 2147483647ULL)) return false;
   out = negative ? -static_cast<long long>(v) : static_cast<long long>(v);
   return true;
