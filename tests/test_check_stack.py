@@ -139,6 +139,20 @@ def test_configured_equal_to_active_is_quiet(tmp_path):
     assert len(j["node"]["software"]["stack"]["modprobe"]) == 2  # read, and found equal
 
 
+def test_integer_option_without_a_value_fails_the_next_load(tmp_path):
+    # nv-linux.h NV_MODULE_PARAMETER is module_param(x, int, 0) (open-gpu-kernel-modules 595.45.04):
+    # the kernel's param_set_int refuses "" (kstrtoint), kernel/params.c parse_args() stops there and
+    # load_module() fails. A charp option (RegistryDwords: quoted in the params file) takes "".
+    conf = "options nvidia NVreg_RegistryDwords=\noptions nvidia NVreg_EnableStreamMemOPs= NVreg_GrdmaPciTopoCheckOverride=1\n"
+    j, _ = check(node(tmp_path, modprobe={"nvidia.conf": conf}))
+    (bad,) = note(j, "nvidia-params-invalid")
+    assert bad["severity"] == "unreliable"
+    assert bad["text"].startswith("NVreg_EnableStreamMemOPs is configured without a value (/etc/modprobe.d/nvidia.conf:2)")
+    assert "the next load of nvidia fails" in bad["text"] and "initramfs" in bad["fix"]
+    assert [p["text"].split(" is configured")[0] for p in note(j, "nvidia-params-pending")] == ["NVreg_GrdmaPciTopoCheckOverride=1"]
+    assert j["summary"]["worst"] == "unreliable"
+
+
 def test_modprobe_options_of_other_modules_are_left_out(tmp_path):
     j, _ = check(node(tmp_path, modprobe={"alsa.conf": "options snd_pcsp index=-2\n", "mlx.conf": "options mlx5_core prof_sel=2\n"}))
     assert [(o["module"], o["key"]) for o in j["node"]["software"]["stack"]["modprobe"]] == [("mlx5_core", "prof_sel")]

@@ -17,8 +17,8 @@ constexpr const char* kRuleIds[] = {
     "nvlink-nvml", "nvlink-fabric", "nvlink-inferred",
     // the stack stage (stack_rules.cpp, rules_root_port.cpp; issue 24)
     "acs-root-port", "ats-translated", "ats-vm", "consumer-nccl", "consumer-nvshmem", "consumer-ucx", "exporter-gate", "nvidia-driver",
-    "nvidia-override", "nvidia-params-pending", "peer-client-invisible", "peer-clients", "peermem-load-failed", "peermem-params",
-    "peermem-unregistered",
+    "nvidia-override", "nvidia-params-pending", "nvidia-params-invalid", "peer-client-invisible", "peer-clients", "peermem-load-failed",
+    "peermem-params", "peermem-unregistered",
     "input",  // what a parser noted about the input (t.notes)
 };
 

@@ -30,11 +30,13 @@
 //  - 580.65.06 (the first 580 tag) .. 590.48.01: as above (nv_grdma_pci_topology_supported).
 //  - 595.44.02 .. 595.45.04: nv_pci_is_valid_topology_for_direct_pci without the override
 //    ("!coherent -> no; one IOMMU group"); the rest as 580.142.
-// A version not known leaves an answer unknown where these differ.
+// A version not known, or between two of these (566-569, 576-579, 591-594, or below 570.86.15,
+// 580.65.06, 595.44.02 in their branches: kDriverEras), leaves an answer unknown where these differ.
 // An input not known (-1: flavour, coherence, override, common bridge, IOMMU groups) makes an
 // answer unknown wherever the driver's decision depends on it, never a guess (test_truth_stack).
 #include <array>
 #include <cstdlib>
+#include <limits>
 
 #include "gdrpeer/topo/stack.hpp"
 
@@ -200,16 +202,29 @@ GateResult gate_of_known_driver(const GateInput& in) {
 
 }  // namespace
 
+// The version table (the header comment): each behaviour from the first tag that has it to the
+// last branch that keeps it. A version below a behaviour's first tag and past the previous one's
+// last branch (566-569, 570 before 570.86.15, 576-579, 580 before 580.65.06, 591-594, 595 before
+// 595.44.02) lies between two behaviours with no tag to read: Unknown. A driver older than the
+// first tag (515.43.04; closed source only) predates every check, which first appear in 570.86.15.
+struct DriverEra {
+  Version first;     // the first tag with this behaviour
+  long last_branch;  // the last branch that keeps it (a later release of that branch does too)
+  DriverGate gate;
+};
+constexpr DriverEra kDriverEras[] = {
+    {{0, 0, 0}, 565, DriverGate::None},                                         // .. 565.77 (535.288.01, 550.163.01 too)
+    {{570, 86, 15}, 575, DriverGate::DirectPci},                                // .. 575.64.05 (570.211.01 too)
+    {{580, 65, 6}, 590, DriverGate::Full},                                      // .. 590.48.01 (580.142 the model)
+    {{595, 44, 2}, std::numeric_limits<long>::max(), DriverGate::PcieByGroup},  // .. 595.45.04; a newer branch is taken to keep it
+};
+
 DriverGate driver_gate_of(const std::string& version) {
   Version v;
   if (!parse_version(version, v)) return DriverGate::Unknown;
-  const long branch = v[0];
-  if (branch < 570) return DriverGate::None;
-  if (branch <= 575) return v >= Version{570, 86, 15} ? DriverGate::DirectPci : DriverGate::Unknown;
-  // 576-579 and 591-594 were never published: below the next first tag, Unknown.
-  if (branch <= 590) return v >= Version{580, 65, 6} ? DriverGate::Full : DriverGate::Unknown;
-  // 595.44.02 and later; a branch newer than the last source read (595.45.04) is taken to keep it.
-  return v >= Version{595, 44, 2} ? DriverGate::PcieByGroup : DriverGate::Unknown;
+  for (const DriverEra& era : kDriverEras)
+    if (v >= era.first && v[0] <= era.last_branch) return era.gate;
+  return DriverGate::Unknown;
 }
 
 GateResult exporter_gate(const GateInput& in) {

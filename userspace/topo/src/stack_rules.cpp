@@ -4,11 +4,15 @@
 // clients as registered (and which consumer sees which), why a peer-memory module
 // did not load. Per GPU x NIC: the exporter's gate and each consumer's decision.
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <set>
+#include <utility>
+#include <vector>
 
 #include "gdrpeer/topo/stack.hpp"
 #include "stack_internal.hpp"
@@ -32,6 +36,64 @@ std::string consumers_seeing(const std::string& name) {
   if (name == "nv_mem" || name == "nvidia-peermem") s += std::string(s.empty() ? "" : ", ") + "NVSHMEM";
   if (name == "nv_mem") s += ", UCX";
   return s;
+}
+
+// How the running driver lists a parameter decides its type: nv-procfs.c nv_procfs_read_params()
+// prints every nv_parms entry "%s: %u" (NvU32 options, module_param(x, int, 0): nv-reg.h
+// NV_DEFINE_REG_ENTRY, nv-linux.h NV_MODULE_PARAMETER), then the charp options quoted
+// (NV_DEFINE_REG_STRING_ENTRY: these names, 515.43.04 to 595.45.04). The quotes are gone once read:
+// an integer is a listed name not among the charp ones whose running value is a decimal number.
+constexpr const char* kCharpParams[] = {"CoherentGPUMemoryMode", "RegistryDwords", "RegistryDwordsPerDevice", "RmMsg", "GpuBlacklist",
+                                        "TemporaryFilePath",     "ExcludedGpus"};
+
+// lib/kstrtox.c kstrtoint(s, 0, &v), which the kernel's param_set_int runs on an integer
+// option's value (a NUL-terminated string, read here the same way): one optional sign ('-' or
+// '+'), then base 16 after "0x"/"0X", base 8 after a leading 0, else base 10; at least one digit and
+// nothing after them (a trailing newline cannot stand in a modprobe.d option); the value must fit an
+// int. The kernel takes "0x" as a prefix only before a hex digit; otherwise the 0 is octal and the
+// x left over, refused as well. false where the kernel refuses the value (-EINVAL, -ERANGE).
+bool kernel_int(const std::string& value, long long& out) {
+  constexpr unsigned long long kBeyondInt = 1ULL << 32;  // any magnitude past int's range, kept from growing
+  const char* s = value.c_str();
+  const bool negative = *s == '-';
+  if (negative || *s == '+') ++s;
+  unsigned base = 10;
+  if (*s == '0') base = std::tolower(static_cast<unsigned char>(s[1])) == 'x' ? 16 : 8;
+  if (base == 16) s += 2;
+  const char* const first = s;
+  unsigned long long v = 0;
+  for (;; ++s) {
+    const int c = std::tolower(static_cast<unsigned char>(*s));
+    const unsigned digit = std::isdigit(c) ? static_cast<unsigned>(c - '0') : std::isxdigit(c) ? static_cast<unsigned>(c - 'a' + 10) : base;
+    if (digit >= base) break;
+    v = std::min(v * base + digit, kBeyondInt);
+  }
+  if (s == first || *s != '\0') return false;
+  if (v > (negative ? 2147483648ULL : 2147483647ULL)) return false;
+  out = negative ? -static_cast<long long>(v) : static_cast<long long>(v);
+  return true;
+}
+
+// The configured integer as the driver stores it (an NvU32 variable written as an int) against the
+// running value the params file prints ("%u").
+bool same_integer(long long configured, const std::string& running) {
+  return static_cast<uint32_t>(configured) == std::strtoull(running.c_str(), nullptr, 10);
+}
+
+bool integer_param(const std::string& name, const std::string& running) {
+  for (const char* c : kCharpParams)
+    if (name == c) return false;
+  return !running.empty() && running.find_first_not_of("0123456789") == std::string::npos;
+}
+
+// The one nv_parms entry listed under another name than its module parameter's
+// (NV_DEFINE_PARAMS_TABLE_ENTRY_CUSTOM_NAME, 515.43.04 to 595.45.04): the params file's
+// RmProfilingAdminOnly is the option NVreg_RestrictProfilingToAdminUsers; NVreg_RmProfilingAdminOnly
+// is no parameter of the module (the kernel ignores it: "unknown parameter ... ignored").
+std::string listed_name(const std::string& option) {
+  if (option == "RestrictProfilingToAdminUsers") return "RmProfilingAdminOnly";
+  if (option == "RmProfilingAdminOnly") return "";
+  return option;
 }
 
 bool kernel_ge(const std::string& rel, int maj, int min) {
@@ -120,6 +182,11 @@ class StackStage {
     const StackState& s = sw.stack;
     n_.inspected = sw.inspected;
     n_.kernel = sw.kernel_release;
+    // An input that is no inspection of the node (hwloc, NCCL XML, lspci) knows at most the kernel
+    // release: RDMA dma-buf stays unknown there. The release says whether ib_core has the dma-buf
+    // MR method (Linux 5.12), but uverbs_std_types_mr.c UVERBS_METHOD_REG_DMABUF_MR answers
+    // -EOPNOTSUPP unless the NIC's RDMA driver implements reg_user_mr_dmabuf, and such a dump names
+    // neither the driver bound to the NIC nor the loaded modules.
     if (!sw.inspected) return;
     // Without the memory_peers directory in the input a loaded peer module may or may not
     // have registered (a live node without it has none: ib_core is the kernel's own).
@@ -212,7 +279,7 @@ class StackStage {
     std::map<std::string, std::pair<std::string, const ModprobeOption*>> dwords;
     for (const auto& o : s.modprobe) {
       if (o.module != "nvidia" || o.key.rfind("NVreg_", 0) != 0) continue;
-      const std::string key = o.key.substr(6);
+      const std::string key = listed_name(o.key.substr(6));
       if (key == "RegistryDwords") {
         StackState tmp;
         parse_nvidia_params("RegistryDwords: \"" + o.value + "\"\n", tmp);
@@ -221,24 +288,47 @@ class StackStage {
         last[key] = &o;
       }
     }
-    auto report = [&](const std::string& key, const std::string& want, const ModprobeOption& o, const std::string& active) {
+    // option: as configured (NVreg_X); key: as the params file lists it.
+    auto report = [&](const std::string& option, const std::string& key, const std::string& want, const ModprobeOption& o,
+                      const std::string& active) {
       node("nvidia-params-pending", Verdict::Optimal,
-           "NVreg_" + key + "=" + want + " is configured (" + o.file + ":" + std::to_string(o.line) +
-               ") but the loaded nvidia module runs with " + key + "=" + (active.empty() ? "(unset)" : active) +
-               ": it applies at the next driver load",
+           option + "=" + want + " is configured (" + o.file + ":" + std::to_string(o.line) + ") but the loaded nvidia module runs with " +
+               key + "=" + (active.empty() ? "(unset)" : active) + ": it applies at the next driver load",
            "# reload the driver (stop GPU users; rmmod nvidia_peermem nvidia_uvm nvidia_drm nvidia_modeset nvidia; modprobe nvidia) or "
            "reboot; "
            "if nvidia loads from the initramfs, rebuild it first (update-initramfs -u / dracut -f)");
     };
+    // An integer option the kernel cannot read fails the next load, wherever it stands among the options.
+    std::set<std::string> failing;
+    for (const auto& o : s.modprobe) {
+      long long ignored = 0;
+      if (o.module != "nvidia" || o.key.rfind("NVreg_", 0) != 0 || kernel_int(o.value, ignored)) continue;
+      const std::string key = listed_name(o.key.substr(6));
+      auto it = s.params.find(key);  // a name the driver does not list is no option of it: ignored
+      if (!integer_param(key, it == s.params.end() ? std::string() : it->second)) continue;
+      failing.insert(key);
+      const std::string what = o.value.empty() ? o.key + " is configured without a value"
+                                               : o.key + "=" + o.value + " is configured, which is no int the kernel reads (kstrtoint)";
+      node("nvidia-params-invalid", Verdict::Unreliable,
+           what + " (" + o.file + ":" + std::to_string(o.line) +
+               "): it is an integer parameter of the nvidia module, and the kernel refuses the value: the next load of nvidia fails "
+               "(kernel log: \"nvidia: `" +
+               o.value + "' invalid for parameter `" + o.key + "'\") and the node has no NVIDIA driver until it is fixed",
+           "# give " + o.key + " an integer value or remove it from " + o.file +
+               "; if nvidia loads from the initramfs, rebuild it (update-initramfs -u / dracut -f)");
+    }
     for (const auto& [key, o] : last) {
       auto it = s.params.find(key);
-      if (it == s.params.end()) continue;  // not a parameter this driver lists
-      if (it->second != o->value && !(it->second.empty() && o->value.empty())) report(key, o->value, *o, it->second);
+      if (it == s.params.end() || failing.count(key)) continue;  // not a parameter this driver lists, or it fails the load
+      long long configured = 0;
+      const bool differs = integer_param(key, it->second) && kernel_int(o->value, configured) ? !same_integer(configured, it->second)
+                                                                                              : it->second != o->value;
+      if (differs) report(o->key, key, o->value, *o, it->second);
     }
     for (const auto& [key, vo] : dwords) {
       auto it = s.registry_dwords.find(key);
       std::string active = it == s.registry_dwords.end() ? "" : it->second;
-      if (active != vo.first) report("RegistryDwords " + key, vo.first, *vo.second, active);
+      if (active != vo.first) report("NVreg_RegistryDwords " + key, "RegistryDwords " + key, vo.first, *vo.second, active);
     }
   }
 
@@ -344,11 +434,15 @@ class StackStage {
     in.driver = driver_gate_of(s.nvidia_version);  // which checks this version has (stack.hpp DriverGate)
     // Without a C2C GPU an x86 CPU says non-coherent; elsewhere the GPU's known id does.
     if (t_.cpu.arch == "x86_64" || t_.cpu.vendor == "GenuineIntel" || t_.cpu.vendor == "AuthenticAMD") in.coherent = 0;
-    const std::string ov = s.active_param("GrdmaPciTopoCheckOverride");
-    if (!ov.empty())
+    // /proc/driver/nvidia/params lists GrdmaPciTopoCheckOverride in every tag from 570.86.15 on and
+    // in none before (kernel-open/nvidia/nv-reg.h nv_parms, printed by nv-procfs.c): a params file
+    // without it comes from a driver before 570.86.15, whose gate reads no override (DriverGate::None).
+    // Where the version file names a newer driver the two files disagree: the override stays unknown.
+    if (s.params_known && s.params.count("GrdmaPciTopoCheckOverride") == 0) {
+      if (in.driver == DriverGate::Unknown) in.driver = DriverGate::None;
+    } else if (const std::string ov = s.active_param("GrdmaPciTopoCheckOverride"); !ov.empty()) {
       in.override_value = std::atoi(ov.c_str());
-    else if (s.params_known)
-      in.override_value = 0;
+    }
     in.passthrough_vm = rep_.virtual_machine && t_.cpu.hypervisor;
     const RootComplex* rc = k_.root_complex(t_.cpu);
     const std::string rcn = rc ? rc->name : "";
@@ -456,24 +550,24 @@ class StackStage {
     pr.stack = hit->second;
     p.gate = pr.stack->gate;
     const std::vector<ConsumerDecision>& consumers = pr.stack->consumers;
-    // Findings: a path a consumer takes that the exporter refuses, then consumers left without GDR.
-    std::string refused_by;
-    const ConsumerDecision* refused = nullptr;  // the first consumer refused: its path's answer is the reason
-    for (const auto& d : consumers)
-      if (d.rule == "exporter-gate") {
-        if (!refused) refused = &d;
-        refused_by +=
-            (refused_by.empty() ? "" : ", ") + d.consumer + " (" + d.path + (d.mapping == "pcie" ? ", PCIe mapping type" : "") + ")";
-      }
-    if (refused) {
-      const GateAnswer& why = refused->mapping == "pcie"       ? p.gate.dmabuf_pcie
-                              : refused->path == "peer-memory" ? p.gate.nvidia_p2p
-                                                               : p.gate.dmabuf_default;
-      add(pr, "exporter-gate", Verdict::Blocked,
-          "the NVIDIA driver will refuse the GPU memory registration " + refused_by + " take: " + why.why +
-              " ('NVRM: dma-buf attach failed', error 524 / nvidia_p2p_dma_map_pages -ENOTSUPP)",
-          gate_fix(why));
+    // Findings: a path a consumer takes that the exporter refuses (one per reason, naming the
+    // consumers it refuses, each by the answer for its own path), then consumers left without GDR.
+    std::vector<std::pair<const GateAnswer*, std::string>> refusals;  // reason, "consumer (path), ..."
+    for (const auto& d : consumers) {
+      if (d.rule != "exporter-gate") continue;
+      const GateAnswer* why = d.mapping == "pcie"       ? &p.gate.dmabuf_pcie
+                              : d.path == "peer-memory" ? &p.gate.nvidia_p2p
+                                                        : &p.gate.dmabuf_default;
+      auto same = std::find_if(refusals.begin(), refusals.end(), [&](const auto& r) { return r.first->why == why->why; });
+      if (same == refusals.end()) same = refusals.insert(refusals.end(), {why, ""});
+      same->second +=
+          (same->second.empty() ? "" : ", ") + d.consumer + " (" + d.path + (d.mapping == "pcie" ? ", PCIe mapping type" : "") + ")";
     }
+    for (const auto& [why, refused_by] : refusals)
+      add(pr, "exporter-gate", Verdict::Blocked,
+          "the NVIDIA driver will refuse the GPU memory registration " + refused_by + " take: " + why->why +
+              " ('NVRM: dma-buf attach failed', error 524 / nvidia_p2p_dma_map_pages -ENOTSUPP)",
+          gate_fix(*why));
     for (const auto& d : consumers) {
       if (d.rule.empty() || d.rule == "exporter-gate") continue;
       std::string fix;

@@ -1449,5 +1449,317 @@ TEST(TruthGateVersion, VersionsByTheTagsThatIntroducedEachCheck) {
   }
 }
 
+// ---- session 9: the five stack survivors decided ------------------------------------------
+
+// An integer option configured without a value (`options nvidia NVreg_X=`, or `NVreg_X` alone):
+// nv-linux.h NV_MODULE_PARAMETER is module_param(x, int, 0) (open-gpu-kernel-modules 580.142 and
+// 595.45.04); the kernel's param_set_int() runs kstrtoint(""), which fails with -EINVAL, and
+// kernel/params.c parse_args() prints "nvidia: `' invalid for parameter `NVreg_X'" and returns the
+// error at the first such option, so load_module() fails: the next load of nvidia fails, wherever
+// a valid value for it stands. The charp options (NV_MODULE_STRING_PARAMETER) take "" (param_set_charp).
+// Which option is which comes from the real H200 params file itself: nv-procfs.c prints every
+// integer "%s: %u" and every charp quoted. nv-reg.h lists RmProfilingAdminOnly for the option
+// NVreg_RestrictProfilingToAdminUsers (NV_DEFINE_PARAMS_TABLE_ENTRY_CUSTOM_NAME): the name it prints
+// is no parameter of the module, which the kernel ignores ("unknown parameter ... ignored").
+TEST(TruthNotes, AnIntegerOptionWithoutAValueFailsTheNextLoad) {
+  const std::string text = h200_params();
+  auto run = [&](const std::string& conf, const std::string& params) {
+    return run_check(stack_node(kOpen),
+                     {file("/etc/modprobe.d/nvidia.conf", "# GPUDirect\n" + conf), file("/proc/driver/nvidia/params", params)});
+  };
+  int integers = 0, strings = 0;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t colon = line.find(": ");
+    ASSERT_NE(colon, std::string::npos) << line;
+    const std::string name = line.substr(0, colon);
+    const bool quoted = line[colon + 2] == '"';
+    const std::string option = "NVreg_" + (name == "RmProfilingAdminOnly" ? std::string("RestrictProfilingToAdminUsers") : name);
+    SCOPED_TRACE(option);
+    const Report r = run("options nvidia " + option + "=\n", text);
+    const auto bad = notes(r, "nvidia-params-invalid");
+    if (quoted) {
+      ++strings;
+      EXPECT_TRUE(bad.empty());
+      EXPECT_TRUE(notes(r, "nvidia-params-pending").empty());  // "" as it runs
+      continue;
+    }
+    ++integers;
+    ASSERT_EQ(bad.size(), 1u);
+    EXPECT_EQ(bad[0]->severity, Verdict::Unreliable);
+    EXPECT_EQ(bad[0]->reason.rfind(option + " is configured without a value (/etc/modprobe.d/nvidia.conf:2)", 0), 0u) << bad[0]->reason;
+    EXPECT_NE(bad[0]->reason.find("the next load of nvidia fails (kernel log: \"nvidia: `' invalid for parameter `" + option + "'\")"),
+              std::string::npos)
+        << bad[0]->reason;
+    EXPECT_NE(bad[0]->fix.find("remove it from /etc/modprobe.d/nvidia.conf"), std::string::npos) << bad[0]->fix;
+    EXPECT_TRUE(notes(r, "nvidia-params-pending").empty());  // it never applies
+  }
+  EXPECT_EQ(integers, 35);
+  EXPECT_EQ(strings, 7);
+  // The first error ends parse_args(): a later valid value does not save the load; the bare name
+  // (no '=') fails as well (parse_one(): no value for an option that needs one).
+  EXPECT_EQ(notes(run("options nvidia NVreg_EnableMSI=\noptions nvidia NVreg_EnableMSI=0\n", text), "nvidia-params-invalid").size(), 1u);
+  EXPECT_EQ(notes(run("options nvidia NVreg_EnableMSI\n", text), "nvidia-params-invalid").size(), 1u);
+  // The printed name of NVreg_RestrictProfilingToAdminUsers is no option: ignored, never pending.
+  for (const char* v : {"", "1"}) {
+    const Report r = run(std::string("options nvidia NVreg_RmProfilingAdminOnly=") + v + "\n", text);
+    EXPECT_TRUE(notes(r, "nvidia-params-invalid").empty()) << v;
+    EXPECT_TRUE(notes(r, "nvidia-params-pending").empty()) << v;
+  }
+  {
+    const Report r = run("options nvidia NVreg_RestrictProfilingToAdminUsers=1\n", text);
+    const auto n = notes(r, "nvidia-params-pending");
+    ASSERT_EQ(n.size(), 1u);
+    EXPECT_EQ(
+        n[0]->reason.rfind("NVreg_RestrictProfilingToAdminUsers=1 is configured (/etc/modprobe.d/nvidia.conf:2) but the loaded nvidia "
+                           "module runs with RmProfilingAdminOnly=0",
+                           0),
+        0u)
+        << n[0]->reason;
+  }
+  // A charp option running with a value and configured empty: the next load sets "" (pending).
+  {
+    const std::string running = replaced(text, "CoherentGPUMemoryMode: \"\"", "CoherentGPUMemoryMode: \"driver\"");
+    const Report r = run("options nvidia NVreg_CoherentGPUMemoryMode=\n", running);
+    const auto n = notes(r, "nvidia-params-pending");
+    ASSERT_EQ(n.size(), 1u);
+    EXPECT_NE(n[0]->reason.find("runs with CoherentGPUMemoryMode=driver"), std::string::npos) << n[0]->reason;
+    EXPECT_TRUE(notes(run("options nvidia NVreg_CoherentGPUMemoryMode=\n", running), "nvidia-params-invalid").empty());
+  }
+  // Options of another module (nvidia_drm has no NVreg_ parameters), names in another case
+  // (parse_args compares them exactly), names the driver does not list: the kernel ignores them
+  // ("unknown parameter ... ignored"). A value the kernel reads is no failure.
+  for (const char* conf : {"options nvidia_drm NVreg_EnableMSI=\n", "options nvidia nvreg_EnableMSI=\n",
+                           "options nvidia NVreg_NoSuchParameter=\n", "options nvidia NVreg_EnableMSI=0\n"})
+    EXPECT_TRUE(notes(run(conf, text), "nvidia-params-invalid").empty()) << conf;
+  // A quoted option a later driver may add ("" or a word once the quotes are gone) is no integer
+  // either, and neither is a charp option running with digits.
+  EXPECT_TRUE(
+      notes(run("options nvidia NVreg_LaterStringOption=\n", text + "LaterStringOption: \"on\"\n"), "nvidia-params-invalid").empty());
+  EXPECT_TRUE(notes(run("options nvidia NVreg_LaterStringOption=\n", text + "LaterStringOption: \"\"\n"), "nvidia-params-invalid").empty());
+  EXPECT_TRUE(notes(run("options nvidia NVreg_RmMsg=\n", replaced(text, "RmMsg: \"\"", "RmMsg: \"1\"")), "nvidia-params-invalid").empty());
+}
+
+// An integer option's value as the kernel reads it: param_set_int runs lib/kstrtox.c
+// kstrtoint(value, 0, ...). The values are lib/test-kstrtox.c's (torvalds/linux) for kstrtos32 and
+// for base 0 (kstrtoull/kstrtoll) that a modprobe.d option can carry (no blank, no newline), with
+// their results; "+1", "-2147483648", "-2147483649" and "08", "0xg" from kstrtoll's sign and
+// _parse_integer_fixup_radix's base rules. A value it reads fails nothing and is compared with the
+// running one as the driver stores it (an NvU32 written as an int, printed "%u": -1 runs as
+// 4294967295, 0666 as 438); one it refuses fails the next load.
+TEST(TruthNotes, IntegerValuesAsTheKernelReadsThem) {
+  const std::string text = h200_params();
+  auto run = [&](const std::string& value, long long running) {
+    const std::string params = replaced(text, "EnableMSI: 1\n", "EnableMSI: " + std::to_string(static_cast<uint32_t>(running)) + "\n");
+    return run_check(stack_node(kOpen), {file("/etc/modprobe.d/nvidia.conf", "options nvidia NVreg_EnableMSI=" + value + "\n"),
+                                         file("/proc/driver/nvidia/params", params)});
+  };
+  const std::pair<const char*, long long> read[] = {{"-128", -128},
+                                                    {"-127", -127},
+                                                    {"-1", -1},
+                                                    {"0", 0},
+                                                    {"1", 1},
+                                                    {"126", 126},
+                                                    {"127", 127},
+                                                    {"128", 128},
+                                                    {"129", 129},
+                                                    {"254", 254},
+                                                    {"255", 255},
+                                                    {"256", 256},
+                                                    {"257", 257},
+                                                    {"32766", 32766},
+                                                    {"32767", 32767},
+                                                    {"32768", 32768},
+                                                    {"32769", 32769},
+                                                    {"65534", 65534},
+                                                    {"65535", 65535},
+                                                    {"65536", 65536},
+                                                    {"65537", 65537},
+                                                    {"2147483646", 2147483646},
+                                                    {"2147483647", 2147483647},
+                                                    {"-0", 0},
+                                                    {"00", 0},
+                                                    {"01", 1},
+                                                    {"0177", 127},
+                                                    {"0200", 128},
+                                                    {"017777777777", 2147483647},
+                                                    {"0x0", 0},
+                                                    {"0x1", 1},
+                                                    {"0x7f", 127},
+                                                    {"0x80", 128},
+                                                    {"0xff", 255},
+                                                    {"0x7fffffff", 2147483647},
+                                                    {"0XA", 10},
+                                                    {"0xaBcDeF", 0xabcdef},
+                                                    {"+1", 1},
+                                                    {"-2147483648", -2147483648LL},
+                                                    {"9", 9},
+                                                    {"0x9", 9}};
+  for (const auto& [value, want] : read) {
+    SCOPED_TRACE(value);
+    Report r = run(value, want);
+    EXPECT_TRUE(notes(r, "nvidia-params-invalid").empty());
+    EXPECT_TRUE(notes(r, "nvidia-params-pending").empty());
+    r = run(value, want + 1);
+    EXPECT_TRUE(notes(r, "nvidia-params-invalid").empty());
+    EXPECT_EQ(notes(r, "nvidia-params-pending").size(), 1u);
+  }
+  const char* refused[] = {"2147483648",
+                           "2147483649",
+                           "4294967294",
+                           "4294967295",
+                           "4294967296",
+                           "4294967297",
+                           "9223372036854775806",
+                           "9223372036854775807",
+                           "9223372036854775808",
+                           "9223372036854775809",
+                           "18446744073709551614",
+                           "18446744073709551615",
+                           "18446744073709551616",
+                           "18446744073709551617",
+                           "569202370375329612767",
+                           "+",
+                           "-",
+                           "0x",
+                           "0X",
+                           "1+",
+                           "1-",
+                           "0x0z",
+                           "0z",
+                           "a",
+                           "-+1",
+                           "-2147483649",
+                           "-9223372036854775809",
+                           "08",
+                           "0xg",
+                           "0xffffffff",
+                           "1a"};
+  for (const char* value : refused) {
+    SCOPED_TRACE(value);
+    const Report r = run(value, 1);
+    const auto bad = notes(r, "nvidia-params-invalid");
+    ASSERT_EQ(bad.size(), 1u);
+    EXPECT_EQ(bad[0]->reason.rfind(std::string("NVreg_EnableMSI=") + value + " is configured, which is no int the kernel reads", 0), 0u)
+        << bad[0]->reason;
+    EXPECT_NE(bad[0]->reason.find(std::string("\"nvidia: `") + value + "' invalid for parameter `NVreg_EnableMSI'\""), std::string::npos)
+        << bad[0]->reason;
+    EXPECT_TRUE(notes(r, "nvidia-params-pending").empty());
+  }
+  // A charp option keeps its text: "0" against "" is pending (no number is compared).
+  const Report r = run_check(stack_node(kOpen), {file("/etc/modprobe.d/nvidia.conf", "options nvidia NVreg_CoherentGPUMemoryMode=0\n"),
+                                                 file("/proc/driver/nvidia/params", text)});
+  EXPECT_EQ(notes(r, "nvidia-params-pending").size(), 1u);
+}
+
+// A params file without GrdmaPciTopoCheckOverride: nv-reg.h's nv_parms (printed by nv-procfs.c)
+// lists it in every tag from 570.86.15 and in none before (git grep over all 193 tags of
+// NVIDIA/open-gpu-kernel-modules, 515.43.04 to 595.45.04), so such a file comes from a driver before
+// 570.86.15, which checks no topology (DriverGate::None). The 565.77 file here is the real H200 file
+// with the lines 565.77's nv_parms and nv_procfs_read_params() print and 580.159.04's do not (it has
+// TCEBypassMode after IgnoreMMIOCheck; no GrdmaPciTopoCheckOverride, no CoherentGPUMemoryMode line).
+std::string params_565_77() {
+  std::string t = replaced(h200_params(), "IgnoreMMIOCheck: 0\n", "IgnoreMMIOCheck: 0\nTCEBypassMode: 0\n");
+  t = replaced(t, "GrdmaPciTopoCheckOverride: 0\n", "");
+  return replaced(t, "CoherentGPUMemoryMode: \"\"\n", "");
+}
+
+TEST(TruthGateVersion, AParamsFileWithoutTheOverrideIsAnOlderDriver) {
+  struct Case {
+    const char* what;
+    std::string version;
+    std::vector<TarEntry> params;
+    int want_p2p;
+  };
+  const std::vector<TarEntry> old_params = {file("/proc/driver/nvidia/params", params_565_77())};
+  const Case cases[] = {
+      {"no version file, 565.77's params: a driver before 570.86.15", "", old_params, 1},
+      {"565.77's version and params", version_line("565.77"), old_params, 1},
+      {"no version file, 580.159.04's params: 570.86.15 or later, which differ", "", params_with_override("0"), -1},
+      {"no version file, no params: any driver", "", {}, -1},
+      // The version file says 580.159.04, the params file a driver without the override: the
+      // override the 580 gate reads is not in the input.
+      {"580.159.04's version, 565.77's params", kOpen, old_params, -1},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    const Report r = run_check(grace_two_root_ports(c.version), c.params);
+    const GateResult& g = gpu_nic(r).stack->gate;
+    EXPECT_EQ(g.nvidia_p2p.allowed, c.want_p2p) << g.nvidia_p2p.why;
+    if (c.version == kOpen) {
+      EXPECT_NE(g.nvidia_p2p.why.find("NVreg_GrdmaPciTopoCheckOverride not in this input"), std::string::npos) << g.nvidia_p2p.why;
+    }
+  }
+}
+
+// The table's boundaries are the tags: the last tag of a behaviour and the first of the next are
+// neighbours in the table's order (565.77 | 570.86.15, 575.64.05 | 580.65.06, 590.48.01 |
+// 595.44.02); a version between them has no source (566-569 were never published, like 576-579 and
+// 591-594); an older, closed-source driver (470.x) predates every check.
+TEST(TruthGateVersion, BetweenTwoBehavioursIsUnknown) {
+  const std::pair<const char*, DriverGate> rows[] = {
+      {"470.256.02", DriverGate::None},    {"565.77", DriverGate::None},         {"566.10", DriverGate::Unknown},
+      {"569.10", DriverGate::Unknown},     {"570.86.15", DriverGate::DirectPci}, {"575.64.05", DriverGate::DirectPci},
+      {"575.99", DriverGate::DirectPci},   {"576.10", DriverGate::Unknown},      {"580.65.06", DriverGate::Full},
+      {"590.48.01", DriverGate::Full},     {"590.99", DriverGate::Full},         {"595.44.02", DriverGate::PcieByGroup},
+      {"600.10", DriverGate::PcieByGroup},
+  };
+  for (const auto& [version, want] : rows) {
+    SCOPED_TRACE(version);
+    EXPECT_EQ(static_cast<int>(driver_gate_of(version)), static_cast<int>(want));
+  }
+}
+
+// An hwloc dump knows the kernel release (OSRelease) but not the loaded modules nor the RDMA driver
+// bound to the NIC: Linux 5.12's ib_core has the dma-buf MR method, but
+// drivers/infiniband/core/uverbs_std_types_mr.c (UVERBS_METHOD_REG_DMABUF_MR) answers -EOPNOTSUPP
+// unless that driver implements reg_user_mr_dmabuf. Even with CUDA's answers given (a library
+// caller's own probe), no consumer's dma-buf path is known from such a dump.
+TEST(TruthFacts, AnHwlocDumpLeavesRdmaDmaBufUnknown) {
+  Topology t = parse_hwloc_xml(testing::slurp(testing::reference("aws-p5en.48xlarge.xml")), "p5en.xml");
+  assign_roles(t, kb());
+  ASSERT_EQ(t.sw.kernel_release, "6.14.0-1018-aws");
+  ASSERT_FALSE(t.sw.inspected);
+  for (const auto& d : t.devices)
+    if (d.role == Role::GPU) t.sw.cuda.push_back({d.bdf, 1, 1});
+  ASSERT_FALSE(t.sw.cuda.empty());
+  const Report r = check(t, kb(), CheckOptions{});
+  int judged = 0;
+  for (const auto& p : r.pairs) {
+    if (!p.stack) continue;
+    ++judged;
+    for (const auto& d : p.stack->consumers) EXPECT_NE(d.path, "dma-buf") << d.consumer << ": " << d.why;
+  }
+  EXPECT_GT(judged, 0);
+}
+
+// Each refused consumer is quoted with the answer for its own path. Contradictory files make two
+// answers: a CUDA probe saying DMA_BUF_SUPPORTED=1 (NVSHMEM takes dma-buf) under a version file of
+// the proprietary module (which exports none), and UCX on nvidia_peermem (UCX_CUDA_COPY_DMABUF=no)
+// on Grace without a common bridge (nv_grdma_pci_topology_supported refuses nvidia_p2p).
+TEST(TruthConsumerFindings, EachRefusedConsumerIsQuotedWithItsOwnReason) {
+  FakeNode n = grace_two_root_ports(kProprietary);
+  n.modules = "nvidia 1 0 - Live 0x0\nnvidia_peermem 1 0 - Live 0x0\nib_core 1 0 - Live 0x0\n";
+  n.memory_peers = {"nv_mem"};
+  n.osrelease = "6.8.0\n";
+  Topology t = read_as(n, params_with_override("0"), "node.tar");
+  t.sw.cuda.push_back({"0000:01:00.0", 1, 1});
+  CheckOptions o;
+  o.env = {{"UCX_CUDA_COPY_DMABUF", "no"}};
+  const Report r = check(t, kb(), o);
+  const PairResult& p = gpu_nic(r);
+  ASSERT_EQ(consumer(p, "nvshmem").path, "dma-buf");
+  ASSERT_EQ(consumer(p, "ucx").path, "peer-memory");
+  std::vector<std::string> reasons;
+  for (const auto& f : p.findings)
+    if (f.rule == "exporter-gate") reasons.push_back(f.reason.substr(0, f.reason.find(" ('NVRM")));
+  const std::vector<std::string> want = {
+      "the NVIDIA driver will refuse the GPU memory registration nvshmem (dma-buf) take: " + p.stack->gate.dmabuf_default.why,
+      "the NVIDIA driver will refuse the GPU memory registration ucx (peer-memory) take: " + p.stack->gate.nvidia_p2p.why};
+  EXPECT_EQ(reasons, want);
+  EXPECT_NE(p.stack->gate.dmabuf_default.why.find("proprietary"), std::string::npos);
+  EXPECT_NE(p.stack->gate.nvidia_p2p.why.find("chipset the driver distrusts"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace gdrpeer::topo
