@@ -736,6 +736,41 @@ TEST(TruthKernelLog, ALogOfExactlyTheCapIsReadWhole) {
   EXPECT_NE(cut.stopped, "");
 }
 
+// A successful read() leaves errno as it was (POSIX: errno is set on failure only), so an EAGAIN
+// or EPIPE left from before is neither the end nor an overwrite: only a read that returned -1 is.
+TEST(TruthKernelLog, AStaleErrnoIsNoErrorOfTheRead) {
+  for (const int stale : {EAGAIN, EPIPE}) {
+    ModelKmsg k;
+    k.print("random: crng init done");
+    k.print("nv_peer_mem: Unknown symbol ib_register_peer_memory_client (err 0)");
+    k.open();
+    errno = stale;
+    const sysfs::KmsgText log = sysfs::read_kmsg([&k](char* b, size_t n) { return k.read(b, n); });
+    EXPECT_EQ(log.text,
+              "6,1000,1000000,-;random: crng init done\n"
+              "6,1001,1001000,-;nv_peer_mem: Unknown symbol ib_register_peer_memory_client (err 0)\n")
+        << stale;
+    EXPECT_EQ(log.stopped, "") << stale;
+  }
+}
+
+// A plain file in /dev/kmsg's place (the bind mount above) ends with a read of 0 bytes (read(2):
+// end of file), whatever errno a read before it left: the end, read whole, and no read after it.
+TEST(TruthKernelLog, AReadOfNothingIsTheEndOfAFile) {
+  const std::string record = "3,9,0,-;nv_peer_mem: Unknown symbol ib_register_peer_memory_client (err 0)\n";
+  int reads = 0, after_end = 0;
+  errno = EPIPE;
+  const sysfs::KmsgText log = sysfs::read_kmsg([&](char* b, size_t n) -> ssize_t {
+    if (++reads > 2) ++after_end;
+    if (reads > 1) return 0;
+    std::copy(record.begin(), record.begin() + static_cast<long>(std::min(n, record.size())), b);
+    return static_cast<ssize_t>(record.size());
+  });
+  EXPECT_EQ(log.text, record);
+  EXPECT_EQ(log.stopped, "");
+  EXPECT_EQ(after_end, 0);
+}
+
 // A read that fails otherwise than with EAGAIN or EPIPE ends the reading short, and says so:
 // devkmsg_read() returns -EINVAL when the record does not fit the reader's buffer (the model
 // does too), and every record after it is unread.
