@@ -149,8 +149,7 @@ void read_cpus(InputFs& fs, const std::map<size_t, CpuSet>& local_cpus, Topology
         // counts the same NUMA nodes offline.
         fs.list("/sys/devices/system/node/" + e);
         // Read always: the CPU affinity of a function without local_cpulist is its node's.
-        if (auto l = fs.read("/sys/devices/system/node/" + e + "/cpulist", 65536))
-          node_cpus[node] = parse_cpulist(trimmed(*l));
+        if (auto l = fs.read("/sys/devices/system/node/" + e + "/cpulist", 65536)) node_cpus[node] = parse_cpulist(trimmed(*l));
       }
     t.numa_nodes = n;
     // numa_node -1 means "no NUMA information" (firmware without an SRAT/_PXM, or a VM);

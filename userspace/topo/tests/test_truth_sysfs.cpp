@@ -806,7 +806,8 @@ TEST(TruthNumaNodes, NumaNodeOfANodeWithoutAFolderIsUnknown) {
     n.dir("sys/devices/system/node/node1");
     if (listed) n.file("sys/devices/system/node/node1/cpulist", "0-3\n");
     n.file("proc/cpuinfo", "processor\t: 0\n\nprocessor\t: 1\n\nprocessor\t: 2\n\nprocessor\t: 3\n");
-    for (const char* bus : {"20", "30", "40"}) n.fn(std::string("0000:") + bus + ":00.0", std::string("pci0000:") + bus + "/0000:" + bus + ":00.0", Config().b);
+    for (const char* bus : {"20", "30", "40"})
+      n.fn(std::string("0000:") + bus + ":00.0", std::string("pci0000:") + bus + "/0000:" + bus + ":00.0", Config().b);
     n.file("sys/devices/pci0000:20/0000:20:00.0/numa_node", "-1\n");
     n.file("sys/devices/pci0000:30/0000:30:00.0/numa_node", "0\n");
     n.file("sys/devices/pci0000:40/0000:40:00.0/numa_node", "1\n");
@@ -821,7 +822,8 @@ TEST(TruthNumaNodes, NumaNodeOfANodeWithoutAFolderIsUnknown) {
   }
   // Two nodes, a function naming a third: unknown too; two such functions, one note naming both.
   Node two = numa_node_tree(2, {"0-15", "16-31"});
-  for (const char* bus : {"20", "30", "40"}) two.fn(std::string("0000:") + bus + ":00.0", std::string("pci0000:") + bus + "/0000:" + bus + ":00.0", Config().b);
+  for (const char* bus : {"20", "30", "40"})
+    two.fn(std::string("0000:") + bus + ":00.0", std::string("pci0000:") + bus + "/0000:" + bus + ":00.0", Config().b);
   two.file("sys/devices/pci0000:20/0000:20:00.0/numa_node", "3\n");
   two.file("sys/devices/pci0000:30/0000:30:00.0/numa_node", "1\n");
   two.file("sys/devices/pci0000:40/0000:40:00.0/numa_node", "2\n");
