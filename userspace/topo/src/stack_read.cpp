@@ -337,10 +337,17 @@ void read_stack(InputFs& fs, Software& sw) {
   }
   if (fs.describe() == "/")
     read_live_kernel_log(s);
-  else if (auto log = fs.read("/gdrpeer-snapshot/kernel-log", 1 << 20)) {
-    parse_kernel_log(*log, s);
+  else if (auto log = fs.read("/gdrpeer-snapshot/kernel-log", (1 << 20) + 1)) {
     // The live reader's cut, as the snapshot recorded it (cmd_snapshot.cpp).
     if (auto cut = fs.read("/gdrpeer-snapshot/kernel-log-cut", 4096)) s.kernel_log_cut = trimmed(*cut);
+    // gdrpeer writes only the lines it kept; a longer file (a whole dmesg put there) is read up
+    // to 1 MiB, and the rest is said to be unread.
+    if (log->size() > 1 << 20) {
+      log->resize(1 << 20);
+      s.kernel_log_cut += (s.kernel_log_cut.empty() ? "" : "; ") +
+                          std::string("gdrpeer-snapshot/kernel-log is longer than 1 MiB: only its first 1 MiB read");
+    }
+    parse_kernel_log(*log, s);
   }
 }
 

@@ -800,6 +800,32 @@ TEST(TruthKernelLog, ASnapshotCarriesTheCut) {
   }
 }
 
+// A snapshot's kernel log is read up to 1 MiB (docs/check.md): a file of exactly 1 MiB is read
+// whole, a longer one to 1 MiB, and the cut is said (after the live reader's, when both are).
+TEST(TruthKernelLog, ASnapshotLogLongerThanOneMiBIsSaidToBeCut) {
+  const std::string cause = "nv_peer_mem: Unknown symbol ib_register_peer_memory_client (err 0)\n";
+  std::string log(size_t{1} << 20, 'x');  // a whole dmesg put there: filler, the cause last
+  log.replace(log.size() - cause.size() - 1, cause.size() + 1, "\n" + cause);
+  const std::string longer = "\n" + log.substr(1) + "y";  // one byte more, the cause still in the first 1 MiB
+  const std::string live_cut = "stopped after its first 200000 records (a log printed as fast as it is read)";
+  const std::string said = "gdrpeer-snapshot/kernel-log is longer than 1 MiB: only its first 1 MiB read";
+  struct Case {
+    const std::string* text;
+    bool live_cut;
+    std::string want;
+  } cases[] = {{&log, false, ""}, {&longer, false, said}, {&longer, true, live_cut + "; " + said}};
+  for (const Case& c : cases) {
+    Tree t;
+    t.file("/gdrpeer-snapshot/kernel-log", *c.text);
+    if (c.live_cut) t.file("/gdrpeer-snapshot/kernel-log-cut", live_cut + "\n");
+    Software sw;
+    sysfs::read_stack(*t.fs(), sw);
+    EXPECT_EQ(sw.stack.kernel_log_cut, c.want) << c.text->size();
+    ASSERT_EQ(sw.stack.log_causes.size(), 1u) << c.text->size();
+    EXPECT_EQ(sw.stack.log_causes[0].module, "nv_peer_mem");
+  }
+}
+
 // ---------------------------------------------------------------------------------------
 // memory_peers (MOFED ib_core peer_mem.c: a directory per client, holding version and its
 // counters), gdrpeer's and nvidia_peermem's /sys/module entries (kernel/params.c: one file
