@@ -263,6 +263,25 @@ def test_kernel_log_without_peer_lines_gives_no_cause(tmp_path):
     assert j["node"]["software"]["stack"]["kernel_log_read"] and not note(j, "peermem-load-failed")
 
 
+def test_kernel_log_not_read_to_its_end_is_said(tmp_path):
+    # A snapshot whose live reader stopped at its cap (docs/check.md: 200,000 /dev/kmsg records;
+    # `gdrpeer snapshot` writes why into gdrpeer-snapshot/kernel-log-cut): no cause in the part
+    # read is no evidence, and the check says so in an input note; without the file, no such note.
+    (tmp_path / "quiet").write_text("[    1.0] mlx5_core 0000:04:00.0: firmware version: 28.39.1002\n")
+    why = "stopped after its first 200000 records (a log printed as fast as it is read)"
+    for cut in (False, True):
+        root = node(tmp_path, name=f"n{cut}")
+        (root / "gdrpeer-snapshot").mkdir()
+        shutil.copy(tmp_path / "quiet", root / "gdrpeer-snapshot/kernel-log")
+        if cut:
+            (root / "gdrpeer-snapshot/kernel-log-cut").write_text(why + "\n")
+        j, _ = check(root)
+        said = [n["text"] for n in note(j, "input") if n["text"].startswith("kernel log not read to its end")]
+        assert said == ([f"kernel log not read to its end: {why}; a peer-memory load failure or dma-buf refusal logged after "
+                         "that is not in these findings"] if cut else [])
+        assert j["node"]["software"]["stack"]["kernel_log_read"] and not note(j, "peermem-load-failed")
+
+
 GRACE = "processor\t: 0\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd4f\n"
 
 # The exporter's gate, derived by hand from open-gpu-kernel-modules 580.142 (table in

@@ -25,6 +25,25 @@ def test_switch_pair_is_pix_and_optimal(tmp_path):
     assert [u["port"] for u in gpu["upstream"]] == ["switch-downstream", "switch-upstream", "root-port"]
 
 
+def test_numa_node_of_an_offline_node_is_not_taken(tmp_path):
+    # The kernel makes /sys/devices/system/node/nodeN for online nodes only (drivers/base/node.c
+    # node_dev_init()); arm64 takes a root bus's node from _PXM without x86's node_online() check
+    # (arch/arm64/kernel/pci.c against arch/x86/pci/acpi.c), so numa_node may name an offline node:
+    # no CPU or memory of the input's one node is known to be local then, and the node is unknown.
+    root = make_node(tmp_path / "n")
+    (root / "sys/devices/system/node/node0").mkdir(parents=True)
+    (root / "sys/devices/system/node/node0/cpulist").write_text("0-15\n")
+    for numa in root.glob("sys/devices/pci0000:00/**/numa_node"):
+        numa.write_text("1\n")
+    j = json.loads(run("check", "--json", "--sysfs-root", root).stdout)
+    assert j["node"]["numa_nodes"] == 1
+    assert [(d["bdf"], d["numa"], d["cpu_affinity"]) for d in j["devices"]] == [
+        ("0000:03:00.0", -1, None), ("0000:04:00.0", -1, None)]
+    (said,) = [n["text"] for n in j["notes"] if n["rule"] == "input"]
+    assert said.startswith("numa_node names a NUMA node without a /sys/devices/system/node folder (not online) for ")
+    assert "0000:03:00.0 (numa_node 1)" in said and "0000:04:00.0 (numa_node 1)" in said
+
+
 def test_acs_redirect_flips_verdict_and_prints_setpci(tmp_path):
     root = make_node(tmp_path / "n", acs_on_nic_port=0x000D)  # SrcValid ReqRedir CmpltRedir
     p = run("check", "--sysfs-root", root, check_rc=1)

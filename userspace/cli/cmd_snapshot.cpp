@@ -41,6 +41,9 @@ int run_snapshot(const std::string& out, const std::string& root, bool no_cuda, 
     // the checker kept (peer-memory load failures, dma-buf attach refusals).
     if (root.empty() && t.sw.stack.kernel_log_read)
       entries.push_back({topo::TarEntry::Type::File, "gdrpeer-snapshot/kernel-log", topo::kernel_log_text(t.sw.stack)});
+    // ... and, when /dev/kmsg was not read to its end, why: the check of the snapshot says it too.
+    if (root.empty() && !t.sw.stack.kernel_log_cut.empty())
+      entries.push_back({topo::TarEntry::Type::File, "gdrpeer-snapshot/kernel-log-cut", t.sw.stack.kernel_log_cut + "\n"});
     // Read as non-root, config space beyond 64 bytes is missing (the kernel gives unprivileged
     // readers only the header): say so inside the snapshot, and here.
     if (root.empty()) {

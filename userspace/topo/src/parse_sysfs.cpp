@@ -128,6 +128,10 @@ Topology parse_sysfs(InputFs& fs, const std::string& name) {
   sysfs::read_rdma(fs, t);
   sysfs::read_software(fs, t.sw);
   sysfs::read_stack(fs, t.sw);
+  // Causes are looked for in the log read: without its end, none found proves nothing.
+  if (!t.sw.stack.kernel_log_cut.empty())
+    t.notes.push_back("kernel log not read to its end: " + t.sw.stack.kernel_log_cut +
+                      "; a peer-memory load failure or dma-buf refusal logged after that is not in these findings");
   sysfs::read_readiness(fs, t.sw);
   sysfs::read_platform(fs, t);
   sysfs::read_cpus(fs, pci.local_cpus, t);

@@ -252,19 +252,27 @@ void parse_kernel_log(const std::string& text, StackState& s) {
 
 namespace sysfs {
 
-std::string read_kmsg(const std::function<ssize_t(char*, size_t)>& read_record) {
-  std::string all;
+KmsgText read_kmsg(const std::function<ssize_t(char*, size_t)>& read_record) {
+  KmsgText out;
   char buf[8192];
+  // The end: EAGAIN, no record left (a plain file bind-mounted over /dev/kmsg ends with 0).
+  const auto at_end = [](ssize_t n) { return n == 0 || (n < 0 && errno == EAGAIN); };
   for (int records = 0; records < 200000; ++records) {  // a log written as fast as it is read ends
     ssize_t n = read_record(buf, sizeof buf);
     // devkmsg_read() (kernel/printk/printk.c): EPIPE when the next record this reader wanted
     // was overwritten; it has moved on to the oldest one left, so the next read goes on.
     if (n < 0 && errno == EPIPE) continue;
-    if (n <= 0) break;  // EAGAIN: the end
-    all.append(buf, static_cast<size_t>(n));
-    if (all.empty() || all.back() != '\n') all.push_back('\n');
+    if (at_end(n)) return out;
+    if (n < 0) {  // EINVAL (a record larger than the buffer), EFAULT: the rest is unread
+      out.stopped = "a read() of /dev/kmsg failed after " + std::to_string(records) + " reads (errno " + std::to_string(errno) + ")";
+      return out;
+    }
+    out.text.append(buf, static_cast<size_t>(n));
+    if (out.text.back() != '\n') out.text.push_back('\n');
   }
-  return all;
+  // At the cap: one more read says whether the log ended with the last record taken.
+  if (!at_end(read_record(buf, sizeof buf))) out.stopped = "stopped after its first 200000 records (a log printed as fast as it is read)";
+  return out;
 }
 
 namespace {
@@ -274,9 +282,10 @@ namespace {
 void read_live_kernel_log(StackState& s) {
   int fd = ::open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return;
-  const std::string all = read_kmsg([fd](char* buf, size_t size) { return ::read(fd, buf, size); });
+  const KmsgText log = read_kmsg([fd](char* buf, size_t size) { return ::read(fd, buf, size); });
   ::close(fd);
-  parse_kernel_log(all, s);
+  parse_kernel_log(log.text, s);
+  s.kernel_log_cut = log.stopped;
 }
 
 }  // namespace
@@ -328,8 +337,18 @@ void read_stack(InputFs& fs, Software& sw) {
   }
   if (fs.describe() == "/")
     read_live_kernel_log(s);
-  else if (auto log = fs.read("/gdrpeer-snapshot/kernel-log", 1 << 20))
+  else if (auto log = fs.read("/gdrpeer-snapshot/kernel-log", (1 << 20) + 1)) {
+    // The live reader's cut, as the snapshot recorded it (cmd_snapshot.cpp).
+    if (auto cut = fs.read("/gdrpeer-snapshot/kernel-log-cut", 4096)) s.kernel_log_cut = trimmed(*cut);
+    // gdrpeer writes only the lines it kept; a longer file (a whole dmesg put there) is read up
+    // to 1 MiB, and the rest is said to be unread.
+    if (log->size() > 1 << 20) {
+      log->resize(1 << 20);
+      s.kernel_log_cut += (s.kernel_log_cut.empty() ? "" : "; ") +
+                          std::string("gdrpeer-snapshot/kernel-log is longer than 1 MiB: only its first 1 MiB read");
+    }
     parse_kernel_log(*log, s);
+  }
 }
 
 }  // namespace sysfs

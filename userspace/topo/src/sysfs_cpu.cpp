@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <set>
 #include <sstream>
 
 #include "sysfs_readers.hpp"
@@ -136,24 +137,42 @@ CpuSet parse_cpumask(const std::string& s) {
 
 void read_cpus(InputFs& fs, const std::map<size_t, CpuSet>& local_cpus, Topology& t) {
   std::map<int, CpuSet> node_cpus;
+  std::set<int> folders;  // the nodes that have a folder: the online ones
   if (auto nodes = fs.list("/sys/devices/system/node")) {
     int n = 0;
     for (const auto& e : *nodes)
       if (e.rfind("node", 0) == 0 && e.size() > 4 && std::isdigit(static_cast<unsigned char>(e[4]))) {
         ++n;
+        const int node = std::atoi(e.c_str() + 4);
+        folders.insert(node);
         // Listed (not only counted) so that a snapshot records the node's folder and
         // counts the same NUMA nodes offline.
         fs.list("/sys/devices/system/node/" + e);
         // Read always: the CPU affinity of a function without local_cpulist is its node's.
-        if (auto l = fs.read("/sys/devices/system/node/" + e + "/cpulist", 65536))
-          node_cpus[std::atoi(e.c_str() + 4)] = parse_cpulist(trimmed(*l));
+        if (auto l = fs.read("/sys/devices/system/node/" + e + "/cpulist", 65536)) node_cpus[node] = parse_cpulist(trimmed(*l));
       }
     t.numa_nodes = n;
     // numa_node -1 means "no NUMA information" (firmware without an SRAT/_PXM, or a VM);
     // on a machine with one NUMA node every device is on it, as nvidia-smi reads it.
     if (n == 1)
       for (auto& d : t.devices)
-        if (d.numa < 0) d.numa = 0;
+        if (d.numa < 0) d.numa = *folders.begin();
+    // The kernel makes a folder for each online node (drivers/base/node.c node_dev_init(), and
+    // register_one_node()/unregister_one_node() as memory hotplug onlines or offlines one). A
+    // numa_node naming a node without one names a node that is not online (arm64 takes a root
+    // bus's node from _PXM without x86's node_online() check; a node whose memory was removed
+    // goes offline under its devices) or a copy that lost the folder: no CPUs or memory of any
+    // node this input has are known to be local to it, so its node is unknown, not a guess. A
+    // node directory without any node folder (a copy that skipped them) says nothing of that.
+    std::string homeless;
+    for (auto& d : t.devices)
+      if (n > 0 && d.numa >= 0 && folders.count(d.numa) == 0) {
+        homeless += (homeless.empty() ? "" : ", ") + d.bdf + " (numa_node " + std::to_string(d.numa) + ")";
+        d.numa = -1;
+      }
+    if (!homeless.empty())
+      t.notes.push_back("numa_node names a NUMA node without a /sys/devices/system/node folder (not online) for " + homeless +
+                        ": not taken as their NUMA node");
   }
   locality_from_cpus(t, local_cpus, node_cpus);
   if (auto ci = fs.read("/proc/cpuinfo", 8 << 20)) {
@@ -199,7 +218,7 @@ void read_cpus(InputFs& fs, const std::map<size_t, CpuSet>& local_cpus, Topology
     t.cpu.sockets = static_cast<int>(packages.size());
     // One NUMA node: every online CPU is local to every function (an older snapshot
     // recorded neither local_cpulist nor the node's cpulist).
-    if (t.numa_nodes == 1 && node_cpus.empty() && !online.empty()) node_cpus[0] = online;
+    if (t.numa_nodes == 1 && node_cpus.empty() && !online.empty()) node_cpus[*folders.begin()] = online;
   }
   for (auto& d : t.devices)
     if (d.cpu_affinity.empty() && d.numa >= 0)

@@ -54,7 +54,15 @@ void read_stack(InputFs& fs, Software& sw);
 // call of read_record is one read() of it (one record; -1 with errno EAGAIN at its end, the
 // file being non-blocking; EPIPE when records were overwritten since the last read). The live
 // reader passes ::read of /dev/kmsg; tests pass a model of the kernel's devkmsg_read().
-std::string read_kmsg(const std::function<ssize_t(char*, size_t)>& read_record);
+// It takes at most 200,000 records (docs/check.md; an EPIPE counts as one: it costs a read), so
+// that a log printed as fast as it is read ends; one more read then says whether the log ended
+// there. Stopping short of the end (the cap, a failed read) is said, never silent: a cause
+// logged after that point is not in the text.
+struct KmsgText {
+  std::string text;
+  std::string stopped;  // "" when read to the end (EAGAIN, or 0 from a plain file); else why not
+};
+KmsgText read_kmsg(const std::function<ssize_t(char*, size_t)>& read_record);
 // Kernel configuration, nvme_core multipath, nvidia-fs (readiness_read.cpp).
 void read_readiness(InputFs& fs, Software& sw);
 // The platform's vendor and product from DMI, or the device tree's model.

@@ -553,7 +553,8 @@ TEST(TruthKernelLog, LiveReaderKeepsTheRecordsText) {
     Software sw;
     sysfs::read_stack(live, sw);
     const std::vector<std::string> want = {"nv_peer_mem: Unknown symbol ib_register_peer_memory_client (err 0)"};
-    ::_exit(sw.stack.kernel_log_read && sw.stack.kernel_log == want ? 0 : 1);
+    // A plain file ends with a read of 0 bytes: read to its end, no cut.
+    ::_exit(sw.stack.kernel_log_read && sw.stack.kernel_log == want && sw.stack.kernel_log_cut.empty() ? 0 : 1);
   }
   int status = 0;
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
@@ -626,7 +627,8 @@ class ModelKmsg {
     ++reads;
     if (eagain_) ++reads_after_eagain;
     if (before_read) before_read(*this, reads);
-    auto r = std::find_if(ring.begin(), ring.end(), [&](const Record& x) { return x.seq >= user_seq_; });
+    // The oldest record at or after the reader's (the ring is in seq order: a binary search).
+    auto r = std::lower_bound(ring.begin(), ring.end(), user_seq_, [](const Record& x, unsigned long long seq) { return x.seq < seq; });
     if (r == ring.end()) {
       eagain_ = true;
       errno = EAGAIN;
@@ -670,7 +672,9 @@ TEST(TruthKernelLog, OverwrittenRecordsCostOnlyThemselves) {
     m.print("nv_peer_mem: Unknown symbol ib_register_peer_memory_client (err 0)", " SUBSYSTEM=module\n");
     m.overwrite(4);  // the read record, the two unread ones and the first new one
   };
-  const std::string text = sysfs::read_kmsg([&k](char* b, size_t n) { return k.read(b, n); });
+  const sysfs::KmsgText log = sysfs::read_kmsg([&k](char* b, size_t n) { return k.read(b, n); });
+  const std::string& text = log.text;
+  EXPECT_EQ(log.stopped, "");  // overwritten records are lost, the log is still read to its end
   EXPECT_EQ(text,
             "6,1000,1000000,-;nvidia_peermem: disagrees about version of symbol ib_register_peer_memory_client\n"
             "6,1004,1004000,-;nv_peer_mem: Unknown symbol ib_register_peer_memory_client (err 0)\n SUBSYSTEM=module\n");
@@ -685,8 +689,11 @@ TEST(TruthKernelLog, OverwrittenRecordsCostOnlyThemselves) {
 }
 
 // A log that grows as fast as it is read (a record printed before every read: never EAGAIN)
-// still ends, with every record that was there when the reader opened it.
+// still ends, with every record that was there when the reader opened it; it stops after the
+// 200,000 records docs/check.md documents (the one more read that finds a record is not taken)
+// and says that it stopped short of the end.
 TEST(TruthKernelLog, ALogPrintedAsFastAsItIsReadEnds) {
+  // Mutants: read_kmsg's cap (records <= 200000, 200000 + 1, 200000 - 1) and the read after it.
   ModelKmsg k;
   k.print("nv_peer_mem: Unknown symbol ib_register_peer_memory_client (err 0)");
   k.print("random: crng init done");
@@ -695,11 +702,128 @@ TEST(TruthKernelLog, ALogPrintedAsFastAsItIsReadEnds) {
     m.print("x");
     m.overwrite(m.ring.size() > 8 ? 1 : 0);
   };
-  const std::string text = sysfs::read_kmsg([&k](char* b, size_t n) { return k.read(b, n); });
-  EXPECT_EQ(text.rfind("6,1000,1000000,-;nv_peer_mem: Unknown symbol ib_register_peer_memory_client (err 0)\n"
-                       "6,1001,1001000,-;random: crng init done\n",
-                       0),
+  const sysfs::KmsgText log = sysfs::read_kmsg([&k](char* b, size_t n) { return k.read(b, n); });
+  EXPECT_EQ(log.text.rfind("6,1000,1000000,-;nv_peer_mem: Unknown symbol ib_register_peer_memory_client (err 0)\n"
+                           "6,1001,1001000,-;random: crng init done\n",
+                           0),
             0u);
+  EXPECT_EQ(std::count(log.text.begin(), log.text.end(), '\n'), 200000);
+  EXPECT_EQ(k.reads, 200001);
+  EXPECT_EQ(log.stopped, "stopped after its first 200000 records (a log printed as fast as it is read)");
+}
+
+// A log of exactly the 200,000 records the reader takes is read whole: the read after the last
+// one gets EAGAIN, so nothing says it was cut, and nothing is read after that EAGAIN.
+TEST(TruthKernelLog, ALogOfExactlyTheCapIsReadWhole) {
+  ModelKmsg k;
+  for (int i = 0; i < 200000; ++i) k.print(i == 199999 ? "nv_peer_mem: Unknown symbol ib_register_peer_memory_client (err 0)" : "x");
+  k.open();
+  const sysfs::KmsgText log = sysfs::read_kmsg([&k](char* b, size_t n) { return k.read(b, n); });
+  EXPECT_EQ(log.stopped, "");
+  EXPECT_EQ(std::count(log.text.begin(), log.text.end(), '\n'), 200000);
+  EXPECT_EQ(k.reads, 200001);  // 200,000 records and the EAGAIN
+  EXPECT_EQ(k.reads_after_eagain, 0);
+  StackState s;
+  parse_kernel_log(log.text, s);
+  ASSERT_EQ(s.log_causes.size(), 1u);  // the last record is read
+  EXPECT_EQ(s.log_causes[0].module, "nv_peer_mem");
+  // One record more: the 200,001st is not taken, and the reader says so.
+  ModelKmsg more;
+  for (int i = 0; i < 200001; ++i) more.print("x");
+  more.open();
+  const sysfs::KmsgText cut = sysfs::read_kmsg([&more](char* b, size_t n) { return more.read(b, n); });
+  EXPECT_EQ(std::count(cut.text.begin(), cut.text.end(), '\n'), 200000);
+  EXPECT_NE(cut.stopped, "");
+}
+
+// A successful read() leaves errno as it was (POSIX: errno is set on failure only), so an EAGAIN
+// or EPIPE left from before is neither the end nor an overwrite: only a read that returned -1 is.
+TEST(TruthKernelLog, AStaleErrnoIsNoErrorOfTheRead) {
+  for (const int stale : {EAGAIN, EPIPE}) {
+    ModelKmsg k;
+    k.print("random: crng init done");
+    k.print("nv_peer_mem: Unknown symbol ib_register_peer_memory_client (err 0)");
+    k.open();
+    errno = stale;
+    const sysfs::KmsgText log = sysfs::read_kmsg([&k](char* b, size_t n) { return k.read(b, n); });
+    EXPECT_EQ(log.text,
+              "6,1000,1000000,-;random: crng init done\n"
+              "6,1001,1001000,-;nv_peer_mem: Unknown symbol ib_register_peer_memory_client (err 0)\n")
+        << stale;
+    EXPECT_EQ(log.stopped, "") << stale;
+  }
+}
+
+// A plain file in /dev/kmsg's place (the bind mount above) ends with a read of 0 bytes (read(2):
+// end of file), whatever errno a read before it left: the end, read whole, and no read after it.
+TEST(TruthKernelLog, AReadOfNothingIsTheEndOfAFile) {
+  const std::string record = "3,9,0,-;nv_peer_mem: Unknown symbol ib_register_peer_memory_client (err 0)\n";
+  int reads = 0, after_end = 0;
+  errno = EPIPE;
+  const sysfs::KmsgText log = sysfs::read_kmsg([&](char* b, size_t n) -> ssize_t {
+    if (++reads > 2) ++after_end;
+    if (reads > 1) return 0;
+    std::copy(record.begin(), record.begin() + static_cast<long>(std::min(n, record.size())), b);
+    return static_cast<ssize_t>(record.size());
+  });
+  EXPECT_EQ(log.text, record);
+  EXPECT_EQ(log.stopped, "");
+  EXPECT_EQ(after_end, 0);
+}
+
+// A read that fails otherwise than with EAGAIN or EPIPE ends the reading short, and says so:
+// devkmsg_read() returns -EINVAL when the record does not fit the reader's buffer (the model
+// does too), and every record after it is unread.
+TEST(TruthKernelLog, AFailedReadIsNotTheEnd) {
+  ModelKmsg k;
+  k.print("random: crng init done");
+  k.print(std::string(9000, 'y'));  // longer than read_kmsg's 8 KiB buffer
+  k.print("nv_peer_mem: Unknown symbol ib_register_peer_memory_client (err 0)");
+  k.open();
+  const sysfs::KmsgText log = sysfs::read_kmsg([&k](char* b, size_t n) { return k.read(b, n); });
+  EXPECT_EQ(log.text, "6,1000,1000000,-;random: crng init done\n");
+  EXPECT_EQ(log.stopped, "a read() of /dev/kmsg failed after 1 reads (errno " + std::to_string(EINVAL) + ")");
+  EXPECT_EQ(k.reads, 2);
+}
+
+// A snapshot carries the live reader's cut beside its kernel log (gdrpeer-snapshot/kernel-log-cut,
+// written by `gdrpeer snapshot`; docs/check.md); without that file the log was read whole.
+TEST(TruthKernelLog, ASnapshotCarriesTheCut) {
+  for (const bool cut : {false, true}) {
+    Tree t;
+    t.file("/gdrpeer-snapshot/kernel-log", reference("stack/kmsg-nv-peer-memory-84.txt"));
+    if (cut) t.file("/gdrpeer-snapshot/kernel-log-cut", "stopped after its first 200000 records (a log printed as fast as it is read)\n");
+    Software sw;
+    sysfs::read_stack(*t.fs(), sw);
+    EXPECT_TRUE(sw.stack.kernel_log_read);
+    EXPECT_EQ(sw.stack.kernel_log_cut, cut ? "stopped after its first 200000 records (a log printed as fast as it is read)" : "");
+  }
+}
+
+// A snapshot's kernel log is read up to 1 MiB (docs/check.md): a file of exactly 1 MiB is read
+// whole, a longer one to 1 MiB, and the cut is said (after the live reader's, when both are).
+TEST(TruthKernelLog, ASnapshotLogLongerThanOneMiBIsSaidToBeCut) {
+  const std::string cause = "nv_peer_mem: Unknown symbol ib_register_peer_memory_client (err 0)\n";
+  std::string log(size_t{1} << 20, 'x');  // a whole dmesg put there: filler, the cause last
+  log.replace(log.size() - cause.size() - 1, cause.size() + 1, "\n" + cause);
+  const std::string longer = "\n" + log.substr(1) + "y";  // one byte more, the cause still in the first 1 MiB
+  const std::string live_cut = "stopped after its first 200000 records (a log printed as fast as it is read)";
+  const std::string said = "gdrpeer-snapshot/kernel-log is longer than 1 MiB: only its first 1 MiB read";
+  struct Case {
+    const std::string* text;
+    bool live_cut;
+    std::string want;
+  } cases[] = {{&log, false, ""}, {&longer, false, said}, {&longer, true, live_cut + "; " + said}};
+  for (const Case& c : cases) {
+    Tree t;
+    t.file("/gdrpeer-snapshot/kernel-log", *c.text);
+    if (c.live_cut) t.file("/gdrpeer-snapshot/kernel-log-cut", live_cut + "\n");
+    Software sw;
+    sysfs::read_stack(*t.fs(), sw);
+    EXPECT_EQ(sw.stack.kernel_log_cut, c.want) << c.text->size();
+    ASSERT_EQ(sw.stack.log_causes.size(), 1u) << c.text->size();
+    EXPECT_EQ(sw.stack.log_causes[0].module, "nv_peer_mem");
+  }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -792,6 +792,79 @@ TEST(TruthNumaNodes, NodeFoldersCountAndGiveTheirCpusToTheirFunctions) {
   EXPECT_EQ(dev(t, "0000:30:00.0").cpu_affinity, "");
 }
 
+// The kernel makes a node folder for each online node only (drivers/base/node.c node_dev_init():
+// for_each_online_node() register_one_node(); memory hotplug's try_offline_node() unregisters it).
+// x86 never hands a function an offline node (arch/x86/pci/acpi.c: !node_online() -> NUMA_NO_NODE,
+// as pci-sysfs.c numa_node_store() refuses one), arm64 takes a root bus's node from _PXM
+// (arch/arm64/kernel/pci.c, acpi_get_node()) without that check. So a numa_node naming a node
+// without a folder names a node that is not online: no CPUs or memory this input knows are local
+// to the function, and its node is unknown (with a note), not the one node there is nor the
+// number it names. numa_node -1 on a one-node machine is that node's, whatever its number.
+TEST(TruthNumaNodes, NumaNodeOfANodeWithoutAFolderIsUnknown) {
+  // Mutants: read_cpus' one-node fill (if (d.numa < 0) -> if (true), <= 0) and the folder check.
+  Node one = numa_node_tree(1, {"0-15"});
+  one.fn("0000:20:00.0", "pci0000:20/0000:20:00.0", Config().b);
+  one.file("sys/devices/pci0000:20/0000:20:00.0/numa_node", "1\n");  // node1: no folder
+  one.fn("0000:30:00.0", "pci0000:30/0000:30:00.0", Config().b);
+  one.file("sys/devices/pci0000:30/0000:30:00.0/numa_node", "-1\n");
+  const Topology t = one.read();
+  EXPECT_EQ(t.numa_nodes, 1);
+  EXPECT_EQ(dev(t, "0000:20:00.0").numa, -1);
+  EXPECT_EQ(dev(t, "0000:20:00.0").cpu_affinity, "");
+  EXPECT_EQ(dev(t, "0000:30:00.0").numa, 0);
+  EXPECT_EQ(dev(t, "0000:30:00.0").cpu_affinity, "0-15");
+  ASSERT_EQ(t.notes.size(), 1u);
+  EXPECT_EQ(t.notes[0],
+            "numa_node names a NUMA node without a /sys/devices/system/node folder (not online) for 0000:20:00.0 (numa_node 1): "
+            "not taken as their NUMA node");
+  // The one online node is node1 (node 0 offline): numa_node -1 is on node1, numa_node 0 on no
+  // node this input has; node1's CPUs are the online ones of /proc/cpuinfo without its cpulist.
+  for (const bool listed : {true, false}) {
+    Node n;
+    n.dir("sys/devices/system/node/node1");
+    if (listed) n.file("sys/devices/system/node/node1/cpulist", "0-3\n");
+    n.file("proc/cpuinfo", "processor\t: 0\n\nprocessor\t: 1\n\nprocessor\t: 2\n\nprocessor\t: 3\n");
+    for (const char* bus : {"20", "30", "40"})
+      n.fn(std::string("0000:") + bus + ":00.0", std::string("pci0000:") + bus + "/0000:" + bus + ":00.0", Config().b);
+    n.file("sys/devices/pci0000:20/0000:20:00.0/numa_node", "-1\n");
+    n.file("sys/devices/pci0000:30/0000:30:00.0/numa_node", "0\n");
+    n.file("sys/devices/pci0000:40/0000:40:00.0/numa_node", "1\n");
+    const Topology u = n.read();
+    EXPECT_EQ(u.numa_nodes, 1);
+    EXPECT_EQ(dev(u, "0000:20:00.0").numa, 1) << listed;
+    EXPECT_EQ(dev(u, "0000:20:00.0").cpu_affinity, "0-3") << listed;
+    EXPECT_EQ(dev(u, "0000:30:00.0").numa, -1) << listed;
+    EXPECT_EQ(dev(u, "0000:40:00.0").numa, 1) << listed;
+    ASSERT_EQ(u.notes.size(), 1u);
+    EXPECT_NE(u.notes[0].find(" 0000:30:00.0 (numa_node 0): "), std::string::npos) << u.notes[0];
+  }
+  // Two nodes, a function naming a third: unknown too; two such functions, one note naming both.
+  Node two = numa_node_tree(2, {"0-15", "16-31"});
+  for (const char* bus : {"20", "30", "40"})
+    two.fn(std::string("0000:") + bus + ":00.0", std::string("pci0000:") + bus + "/0000:" + bus + ":00.0", Config().b);
+  two.file("sys/devices/pci0000:20/0000:20:00.0/numa_node", "3\n");
+  two.file("sys/devices/pci0000:30/0000:30:00.0/numa_node", "1\n");
+  two.file("sys/devices/pci0000:40/0000:40:00.0/numa_node", "2\n");
+  const Topology w = two.read();
+  EXPECT_EQ(dev(w, "0000:20:00.0").numa, -1);
+  EXPECT_EQ(dev(w, "0000:30:00.0").numa, 1);
+  EXPECT_EQ(dev(w, "0000:30:00.0").cpu_affinity, "16-31");
+  EXPECT_EQ(dev(w, "0000:40:00.0").numa, -1);
+  ASSERT_EQ(w.notes.size(), 1u);
+  EXPECT_NE(w.notes[0].find(" for 0000:20:00.0 (numa_node 3), 0000:40:00.0 (numa_node 2): "), std::string::npos) << w.notes[0];
+  // A node directory without any node folder (a copy that skipped them) says nothing of which
+  // nodes are online: numa_node stays as read, no note.
+  Node bare;
+  bare.dir("sys/devices/system/node");
+  bare.file("sys/devices/system/node/online", "0-1\n");
+  bare.fn("0000:20:00.0", "pci0000:20/0000:20:00.0", Config().b);
+  bare.file("sys/devices/pci0000:20/0000:20:00.0/numa_node", "1\n");
+  const Topology b = bare.read();
+  EXPECT_EQ(b.numa_nodes, 0);
+  EXPECT_EQ(dev(b, "0000:20:00.0").numa, 1);
+  EXPECT_TRUE(b.notes.empty());
+}
+
 // A function's own local_cpulist (or, without it, local_cpus as a mask) is its CPU affinity;
 // without numa_node its node is the one node its CPUs meet (hwloc's placement). CPUs meeting two
 // nodes, or none, leave the node unknown.

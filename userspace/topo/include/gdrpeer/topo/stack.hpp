@@ -65,6 +65,10 @@ struct StackState {
   std::string gdrpeer_cuda;
   // Kernel log (live: /dev/kmsg; snapshots: gdrpeer-snapshot/kernel-log), the lines that matter.
   bool kernel_log_read = false;
+  // Why the log was not read to its end ("" when it was, or not read): /dev/kmsg's reader stopped
+  // at its cap or a failed read (a snapshot carries it in gdrpeer-snapshot/kernel-log-cut). A cause
+  // logged after that point is missing, so no cause found is no evidence then.
+  std::string kernel_log_cut;
   std::vector<std::string> kernel_log;
   std::vector<KernelLogCause> log_causes;
   // NCCL topology XML facts: GPUs with <c2c>, and NCCL's own GDR answer per NIC (<net gdr>).
