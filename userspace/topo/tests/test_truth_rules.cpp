@@ -1570,18 +1570,37 @@ TEST(TruthPlatform, SameReasonDifferentRulesAreTwoFindings) {
 
 // A GPU below root port 00:01.0 and a NIC below root port 00:02.0: the pair meets in the root
 // complex (PHB) and crosses both root ports.
+// A CPU root port with an ACS capability whose control register holds acs_ctl.
+FakeFn& add_acs_root_port(FakeNode& n, const std::string& bdf, int secondary_bus, uint16_t acs_ctl) {
+  const std::string host_bridge = "pci" + bdf.substr(0, 7);
+  FakeFn& rp = testing::add_port(n, bdf, "/sys/devices/" + host_bridge + "/" + bdf, testing::kRootPort, secondary_bus);
+  rp.acs = true;
+  rp.acs_ctl = acs_ctl;
+  return rp;
+}
+
 FakeNode two_root_ports(uint16_t acs_ctl_1, uint16_t acs_ctl_2) {
   FakeNode n;
   n.modules = testing::switch_node().modules;
   const std::string res = testing::switch_node().fns[4].resource;
-  FakeFn& rp1 = testing::add_port(n, "0000:00:01.0", "/sys/devices/pci0000:00/0000:00:01.0", testing::kRootPort, 1);
-  rp1.acs = true;
-  rp1.acs_ctl = acs_ctl_1;
-  FakeFn& rp2 = testing::add_port(n, "0000:00:02.0", "/sys/devices/pci0000:00/0000:00:02.0", testing::kRootPort, 2);
-  rp2.acs = true;
-  rp2.acs_ctl = acs_ctl_2;
+  add_acs_root_port(n, "0000:00:01.0", 1, acs_ctl_1);
+  add_acs_root_port(n, "0000:00:02.0", 2, acs_ctl_2);
   testing::add_endpoint(n, "0000:01:00.0", "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0", 0x10de, 0x2331, 0x030200).resource = res;
   testing::add_endpoint(n, "0000:02:00.0", "/sys/devices/pci0000:00/0000:00:02.0/0000:02:00.0", 0x15b3, 0x1021, 0x020700);
+  return n;
+}
+
+// A GPU below root port 00:01.0 (host bridge 0000:00, NUMA node 0) and a NIC below root port
+// 80:01.0 (host bridge 0000:80, NUMA node nic_numa): NODE when nic_numa is 0, SYS otherwise.
+FakeNode two_host_bridges(uint16_t acs_ctl_1, uint16_t acs_ctl_2, int nic_numa) {
+  FakeNode n;
+  n.modules = testing::switch_node().modules;
+  add_acs_root_port(n, "0000:00:01.0", 1, acs_ctl_1);
+  add_acs_root_port(n, "0000:80:01.0", 0x81, acs_ctl_2).numa = nic_numa;
+  testing::add_endpoint(n, "0000:01:00.0", "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0", 0x10de, 0x2331, 0x030200).resource =
+      testing::switch_node().fns[4].resource;
+  testing::add_endpoint(n, "0000:81:00.0", "/sys/devices/pci0000:80/0000:80:01.0/0000:81:00.0", 0x15b3, 0x1021, 0x020700).numa = nic_numa;
+  n.numa_nodes = nic_numa + 1;
   return n;
 }
 
@@ -1704,17 +1723,7 @@ TEST(TruthRootPort, TopmostBridgeOfAFragmentIsNoRootPortUnlessItsTypeSaysSo) {
 // and never for GPUs whose peer traffic takes NVLink (two H100 SXM: NVLink inferred from their
 // model) rather than the root ports.
 TEST(TruthRootPort, NodePathsTooNvlinkPairsNever) {
-  FakeNode node;
-  node.modules = testing::switch_node().modules;
-  FakeFn& rp1 = testing::add_port(node, "0000:00:01.0", "/sys/devices/pci0000:00/0000:00:01.0", testing::kRootPort, 1);
-  rp1.acs = true;
-  rp1.acs_ctl = 0x001d;
-  FakeFn& rp2 = testing::add_port(node, "0000:80:01.0", "/sys/devices/pci0000:80/0000:80:01.0", testing::kRootPort, 0x81);
-  rp2.acs = true;
-  testing::add_endpoint(node, "0000:01:00.0", "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0", 0x10de, 0x2331, 0x030200).resource =
-      testing::switch_node().fns[4].resource;
-  testing::add_endpoint(node, "0000:81:00.0", "/sys/devices/pci0000:80/0000:80:01.0/0000:81:00.0", 0x15b3, 0x1021, 0x020700);
-  node.numa_nodes = 1;
+  const FakeNode node = two_host_bridges(0x001d, 0, 0);
   const PairResult p = only_pair(check(from_fake(node), kb(), CheckOptions{}));
   ASSERT_EQ(p.path.cls, PathClass::NODE);
   const Finding* f = finding(p, "acs-root-port");
@@ -1744,19 +1753,7 @@ TEST(TruthRootPort, NodePathsTooNvlinkPairsNever) {
 TEST(TruthRootPort, SysPathsTooAndNeverBelowASwitch) {
   for (const uint16_t ctl : {uint16_t{0x001d}, uint16_t{0x0053}}) {
     SCOPED_TRACE(ctl);
-    FakeNode two;
-    two.modules = testing::switch_node().modules;
-    FakeFn& rp1 = testing::add_port(two, "0000:00:01.0", "/sys/devices/pci0000:00/0000:00:01.0", testing::kRootPort, 1);
-    rp1.acs = true;
-    rp1.acs_ctl = ctl;
-    FakeFn& rp2 = testing::add_port(two, "0000:80:01.0", "/sys/devices/pci0000:80/0000:80:01.0", testing::kRootPort, 0x81);
-    rp2.acs = true;
-    rp2.acs_ctl = ctl;
-    rp2.numa = 1;
-    testing::add_endpoint(two, "0000:01:00.0", "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0", 0x10de, 0x2331, 0x030200).resource =
-        testing::switch_node().fns[4].resource;
-    testing::add_endpoint(two, "0000:81:00.0", "/sys/devices/pci0000:80/0000:80:01.0/0000:81:00.0", 0x15b3, 0x1021, 0x020700).numa = 1;
-    two.numa_nodes = 2;
+    FakeNode two = two_host_bridges(ctl, ctl, 1);
     const PairResult p = only_pair(check(from_fake(two), kb(), CheckOptions{}));
     ASSERT_EQ(p.path.cls, PathClass::SYS);
     EXPECT_TRUE(finding(p, "path-sys"));

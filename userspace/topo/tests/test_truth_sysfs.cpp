@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <map>
 #include <regex>
@@ -792,6 +793,17 @@ TEST(TruthNumaNodes, NodeFoldersCountAndGiveTheirCpusToTheirFunctions) {
   EXPECT_EQ(dev(t, "0000:30:00.0").cpu_affinity, "");
 }
 
+// Functions 0000:20:00.0, 0000:30:00.0 and 0000:40:00.0, one per host bridge, with these
+// numa_node files in that order.
+void add_functions_with_numa_nodes(Node& n, const std::array<const char*, 3>& numa_nodes) {
+  const char* buses[] = {"20", "30", "40"};
+  for (size_t i = 0; i < 3; ++i) {
+    const std::string path = std::string("pci0000:") + buses[i] + "/0000:" + buses[i] + ":00.0";
+    n.fn(std::string("0000:") + buses[i] + ":00.0", path, Config().b);
+    n.file("sys/devices/" + path + "/numa_node", std::string(numa_nodes[i]) + "\n");
+  }
+}
+
 // The kernel makes a node folder for each online node only (drivers/base/node.c node_dev_init():
 // for_each_online_node() register_one_node(); memory hotplug's try_offline_node() unregisters it).
 // x86 never hands a function an offline node (arch/x86/pci/acpi.c: !node_online() -> NUMA_NO_NODE,
@@ -824,11 +836,7 @@ TEST(TruthNumaNodes, NumaNodeOfANodeWithoutAFolderIsUnknown) {
     n.dir("sys/devices/system/node/node1");
     if (listed) n.file("sys/devices/system/node/node1/cpulist", "0-3\n");
     n.file("proc/cpuinfo", "processor\t: 0\n\nprocessor\t: 1\n\nprocessor\t: 2\n\nprocessor\t: 3\n");
-    for (const char* bus : {"20", "30", "40"})
-      n.fn(std::string("0000:") + bus + ":00.0", std::string("pci0000:") + bus + "/0000:" + bus + ":00.0", Config().b);
-    n.file("sys/devices/pci0000:20/0000:20:00.0/numa_node", "-1\n");
-    n.file("sys/devices/pci0000:30/0000:30:00.0/numa_node", "0\n");
-    n.file("sys/devices/pci0000:40/0000:40:00.0/numa_node", "1\n");
+    add_functions_with_numa_nodes(n, {"-1", "0", "1"});
     const Topology u = n.read();
     EXPECT_EQ(u.numa_nodes, 1);
     EXPECT_EQ(dev(u, "0000:20:00.0").numa, 1) << listed;
@@ -840,11 +848,7 @@ TEST(TruthNumaNodes, NumaNodeOfANodeWithoutAFolderIsUnknown) {
   }
   // Two nodes, a function naming a third: unknown too; two such functions, one note naming both.
   Node two = numa_node_tree(2, {"0-15", "16-31"});
-  for (const char* bus : {"20", "30", "40"})
-    two.fn(std::string("0000:") + bus + ":00.0", std::string("pci0000:") + bus + "/0000:" + bus + ":00.0", Config().b);
-  two.file("sys/devices/pci0000:20/0000:20:00.0/numa_node", "3\n");
-  two.file("sys/devices/pci0000:30/0000:30:00.0/numa_node", "1\n");
-  two.file("sys/devices/pci0000:40/0000:40:00.0/numa_node", "2\n");
+  add_functions_with_numa_nodes(two, {"3", "1", "2"});
   const Topology w = two.read();
   EXPECT_EQ(dev(w, "0000:20:00.0").numa, -1);
   EXPECT_EQ(dev(w, "0000:30:00.0").numa, 1);
