@@ -74,7 +74,7 @@ GateAnswer grdma_by_topology(const GateInput& in) {
     if (in.common_bridge == 1) return yes("GPU and NIC share a PCIe bridge: allowed whether or not the driver distrusts this chipset");
     return unknown(
         "whether the driver distrusts this chipset for PCIe P2P is not in this input (Neoverse V2 cores: Grace's TH500 root ports, "
-        "10de:22b1-22b9, or another SoC's)");
+        "10de:22b1-22b4, 22b8, 22b9, or another SoC's)");
   }
   if (in.unsupported_chipset == 1) {
     if (in.common_bridge == 1) return yes("chipset the driver distrusts for PCIe P2P, but GPU and NIC share a PCIe bridge");

@@ -141,9 +141,8 @@ TEST(TruthGate, EveryInputAgainstTheDriverSource) {
                     if (got->allowed != -1) {
                       EXPECT_EQ(got->allowed, want) << got->why;  // never a guess
                     }
-                    const bool all_known =
-                        flavour != -1 && coherent != -1 && ov != -1 && chipset != -1 && bridge != -1 && group != -1 &&
-                        version != DriverGate::Unknown;
+                    const bool all_known = flavour != -1 && coherent != -1 && ov != -1 && chipset != -1 && bridge != -1 && group != -1 &&
+                                           version != DriverGate::Unknown;
                     if (all_known) {
                       EXPECT_EQ(got->allowed, want) << got->why;
                     }

@@ -120,8 +120,8 @@ struct GateInput {
   int override_value = -1;  // NVreg_GrdmaPciTopoCheckOverride 0/1/2, -1 unknown
   bool passthrough_vm = false;
   int unsupported_chipset = 0;  // on RM's list (Grace TH500, Ampere Altra, AmpereOne): 1/0/-1
-  int common_bridge = -1;            // GPU and NIC share an upstream bridge: 1/0/-1
-  int same_iommu_group = -1;         // 1/0/-1
+  int common_bridge = -1;       // GPU and NIC share an upstream bridge: 1/0/-1
+  int same_iommu_group = -1;    // 1/0/-1
   DriverGate driver = DriverGate::Unknown;
 };
 struct GateAnswer {
