@@ -445,18 +445,14 @@ class StackStage {
     }
     in.passthrough_vm = rep_.virtual_machine && t_.cpu.hypervisor;
     // RM's list (osinit.c _checkP2pChipsetSupport): Grace (TH500), Ampere Altra, AmpereOne. RM knows
-    // the chipset by a PCI function of its table (nvcst.h chipsetInfo, clFindFHBAndGetChipsetInfoIndex):
-    // Grace by a TH500 root port, which root_complexes.json's Grace entry needs (or a C2C GPU), not
-    // by its Neoverse V2 cores, which Graviton4 and Axion share. Those cores with no root port's ids
-    // in the input: whether a TH500 port is there is unknown. Altra's cores are Neoverse N1 (ARM's
-    // implementer id, like Graviton2): known by its DMI or model name; AmpereOne by Ampere's own
-    // implementer id 0xc0.
-    std::vector<std::string> families;
-    for (const Device& d : t_.devices)
-      if (d.role == Role::GPU)
-        if (const GpuFamilyMatch fam = k_.gpu_family_match(d); fam.family) families.push_back(fam.family->family);
+    // the chipset by a PCI function of its table (nvcst.h chipsetInfo, chipset.c
+    // clFindFHBAndGetChipsetInfoIndex): Grace by a TH500 root port (root_complexes.json's Grace
+    // chipset_ids; no GPU family: RM does not look at one), not by its Neoverse V2 cores, which
+    // Graviton4 and Axion share. Those cores with no root port's ids in the input: whether a TH500
+    // port is there is unknown. Altra's cores are Neoverse N1 (ARM's implementer id, like
+    // Graviton2): known by its DMI or model name; AmpereOne by Ampere's own implementer id 0xc0.
     bool cores_only = false;
-    const RootComplex* rc = k_.root_complex(t_, families, &cores_only);
+    const RootComplex* rc = k_.root_complex(t_, {}, &cores_only);
     const std::string rcn = rc ? rc->name : "";
     const std::string dmi = t_.dmi_vendor + " " + t_.dmi_product + " " + t_.cpu.model_name;
     const bool root_port_ids =
