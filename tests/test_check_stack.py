@@ -463,6 +463,16 @@ def test_neoverse_v2_cores_without_a_th500_root_port_are_not_grace(tmp_path):
     _, pair = check(two_root_ports(tmp_path / "gr", GRACE))
     assert pair["consumers"]["nvidia_driver"]["nvidia_p2p"]["allowed"] is False
     assert "path-grace" in {f["rule"] for f in pair["findings"]}
+    # A hand-made tree without the root ports' vendor and device files: their ids are not known,
+    # so whether a TH500 one is there is not known, and neither is what the driver decides.
+    root = two_root_ports(tmp_path / "noids", GRACE)
+    for port in ("0000:00:01.0", "0000:00:02.0"):
+        for f in ("vendor", "device"):
+            os.remove(root / "sys/devices/pci0000:00" / port / f)
+    _, pair = check(root)
+    g = pair["consumers"]["nvidia_driver"]
+    assert g["dmabuf_default"]["allowed"] is None and g["nvidia_p2p"]["allowed"] is None, g
+    assert "TH500" in g["nvidia_p2p"]["why"]
 
 
 def test_grace_without_the_params_file_leaves_the_gate_unknown(tmp_path):

@@ -1017,6 +1017,7 @@ TEST(TruthPlatform, NeoverseV2CoresAloneDoNotMakeTheChipsetGraces) {
       {"Graviton4-like: Amazon's root ports", 0x1d0f, 0x0201, 1},
       {"no root port in the input: a TH500 one may be there or not", 0, 0, -1},
   };
+  const std::string epyc = "vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC 9374F\n";
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
     FakeNode n = grace_two_root_ports(kOpen);
@@ -1039,6 +1040,12 @@ TEST(TruthPlatform, NeoverseV2CoresAloneDoNotMakeTheChipsetGraces) {
     // The path rules call the node Grace only where the driver would.
     EXPECT_EQ(pair_finding(p, "path-grace") != nullptr, c.want == 0);
     EXPECT_EQ(pair_finding(p, "platform-arm64") != nullptr, c.want != 0);
+    // An x86 CPU (AMD EPYC) there: no chipset of RM's list, whether the input has root ports or not.
+    n.cpuinfo = epyc;
+    const Report on_x86 = run_check(n, params_with_override("0"));
+    const GateResult& x = gpu_nic(on_x86).stack->gate;
+    EXPECT_EQ(x.dmabuf_default.allowed, 1) << x.dmabuf_default.why;
+    EXPECT_EQ(x.nvidia_p2p.allowed, 1) << x.nvidia_p2p.why;
   }
 }
 
