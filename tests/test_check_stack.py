@@ -302,9 +302,20 @@ def test_exporter_gate_matrix(tmp_path, flavour, platform, iommu, want):
     cpu = GRACE if platform != "x86" else None
     dev = "0x2342" if platform == "gh200" else None  # GH200's GPU (grace-c2c family)
     root = node(tmp_path, version=OPEN_VERSION if flavour == "open" else PROPRIETARY_VERSION, cpuinfo=cpu, gpu_device=dev, iommu=iommu)
+    if platform == "grace-pcie-gpu":
+        # Grace's chipset is known to the driver by its TH500 root ports (nvcst.h: 10de:22b2 RP x16),
+        # not by the Neoverse V2 cores alone.
+        port = root / "sys/devices/pci0000:00/0000:00:01.0"
+        (port / "vendor").write_text("0x10de\n")
+        (port / "device").write_text("0x22b2\n")
+        cfg = bytearray((port / "config").read_bytes())
+        cfg[0:4] = (0x10DE).to_bytes(2, "little") + (0x22B2).to_bytes(2, "little")
+        (port / "config").write_bytes(bytes(cfg))
     _, pair = check(root)
     g = pair["consumers"]["nvidia_driver"]
     assert (g["dmabuf_default"]["allowed"], g["dmabuf_pcie"]["allowed"], g["nvidia_p2p"]["allowed"]) == want
+    if platform == "grace-pcie-gpu" and flavour == "open":
+        assert "distrusts" in g["dmabuf_default"]["why"], g
 
 
 def test_override_two_denies_and_override_one_allows(tmp_path):
@@ -392,10 +403,11 @@ def nic_in_own_iommu_group(root):
     return root
 
 
-def two_root_ports(root, cpuinfo, version=OPEN_VERSION, gpu_device="0x2330"):
-    """GPU and NIC each under a root port of its own: no bridge in common (PHB)."""
-    fns = [("0000:00:01.0", "devices/pci0000:00/0000:00:01.0", 0x10DE, 0x22B2, 0x060400, ROOT_PORT, 1),
-           ("0000:00:02.0", "devices/pci0000:00/0000:00:02.0", 0x10DE, 0x22B2, 0x060400, ROOT_PORT, 2),
+def two_root_ports(root, cpuinfo, version=OPEN_VERSION, gpu_device="0x2330", port=(0x10DE, 0x22B2)):
+    """GPU and NIC each under a root port of its own (by default NVIDIA TH500 RP x16, nvcst.h): no
+    bridge in common (PHB)."""
+    fns = [("0000:00:01.0", "devices/pci0000:00/0000:00:01.0", *port, 0x060400, ROOT_PORT, 1),
+           ("0000:00:02.0", "devices/pci0000:00/0000:00:02.0", *port, 0x060400, ROOT_PORT, 2),
            ("0000:01:00.0", "devices/pci0000:00/0000:00:01.0/0000:01:00.0", 0x10DE, int(gpu_device, 16), 0x030200, ENDPOINT, None),
            ("0000:02:00.0", "devices/pci0000:00/0000:00:02.0/0000:02:00.0", 0x15B3, 0x1021, 0x020700, ENDPOINT, None)]
     (root / "sys/bus/pci/devices").mkdir(parents=True)
@@ -432,6 +444,35 @@ def test_grace_with_a_pcie_gpu_needs_a_common_bridge(tmp_path):
     _, pair = check(two_root_ports(tmp_path / "m", "vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC 9374F\n"))
     assert pair["consumers"]["nvidia_driver"]["dmabuf_default"]["allowed"] is True
     assert "exporter-gate" not in {f["rule"] for f in pair["findings"]}
+
+
+def test_neoverse_v2_cores_without_a_th500_root_port_are_not_grace(tmp_path):
+    """Grace's cores are Arm Neoverse V2 (MIDR 0x41/0xd4f, util-linux lscpu-arm.c), and so are AWS
+    Graviton4's and Google Axion's. The NVIDIA driver knows Grace by its TH500 root ports
+    (open-gpu-kernel-modules nvcst.h: 10de:22b1-22b4, 22b8, 22b9 CS_NVIDIA_TH500; chipset.c matches
+    the table against the node's PCI functions), so under Amazon's root ports (vendor 0x1d0f; the
+    device id stands for any id outside RM's TH500 rows: no public Graviton4 lspci was found) the
+    chipset is not on RM's list: no bridge in common is allowed, and the path is not Grace's."""
+    _, pair = check(two_root_ports(tmp_path / "g4", GRACE, port=(0x1D0F, 0x0201)))
+    g = pair["consumers"]["nvidia_driver"]
+    assert g["dmabuf_default"]["allowed"] is True and g["nvidia_p2p"]["allowed"] is True, g
+    assert "distrusts" not in g["nvidia_p2p"]["why"]
+    rules = {f["rule"] for f in pair["findings"]}
+    assert "exporter-gate" not in rules and "path-grace" not in rules and "platform-arm64" in rules
+    # The same cores under TH500 root ports: Grace, refused without a common bridge.
+    _, pair = check(two_root_ports(tmp_path / "gr", GRACE))
+    assert pair["consumers"]["nvidia_driver"]["nvidia_p2p"]["allowed"] is False
+    assert "path-grace" in {f["rule"] for f in pair["findings"]}
+    # A hand-made tree without the root ports' vendor and device files: their ids are not known,
+    # so whether a TH500 one is there is not known, and neither is what the driver decides.
+    root = two_root_ports(tmp_path / "noids", GRACE)
+    for port in ("0000:00:01.0", "0000:00:02.0"):
+        for f in ("vendor", "device"):
+            os.remove(root / "sys/devices/pci0000:00" / port / f)
+    _, pair = check(root)
+    g = pair["consumers"]["nvidia_driver"]
+    assert g["dmabuf_default"]["allowed"] is None and g["nvidia_p2p"]["allowed"] is None, g
+    assert "TH500" in g["nvidia_p2p"]["why"]
 
 
 def test_grace_without_the_params_file_leaves_the_gate_unknown(tmp_path):

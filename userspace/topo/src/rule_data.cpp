@@ -154,9 +154,9 @@ std::vector<std::string> strings(const Json& j, const char* key, const Where& wh
 }
 
 // "ids": ["vvvv", "vvvv:dddd", ...]
-std::vector<std::pair<uint16_t, std::optional<uint16_t>>> id_list(const Json& j, const Where& where) {
+std::vector<std::pair<uint16_t, std::optional<uint16_t>>> id_list(const Json& j, const Where& where, const char* key = "ids") {
   std::vector<std::pair<uint16_t, std::optional<uint16_t>>> out;
-  for (const auto& id : strings(j, "ids", where)) {
+  for (const auto& id : strings(j, key, where)) {
     const size_t colon = id.find(':');
     const uint16_t vendor = hex16(Json(id.substr(0, colon)), where);
     std::optional<uint16_t> device;
@@ -325,6 +325,8 @@ RuleData RuleData::load(const std::string& dir) {
     if (const Json* v = member(r, "arm_implementer"))
       rc.models = {static_cast<int>(integer(*v, Where{w, "root_complexes.arm_implementer"})),
                    static_cast<int>(int_or(r, "arm_part", -1, rw))};
+    rc.chipset_ids = id_list(r, rw, "chipset_ids");
+    rc.chipset_gpu_families = strings(r, "chipset_gpu_families", Where{w});
     if (rc.p2p != "good" && rc.p2p != "poor" && rc.p2p != "unsupported")
       throw DataError(w + ": root complex \"" + rc.name + "\": p2p must be good, poor or unsupported");
     k.root_complexes.push_back(rc);
@@ -485,36 +487,61 @@ std::string pci_ids_lspci_name(const std::string& path, uint16_t vendor, uint16_
   return names->first + " " + names->second;
 }
 
+namespace {
+
+// The entry's CPU fields (arch, vendor, family/models or ARM implementer/part, model names) all
+// match this CPU, and it gives at least one.
+bool cpu_matches(const RootComplex& rc, const CpuInfo& cpu) {
+  bool any = false;
+  if (!rc.arch.empty()) {
+    if (cpu.arch != rc.arch) return false;
+    any = true;
+  }
+  if (!rc.vendor.empty()) {
+    if (cpu.vendor != rc.vendor) return false;
+    any = true;
+  }
+  if (rc.arch == "aarch64" && rc.models.size() == 2) {
+    // ARM entries: models = {implementer, part}
+    if (cpu.arm_implementer != rc.models[0] || cpu.arm_part != rc.models[1]) return false;
+    any = true;
+  } else {
+    if (rc.family >= 0) {
+      if (cpu.family != rc.family) return false;
+      any = true;
+    }
+    if (!rc.models.empty()) {
+      if (std::find(rc.models.begin(), rc.models.end(), cpu.model) == rc.models.end()) return false;
+      any = true;
+    }
+  }
+  if (!rc.model_patterns.empty()) {
+    if (!contains_any(cpu.model_name, rc.model_patterns)) return false;
+    any = true;
+  }
+  return any;
+}
+
+bool needs_chipset(const RootComplex& rc) { return !rc.chipset_ids.empty() || !rc.chipset_gpu_families.empty(); }
+
+}  // namespace
+
 const RootComplex* RuleData::root_complex(const CpuInfo& cpu) const {
+  for (const auto& rc : root_complexes)
+    if (!needs_chipset(rc) && cpu_matches(rc, cpu)) return &rc;
+  return nullptr;
+}
+
+const RootComplex* RuleData::root_complex(const Topology& t, const std::vector<std::string>& node_families, bool* cores_only) const {
   for (const auto& rc : root_complexes) {
-    bool any = false;
-    if (!rc.arch.empty()) {
-      if (cpu.arch != rc.arch) continue;
-      any = true;
-    }
-    if (!rc.vendor.empty()) {
-      if (cpu.vendor != rc.vendor) continue;
-      any = true;
-    }
-    if (rc.arch == "aarch64" && rc.models.size() == 2) {
-      // ARM entries: models = {implementer, part}
-      if (cpu.arm_implementer != rc.models[0] || cpu.arm_part != rc.models[1]) continue;
-      any = true;
-    } else {
-      if (rc.family >= 0) {
-        if (cpu.family != rc.family) continue;
-        any = true;
-      }
-      if (!rc.models.empty()) {
-        if (std::find(rc.models.begin(), rc.models.end(), cpu.model) == rc.models.end()) continue;
-        any = true;
-      }
-    }
-    if (!rc.model_patterns.empty()) {
-      if (!contains_any(cpu.model_name, rc.model_patterns)) continue;
-      any = true;
-    }
-    if (any) return &rc;
+    if (!cpu_matches(rc, t.cpu)) continue;
+    if (!needs_chipset(rc)) return &rc;
+    bool seen = false;
+    for (const Device& d : t.devices) seen = seen || id_listed(rc.chipset_ids, d);
+    for (const std::string& f : node_families)
+      seen = seen || std::find(rc.chipset_gpu_families.begin(), rc.chipset_gpu_families.end(), f) != rc.chipset_gpu_families.end();
+    if (seen) return &rc;
+    if (cores_only) *cores_only = true;  // e.g. Neoverse V2 cores without a TH500 root port or a C2C GPU
   }
   return nullptr;
 }

@@ -93,15 +93,19 @@ class Checker {
  public:
   // rep: the labels, NICs and path classes of this node, filled in before.
   Checker(const Topology& t, const RuleData& k, const CheckOptions& o, const Report& rep) : t_(t), k_(k), o_(o), rep_(rep) {
-    rc_ = k.root_complex(t.cpu);
-    grace_ = (rc_ && rc_->name.find("Grace") != std::string::npos);
     // Each GPU's family once per node: the lookup may read pci.ids.
     families_.resize(t.devices.size());
+    std::vector<std::string> node_families;
     for (size_t i = 0; i < t.devices.size(); ++i)
       if (t.devices[i].role == Role::GPU) {
         families_[i] = k.gpu_family_match(t.devices[i]);
+        if (families_[i].family) node_families.push_back(families_[i].family->family);
         if (families_[i].family && families_[i].family->family == "grace-c2c") grace_ = true;
       }
+    // Grace's entry needs its chipset on the node (a TH500 root port or a C2C GPU): its Neoverse V2
+    // cores alone are also Graviton4's and Axion's.
+    rc_ = k.root_complex(t, node_families);
+    grace_ = grace_ || (rc_ && rc_->name.find("Grace") != std::string::npos);
     rcname_ = rc_ ? rc_->name : (t.cpu.model_name.empty() ? "this CPU" : t.cpu.model_name);
     dmi_ = t.dmi_vendor + " " + t.dmi_product;
     emulated_ = k.virtual_hardware(t);

@@ -69,7 +69,14 @@ GateAnswer unknown(std::string why) { return {-1, std::move(why)}; }
 // nv_grdma_pci_topology_supported() past the override: a passthrough VM, then the chipset list.
 GateAnswer grdma_by_topology(const GateInput& in) {
   if (in.passthrough_vm) return yes("GPU passed through to a VM: the driver allows RDMA by default");
-  if (in.unsupported_chipset) {
+  if (in.unsupported_chipset == -1) {
+    // Distrusted or not, a bridge common to GPU and NIC passes; without one the chipset decides.
+    if (in.common_bridge == 1) return yes("GPU and NIC share a PCIe bridge: allowed whether or not the driver distrusts this chipset");
+    return unknown(
+        "whether the driver distrusts this chipset for PCIe P2P is not in this input (Neoverse V2 cores: Grace's TH500 root ports, "
+        "10de:22b1-22b4, 22b8, 22b9, or another SoC's)");
+  }
+  if (in.unsupported_chipset == 1) {
     if (in.common_bridge == 1) return yes("chipset the driver distrusts for PCIe P2P, but GPU and NIC share a PCIe bridge");
     if (in.common_bridge == 0)
       return no("chipset the driver distrusts for PCIe P2P (Grace, Ampere Altra, AmpereOne) and no PCIe bridge common to GPU and NIC");

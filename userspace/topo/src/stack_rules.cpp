@@ -444,14 +444,26 @@ class StackStage {
       in.override_value = std::atoi(ov.c_str());
     }
     in.passthrough_vm = rep_.virtual_machine && t_.cpu.hypervisor;
-    const RootComplex* rc = k_.root_complex(t_.cpu);
+    // RM's list (osinit.c _checkP2pChipsetSupport): Grace (TH500), Ampere Altra, AmpereOne. RM knows
+    // the chipset by a PCI function of its table (nvcst.h chipsetInfo, chipset.c
+    // clFindFHBAndGetChipsetInfoIndex): Grace by a TH500 root port (root_complexes.json's Grace
+    // chipset_ids; no GPU family: RM does not look at one), not by its Neoverse V2 cores, which
+    // Graviton4 and Axion share. Those cores with no root port's ids in the input: whether a TH500
+    // port is there is unknown. Altra's cores are Neoverse N1 (ARM's implementer id, like
+    // Graviton2): known by its DMI or model name; AmpereOne by Ampere's own implementer id 0xc0.
+    bool cores_only = false;
+    const RootComplex* rc = k_.root_complex(t_, {}, &cores_only);
     const std::string rcn = rc ? rc->name : "";
-    // RM's list (osinit.c _checkP2pChipsetSupport): Grace (TH500), Ampere Altra, AmpereOne. Altra's
-    // cores are Neoverse N1 (ARM's implementer id, like Graviton2): known by its DMI or model name;
-    // AmpereOne by Ampere's own implementer id 0xc0.
     const std::string dmi = t_.dmi_vendor + " " + t_.dmi_product + " " + t_.cpu.model_name;
-    in.unsupported_chipset = rcn.find("Grace") != std::string::npos || dmi.find("Altra") != std::string::npos ||
-                             dmi.find("AmpereOne") != std::string::npos || t_.cpu.arm_implementer == 0xc0;
+    const bool root_port_ids =
+        std::any_of(t_.devices.begin(), t_.devices.end(), [](const Device& d) { return d.ids_known && d.port == PortType::RootPort; });
+    if (rcn.find("Grace") != std::string::npos || dmi.find("Altra") != std::string::npos || dmi.find("AmpereOne") != std::string::npos ||
+        t_.cpu.arm_implementer == 0xc0)
+      in.unsupported_chipset = 1;
+    else if (cores_only && !root_port_ids)
+      in.unsupported_chipset = -1;
+    else
+      in.unsupported_chipset = 0;
     return in;
   }
 

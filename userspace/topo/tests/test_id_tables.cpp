@@ -466,13 +466,24 @@ TEST(Platform, GraceC2cRootComplexPathIsTheDesignedOne) {
   Report h = check(from_fake(two_root_ports(0x2330)), kb(), CheckOptions{});
   EXPECT_NE(finding(*find_pair(h, "GPU0", "NIC0"), "path-root-complex"), nullptr);
   EXPECT_EQ(find_pair(h, "GPU0", "NIC0")->verdict, Verdict::Degraded);
-  // By CPU: Neoverse V2 (Grace), whatever the GPU; and no ARM64 warning for it.
+  // By CPU and chipset: Neoverse V2 cores under NVIDIA TH500 root ports (10de:22b2, RP x16 in
+  // open-gpu-kernel-modules nvcst.h), whatever the GPU; and no ARM64 warning for it.
   FakeNode g = two_root_ports(0x2330);
   g.cpuinfo = kGraceCpuinfo;
+  for (auto& port : g.fns)
+    if (port.port_type == testing::kRootPort) port.vendor = 0x10de, port.device = 0x22b2;
   Report gc = check(from_fake(g), kb(), CheckOptions{});
   const PairResult* q = find_pair(gc, "GPU0", "NIC0");
   EXPECT_NE(finding(*q, "path-grace"), nullptr);
   EXPECT_EQ(finding(*q, "platform-arm64"), nullptr);
+  // The cores alone are also AWS Graviton4's and Google Axion's (Neoverse V2): under root ports
+  // that are not TH500 ones the node is not Grace, and its root complex is not rated.
+  FakeNode v2 = two_root_ports(0x2330);
+  v2.cpuinfo = kGraceCpuinfo;
+  Report vr = check(from_fake(v2), kb(), CheckOptions{});
+  const PairResult* w = find_pair(vr, "GPU0", "NIC0");
+  EXPECT_EQ(finding(*w, "path-grace"), nullptr);
+  EXPECT_NE(finding(*w, "platform-arm64"), nullptr);
 }
 
 TEST(Platform, Arm64WithoutAKnownRootComplexIsUnreliable) {

@@ -169,6 +169,8 @@ TEST(TruthPaths, GpuPairOnAGraceRootComplexIsNoGpuDirectRdmaPath) {
   second.device = 0x2331;
   second.class_code = 0x030200;
   n.cpuinfo = "processor\t: 0\nBogoMIPS\t: 2000.00\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd4f\n";
+  for (auto& f : n.fns)
+    if (f.port_type == testing::kRootPort) f.vendor = 0x10de, f.device = 0x22b2;  // TH500 RP x16 (nvcst.h): Grace's chipset
   const Report r = check(from_fake(n), kb(), CheckOptions{});
   const PairResult& p = only_pair(r);
   ASSERT_EQ(r.gpus.size(), 2u);
@@ -257,6 +259,51 @@ TEST(TruthPaths, Gh200NamedByLspciIsAGraceSystem) {
   const PairResult& p = only_pair(r);
   EXPECT_TRUE(finding(p, "path-grace"));
   EXPECT_FALSE(finding(p, "platform-arm64")) << finding(p, "platform-arm64")->reason;
+}
+
+// Grace's root complex (topology/root_complexes.json: cross-socket P2P slow) needs the chipset on
+// the node beside the Neoverse V2 cores (MIDR 0x41/0xd4f), which AWS Graviton4 and Google Axion
+// share: a GPU of the grace-c2c family (GH200 10de:2342, gpus.json) or an NVIDIA TH500 root port
+// (open-gpu-kernel-modules nvcst.h: 10de:22b1-22b4, 22b8, 22b9). Two GPUs on two sockets, each
+// under a root port of its own; the SYS pair's reason names the root complex it was judged by.
+TEST(TruthPaths, GracesRootComplexNeedsItsChipsetOnTheNode) {
+  using testing::add_device;
+  struct Case {
+    const char* what;
+    uint16_t gpu, port_vendor, port_device;
+    bool grace;
+  };
+  const Case cases[] = {
+      {"GH200 GPUs (grace-c2c) under root ports whose ids say nothing", 0x2342, 0x8086, 0x1234, true},
+      {"H100 PCIe GPUs (10de:2331) under TH500 RP x16", 0x2331, 0x10de, 0x22b2, true},
+      {"H100 PCIe GPUs under TH500 RP x2", 0x2331, 0x10de, 0x22b9, true},
+      {"H100 PCIe GPUs under Amazon's root ports (Graviton4-like)", 0x2331, 0x1d0f, 0x0201, false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    Topology t;
+    t.numa_nodes = 2;
+    t.cpu.arch = "aarch64";
+    t.cpu.vendor = "ARM";
+    t.cpu.arm_implementer = 0x41;
+    t.cpu.arm_part = 0xd4f;
+    const int h0 = t.host_bridge_index("0000:00"), h1 = t.host_bridge_index("0000:80");
+    t.host_bridges[h0].numa = 0;
+    t.host_bridges[h1].numa = 1;
+    const int r0 = add_device(t, "0000:00:01.0", -1, PortType::RootPort, Role::None, c.port_vendor, c.port_device, 0, 0, h0);
+    const int r1 = add_device(t, "0000:80:01.0", -1, PortType::RootPort, Role::None, c.port_vendor, c.port_device, 0, 0, h1);
+    add_device(t, "0000:01:00.0", r0, PortType::Endpoint, Role::GPU, 0x10de, c.gpu);
+    add_device(t, "0000:81:00.0", r1, PortType::Endpoint, Role::GPU, 0x10de, c.gpu);
+    t.finalize();
+    const Report r = check(t, kb(), CheckOptions{});
+    const PairResult& p = only_pair(r);
+    ASSERT_EQ(p.path.cls, PathClass::SYS);
+    const Finding* f = finding(p, "path-sys");
+    ASSERT_TRUE(f);
+    const std::string grace_words = "peer-to-peer across sockets is slow on NVIDIA Grace (Neoverse V2)";
+    EXPECT_EQ(f->reason.find(grace_words) != std::string::npos, c.grace) << f->reason;
+    EXPECT_EQ(f->reason.find("cross-socket peer-to-peer is unknown") != std::string::npos, !c.grace) << f->reason;
+  }
 }
 
 // ---- the NVIDIA driver's version -----------------------------------------------
@@ -1317,10 +1364,13 @@ TEST(TruthPaths, SysFixNamesTheGpusSocketWhenNoNicIsCloser) {
   const Finding* f = finding(p, "path-sys");
   ASSERT_TRUE(f);
   EXPECT_EQ(f->fix, "# put a NIC on NUMA node 1 (the GPU's socket)");
-  // The same two sockets of a Grace node (two Grace CPUs, Neoverse V2, CPU part 0xd4f): the pair
-  // crosses the socket link, which path-grace (a root-complex path over NVLink-C2C being the
-  // designed one) does not cover: path-sys, with root_complexes.json's "slow" for Grace.
+  // The same two sockets of a Grace node (two Grace CPUs, Neoverse V2, CPU part 0xd4f, under TH500
+  // root ports, 10de:22b2 in nvcst.h): the pair crosses the socket link, which path-grace (a
+  // root-complex path over NVLink-C2C being the designed one) does not cover: path-sys, with
+  // root_complexes.json's "slow" for Grace.
   n.cpuinfo = "processor\t: 0\nBogoMIPS\t: 2000.00\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd4f\n";
+  for (auto& port : n.fns)
+    if (port.port_type == testing::kRootPort) port.vendor = 0x10de, port.device = 0x22b2;
   const PairResult g = only_pair(check(from_fake(n), kb(), CheckOptions{}));
   ASSERT_EQ(g.path.cls, PathClass::SYS);
   EXPECT_FALSE(finding(g, "path-grace"));

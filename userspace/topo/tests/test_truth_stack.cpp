@@ -94,9 +94,10 @@ std::vector<Driver> completions(const GateInput& in) {
     for (bool open : tri(in.flavour))
       for (bool coherent : tri(in.coherent))
         for (int ov : overrides)
-          for (bool sw : tri(in.common_bridge))
-            for (bool group : tri(in.same_iommu_group))
-              out.push_back({version, open, coherent, ov, in.passthrough_vm, in.unsupported_chipset, sw, group});
+          for (bool chipset : tri(in.unsupported_chipset))
+            for (bool sw : tri(in.common_bridge))
+              for (bool group : tri(in.same_iommu_group))
+                out.push_back({version, open, coherent, ov, in.passthrough_vm, chipset, sw, group});
   return out;
 }
 
@@ -123,7 +124,7 @@ TEST(TruthGate, EveryInputAgainstTheDriverSource) {
     for (int coherent : {-1, 0, 1})
       for (int ov : {-1, 0, 1, 2, 3})
         for (bool vm : {false, true})
-          for (bool chipset : {false, true})
+          for (int chipset : {-1, 0, 1})  // on RM's chipset list: -1 where the input cannot say
             for (int bridge : {-1, 0, 1})
               for (int group : {-1, 0, 1})
                 for (DriverGate version :
@@ -140,15 +141,15 @@ TEST(TruthGate, EveryInputAgainstTheDriverSource) {
                     if (got->allowed != -1) {
                       EXPECT_EQ(got->allowed, want) << got->why;  // never a guess
                     }
-                    const bool all_known =
-                        flavour != -1 && coherent != -1 && ov != -1 && bridge != -1 && group != -1 && version != DriverGate::Unknown;
+                    const bool all_known = flavour != -1 && coherent != -1 && ov != -1 && chipset != -1 && bridge != -1 && group != -1 &&
+                                           version != DriverGate::Unknown;
                     if (all_known) {
                       EXPECT_EQ(got->allowed, want) << got->why;
                     }
                   }
                   ++checked;
                 }
-  EXPECT_EQ(checked, 3 * 3 * 5 * 2 * 2 * 3 * 3 * 5);
+  EXPECT_EQ(checked, 3 * 3 * 5 * 2 * 3 * 3 * 3 * 5);
 }
 
 // The unknowns that decide alone: the answer the driver gives depends on them, so it is unknown.
@@ -173,6 +174,29 @@ TEST(TruthGate, AnUnknownThatDecidesStaysUnknown) {
   EXPECT_EQ(b.dmabuf_pcie.allowed, -1) << b.dmabuf_pcie.why;
   EXPECT_EQ(b.dmabuf_default.allowed, 1);  // coherent: the PCIe topology is not checked
   EXPECT_EQ(b.nvidia_p2p.allowed, 1);
+}
+
+// Whether the chipset is on RM's list unknown (Neoverse V2 cores, no root port's ids in the input):
+// nv_grdma_pci_topology_supported allows a GPU and a NIC with an upstream bridge in common either
+// way (distrusted: nv_pci_has_common_pci_switch; trusted: allowed), so that answer is known; without
+// one, or where the bridge is not known, the chipset decides and the answer is unknown.
+TEST(TruthGate, AnUnknownChipsetDecidesOnlyWithoutACommonBridge) {
+  for (int bridge : {1, 0, -1}) {
+    SCOPED_TRACE(bridge);
+    GateInput in;
+    in.flavour = 1;
+    in.coherent = 0;
+    in.override_value = 0;
+    in.unsupported_chipset = -1;
+    in.common_bridge = bridge;
+    in.same_iommu_group = 1;
+    in.driver = DriverGate::Full;
+    const GateResult g = exporter_gate(in);
+    const int want = bridge == 1 ? 1 : -1;
+    EXPECT_EQ(g.dmabuf_default.allowed, want) << g.dmabuf_default.why;
+    EXPECT_EQ(g.nvidia_p2p.allowed, want) << g.nvidia_p2p.why;
+    EXPECT_EQ(g.dmabuf_pcie.allowed, 0) << g.dmabuf_pcie.why;  // not coherent
+  }
 }
 
 // Where the override is what is unknown, the answer says what the driver's default (0) decides
@@ -950,16 +974,79 @@ TEST(TruthPlatform, ChipsetListPassthroughAndOverride) {
 }
 
 // nv_grdma_pci_topology_supported on a Grace CPU with a PCIe GPU: a PCIe switch above both is
-// the common bridge nv_pci_has_common_pci_switch finds.
+// the common bridge nv_pci_has_common_pci_switch finds. The root port is a TH500 one (10de:22b2,
+// nvcst.h), which is what makes the chipset Grace's for the driver.
 TEST(TruthPlatform, GraceWithACommonSwitchIsAllowed) {
   FakeNode n = testing::switch_node();
   n.modules = "nvidia 1 0 - Live 0x0\nib_core 1 0 - Live 0x0\n";
   n.nvidia_version = kOpen;
   n.cpuinfo = "processor\t: 0\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd4f\n";
+  for (auto& f : n.fns)
+    if (f.bdf == "0000:00:01.0") f.vendor = 0x10de, f.device = 0x22b2;
   const Report r = run_check(n, params_with_override("0"));
   const GateResult& g = gpu_nic(r).stack->gate;
   EXPECT_EQ(g.dmabuf_default.allowed, 1) << g.dmabuf_default.why;
   EXPECT_EQ(g.nvidia_p2p.allowed, 1) << g.nvidia_p2p.why;
+  EXPECT_NE(g.nvidia_p2p.why.find("distrusts"), std::string::npos) << g.nvidia_p2p.why;
+}
+
+// RM knows Grace by a PCI function of its chipset table, not by the CPU cores: nvcst.h
+// (open-gpu-kernel-modules 595.45.04, src/nvidia/arch/nvalloc/common/inc/nvcst.h chipsetInfo)
+// lists NVIDIA 0x22B1, 0x22B2, 0x22B3, 0x22B4, 0x22B8, 0x22B9 as CS_NVIDIA_TH500 root ports;
+// chipset.c clFindFHBAndGetChipsetInfoIndex matches the table against the node's PCI functions, and
+// osinit.c _checkP2pChipsetSupport distrusts CS_NVIDIA_TH500. Grace's cores are Arm Neoverse V2
+// (MIDR implementer 0x41, part 0xd4f: util-linux sys-utils/lscpu-arm.c "Neoverse-V2"), and so are
+// AWS Graviton4's and Google Axion's, whose root ports are their own (Amazon's PCI vendor is 0x1d0f,
+// nvdevid.h PCI_VENDOR_ID_AMAZON; no public Graviton4 lspci was found, so the Amazon device id
+// below stands for any id outside RM's TH500 rows). The same GPU and NIC under root ports of
+// their own (no common bridge, override 0, open module) on Neoverse V2 cores:
+TEST(TruthPlatform, NeoverseV2CoresAloneDoNotMakeTheChipsetGraces) {
+  struct Case {
+    const char* what;
+    uint16_t vendor, device;  // both root ports; 0: GPU and NIC straight on the root bus, no root port
+    int want;                 // dma-buf default type and nvidia_p2p
+  };
+  const Case cases[] = {
+      {"TH500 RP for GH100 in GH180", 0x10de, 0x22b1, 0},
+      {"TH500 RP x16", 0x10de, 0x22b2, 0},
+      {"TH500 RP x4", 0x10de, 0x22b3, 0},
+      {"TH500 RP x1", 0x10de, 0x22b4, 0},
+      {"TH500 RP x8", 0x10de, 0x22b8, 0},
+      {"TH500 RP x2", 0x10de, 0x22b9, 0},
+      {"an NVIDIA id next to them, not in the table", 0x10de, 0x22b5, 1},
+      {"Graviton4-like: Amazon's root ports", 0x1d0f, 0x0201, 1},
+      {"no root port in the input: a TH500 one may be there or not", 0, 0, -1},
+  };
+  const std::string epyc = "vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC 9374F\n";
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    FakeNode n = grace_two_root_ports(kOpen);
+    if (c.vendor == 0) {
+      n.fns.clear();
+      testing::add_endpoint(n, "0000:00:01.0", "/sys/devices/pci0000:00/0000:00:01.0", 0x10de, 0x2330, 0x030200);
+      testing::add_endpoint(n, "0000:00:02.0", "/sys/devices/pci0000:00/0000:00:02.0", 0x15b3, 0x1021, 0x020700);
+    }
+    for (auto& f : n.fns)
+      if (c.vendor != 0 && (f.bdf == "0000:00:01.0" || f.bdf == "0000:00:02.0")) {
+        f.vendor = c.vendor;
+        f.device = c.device;
+      }
+    const Report r = run_check(n, params_with_override("0"));
+    const PairResult& p = gpu_nic(r);
+    const GateResult& g = p.stack->gate;
+    EXPECT_EQ(g.dmabuf_default.allowed, c.want) << g.dmabuf_default.why;
+    EXPECT_EQ(g.nvidia_p2p.allowed, c.want) << g.nvidia_p2p.why;
+    EXPECT_EQ(g.dmabuf_pcie.allowed, 0) << g.dmabuf_pcie.why;  // a PCIe GPU: not coherent
+    // The path rules call the node Grace only where the driver would.
+    EXPECT_EQ(pair_finding(p, "path-grace") != nullptr, c.want == 0);
+    EXPECT_EQ(pair_finding(p, "platform-arm64") != nullptr, c.want != 0);
+    // An x86 CPU (AMD EPYC) there: no chipset of RM's list, whether the input has root ports or not.
+    n.cpuinfo = epyc;
+    const Report on_x86 = run_check(n, params_with_override("0"));
+    const GateResult& x = gpu_nic(on_x86).stack->gate;
+    EXPECT_EQ(x.dmabuf_default.allowed, 1) << x.dmabuf_default.why;
+    EXPECT_EQ(x.nvidia_p2p.allowed, 1) << x.nvidia_p2p.why;
+  }
 }
 
 // GH200's GPU (10de:2342, the grace-c2c family) is coherent: the PCIe topology is not checked for

@@ -71,6 +71,12 @@ struct RootComplex {
   std::string p2p;                          // "good", "poor", "unsupported"
   std::string cross_socket;                 // "ok", "slow", "unsupported"
   std::string note;
+  // A root complex known by its chipset, not its CPU cores alone (Grace's Neoverse V2 cores are
+  // also AWS Graviton4's and Google Axion's): the entry matches only on a node with one of these
+  // PCI functions (the NVIDIA driver knows Grace by its TH500 root ports, nvcst.h) or a GPU of one
+  // of these families (gpus.json, e.g. grace-c2c). Both empty: the CPU fields decide alone.
+  std::vector<std::pair<uint16_t, std::optional<uint16_t>>> chipset_ids;
+  std::vector<std::string> chipset_gpu_families;
 };
 
 struct PlatformRule {
@@ -138,7 +144,12 @@ struct RuleData {
   // The pci.ids file to consult: $GDRPEER_PCI_IDS when set, else the first of
   // pci_ids_paths that exists; "" for none.
   std::string pci_ids_path() const;
+  // The first entry whose CPU fields match and that needs no chipset (chipset_ids, chipset_gpu_families).
   const RootComplex* root_complex(const CpuInfo& cpu) const;
+  // The first entry whose CPU fields match and whose chipset, if it names one, is on the node:
+  // one of its PCI functions in t, or one of its GPU families in node_families (the node's GPUs').
+  // cores_only, when given, is set where an entry's CPU fields matched but its chipset was not seen.
+  const RootComplex* root_complex(const Topology& t, const std::vector<std::string>& node_families, bool* cores_only = nullptr) const;
   // The baseboard part this GPU is (by NVIDIA device id), or nullptr.
   const NvlinkBaseboardPart* nvlink_baseboard_part(const Device& d) const;
   bool flattens(const Device& d) const;

@@ -119,9 +119,9 @@ struct GateInput {
   int coherent = -1;        // NVLink-C2C coherent platform (GH200, GB200): 1/0/-1
   int override_value = -1;  // NVreg_GrdmaPciTopoCheckOverride 0/1/2, -1 unknown
   bool passthrough_vm = false;
-  bool unsupported_chipset = false;  // Grace TH500, Ampere Altra, AmpereOne: RM's list
-  int common_bridge = -1;            // GPU and NIC share an upstream bridge: 1/0/-1
-  int same_iommu_group = -1;         // 1/0/-1
+  int unsupported_chipset = 0;  // on RM's list (Grace TH500, Ampere Altra, AmpereOne): 1/0/-1
+  int common_bridge = -1;       // GPU and NIC share an upstream bridge: 1/0/-1
+  int same_iommu_group = -1;    // 1/0/-1
   DriverGate driver = DriverGate::Unknown;
 };
 struct GateAnswer {
