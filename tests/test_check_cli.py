@@ -155,6 +155,8 @@ REFERENCE_NODES = {
     "h200x2-run5-snapshot.tar": ("optimal", 0),
     # The real 4x H200 node of run 6: its live check said optimal, exit 0 (truth/h200x4-run6-live-check.json).
     "h200x4-run6-snapshot.tar": ("optimal", 0),
+    # Run 7, another machine of that kind: its live check said optimal, exit 0 (truth/h200x4-run7-live-check.json).
+    "h200x4-run7-snapshot.tar": ("optimal", 0),
     # One GPU, no NIC: nothing to judge.
     "h100-node-snapshot.tar": ("incomplete", 3),
 }
@@ -504,7 +506,7 @@ def lspci_name(vendor, device):
     return f"{vendors[vendor]} {devices.get((vendor, device)) or f'Device {device:04x}'}"
 
 
-SYSFS_SNAPSHOTS = ["h200x4-node-snapshot.tar", "h200x4-run2-snapshot.tar", "h200x2-run5-snapshot.tar", "h200x4-run6-snapshot.tar"]
+SYSFS_SNAPSHOTS = ["h200x4-node-snapshot.tar", "h200x4-run2-snapshot.tar", "h200x2-run5-snapshot.tar", "h200x4-run6-snapshot.tar", "h200x4-run7-snapshot.tar"]
 
 
 def snapshot_ids(path):

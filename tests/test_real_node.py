@@ -213,21 +213,23 @@ def smi_p2p(path):
     return cells
 
 
-def test_four_gpu_run6_snapshot_checks_as_its_live_node_and_nvidia_smi_did():
-    """Run 6 (4x H200, driver 580.159.04 open, 2026-11-27 12:53 UTC, docs/benchmarks.md): the
-    snapshot gdrpeer took on the node checked offline gives the live `gdrpeer check --json` of
-    the same node (every pair, class, NVLink and verdict), and its verdicts agree with what
-    nvidia-smi said of peer-to-peer there: every pair OK for both reads and writes, so every pair
-    optimal, over NV18 through NVSwitches (`verify --p2p` measured 395 GB/s on each)."""
-    live = json.loads((REF / "truth" / "h200x4-run6-live-check.json").read_text())
-    res = run("check", "--json", REF / "h200x4-run6-snapshot.tar")
+@pytest.mark.parametrize("name,modes", [("run6", ("r", "w")), ("run7", ("r",))])
+def test_four_gpu_run_snapshot_checks_as_its_live_node_and_nvidia_smi_did(name, modes):
+    """Runs 6 and 7 (4x H200, driver 580.159.04 open, 2026-11-27 12:53 and 15:17 UTC, two
+    machines, docs/benchmarks.md): the snapshot gdrpeer took on the node checked offline gives
+    the live `gdrpeer check --json` of the same node (every pair, class, NVLink and verdict), and
+    its verdicts agree with what nvidia-smi said of peer-to-peer there: every pair OK for reads
+    (and, run 6, writes), so every pair optimal, over NV18 through NVSwitches (`verify --p2p`
+    measured 395 GB/s on each)."""
+    live = json.loads((REF / "truth" / f"h200x4-{name}-live-check.json").read_text())
+    res = run("check", "--json", REF / f"h200x4-{name}-snapshot.tar")
     assert res.returncode == 0, res.stderr
     snap = json.loads(res.stdout)
 
     assert pair_rows(snap) == pair_rows(live)
     label_of = {d["bdf"]: d["label"] for d in snap["devices"] if d["role"] == "gpu"}
-    for mode in ("r", "w"):
-        smi = smi_p2p(REF / "truth" / f"h200x4-run6-nvidia-smi-topo-p2p-{mode}.txt")
+    for mode in modes:
+        smi = smi_p2p(REF / "truth" / f"h200x4-{name}-nvidia-smi-topo-p2p-{mode}.txt")
         assert len(smi) == 12, smi
         for p in snap["pairs"]:
             a, b = label_of[p["a_bdf"]], label_of[p["b_bdf"]]
