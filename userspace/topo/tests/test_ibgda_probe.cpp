@@ -40,7 +40,7 @@ using fake::kb;
 
 namespace {
 
-bool has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+using fake::has;
 
 template <typename Fn>
 Fn fake_symbol(const char* library, const char* name) {

@@ -21,6 +21,9 @@ namespace gdrpeer::topo::testing {
 inline std::string data_dir() { return GDRPEER_TEST_TOPOLOGY_DIR; }
 inline std::string reference(const std::string& name) { return std::string(GDRPEER_TEST_REFERENCE_DIR) + "/" + name; }
 
+// Whether text holds part: the tests' check of a reason, note or rendered output.
+inline bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
 inline std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream ss;

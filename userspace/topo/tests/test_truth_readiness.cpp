@@ -26,12 +26,13 @@
 #include "gdrpeer/topo/model.hpp"
 #include "gdrpeer/topo/readiness.hpp"
 #include "gdrpeer/topo/rules.hpp"
+#include "test_topo_support.hpp"
 
 using namespace gdrpeer::topo;
 
 namespace {
 
-bool has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+using gdrpeer::topo::testing::has;
 
 size_t count_of(const std::string& s, const std::string& what) {
   size_t n = 0;

@@ -45,7 +45,7 @@ using fake::kb;
 
 namespace {
 
-bool has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+using fake::has;
 
 // GPU0 03:00.0, the NIC 04:00.0 and the NVMe drive 05:00.0 under one switch (root port 00:01.0);
 // GPU1 10:00.0 on root port 00:02.0 of the same host bridge; GPU2 41:00.0 on host bridge 0000:40;

@@ -97,7 +97,7 @@ std::string section(const std::string& text, const std::string& header) {
 const std::string kConsumersHeader = "Consumers (what each will do for the pair; models in docs/check.md):";
 const std::string kReadinessHeader = "IBGDA and GDS readiness (modes and the sources modelled: docs/check.md):";
 
-bool has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+using testing::has;
 
 // ---- the Consumers block, as docs/check.md writes it, from the JSON ---------------------------
 
