@@ -526,12 +526,6 @@ bool needs_chipset(const RootComplex& rc) { return !rc.chipset_ids.empty() || !r
 
 }  // namespace
 
-const RootComplex* RuleData::root_complex(const CpuInfo& cpu) const {
-  for (const auto& rc : root_complexes)
-    if (!needs_chipset(rc) && cpu_matches(rc, cpu)) return &rc;
-  return nullptr;
-}
-
 const RootComplex* RuleData::root_complex(const Topology& t, const std::vector<std::string>& node_families, bool* cores_only) const {
   for (const auto& rc : root_complexes) {
     if (!cpu_matches(rc, t.cpu)) continue;

@@ -516,14 +516,19 @@ TEST(RuleData, RootComplexTable) {
     c.model = model;
     return c;
   };
+  // A node with this CPU and no PCI functions or GPUs.
+  auto root_complex_of = [](const CpuInfo& c) {
+    Topology t;
+    t.cpu = c;
+    return kb().root_complex(t, {});
+  };
   const CpuInfo genoa = cpu("AuthenticAMD", 25, 17);
-  ASSERT_TRUE(kb().root_complex(genoa));
-  EXPECT_EQ(kb().root_complex(genoa)->p2p, "good");
+  ASSERT_TRUE(root_complex_of(genoa));
+  EXPECT_EQ(root_complex_of(genoa)->p2p, "good");
   const CpuInfo bdw = cpu("GenuineIntel", 6, 79);
-  ASSERT_TRUE(kb().root_complex(bdw));
-  EXPECT_EQ(kb().root_complex(bdw)->cross_socket, "unsupported");
-  CpuInfo unknown;
-  EXPECT_EQ(kb().root_complex(unknown), nullptr);
+  ASSERT_TRUE(root_complex_of(bdw));
+  EXPECT_EQ(root_complex_of(bdw)->cross_socket, "unsupported");
+  EXPECT_EQ(root_complex_of(CpuInfo{}), nullptr);
   EXPECT_THROW(RuleData::load("/nonexistent-dir"), DataError);
 }
 

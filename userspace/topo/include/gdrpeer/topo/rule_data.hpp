@@ -144,8 +144,6 @@ struct RuleData {
   // The pci.ids file to consult: $GDRPEER_PCI_IDS when set, else the first of
   // pci_ids_paths that exists; "" for none.
   std::string pci_ids_path() const;
-  // The first entry whose CPU fields match and that needs no chipset (chipset_ids, chipset_gpu_families).
-  const RootComplex* root_complex(const CpuInfo& cpu) const;
   // The first entry whose CPU fields match and whose chipset, if it names one, is on the node:
   // one of its PCI functions in t, or one of its GPU families in node_families (the node's GPUs').
   // cores_only, when given, is set where an entry's CPU fields matched but its chipset was not seen.
